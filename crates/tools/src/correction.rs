@@ -1,0 +1,187 @@
+//! Names models reach for that are not Osprey's tools, mapped to the call that does the job, so
+//! an unknown name gets an error that teaches the right call.
+
+/// `(wrong names, the right call)`.
+const CORRECTIONS: &[(&[&str], &str, &str)] = &[
+    (
+        &[
+            "bash",
+            "sh",
+            "zsh",
+            "shell_exec",
+            "exec",
+            "execute",
+            "run",
+            "run_command",
+            "execute_command",
+            "terminal",
+            "command",
+            "cmd",
+        ],
+        "shell",
+        r#"shell(resource: "bash", action: "exec", command: "...")"#,
+    ),
+    (
+        &["read", "read_file", "cat", "view", "open_file"],
+        "file",
+        r#"file(resource: "file", action: "read", path: "...")"#,
+    ),
+    (
+        &["write", "write_file", "create_file", "save_file"],
+        "file",
+        r#"file(resource: "file", action: "write", path: "...", content: "...")"#,
+    ),
+    (
+        &[
+            "edit",
+            "edit_file",
+            "str_replace",
+            "str_replace_editor",
+            "replace",
+            "multiedit",
+            "multi_edit",
+            "patch",
+        ],
+        "file",
+        r#"file(resource: "file", action: "edit", path: "...", old_text: "...", new_text: "...")"#,
+    ),
+    (
+        &["grep", "rg", "ripgrep", "search_files", "search_code"],
+        "file",
+        r#"file(resource: "file", action: "grep", pattern: "...")"#,
+    ),
+    (
+        &["glob", "find", "find_files", "list_files", "ls"],
+        "file",
+        r#"file(resource: "file", action: "glob", pattern: "**/*.rs")"#,
+    ),
+    (
+        &["websearch", "web_search", "search", "google", "search_web"],
+        "web",
+        r#"web(resource: "search", action: "query", query: "...")"#,
+    ),
+    (
+        &[
+            "webfetch",
+            "web_fetch",
+            "fetch",
+            "curl",
+            "wget",
+            "http",
+            "http_get",
+            "browse_url",
+        ],
+        "web",
+        r#"web(resource: "http", action: "fetch", url: "https://...")"#,
+    ),
+    (
+        &["apps", "app_list", "list_apps", "applications"],
+        "app",
+        r#"app(action: "list")"#,
+    ),
+    (
+        &["computer", "mouse", "keyboard", "click", "type_text"],
+        "desktop",
+        r#"desktop(action: "click", element: "B3")"#,
+    ),
+    (
+        &["take_screenshot", "screen", "capture"],
+        "screenshot",
+        r#"screenshot(action: "see")"#,
+    ),
+];
+
+/// The right call for a wrong name, when Osprey knows one.
+pub fn suggest(name: &str) -> Option<(&'static str, &'static str)> {
+    let lower = name.to_ascii_lowercase();
+    CORRECTIONS
+        .iter()
+        .find(|(names, _, _)| names.contains(&lower.as_str()))
+        .map(|(_, tool, call)| (*tool, *call))
+}
+
+/// The error text for an unknown tool: the right call (if the tool it names is registered) and
+/// the list of tools.
+pub fn unknown_tool_message(name: &str, registered: &[String]) -> String {
+    let list = registered.join(", ");
+    if let Some((tool, call)) = suggest(name).filter(|(t, _)| registered.iter().any(|r| r == t)) {
+        return format!(
+            "There is no tool `{name}`. Use {call} — the `{tool}` tool does that. Available tools: {list}."
+        );
+    }
+    if let Some(same) = registered.iter().find(|r| r.eq_ignore_ascii_case(name)) {
+        return format!(
+            "There is no tool `{name}`; tool names are case-sensitive: use `{same}`. Available tools: {list}."
+        );
+    }
+    format!("There is no tool `{name}`. Available tools: {list}.")
+}
+
+/// Strips an MCP prefix (`mcp__osprey__web` -> `web`, `mcp__files__read` -> `read`).
+pub fn strip_mcp_prefix(name: &str) -> &str {
+    match name.strip_prefix("mcp__") {
+        Some(rest) => rest.split_once("__").map(|(_, tool)| tool).unwrap_or(rest),
+        None => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools() -> Vec<String> {
+        ["file", "shell", "web", "app"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn every_named_alias_maps_to_its_call() {
+        for (name, tool) in [
+            ("bash", "shell"),
+            ("read", "file"),
+            ("write", "file"),
+            ("edit", "file"),
+            ("grep", "file"),
+            ("glob", "file"),
+            ("websearch", "web"),
+            ("web_search", "web"),
+            ("webfetch", "web"),
+            ("web_fetch", "web"),
+            ("apps", "app"),
+            ("Bash", "shell"),
+        ] {
+            let msg = unknown_tool_message(name, &tools());
+            assert!(msg.contains(&format!("`{tool}` tool")), "{name}: {msg}");
+            assert!(
+                msg.contains("Available tools: file, shell, web, app"),
+                "{msg}"
+            );
+        }
+        let msg = unknown_tool_message("bash", &tools());
+        assert!(
+            msg.contains(r#"shell(resource: "bash", action: "exec""#),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn unknown_names_list_the_tools_and_case_slips_name_the_right_one() {
+        let msg = unknown_tool_message("teleport", &tools());
+        assert_eq!(
+            msg,
+            "There is no tool `teleport`. Available tools: file, shell, web, app."
+        );
+        assert!(unknown_tool_message("Web", &tools()).contains("use `web`"));
+        // A suggestion for a tool that is not registered is not made.
+        assert!(!unknown_tool_message("screen", &tools()).contains("screenshot("));
+    }
+
+    #[test]
+    fn mcp_prefixes_are_stripped() {
+        assert_eq!(strip_mcp_prefix("mcp__osprey__web"), "web");
+        assert_eq!(strip_mcp_prefix("mcp__web"), "web");
+        assert_eq!(strip_mcp_prefix("web"), "web");
+    }
+}

@@ -1,0 +1,1 @@
+//! The `file` tool (being built).

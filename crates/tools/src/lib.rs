@@ -1,0 +1,29 @@
+//! Osprey's tool layer: the [`Tool`] and [`DomainTool`] traits, the [`Registry`] that is the
+//! single choke point every call passes (name resolution, validation, hooks, origin rules, the
+//! approval policy, the unconditional safeguard, execution with a deadline, audit), the JSON
+//! Schema builder for domain tables, and the built-in `file`, `shell` and `web` tools.
+//!
+//! It must not know about Tauri, the agent loop or the app platform: hooks arrive through the
+//! [`HookDispatcher`] trait and approvals through the [`Approver`] trait.
+
+pub mod audit;
+pub mod correction;
+pub mod domain;
+pub mod file;
+pub mod hooks;
+pub mod registry;
+pub mod security;
+pub mod shell;
+pub mod tool;
+pub mod web;
+
+pub use audit::AuditSink;
+pub use domain::{Domain, FieldType};
+pub use hooks::{FilterOutcome, HookDispatcher, NoHooks};
+pub use registry::{CheckOutcome, Registry, RegistryChange, RegistryConfig};
+pub use security::Refusal;
+pub use security::origin::OriginRules;
+pub use security::paths::PathGuard;
+pub use security::policy::{Approver, AskMode, Level, Policy, PolicyConfig};
+pub use security::safeguard::Safeguard;
+pub use tool::{ApprovalNeed, Call, CallFacts, DomainTool, Tool, ToolContext};

@@ -1,0 +1,668 @@
+//! The registry: the set of tools, and [`Registry::execute`], the single choke point every tool
+//! call passes. Its steps run in this order:
+//!
+//! 1. resolve the name (strip an MCP prefix; an unknown name gets the right call and the list);
+//! 2. validate `resource`/`action` against the domain table (aliases, inference, defaults);
+//! 3. the `tool.pre_execute` filter (may rewrite the input, which is validated again, or handle
+//!    the call);
+//! 4. origin rules;
+//! 5. the approval policy (asking the approver when it says so);
+//! 6. the safeguard, unconditional: it runs after an approval too, and under `full`;
+//! 7. execution with the call's deadline and cancellation, output capped, the
+//!    `tool.post_execute` filter, and an audit row.
+//!
+//! As a courtesy the safeguard is also consulted before asking, so nobody is asked to approve a
+//! call that would be refused anyway; the check in step 6 runs regardless.
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use futures::FutureExt;
+use osprey_db::AuditEntry;
+use osprey_types::{ApprovalAnswer, ApprovalRequest, ContentBlock, ErrorCode, Origin, ToolResult};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::audit::AuditSink;
+use crate::correction::{strip_mcp_prefix, unknown_tool_message};
+use crate::hooks::{HookDispatcher, NoHooks, TOOL_POST_EXECUTE, TOOL_PRE_EXECUTE};
+use crate::security::Refusal;
+use crate::security::origin::OriginRules;
+use crate::security::policy::{Approver, Policy, Subject, Verdict};
+use crate::security::safeguard::Safeguard;
+use crate::security::shell_syntax::{CommandAnalysis, analyze};
+use crate::tool::{ApprovalNeed, Call, CallFacts, DomainAdapter, DomainTool, Tool, ToolContext};
+
+/// A change to the set of registered tools.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RegistryChange {
+    Added(String),
+    Removed(String),
+}
+
+type Listener = Arc<dyn Fn(&RegistryChange) + Send + Sync>;
+
+/// What the registry is built from.
+pub struct RegistryConfig {
+    pub policy: Policy,
+    pub origin_rules: OriginRules,
+    pub safeguard: Safeguard,
+    pub audit: AuditSink,
+    /// Text results longer than this many bytes are cut, with a note saying so.
+    pub output_cap: usize,
+}
+
+/// What a call would meet, without running it (`osprey tool --check`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum CheckOutcome {
+    /// It would run without a question.
+    Allow { reason: String },
+    /// The person would be asked.
+    Ask { reason: String },
+    /// It would be refused.
+    Refused { code: ErrorCode, message: String },
+    /// A `tool.pre_execute` hook would handle it.
+    HandledByHook,
+}
+
+/// The tool set and its choke point. Cheap to clone.
+#[derive(Clone)]
+pub struct Registry {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    tools: RwLock<BTreeMap<String, Arc<dyn Tool>>>,
+    listeners: RwLock<Vec<Listener>>,
+    hooks: RwLock<Arc<dyn HookDispatcher>>,
+    origin_rules: RwLock<Arc<OriginRules>>,
+    approver: RwLock<Option<Arc<dyn Approver>>>,
+    policy: Policy,
+    safeguard: Safeguard,
+    audit: AuditSink,
+    output_cap: usize,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("tools", &self.names())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How far a call got before execution.
+enum Gate {
+    Run {
+        tool: Arc<dyn Tool>,
+        call: Call,
+        decision: String,
+    },
+    Done {
+        result: ToolResult,
+        decision: String,
+    },
+    WouldAsk(String),
+}
+
+/// What the audit row needs to know, filled in as the steps go.
+#[derive(Default)]
+struct Trail {
+    tool: String,
+    resource: Option<String>,
+    action: Option<String>,
+    summary: Option<String>,
+}
+
+/// Default cap on a result's text, in bytes.
+pub const DEFAULT_OUTPUT_CAP: usize = 256 * 1024;
+
+fn lock_read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn lock_write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Registry {
+    pub fn new(config: RegistryConfig) -> Self {
+        Registry {
+            inner: Arc::new(Inner {
+                tools: RwLock::new(BTreeMap::new()),
+                listeners: RwLock::new(Vec::new()),
+                hooks: RwLock::new(Arc::new(NoHooks)),
+                origin_rules: RwLock::new(Arc::new(config.origin_rules)),
+                approver: RwLock::new(None),
+                policy: config.policy,
+                safeguard: config.safeguard,
+                audit: config.audit,
+                output_cap: config.output_cap,
+            }),
+        }
+    }
+
+    /// Adds (or replaces) a tool; listeners hear of it.
+    pub fn register(&self, tool: Arc<dyn Tool>) {
+        let name = tool.name().to_string();
+        lock_write(&self.inner.tools).insert(name.clone(), tool);
+        self.notify(&RegistryChange::Added(name));
+    }
+
+    /// Adds a domain tool, building its schema from its table.
+    pub fn register_domain<T: DomainTool>(&self, tool: T) {
+        self.register(Arc::new(DomainAdapter::new(tool)));
+    }
+
+    /// Removes a tool; returns whether it was there.
+    pub fn unregister(&self, name: &str) -> bool {
+        let removed = lock_write(&self.inner.tools).remove(name).is_some();
+        if removed {
+            self.notify(&RegistryChange::Removed(name.to_string()));
+        }
+        removed
+    }
+
+    /// Calls `listener` on every later registration change.
+    pub fn on_change(&self, listener: impl Fn(&RegistryChange) + Send + Sync + 'static) {
+        lock_write(&self.inner.listeners).push(Arc::new(listener));
+    }
+
+    fn notify(&self, change: &RegistryChange) {
+        // Clone the list first so a listener may (un)register without deadlocking.
+        let listeners: Vec<Listener> = lock_read(&self.inner.listeners).clone();
+        for listener in listeners {
+            listener(change);
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        lock_read(&self.inner.tools).get(name).cloned()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        lock_read(&self.inner.tools).keys().cloned().collect()
+    }
+
+    /// `{name, description, input_schema}` for every tool, sorted by name.
+    pub fn schemas(&self) -> Vec<Value> {
+        lock_read(&self.inner.tools)
+            .values()
+            .map(|t| json!({"name": t.name(), "description": t.description(), "input_schema": t.schema()}))
+            .collect()
+    }
+
+    pub fn set_hooks(&self, hooks: Arc<dyn HookDispatcher>) {
+        *lock_write(&self.inner.hooks) = hooks;
+    }
+
+    pub fn set_origin_rules(&self, rules: OriginRules) {
+        *lock_write(&self.inner.origin_rules) = Arc::new(rules);
+    }
+
+    pub fn origin_rules(&self) -> Arc<OriginRules> {
+        lock_read(&self.inner.origin_rules).clone()
+    }
+
+    /// The default approver, used when a call's context names none.
+    pub fn set_approver(&self, approver: Option<Arc<dyn Approver>>) {
+        *lock_write(&self.inner.approver) = approver;
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.inner.policy
+    }
+
+    pub fn safeguard(&self) -> &Safeguard {
+        &self.inner.safeguard
+    }
+
+    pub fn audit(&self) -> &AuditSink {
+        &self.inner.audit
+    }
+
+    /// Runs one call through every step. Never panics and never fails: errors are results.
+    pub async fn execute(&self, ctx: &ToolContext, name: &str, input: Value) -> ToolResult {
+        let started = Instant::now();
+        let mut trail = Trail {
+            tool: name.to_string(),
+            ..Default::default()
+        };
+        let (result, decision) = match self.prepare(ctx, name, input, &mut trail, false).await {
+            Gate::Done { result, decision } => (result, decision),
+            Gate::WouldAsk(reason) => (
+                ToolResult::error(ErrorCode::PolicyDenied, reason),
+                "policy_denied".into(),
+            ),
+            Gate::Run {
+                tool,
+                call,
+                decision,
+            } => {
+                let result = self.run(ctx, &tool, call.clone()).await;
+                (
+                    self.post_execute(ctx, &trail, &call, result).await,
+                    decision,
+                )
+            }
+        };
+        self.record(ctx, &trail, &decision, &result, started);
+        result
+    }
+
+    /// Runs every step but execution and says what the call would meet. Nobody is asked and
+    /// nothing is audited.
+    pub async fn check(&self, ctx: &ToolContext, name: &str, input: Value) -> CheckOutcome {
+        let mut trail = Trail::default();
+        match self.prepare(ctx, name, input, &mut trail, true).await {
+            Gate::Run { decision, .. } => CheckOutcome::Allow { reason: decision },
+            Gate::WouldAsk(reason) => CheckOutcome::Ask { reason },
+            Gate::Done { decision, .. } if decision == "hook" => CheckOutcome::HandledByHook,
+            Gate::Done { result, .. } => CheckOutcome::Refused {
+                code: result.code.unwrap_or(ErrorCode::ToolFailed),
+                message: result.text_content(),
+            },
+        }
+    }
+
+    /// Steps 1 to 6.
+    async fn prepare(
+        &self,
+        ctx: &ToolContext,
+        name: &str,
+        input: Value,
+        trail: &mut Trail,
+        check_only: bool,
+    ) -> Gate {
+        let refuse = |refusal: Refusal| Gate::Done {
+            decision: refusal.code.as_str().to_string(),
+            result: refusal.into_result(),
+        };
+
+        // 1. Name.
+        let name = strip_mcp_prefix(name);
+        trail.tool = name.to_string();
+        let Some(tool) = self.get(name) else {
+            return refuse(Refusal::new(
+                ErrorCode::UnknownTool,
+                unknown_tool_message(name, &self.names()),
+            ));
+        };
+
+        // 2. Resource and action.
+        let mut call = match resolve(&*tool, input) {
+            Ok(call) => call,
+            Err(message) => return refuse(Refusal::new(ErrorCode::InvalidInput, message)),
+        };
+        trail.resource = call.resource.clone();
+        trail.action = call.action.clone();
+
+        // 3. Pre-execute filter.
+        let hooks = lock_read(&self.inner.hooks).clone();
+        if hooks.has_subscribers(TOOL_PRE_EXECUTE) {
+            let payload = json!({
+                "tool": name,
+                "resource": call.resource,
+                "action": call.action,
+                "input": Value::Object(call.input.clone()),
+                "origin": ctx.origin,
+                "session_id": ctx.session_id,
+            });
+            let outcome = hooks.apply_filter(TOOL_PRE_EXECUTE, payload).await;
+            if outcome.handled {
+                let result = outcome
+                    .payload
+                    .get("result")
+                    .and_then(|r| serde_json::from_value::<ToolResult>(r.clone()).ok())
+                    .unwrap_or_else(|| ToolResult::text("(handled by a hook)"));
+                return Gate::Done {
+                    result,
+                    decision: "hook".into(),
+                };
+            }
+            if let Some(new_input) = outcome.payload.get("input") {
+                // A rewritten input is validated again: hooks cannot smuggle a malformed call.
+                call = match resolve(&*tool, new_input.clone()) {
+                    Ok(call) => call,
+                    Err(message) => {
+                        return refuse(Refusal::new(
+                            ErrorCode::HookRejected,
+                            format!(
+                                "a tool.pre_execute hook rewrote the input into an invalid call: {message}"
+                            ),
+                        ));
+                    }
+                };
+                trail.resource = call.resource.clone();
+                trail.action = call.action.clone();
+            }
+        }
+
+        // 4. Origin rules.
+        let facts = facts_of(&*tool, &call);
+        trail.summary = Some(facts.summary.clone());
+        if let Some(entry) = self.origin_rules().denied(
+            ctx.origin,
+            name,
+            call.resource.as_deref(),
+            call.action.as_deref(),
+        ) {
+            return refuse(Refusal::new(
+                ErrorCode::OriginDenied,
+                format!(
+                    "calls from origin `{}` may not use `{entry}` (origin rules); {} was refused",
+                    ctx.origin,
+                    describe(name, &call)
+                ),
+            ));
+        }
+
+        // 5. Approval policy.
+        let analysis = facts.command.as_deref().map(analyze);
+        if let Err(refusal) = self.safeguard_check(&facts, analysis.as_ref()) {
+            return refuse(refusal);
+        }
+        let subject = Subject {
+            tool: name,
+            resource: call.resource.as_deref(),
+            action: call.action.as_deref(),
+            session_id: ctx.session_id.as_deref(),
+            facts: &facts,
+            analysis: analysis.as_ref(),
+        };
+        let decision = match self.inner.policy.evaluate(&subject) {
+            Verdict::Allow(reason) => reason.as_str().to_string(),
+            Verdict::Deny(message) => {
+                return refuse(Refusal::new(ErrorCode::PolicyDenied, message));
+            }
+            Verdict::Ask(reason) if check_only => return Gate::WouldAsk(reason),
+            Verdict::Ask(reason) => {
+                let approver = ctx
+                    .approver
+                    .clone()
+                    .or_else(|| lock_read(&self.inner.approver).clone());
+                let Some(approver) = approver else {
+                    return refuse(Refusal::new(
+                        ErrorCode::PolicyDenied,
+                        format!("{reason}, so it needs approval, and no one is attached to answer"),
+                    ));
+                };
+                let request = ApprovalRequest {
+                    id: ctx.call_id.clone(),
+                    tool: name.to_string(),
+                    resource: call.resource.clone(),
+                    action: call.action.clone(),
+                    origin: ctx.origin,
+                    session_id: ctx.session_id.clone(),
+                    summary: facts.summary.clone(),
+                    input: Value::Object(call.input.clone()),
+                    suggested_scopes: self.inner.policy.suggest_scopes(&subject),
+                };
+                let answer = tokio::select! {
+                    answer = approver.ask(request) => answer,
+                    _ = ctx.cancel.cancelled() => return refuse(Refusal::new(ErrorCode::Cancelled, "the call was cancelled while waiting for approval")),
+                };
+                let label = match &answer {
+                    ApprovalAnswer::Deny => {
+                        return refuse(Refusal::new(
+                            ErrorCode::ApprovalDenied,
+                            format!("the person did not approve {}", facts.summary),
+                        ));
+                    }
+                    ApprovalAnswer::Once => "ask:once",
+                    ApprovalAnswer::AlwaysThisSession => "ask:session",
+                    ApprovalAnswer::Grant { .. } => "ask:grant",
+                };
+                if let Err(err) = self.inner.policy.remember(&subject, &answer) {
+                    // The call itself was approved; only the lasting part failed.
+                    tracing::warn!(%err, "could not store the approval grant");
+                }
+                label.to_string()
+            }
+        };
+
+        // 6. Safeguard, unconditionally, after whatever the policy decided.
+        if let Err(refusal) = self.safeguard_check(&facts, analysis.as_ref()) {
+            return refuse(refusal);
+        }
+        Gate::Run {
+            tool,
+            call,
+            decision,
+        }
+    }
+
+    fn safeguard_check(
+        &self,
+        facts: &CallFacts,
+        analysis: Option<&CommandAnalysis>,
+    ) -> Result<(), Refusal> {
+        let safeguard = &self.inner.safeguard;
+        if let Some(analysis) = analysis {
+            safeguard.check_command(analysis)?;
+        }
+        for path in &facts.write_paths {
+            safeguard.check_write_path(path)?;
+        }
+        Ok(())
+    }
+
+    /// Step 7's execution: deadline, cancellation, panics, output cap.
+    async fn run(&self, ctx: &ToolContext, tool: &Arc<dyn Tool>, call: Call) -> ToolResult {
+        let future = AssertUnwindSafe(tool.execute(ctx, call)).catch_unwind();
+        let result = tokio::select! {
+            outcome = future => match outcome {
+                Ok(result) => result,
+                Err(panic) => {
+                    let what = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown panic".into());
+                    tracing::error!(tool = tool.name(), %what, "tool panicked");
+                    ToolResult::error(ErrorCode::ToolFailed, format!("the {} tool failed internally: {what}", tool.name()))
+                }
+            },
+            _ = ctx.cancel.cancelled() => ToolResult::error(ErrorCode::Cancelled, "the call was cancelled"),
+            _ = tokio::time::sleep_until(ctx.deadline.into()) => ToolResult::error(
+                ErrorCode::Timeout,
+                "the call ran past its deadline and was stopped",
+            ),
+        };
+        cap_output(result, self.inner.output_cap)
+    }
+
+    async fn post_execute(
+        &self,
+        ctx: &ToolContext,
+        trail: &Trail,
+        call: &Call,
+        result: ToolResult,
+    ) -> ToolResult {
+        let hooks = lock_read(&self.inner.hooks).clone();
+        if !hooks.has_subscribers(TOOL_POST_EXECUTE) {
+            return result;
+        }
+        let payload = json!({
+            "tool": trail.tool,
+            "resource": call.resource,
+            "action": call.action,
+            "input": Value::Object(call.input.clone()),
+            "origin": ctx.origin,
+            "session_id": ctx.session_id,
+            "result": result,
+        });
+        let outcome = hooks.apply_filter(TOOL_POST_EXECUTE, payload).await;
+        match outcome
+            .payload
+            .get("result")
+            .map(|r| serde_json::from_value::<ToolResult>(r.clone()))
+        {
+            Some(Ok(rewritten)) => cap_output(rewritten, self.inner.output_cap),
+            Some(Err(err)) => {
+                tracing::warn!(%err, "a tool.post_execute hook returned a malformed result; keeping the original");
+                result
+            }
+            None => result,
+        }
+    }
+
+    fn record(
+        &self,
+        ctx: &ToolContext,
+        trail: &Trail,
+        decision: &str,
+        result: &ToolResult,
+        started: Instant,
+    ) {
+        let error = result
+            .is_error
+            .then(|| truncate(&result.text_content(), 1000));
+        self.inner.audit.record(AuditEntry {
+            at_ms: osprey_db::now_ms(),
+            tool: trail.tool.clone(),
+            resource: trail.resource.clone(),
+            action: trail.action.clone(),
+            origin: ctx.origin.as_str().to_string(),
+            session_id: ctx.session_id.clone(),
+            decision: decision.to_string(),
+            code: result.code.map(|c| c.as_str().to_string()),
+            duration_us: started.elapsed().as_micros() as i64,
+            error,
+            summary: trail.summary.as_deref().map(|s| truncate(s, 300)),
+        });
+    }
+}
+
+fn resolve(tool: &dyn Tool, input: Value) -> Result<Call, String> {
+    match tool.domain() {
+        Some(domain) => domain.resolve(input),
+        None => match input {
+            Value::Object(map) => Ok(Call {
+                resource: map
+                    .get("resource")
+                    .and_then(Value::as_str)
+                    .map(String::from),
+                action: map.get("action").and_then(Value::as_str).map(String::from),
+                input: map,
+            }),
+            Value::Null => Ok(Call {
+                input: Map::new(),
+                ..Default::default()
+            }),
+            other => Err(format!("{} takes a JSON object, got {other}", tool.name())),
+        },
+    }
+}
+
+/// The tool's facts, with the approval need made at least as strict as its table says.
+fn facts_of(tool: &dyn Tool, call: &Call) -> CallFacts {
+    let mut facts = tool.facts(call);
+    if let Some(domain) = tool.domain() {
+        if domain.approval_of(call) == ApprovalNeed::Required {
+            facts.approval = ApprovalNeed::Required;
+        }
+    }
+    if facts.summary.is_empty() {
+        facts.summary = describe(tool.name(), call);
+    }
+    facts
+}
+
+fn describe(tool: &str, call: &Call) -> String {
+    match (&call.resource, &call.action) {
+        (Some(r), Some(a)) => format!("{tool} {r} {a}"),
+        (None, Some(a)) => format!("{tool} {a}"),
+        _ => tool.to_string(),
+    }
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// Cuts text blocks so their total stays under `cap` bytes, saying so at the end.
+fn cap_output(mut result: ToolResult, cap: usize) -> ToolResult {
+    let total: usize = result
+        .content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text { text } => text.len(),
+            ContentBlock::Image { .. } => 0,
+        })
+        .sum();
+    if total <= cap {
+        return result;
+    }
+    let mut budget = cap;
+    for block in &mut result.content {
+        if let ContentBlock::Text { text } = block {
+            if text.len() > budget {
+                let mut end = budget;
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.truncate(end);
+            }
+            budget -= text.len();
+        }
+    }
+    result.content.push(ContentBlock::Text {
+        text: format!("[output truncated: {total} bytes, showing the first {cap}]"),
+    });
+    result
+}
+
+impl ToolContext {
+    /// A context with a fresh call id and cancellation token, no session, and a deadline
+    /// `timeout` from now.
+    pub fn new(origin: Origin, timeout: std::time::Duration) -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        ToolContext {
+            origin,
+            session_id: None,
+            call_id: format!("call-{}-{n}", std::process::id()),
+            cancel: tokio_util::sync::CancellationToken::new(),
+            deadline: Instant::now() + timeout,
+            approver: None,
+        }
+    }
+
+    pub fn with_session(mut self, session_id: impl Into<String>) -> Self {
+        self.session_id = Some(session_id.into());
+        self
+    }
+
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_cap_cuts_on_char_boundaries_and_says_so() {
+        let r = cap_output(ToolResult::text("é".repeat(10)), 5);
+        let text = r.text_content();
+        assert!(
+            text.starts_with("éé\n[output truncated: 20 bytes"),
+            "{text}"
+        );
+        let small = cap_output(ToolResult::text("ok"), 5);
+        assert_eq!(small.content.len(), 1);
+    }
+}

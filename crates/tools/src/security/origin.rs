@@ -1,0 +1,123 @@
+//! Per-origin rules: hard denies by where a call came from. By default a message from a comm
+//! channel, an app or a skill cannot reach `shell`; the rules are configurable but always
+//! enforced.
+
+use std::collections::BTreeMap;
+
+use osprey_types::Origin;
+use serde::{Deserialize, Serialize};
+
+/// For each origin, the tools it may not call. An entry is a tool (`shell`), a tool's resource
+/// (`shell.process`) or a tool's action (`file.write`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OriginRules {
+    pub deny: BTreeMap<Origin, Vec<String>>,
+}
+
+impl Default for OriginRules {
+    fn default() -> Self {
+        let shell = || vec!["shell".to_string()];
+        OriginRules {
+            deny: BTreeMap::from([
+                (Origin::Comm, shell()),
+                (Origin::App, shell()),
+                (Origin::Skill, shell()),
+            ]),
+        }
+    }
+}
+
+impl OriginRules {
+    /// No denies at all.
+    pub fn none() -> Self {
+        OriginRules {
+            deny: BTreeMap::new(),
+        }
+    }
+
+    /// The matching deny entry, if the call is denied.
+    pub fn denied(
+        &self,
+        origin: Origin,
+        tool: &str,
+        resource: Option<&str>,
+        action: Option<&str>,
+    ) -> Option<&str> {
+        let entries = self.deny.get(&origin)?;
+        entries.iter().map(String::as_str).find(|entry| {
+            let (entry_tool, rest) = match entry.split_once('.') {
+                Some((t, r)) => (t, Some(r)),
+                None => (*entry, None),
+            };
+            entry_tool == tool
+                && match rest {
+                    None | Some("*") => true,
+                    Some(part) => Some(part) == resource || Some(part) == action,
+                }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_is_denied_to_comm_app_and_skill_by_default() {
+        let rules = OriginRules::default();
+        for origin in [Origin::Comm, Origin::App, Origin::Skill] {
+            assert_eq!(
+                rules.denied(origin, "shell", Some("bash"), Some("exec")),
+                Some("shell")
+            );
+        }
+        for origin in [Origin::User, Origin::System, Origin::Mcp] {
+            assert_eq!(
+                rules.denied(origin, "shell", Some("bash"), Some("exec")),
+                None
+            );
+        }
+        assert_eq!(
+            rules.denied(Origin::Comm, "file", Some("file"), Some("read")),
+            None
+        );
+    }
+
+    #[test]
+    fn entries_can_name_a_resource_or_an_action() {
+        let rules = OriginRules {
+            deny: BTreeMap::from([(
+                Origin::Mcp,
+                vec!["file.write".into(), "shell.process".into()],
+            )]),
+        };
+        assert!(
+            rules
+                .denied(Origin::Mcp, "file", Some("file"), Some("write"))
+                .is_some()
+        );
+        assert!(
+            rules
+                .denied(Origin::Mcp, "file", Some("file"), Some("read"))
+                .is_none()
+        );
+        assert!(
+            rules
+                .denied(Origin::Mcp, "shell", Some("process"), Some("kill"))
+                .is_some()
+        );
+        assert!(
+            rules
+                .denied(Origin::Mcp, "shell", Some("bash"), Some("exec"))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn rules_round_trip_as_json_settings() {
+        let json = serde_json::to_value(OriginRules::default()).unwrap();
+        assert_eq!(json["deny"]["comm"], serde_json::json!(["shell"]));
+        let back: OriginRules = serde_json::from_value(json).unwrap();
+        assert_eq!(back, OriginRules::default());
+    }
+}

@@ -1,0 +1,162 @@
+//! The tool traits: what the registry needs from a tool, and what a tool gets when it runs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::future::BoxFuture;
+use osprey_types::{Origin, ToolResult};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::domain::Domain;
+use crate::security::policy::Approver;
+
+/// One call after the registry has resolved its name and validated `resource`/`action`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Call {
+    /// The resource, resolved from an alias or inferred (always set for domain tools).
+    pub resource: Option<String>,
+    /// The action (always set for domain tools).
+    pub action: Option<String>,
+    /// The whole input object, with defaults filled in. `resource` and `action` are left in it.
+    pub input: Map<String, Value>,
+}
+
+impl Call {
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.input.get(key).and_then(Value::as_str)
+    }
+    pub fn u64(&self, key: &str) -> Option<u64> {
+        self.input.get(key).and_then(Value::as_u64)
+    }
+    pub fn bool(&self, key: &str) -> Option<bool> {
+        self.input.get(key).and_then(Value::as_bool)
+    }
+    pub fn action(&self) -> &str {
+        self.action.as_deref().unwrap_or("")
+    }
+    pub fn resource(&self) -> &str {
+        self.resource.as_deref().unwrap_or("")
+    }
+}
+
+/// Whether an action needs the approval policy at all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ApprovalNeed {
+    /// Read-only and harmless (reading a non-sensitive file, listing processes): allowed at every
+    /// level but `deny`... and even there, since it changes nothing. Origin rules and the
+    /// safeguard still apply.
+    None,
+    /// Changes something or reaches outside: the policy decides (allowlist, grants, ask).
+    #[default]
+    Required,
+}
+
+/// What a call is about, stated by the tool so the choke point can judge it without knowing the
+/// tool: the approval need, a one-line summary for people, and the subjects that policy grants
+/// and the safeguard match against.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CallFacts {
+    pub approval: ApprovalNeed,
+    /// One line a person can judge: the command, the path, the URL.
+    pub summary: String,
+    /// A shell command the call will run (checked by the safeguard's shell parser).
+    pub command: Option<String>,
+    /// Paths the call reads.
+    pub read_paths: Vec<PathBuf>,
+    /// Paths the call writes, creates or deletes.
+    pub write_paths: Vec<PathBuf>,
+    /// A URL the call fetches.
+    pub url: Option<String>,
+    /// The app the call is for.
+    pub app: Option<String>,
+}
+
+/// Everything a running call may need from its surroundings.
+#[derive(Clone)]
+pub struct ToolContext {
+    pub origin: Origin,
+    pub session_id: Option<String>,
+    /// Unique per call (audit rows and approval questions carry it).
+    pub call_id: String,
+    /// Cancelled when the person stops the turn; tools should stop promptly and clean up.
+    pub cancel: CancellationToken,
+    /// When the registry will give up on the call. Tools with their own timeouts (shell) use the
+    /// earlier of the two.
+    pub deadline: Instant,
+    /// Who answers approval questions for this call; when `None` the registry's default broker.
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("origin", &self.origin)
+            .field("session_id", &self.session_id)
+            .field("call_id", &self.call_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A tool as the registry sees it. Object-safe; async work returns a boxed future.
+pub trait Tool: Send + Sync + 'static {
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    /// The JSON Schema of the input object.
+    fn schema(&self) -> &Value;
+    /// The resource/action table, for domain tools; the registry validates calls against it.
+    fn domain(&self) -> Option<&Domain> {
+        None
+    }
+    /// What the call is about, with its approval need (per action).
+    fn facts(&self, call: &Call) -> CallFacts;
+    fn execute<'a>(&'a self, ctx: &'a ToolContext, call: Call) -> BoxFuture<'a, ToolResult>;
+}
+
+/// A tool that covers one domain with a table of resources and actions (`file`, `shell`, `web`,
+/// ...). Register it with [`crate::Registry::register_domain`], which builds its JSON Schema from
+/// the table once.
+pub trait DomainTool: Send + Sync + 'static {
+    fn domain(&self) -> &Domain;
+    fn facts(&self, call: &Call) -> CallFacts;
+    fn run<'a>(&'a self, ctx: &'a ToolContext, call: Call) -> BoxFuture<'a, ToolResult>;
+}
+
+/// Adapts a [`DomainTool`] to [`Tool`], holding the schema built from its table.
+pub struct DomainAdapter<T> {
+    tool: T,
+    schema: Value,
+}
+
+impl<T: DomainTool> DomainAdapter<T> {
+    pub fn new(tool: T) -> Self {
+        let schema = tool.domain().json_schema();
+        DomainAdapter { tool, schema }
+    }
+
+    pub fn inner(&self) -> &T {
+        &self.tool
+    }
+}
+
+impl<T: DomainTool> Tool for DomainAdapter<T> {
+    fn name(&self) -> &str {
+        &self.tool.domain().name
+    }
+    fn description(&self) -> &str {
+        &self.tool.domain().description
+    }
+    fn schema(&self) -> &Value {
+        &self.schema
+    }
+    fn domain(&self) -> Option<&Domain> {
+        Some(self.tool.domain())
+    }
+    fn facts(&self, call: &Call) -> CallFacts {
+        self.tool.facts(call)
+    }
+    fn execute<'a>(&'a self, ctx: &'a ToolContext, call: Call) -> BoxFuture<'a, ToolResult> {
+        self.tool.run(ctx, call)
+    }
+}

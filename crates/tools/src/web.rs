@@ -1,0 +1,1 @@
+//! The `web` tool (being built).

@@ -1,0 +1,310 @@
+//! Plain data shared by every layer of Osprey: who made a call ([`Origin`]), what a tool call
+//! returns ([`ToolResult`]), the stable codes a refusal carries ([`ErrorCode`]), and the shape of
+//! approval questions and answers. Everything here is serde data with no behaviour beyond
+//! formatting; this crate must not depend on any other Osprey crate, on I/O or on an async runtime.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Where a tool call came from. Travels in every call's context and decides which origin rules
+/// apply (for example, `shell` is denied to `comm`, `app` and `skill` by default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// The person at the keyboard, through chat or the CLI.
+    User,
+    /// A message that arrived over a communication channel (mail, chat bridge, ...).
+    Comm,
+    /// An installed app acting through the app platform.
+    App,
+    /// A skill's instructions.
+    Skill,
+    /// Osprey itself: reminders, scheduled jobs.
+    System,
+    /// A client of Osprey's MCP server.
+    Mcp,
+}
+
+impl Origin {
+    pub const ALL: [Origin; 6] = [
+        Origin::User,
+        Origin::Comm,
+        Origin::App,
+        Origin::Skill,
+        Origin::System,
+        Origin::Mcp,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::User => "user",
+            Origin::Comm => "comm",
+            Origin::App => "app",
+            Origin::Skill => "skill",
+            Origin::System => "system",
+            Origin::Mcp => "mcp",
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Origin {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Origin::ALL
+            .into_iter()
+            .find(|o| o.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                format!(
+                    "unknown origin `{s}` (expected one of user, comm, app, skill, system, mcp)"
+                )
+            })
+    }
+}
+
+/// Stable, machine-readable codes carried by refusals and errors. The UI and scripts branch on
+/// these; the human message next to them may change wording at any time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The unconditional safeguard refused the call.
+    SafeguardBlocked,
+    /// The approval policy (level `deny`, or no way to ask) refused the call.
+    PolicyDenied,
+    /// A per-origin rule refused the call.
+    OriginDenied,
+    /// The person (or the broker's timeout) answered no.
+    ApprovalDenied,
+    /// A URL or a resolved address pointed somewhere private.
+    SsrfBlocked,
+    /// A read or write of a credential, system or Osprey-internal path.
+    SensitivePath,
+    /// No tool by that name.
+    UnknownTool,
+    /// The input does not fit the tool's schema (unknown action, missing field, wrong type).
+    InvalidInput,
+    /// The call ran past its deadline.
+    Timeout,
+    /// The call was cancelled.
+    Cancelled,
+    /// A hook handled the call and returned an error.
+    HookRejected,
+    /// The tool ran and failed.
+    ToolFailed,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::SafeguardBlocked => "safeguard_blocked",
+            ErrorCode::PolicyDenied => "policy_denied",
+            ErrorCode::OriginDenied => "origin_denied",
+            ErrorCode::ApprovalDenied => "approval_denied",
+            ErrorCode::SsrfBlocked => "ssrf_blocked",
+            ErrorCode::SensitivePath => "sensitive_path",
+            ErrorCode::UnknownTool => "unknown_tool",
+            ErrorCode::InvalidInput => "invalid_input",
+            ErrorCode::Timeout => "timeout",
+            ErrorCode::Cancelled => "cancelled",
+            ErrorCode::HookRejected => "hook_rejected",
+            ErrorCode::ToolFailed => "tool_failed",
+        }
+    }
+
+    /// True for the codes a security layer produces (as opposed to plain tool failures).
+    pub fn is_refusal(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::SafeguardBlocked
+                | ErrorCode::PolicyDenied
+                | ErrorCode::OriginDenied
+                | ErrorCode::ApprovalDenied
+                | ErrorCode::SsrfBlocked
+                | ErrorCode::SensitivePath
+        )
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One block of a tool result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    Text {
+        text: String,
+    },
+    /// Base64-encoded image bytes.
+    Image {
+        mime_type: String,
+        data: String,
+    },
+}
+
+/// What every tool call returns. Errors a model can act on are results with `is_error: true`,
+/// never panics or transport failures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub content: Vec<ContentBlock>,
+    pub is_error: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<ErrorCode>,
+}
+
+impl ToolResult {
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolResult {
+            content: vec![ContentBlock::Text { text: text.into() }],
+            is_error: false,
+            code: None,
+        }
+    }
+
+    pub fn error(code: ErrorCode, message: impl Into<String>) -> Self {
+        ToolResult {
+            content: vec![ContentBlock::Text {
+                text: message.into(),
+            }],
+            is_error: true,
+            code: Some(code),
+        }
+    }
+
+    /// All text blocks joined with newlines (images are skipped).
+    pub fn text_content(&self) -> String {
+        let mut out = String::new();
+        for block in &self.content {
+            if let ContentBlock::Text { text } = block {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(text);
+            }
+        }
+        out
+    }
+}
+
+/// What the person is asked to approve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    /// Unique per question, so a UI can answer the right one.
+    pub id: String,
+    pub tool: String,
+    pub resource: Option<String>,
+    pub action: Option<String>,
+    pub origin: Origin,
+    pub session_id: Option<String>,
+    /// One line a person can judge: the command, the path, the URL...
+    pub summary: String,
+    /// The whole input, for a "details" view.
+    pub input: serde_json::Value,
+    /// Scopes the UI may offer for a lasting grant (each already fitted to this call).
+    pub suggested_scopes: Vec<GrantScope>,
+}
+
+/// A lasting permission that makes matching calls skip the question.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum GrantScope {
+    /// File operations under this directory (after symlinks are resolved).
+    PathPrefix(String),
+    /// Web requests to this host or its subdomains.
+    Domain(String),
+    /// Calls made by or for this app id.
+    App(String),
+    /// Shell commands matching this pattern: `git status` exactly, `git *` any git command.
+    CommandPattern(String),
+}
+
+impl fmt::Display for GrantScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GrantScope::PathPrefix(p) => write!(f, "files under {p}"),
+            GrantScope::Domain(d) => write!(f, "the web domain {d}"),
+            GrantScope::App(a) => write!(f, "the app {a}"),
+            GrantScope::CommandPattern(c) => write!(f, "commands matching `{c}`"),
+        }
+    }
+}
+
+/// How long a grant lasts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum GrantDuration {
+    /// Until the session ends.
+    Session,
+    /// Until this Unix time (seconds).
+    Until { unix_seconds: i64 },
+}
+
+/// The answer to an [`ApprovalRequest`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum ApprovalAnswer {
+    Deny,
+    /// This one call.
+    Once,
+    /// This exact call (same tool, action and subject) for the rest of the session.
+    AlwaysThisSession,
+    /// Every call the scope covers, for the duration.
+    Grant {
+        scope: GrantScope,
+        duration: GrantDuration,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origin_round_trips_through_strings() {
+        for origin in Origin::ALL {
+            assert_eq!(origin.as_str().parse::<Origin>().unwrap(), origin);
+            assert_eq!(
+                serde_json::to_value(origin).unwrap(),
+                serde_json::Value::String(origin.as_str().into())
+            );
+        }
+        assert!("root".parse::<Origin>().is_err());
+    }
+
+    #[test]
+    fn error_codes_serialize_as_their_stable_names() {
+        for code in [
+            ErrorCode::SafeguardBlocked,
+            ErrorCode::PolicyDenied,
+            ErrorCode::OriginDenied,
+            ErrorCode::ApprovalDenied,
+            ErrorCode::SsrfBlocked,
+            ErrorCode::SensitivePath,
+        ] {
+            assert_eq!(serde_json::to_value(code).unwrap(), code.as_str());
+            assert!(code.is_refusal());
+        }
+        assert!(!ErrorCode::ToolFailed.is_refusal());
+    }
+
+    #[test]
+    fn tool_result_json_has_content_is_error_and_code() {
+        let r = ToolResult::error(ErrorCode::PolicyDenied, "no");
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["is_error"], true);
+        assert_eq!(v["code"], "policy_denied");
+        assert_eq!(v["content"][0]["type"], "text");
+        assert_eq!(r.text_content(), "no");
+        let ok = serde_json::to_value(ToolResult::text("hi")).unwrap();
+        assert!(ok.get("code").is_none());
+    }
+}
