@@ -1,1 +1,90 @@
-//! placeholder
+//! The composition root: builds the database, the security layers, the registry and the
+//! built-in tools from a data directory and settings, and offers the API both shells (the Tauri
+//! desktop app and the `osprey` CLI) call. It emits events on channels; it must not know Tauri.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use osprey_db::Database;
+use osprey_tools::{
+    AuditSink, OriginRules, PathGuard, Policy, PolicyConfig, Registry, RegistryConfig, Safeguard, ToolContext,
+};
+use osprey_types::{CoreInfo, Origin, ToolResult};
+use serde_json::Value;
+
+/// How to build a [`Core`].
+#[derive(Clone, Debug, Default)]
+pub struct CoreOptions {
+    /// The data directory; `None` means `$OSPREY_DATA_DIR` or the platform default.
+    pub data_dir: Option<PathBuf>,
+    /// Overrides the stored policy settings for this run (CLI `--policy`/`--ask`).
+    pub policy: Option<PolicyConfig>,
+}
+
+/// The running core. Cheap to clone.
+#[derive(Clone)]
+pub struct Core {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    data_dir: PathBuf,
+    db: Database,
+    registry: Registry,
+}
+
+impl std::fmt::Debug for Core {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Core").field("data_dir", &self.inner.data_dir).finish_non_exhaustive()
+    }
+}
+
+impl Core {
+    /// Opens the data directory (creating it) and builds everything.
+    pub fn open(options: CoreOptions) -> anyhow::Result<Core> {
+        let data_dir = osprey_db::data_dir(options.data_dir.as_deref());
+        let db = Database::open_in(&data_dir)
+            .with_context(|| format!("opening Osprey's database in {}", data_dir.display()))?;
+        let policy_config = options.policy.unwrap_or_default();
+        let policy = Policy::new(policy_config, Some(db.grants())).context("loading approval grants")?;
+        let paths = PathGuard::for_current_user(data_dir.clone());
+        let registry = Registry::new(RegistryConfig {
+            policy,
+            origin_rules: OriginRules::default(),
+            safeguard: Safeguard::new(paths),
+            audit: AuditSink::new(db.audit()),
+            output_cap: osprey_tools::registry::DEFAULT_OUTPUT_CAP,
+        });
+        Ok(Core {
+            inner: Arc::new(Inner { data_dir, db, registry }),
+        })
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.data_dir
+    }
+
+    pub fn db(&self) -> &Database {
+        &self.inner.db
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    pub fn info(&self) -> CoreInfo {
+        CoreInfo {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            data_dir: self.inner.data_dir.display().to_string(),
+            tools: self.inner.registry.names(),
+        }
+    }
+
+    /// Runs one tool call through the registry with the given origin.
+    pub async fn call_tool(&self, origin: Origin, name: &str, input: Value) -> ToolResult {
+        let ctx = ToolContext::new(origin, Duration::from_secs(600));
+        self.inner.registry.execute(&ctx, name, input).await
+    }
+}

@@ -264,6 +264,22 @@ pub enum ApprovalAnswer {
     },
 }
 
+/// What the shells show about the running core (About box, `osprey --version`, smoke tests).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoreInfo {
+    pub version: String,
+    pub data_dir: String,
+    /// Registered tool names, sorted.
+    pub tools: Vec<String>,
+}
+
+/// An error as the UI receives it: it branches on `code`, shows `message`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UiError {
+    pub code: String,
+    pub message: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
