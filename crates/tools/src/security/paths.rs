@@ -856,6 +856,11 @@ mod tests {
     fn deleting_a_parent_of_something_protected_is_refused() {
         let g = guard(Path::new("/home/u"));
         let msg = refused(g.check_delete(Path::new("/home")));
+        assert!(msg.contains("every user's home"), "{msg}");
+        let msg = refused(g.check_delete(Path::new("/srv/../home/u/..")));
+        assert!(msg.contains("every user's home"), "{msg}");
+        let g2 = guard(Path::new("/data/people/u"));
+        let msg = refused(g2.check_delete(Path::new("/data/people")));
         assert!(
             msg.contains("it contains your home directory itself"),
             "{msg}"
