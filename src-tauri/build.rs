@@ -1,0 +1,28 @@
+//! Builds the Tauri context: resolves capabilities from the workspace's `capabilities/` folder and
+//! generates the `allow-<command>` permissions for the app's own commands.
+
+use std::path::Path;
+
+/// Every `#[tauri::command]` registered in `lib.rs`. A command missing here gets no permission and
+/// the UI's call to it is refused, so keep the two lists together.
+const COMMANDS: &[&str] = &["app_info"];
+
+fn main() {
+    // tauri's own message for a missing frontendDist does not say how to produce it.
+    let dist = Path::new("../ui/dist/index.html");
+    println!("cargo:rerun-if-changed=../ui/dist/index.html");
+    if !dist.exists() {
+        panic!(
+            "ui/dist is missing: build the UI first with `npm --prefix ui ci && npm --prefix ui run build` \
+             (scripts/run and scripts/test do this)"
+        );
+    }
+    println!("cargo:rerun-if-changed=../capabilities");
+
+    let attributes = tauri_build::Attributes::new()
+        .capabilities_path_pattern("../capabilities/**/*")
+        .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));
+    if let Err(error) = tauri_build::try_build(attributes) {
+        panic!("tauri-build failed: {error:#}");
+    }
+}

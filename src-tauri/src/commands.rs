@@ -1,0 +1,5 @@
+//! Tauri commands, one module per UI area. Each forwards to osprey-core in a few lines and returns
+//! errors as `UiError { code, message }`. A new command must also be listed in `build.rs`
+//! (`COMMANDS`) and granted in `capabilities/main.json`.
+
+pub mod settings;

@@ -1,0 +1,77 @@
+//! Osprey's desktop shell: the only crate that knows Tauri. It opens the core, builds the main
+//! window, the tray and the plugins, and exposes the core to the UI through thin commands (one
+//! file per UI area under `commands/`). Logic belongs in osprey-core; a command here only
+//! forwards and maps errors to [`UiError`].
+
+mod commands;
+mod events;
+mod startup;
+mod tray;
+
+use osprey_core::{Core, CoreOptions};
+use osprey_types::UiError;
+
+use startup::data_dir_from_args;
+
+/// Error codes the shell itself produces (the UI branches on them).
+pub mod codes {
+    /// The core could not be opened at startup; the message says why.
+    pub const CORE_UNAVAILABLE: &str = "core_unavailable";
+}
+
+/// What the commands reach through `tauri::State`: the core, or why it failed to open. Keeping the
+/// failure (instead of panicking) lets the window open and show it.
+#[derive(Debug)]
+pub struct CoreState {
+    core: Result<Core, String>,
+}
+
+impl CoreState {
+    pub fn open(options: CoreOptions) -> CoreState {
+        let core = Core::open(options).map_err(|error| format!("{error:#}"));
+        if let Err(message) = &core {
+            tracing::error!("Osprey's core did not open: {message}");
+        }
+        CoreState { core }
+    }
+
+    pub fn core(&self) -> Result<&Core, UiError> {
+        self.core.as_ref().map_err(|message| UiError {
+            code: codes::CORE_UNAVAILABLE.to_string(),
+            message: message.clone(),
+        })
+    }
+}
+
+/// Starts the desktop app and blocks until it quits.
+pub fn run() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .try_init();
+
+    let state = CoreState::open(CoreOptions {
+        data_dir: data_dir_from_args(std::env::args_os().skip(1)),
+        policy: None,
+    });
+
+    let result = tauri::Builder::default()
+        .plugin(tauri_plugin_shell::init())
+        .plugin(tauri_plugin_notification::init())
+        .manage(state)
+        .invoke_handler(tauri::generate_handler![commands::settings::app_info])
+        .setup(|app| {
+            // No tray host (a bare X server, some Wayland desktops) must not stop the app.
+            if let Err(error) = tray::create(app.handle()) {
+                tracing::warn!("no tray icon: {error}");
+            }
+            Ok(())
+        })
+        .run(tauri::generate_context!());
+    if let Err(error) = result {
+        eprintln!("osprey-desktop: {error}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,1 @@
+export type CoreInfo = { version: string, data_dir: string, tools: Array<string>, };

@@ -1,0 +1,1 @@
+export type UiError = { code: string, message: string, };

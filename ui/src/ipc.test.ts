@@ -1,0 +1,55 @@
+import { beforeEach, describe, expect, it, vi } from "vitest";
+
+const invoke = vi.fn();
+vi.mock("@tauri-apps/api/core", () => ({ invoke: (...args: unknown[]) => invoke(...args) }));
+
+const { IPC_ERROR, IPC_UNAVAILABLE, appInfo, toUiError } = await import("./ipc");
+
+describe("toUiError", () => {
+  it("keeps a UiError from a Rust command as it is", () => {
+    expect(toUiError({ code: "core_unavailable", message: "disk full", extra: 1 })).toEqual({
+      code: "core_unavailable",
+      message: "disk full",
+    });
+  });
+
+  it("wraps Tauri's plain-string rejections", () => {
+    expect(toUiError("Command app_info not allowed by ACL")).toEqual({
+      code: IPC_ERROR,
+      message: "Command app_info not allowed by ACL",
+    });
+  });
+
+  it("reports a thrown Error outside Tauri as ipc_unavailable", () => {
+    const error = toUiError(new TypeError("window.__TAURI_INTERNALS__ is undefined"));
+    expect(error.code).toBe(IPC_UNAVAILABLE);
+    expect(error.message).toContain("__TAURI_INTERNALS__");
+  });
+
+  it("stringifies anything else", () => {
+    expect(toUiError(42)).toEqual({ code: IPC_ERROR, message: "42" });
+    expect(toUiError({ code: 1, message: "not a UiError" }).code).toBe(IPC_ERROR);
+  });
+});
+
+describe("appInfo", () => {
+  beforeEach(() => {
+    invoke.mockReset();
+  });
+
+  it("invokes the app_info command and returns its value", async () => {
+    const info = { version: "0.1.0", data_dir: "/tmp/osprey", tools: ["file", "shell"] };
+    invoke.mockResolvedValue(info);
+    await expect(appInfo()).resolves.toEqual(info);
+    expect(invoke).toHaveBeenCalledWith("app_info", undefined);
+  });
+
+  it("rejects with a UiError when the command fails", async () => {
+    invoke.mockRejectedValue({ code: "core_unavailable", message: "cannot open database" });
+    const error: unknown = await appInfo().then(
+      () => null,
+      (reason: unknown) => reason,
+    );
+    expect(error).toEqual({ code: "core_unavailable", message: "cannot open database" });
+  });
+});
