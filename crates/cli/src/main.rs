@@ -1,1 +1,291 @@
-fn main() {}
+//! `osprey`: the headless shell of Osprey's core, for power users, scripts and tests. Every tool
+//! call goes through the same registry, policy and safeguard as the desktop app.
+
+mod prompt;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use osprey_core::{Core, CoreOptions, PolicyOverride};
+use osprey_tools::{AskMode, CheckOutcome, Level, ToolContext};
+use osprey_types::{Origin, ToolResult};
+use serde_json::Value;
+
+/// Exit code for a tool that ran and failed.
+const EXIT_TOOL_FAILED: u8 = 1;
+/// Exit code for a call a security layer refused (policy, origin, approval, safeguard, SSRF,
+/// sensitive path) or could not accept (unknown tool, invalid input).
+const EXIT_REFUSED: u8 = 3;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "osprey",
+    version,
+    about = "Osprey, a desktop AI agent: headless command line"
+)]
+struct Cli {
+    /// Where Osprey keeps its data (default: $OSPREY_DATA_DIR, else the platform data dir).
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one tool call through the registry: `osprey tool shell '{"command": "ls"}'`.
+    Tool(ToolArgs),
+    /// Print every tool's name, description and JSON Schema.
+    Tools {
+        /// One JSON array instead of readable text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read and write settings.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+    /// Print the version, data directory and tools.
+    Info,
+}
+
+#[derive(Args, Debug)]
+struct ToolArgs {
+    /// The tool's name (`file`, `shell`, `web`, ...).
+    name: String,
+    /// The input object as JSON; `-` reads it from standard input.
+    #[arg(default_value = "{}")]
+    input: String,
+    /// Approval policy level for this run.
+    #[arg(long, value_parser = parse_level)]
+    policy: Option<Level>,
+    /// When to ask for approval in this run.
+    #[arg(long, value_parser = parse_ask)]
+    ask: Option<AskMode>,
+    /// The origin the call claims (origin rules apply to it).
+    #[arg(long, default_value = "user", value_parser = parse_origin)]
+    origin: Origin,
+    /// Session id (answers "always for this session" and session grants are kept per session).
+    #[arg(long)]
+    session: Option<String>,
+    /// Print `{content, is_error, code}` as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Run every step except execution and print the decision: allow, ask, or the refusal.
+    #[arg(long)]
+    check: bool,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+}
+
+#[derive(Subcommand, Debug)]
+enum ConfigAction {
+    /// Print a setting's JSON value.
+    Get { key: String },
+    /// Set a setting to a JSON value (a bare word is taken as a string).
+    Set { key: String, value: String },
+    /// Remove a setting.
+    Unset { key: String },
+}
+
+fn parse_level(s: &str) -> Result<Level, String> {
+    s.parse()
+}
+fn parse_ask(s: &str) -> Result<AskMode, String> {
+    s.parse()
+}
+fn parse_origin(s: &str) -> Result<Origin, String> {
+    s.parse()
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("OSPREY_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("osprey: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("osprey: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Tool(args) => tool(cli.data_dir, args).await,
+        Command::Tools { json } => {
+            let core = open(cli.data_dir, None, None)?;
+            let schemas = core.registry().schemas();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&schemas)?);
+            } else {
+                for s in schemas {
+                    println!(
+                        "{}\n  {}\n{}\n",
+                        s["name"].as_str().unwrap_or_default(),
+                        s["description"].as_str().unwrap_or_default(),
+                        serde_json::to_string_pretty(&s["input_schema"])?
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Config { action } => {
+            let core = open(cli.data_dir, None, None)?;
+            let settings = core.db().settings();
+            match action {
+                ConfigAction::Get { key } => match settings.get(&key)? {
+                    Some(value) => println!("{value}"),
+                    None => {
+                        eprintln!("osprey: `{key}` is not set");
+                        return Ok(ExitCode::from(EXIT_TOOL_FAILED));
+                    }
+                },
+                ConfigAction::Set { key, value } => {
+                    let parsed =
+                        serde_json::from_str::<Value>(&value).unwrap_or(Value::String(value));
+                    osprey_core::settings::validate(&key, &parsed)?;
+                    settings.set(&key, &parsed)?;
+                }
+                ConfigAction::Unset { key } => {
+                    settings.remove(&key)?;
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Info => {
+            let core = open(cli.data_dir, None, None)?;
+            println!("{}", serde_json::to_string_pretty(&core.info())?);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn open(
+    data_dir: Option<PathBuf>,
+    level: Option<Level>,
+    ask: Option<AskMode>,
+) -> anyhow::Result<Core> {
+    Core::open(CoreOptions {
+        data_dir,
+        policy: Some(PolicyOverride { level, ask }),
+    })
+}
+
+async fn tool(data_dir: Option<PathBuf>, args: ToolArgs) -> anyhow::Result<ExitCode> {
+    let input: Value = if args.input == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .context("reading the input from standard input")?;
+        parse_input(&text)?
+    } else {
+        parse_input(&args.input)?
+    };
+    let core = open(data_dir, args.policy, args.ask)?;
+    let mut ctx = ToolContext::new(args.origin, Duration::from_secs(args.timeout));
+    ctx.session_id = Some(args.session.unwrap_or_else(|| "cli".to_string()));
+
+    if args.check {
+        let outcome = core.registry().check(&ctx, &args.name, input).await;
+        if args.json {
+            println!("{}", serde_json::to_string(&outcome)?);
+        } else {
+            match &outcome {
+                CheckOutcome::Allow { reason } => println!("allow ({reason})"),
+                CheckOutcome::Ask { reason } => println!("ask: {reason}"),
+                CheckOutcome::HandledByHook => println!("handled by a hook"),
+                CheckOutcome::Refused { code, message } => println!("refused {code}: {message}"),
+            }
+        }
+        return Ok(match outcome {
+            CheckOutcome::Refused { .. } => ExitCode::from(EXIT_REFUSED),
+            _ => ExitCode::SUCCESS,
+        });
+    }
+
+    ctx.approver = Some(Arc::new(prompt::TerminalApprover));
+    let result = core.call_tool_with(&ctx, &args.name, input).await;
+    print_result(&result, args.json)?;
+    Ok(exit_code(&result))
+}
+
+fn parse_input(text: &str) -> anyhow::Result<Value> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    serde_json::from_str(text).map_err(|err| {
+        anyhow::anyhow!("the tool input is not valid JSON ({err}); pass an object such as '{{\"action\": \"read\", \"path\": \"README.md\"}}'")
+    })
+}
+
+fn print_result(result: &ToolResult, json: bool) -> anyhow::Result<()> {
+    if json {
+        let value = serde_json::json!({
+            "content": result.content,
+            "is_error": result.is_error,
+            "code": result.code,
+        });
+        println!("{value}");
+        return Ok(());
+    }
+    let text = result.text_content();
+    if result.is_error {
+        let code = result
+            .code
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "error".into());
+        eprintln!("osprey: {code}: {text}");
+    } else {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        if !text.ends_with('\n') {
+            out.write_all(b"\n")?;
+        }
+        let images = result
+            .content
+            .iter()
+            .filter(|b| matches!(b, osprey_types::ContentBlock::Image { .. }))
+            .count();
+        if images > 0 {
+            eprintln!("({images} image block(s) not shown; use --json to get them)");
+        }
+    }
+    Ok(())
+}
+
+fn exit_code(result: &ToolResult) -> ExitCode {
+    match (result.is_error, result.code) {
+        (false, _) => ExitCode::SUCCESS,
+        (true, Some(code)) if code.is_refusal() => ExitCode::from(EXIT_REFUSED),
+        (
+            true,
+            Some(osprey_types::ErrorCode::UnknownTool | osprey_types::ErrorCode::InvalidInput),
+        ) => ExitCode::from(EXIT_REFUSED),
+        (true, _) => ExitCode::from(EXIT_TOOL_FAILED),
+    }
+}

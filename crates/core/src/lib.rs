@@ -2,6 +2,8 @@
 //! built-in tools from a data directory and settings, and offers the API both shells (the Tauri
 //! desktop app and the `osprey` CLI) call. It emits events on channels; it must not know Tauri.
 
+pub mod settings;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +11,8 @@ use std::time::Duration;
 use anyhow::Context;
 use osprey_db::Database;
 use osprey_tools::{
-    AuditSink, OriginRules, PathGuard, Policy, PolicyConfig, Registry, RegistryConfig, Safeguard, ToolContext,
+    AskMode, AuditSink, Level, OriginRules, PathGuard, Policy, PolicyConfig, Registry,
+    RegistryConfig, Safeguard, ToolContext,
 };
 use osprey_types::{CoreInfo, Origin, ToolResult};
 use serde_json::Value;
@@ -19,8 +22,16 @@ use serde_json::Value;
 pub struct CoreOptions {
     /// The data directory; `None` means `$OSPREY_DATA_DIR` or the platform default.
     pub data_dir: Option<PathBuf>,
-    /// Overrides the stored policy settings for this run (CLI `--policy`/`--ask`).
-    pub policy: Option<PolicyConfig>,
+    /// Overrides parts of the stored policy for this run (CLI `--policy`/`--ask`).
+    pub policy: Option<PolicyOverride>,
+}
+
+/// A run's override of the stored policy's level and ask mode; the stored allowlist, safe bins
+/// and grants still apply.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PolicyOverride {
+    pub level: Option<Level>,
+    pub ask: Option<AskMode>,
 }
 
 /// The running core. Cheap to clone.
@@ -37,7 +48,9 @@ struct Inner {
 
 impl std::fmt::Debug for Core {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Core").field("data_dir", &self.inner.data_dir).finish_non_exhaustive()
+        f.debug_struct("Core")
+            .field("data_dir", &self.inner.data_dir)
+            .finish_non_exhaustive()
     }
 }
 
@@ -47,18 +60,29 @@ impl Core {
         let data_dir = osprey_db::data_dir(options.data_dir.as_deref());
         let db = Database::open_in(&data_dir)
             .with_context(|| format!("opening Osprey's database in {}", data_dir.display()))?;
-        let policy_config = options.policy.unwrap_or_default();
-        let policy = Policy::new(policy_config, Some(db.grants())).context("loading approval grants")?;
+        let stored = db.settings();
+        let mut policy_config: PolicyConfig = settings::read(&stored, settings::POLICY);
+        if let Some(over) = options.policy {
+            policy_config.level = over.level.unwrap_or(policy_config.level);
+            policy_config.ask = over.ask.unwrap_or(policy_config.ask);
+        }
+        let policy =
+            Policy::new(policy_config, Some(db.grants())).context("loading approval grants")?;
+        let origin_rules: OriginRules = settings::read(&stored, settings::ORIGIN_RULES);
         let paths = PathGuard::for_current_user(data_dir.clone());
         let registry = Registry::new(RegistryConfig {
             policy,
-            origin_rules: OriginRules::default(),
+            origin_rules,
             safeguard: Safeguard::new(paths),
             audit: AuditSink::new(db.audit()),
             output_cap: osprey_tools::registry::DEFAULT_OUTPUT_CAP,
         });
         Ok(Core {
-            inner: Arc::new(Inner { data_dir, db, registry }),
+            inner: Arc::new(Inner {
+                data_dir,
+                db,
+                registry,
+            }),
         })
     }
 
@@ -82,9 +106,15 @@ impl Core {
         }
     }
 
-    /// Runs one tool call through the registry with the given origin.
+    /// Runs one tool call through the registry with the given origin and a 10-minute deadline.
     pub async fn call_tool(&self, origin: Origin, name: &str, input: Value) -> ToolResult {
         let ctx = ToolContext::new(origin, Duration::from_secs(600));
-        self.inner.registry.execute(&ctx, name, input).await
+        self.call_tool_with(&ctx, name, input).await
+    }
+
+    /// Runs one tool call through the registry with a prepared context (session, approver,
+    /// deadline, cancellation).
+    pub async fn call_tool_with(&self, ctx: &ToolContext, name: &str, input: Value) -> ToolResult {
+        self.inner.registry.execute(ctx, name, input).await
     }
 }

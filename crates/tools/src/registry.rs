@@ -33,7 +33,7 @@ use crate::security::origin::OriginRules;
 use crate::security::policy::{Approver, Policy, Subject, Verdict};
 use crate::security::safeguard::Safeguard;
 use crate::security::shell_syntax::{CommandAnalysis, analyze};
-use crate::tool::{ApprovalNeed, Call, CallFacts, DomainAdapter, DomainTool, Tool, ToolContext};
+use crate::tool::{Call, CallFacts, DomainAdapter, DomainTool, Tool, ToolContext};
 
 /// A change to the set of registered tools.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -558,13 +558,12 @@ fn resolve(tool: &dyn Tool, input: Value) -> Result<Call, String> {
     }
 }
 
-/// The tool's facts, with the approval need made at least as strict as its table says.
+/// The tool's facts; for a domain tool the approval need is the one its table declares for the
+/// action, so it can be read off the schema and no tool can quietly loosen it per call.
 fn facts_of(tool: &dyn Tool, call: &Call) -> CallFacts {
     let mut facts = tool.facts(call);
     if let Some(domain) = tool.domain() {
-        if domain.approval_of(call) == ApprovalNeed::Required {
-            facts.approval = ApprovalNeed::Required;
-        }
+        facts.approval = domain.approval_of(call);
     }
     if facts.summary.is_empty() {
         facts.summary = describe(tool.name(), call);

@@ -58,6 +58,8 @@ pub enum ApprovalNeed {
 /// and the safeguard match against.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CallFacts {
+    /// Used for tools without a domain table; for domain tools the registry takes the need the
+    /// table declares for the action.
     pub approval: ApprovalNeed,
     /// One line a person can judge: the command, the path, the URL.
     pub summary: String,

@@ -168,6 +168,7 @@ fn unsafe_arguments(command: &SimpleCommand) -> bool {
 
 /// The policy's settings.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct PolicyConfig {
     pub level: Level,
     pub ask: AskMode,

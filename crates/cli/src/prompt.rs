@@ -1,0 +1,78 @@
+//! Approval questions on the terminal: `y` (once), `N` (no, the default), `a` (always for this
+//! session). Questions go to stderr so stdout stays the tool's output; answers come from stdin,
+//! so scripts can pipe them. End of input counts as no.
+
+use std::io::{BufRead, Write};
+use std::sync::Mutex;
+
+use futures::future::BoxFuture;
+use osprey_tools::Approver;
+use osprey_types::{ApprovalAnswer, ApprovalRequest};
+
+/// One question at a time, even when calls run in parallel.
+static TERMINAL: Mutex<()> = Mutex::new(());
+
+#[derive(Debug, Clone, Copy)]
+pub struct TerminalApprover;
+
+impl Approver for TerminalApprover {
+    fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || ask_blocking(&request))
+                .await
+                .unwrap_or(ApprovalAnswer::Deny)
+        })
+    }
+}
+
+fn ask_blocking(request: &ApprovalRequest) -> ApprovalAnswer {
+    let _turn = TERMINAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut err = std::io::stderr().lock();
+    let what = [
+        Some(request.tool.as_str()),
+        request.resource.as_deref(),
+        request.action.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" ");
+    let _ = writeln!(
+        err,
+        "\nApproval needed ({what}, origin {}):\n  {}",
+        request.origin, request.summary
+    );
+    let _ = write!(err, "Allow? [y] once, [a] always this session, [N] no: ");
+    let _ = err.flush();
+    let mut line = String::new();
+    match std::io::stdin().lock().read_line(&mut line) {
+        Ok(0) | Err(_) => {
+            let _ = writeln!(err, "(no answer: denied)");
+            ApprovalAnswer::Deny
+        }
+        Ok(_) => parse_answer(&line),
+    }
+}
+
+fn parse_answer(line: &str) -> ApprovalAnswer {
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => ApprovalAnswer::Once,
+        "a" | "always" => ApprovalAnswer::AlwaysThisSession,
+        _ => ApprovalAnswer::Deny,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_parse_with_no_as_the_default() {
+        assert_eq!(parse_answer("y\n"), ApprovalAnswer::Once);
+        assert_eq!(parse_answer(" YES "), ApprovalAnswer::Once);
+        assert_eq!(parse_answer("a"), ApprovalAnswer::AlwaysThisSession);
+        assert_eq!(parse_answer("\n"), ApprovalAnswer::Deny);
+        assert_eq!(parse_answer("n"), ApprovalAnswer::Deny);
+        assert_eq!(parse_answer("sure"), ApprovalAnswer::Deny);
+    }
+}

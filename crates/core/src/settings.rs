@@ -1,0 +1,107 @@
+//! The settings Osprey understands, stored as JSON in the database's settings table. Each key is
+//! validated on write, and read with a fallback to its default so a bad value never stops
+//! start-up (it is logged instead).
+
+use anyhow::{Context, bail};
+use osprey_db::Settings;
+use osprey_tools::{OriginRules, PolicyConfig};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// The approval policy: `{"level": "allowlist", "ask": "on-miss", "allowlist": ["git status"], "safe_bins": [...]}`.
+pub const POLICY: &str = "policy";
+/// Per-origin denies: `{"deny": {"comm": ["shell"], "mcp": ["file.write"]}}`.
+pub const ORIGIN_RULES: &str = "origin_rules";
+/// Lets the web tool reach 127.0.0.0/8 and ::1 (for local development and tests); off by default.
+pub const WEB_ALLOW_LOOPBACK: &str = "web.allow_loopback";
+/// Extra environment variable names passed to shell commands: `["CARGO_HOME", "RUSTUP_HOME"]`.
+pub const SHELL_EXTRA_ENV: &str = "shell.extra_env";
+
+/// Every known key with a one-line description.
+pub const KNOWN: &[(&str, &str)] = &[
+    (POLICY, "approval policy: level, ask, allowlist, safe_bins"),
+    (
+        ORIGIN_RULES,
+        "per-origin denies: {\"deny\": {\"comm\": [\"shell\"]}}",
+    ),
+    (
+        WEB_ALLOW_LOOPBACK,
+        "let the web tool reach loopback addresses (true/false)",
+    ),
+    (
+        SHELL_EXTRA_ENV,
+        "extra environment variable names shell commands may see",
+    ),
+];
+
+/// Checks that `value` is valid for `key` before it is stored.
+pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
+    match key {
+        POLICY => check::<PolicyConfig>(key, value),
+        ORIGIN_RULES => check::<OriginRules>(key, value),
+        WEB_ALLOW_LOOPBACK => check::<bool>(key, value),
+        SHELL_EXTRA_ENV => check::<Vec<String>>(key, value),
+        _ => bail!(
+            "unknown setting `{key}`; known settings: {}",
+            KNOWN
+                .iter()
+                .map(|(k, d)| format!("{k} ({d})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn check<T: DeserializeOwned>(key: &str, value: &Value) -> anyhow::Result<()> {
+    serde_json::from_value::<T>(value.clone())
+        .map(|_| ())
+        .with_context(|| format!("invalid value for `{key}`: {value}"))
+}
+
+/// Reads `key`, falling back to `T::default()` (with a warning) when it is missing or invalid.
+pub fn read<T: DeserializeOwned + Default>(settings: &Settings, key: &str) -> T {
+    match settings.get(key) {
+        Ok(Some(value)) => serde_json::from_value(value).unwrap_or_else(|err| {
+            tracing::warn!(%key, %err, "ignoring an invalid setting; using the default");
+            T::default()
+        }),
+        Ok(None) => T::default(),
+        Err(err) => {
+            tracing::warn!(%key, %err, "cannot read a setting; using the default");
+            T::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn validates_known_keys_and_refuses_unknown_ones() {
+        validate(POLICY, &json!({"level": "full"})).unwrap();
+        validate(POLICY, &json!({"level": "yolo"})).unwrap_err();
+        validate(POLICY, &json!({"levle": "full"})).unwrap_err();
+        validate(ORIGIN_RULES, &json!({"deny": {"mcp": ["shell"]}})).unwrap();
+        validate(ORIGIN_RULES, &json!({"deny": {"martians": ["shell"]}})).unwrap_err();
+        validate(WEB_ALLOW_LOOPBACK, &json!(true)).unwrap();
+        validate(WEB_ALLOW_LOOPBACK, &json!("yes")).unwrap_err();
+        let err = validate("colour", &json!(1)).unwrap_err().to_string();
+        assert!(err.contains("known settings: policy"), "{err}");
+    }
+
+    #[test]
+    fn invalid_stored_values_fall_back_to_defaults() {
+        let db = osprey_db::Database::open_in_memory().unwrap();
+        db.settings().set(POLICY, &json!({"level": 7})).unwrap();
+        let policy: PolicyConfig = read(&db.settings(), POLICY);
+        assert_eq!(policy, PolicyConfig::default());
+        db.settings()
+            .set(POLICY, &json!({"level": "deny"}))
+            .unwrap();
+        let policy: PolicyConfig = read(&db.settings(), POLICY);
+        assert_eq!(policy.level, osprey_tools::Level::Deny);
+        assert_eq!(policy.safe_bins, PolicyConfig::default().safe_bins);
+    }
+}
