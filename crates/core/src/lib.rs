@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use osprey_db::Database;
+use osprey_tools::file::FileTool;
+use osprey_tools::web::{WebConfig, WebTool};
 use osprey_tools::{
     AskMode, AuditSink, Level, OriginRules, PathGuard, Policy, PolicyConfig, Registry,
     RegistryConfig, Safeguard, ToolContext,
@@ -54,6 +56,22 @@ impl std::fmt::Debug for Core {
     }
 }
 
+/// Registers the built-in `file`, `shell` and `web` tools with their stored settings.
+fn register_builtin_tools(
+    registry: &Registry,
+    stored: &osprey_db::Settings,
+    paths: &PathGuard,
+) -> anyhow::Result<()> {
+    registry.register_domain(FileTool::new(paths.clone()));
+    let web = WebTool::new(WebConfig {
+        allow_loopback: settings::read(stored, settings::WEB_ALLOW_LOOPBACK),
+        ..WebConfig::default()
+    })
+    .context("building the web tool")?;
+    registry.register_domain(web);
+    Ok(())
+}
+
 impl Core {
     /// Opens the data directory (creating it) and builds everything.
     pub fn open(options: CoreOptions) -> anyhow::Result<Core> {
@@ -73,10 +91,11 @@ impl Core {
         let registry = Registry::new(RegistryConfig {
             policy,
             origin_rules,
-            safeguard: Safeguard::new(paths),
+            safeguard: Safeguard::new(paths.clone()),
             audit: AuditSink::new(db.audit()),
             output_cap: osprey_tools::registry::DEFAULT_OUTPUT_CAP,
         });
+        register_builtin_tools(&registry, &stored, &paths)?;
         Ok(Core {
             inner: Arc::new(Inner {
                 data_dir,

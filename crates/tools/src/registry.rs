@@ -447,6 +447,11 @@ impl Registry {
         for path in &facts.write_paths {
             safeguard.check_write_path(path)?;
         }
+        // Reads of credential stores and Osprey's own data are refused here too, so `--check`
+        // shows it and no tool can forget; the file tool checks again on the resolved path.
+        for path in &facts.read_paths {
+            safeguard.paths().check_read(path)?;
+        }
         Ok(())
     }
 
