@@ -1,1 +1,132 @@
-//! End-to-end test harness (being built).
+//! Osprey's end-to-end harness. It runs the real desktop binary under a private X server (Xvfb)
+//! and D-Bus session bus, drives it through `tauri-driver` (WebKitWebDriver underneath) with a
+//! small WebDriver client, and kills everything it started when dropped. It never builds
+//! anything: running cargo from inside a test would wait forever on the build lock, so a missing
+//! binary is an error that says which command to run.
+
+pub mod webdriver;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+pub use webdriver::{Element, WebDriver};
+
+#[cfg(unix)]
+mod processes;
+#[cfg(unix)]
+pub use processes::{DesktopApp, LaunchOptions, SessionBus, TauriDriver, VirtualDisplay};
+
+/// The workspace root (this crate lives in `<root>/tests`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
+/// Cargo's target directory: `$CARGO_TARGET_DIR` (relative paths are relative to the workspace,
+/// as cargo reads them) or `<root>/target`.
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR").filter(|v| !v.is_empty()) {
+        Some(dir) => workspace_root().join(dir),
+        None => workspace_root().join("target"),
+    }
+}
+
+/// The debug build of the desktop app. Missing means the suite was started without building it.
+pub fn desktop_binary() -> Result<PathBuf> {
+    let name = format!("osprey-desktop{}", std::env::consts::EXE_SUFFIX);
+    let path = target_dir().join("debug").join(name);
+    if !path.is_file() {
+        bail!(
+            "{} does not exist: build the desktop app first with `npm --prefix ui run build && \
+             cargo build -p osprey-desktop` (scripts/test does both)",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// Where a test keeps what a person may want to look at afterwards (screenshots, driver logs):
+/// `<target>/e2e/<test name>/`, emptied first.
+pub fn artifacts_dir(test_name: &str) -> Result<PathBuf> {
+    let dir = target_dir().join("e2e").join(test_name);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("emptying {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Finds an executable on `PATH`, then in the extra directories given.
+pub fn find_program(name: &str, extra_dirs: &[PathBuf]) -> Option<PathBuf> {
+    let path_dirs = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    path_dirs
+        .iter()
+        .chain(extra_dirs)
+        .map(|dir| dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX)))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Where `cargo install` puts binaries: `$CARGO_HOME/bin`, else `~/.cargo/bin`.
+pub fn cargo_bin_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(home) = std::env::var_os("CARGO_HOME").filter(|v| !v.is_empty()) {
+        dirs.push(PathBuf::from(home).join("bin"));
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        dirs.push(PathBuf::from(home).join(".cargo").join("bin"));
+    }
+    dirs
+}
+
+/// Checks a PNG's signature and returns its width and height.
+pub fn png_dimensions(bytes: &[u8]) -> Result<(u32, u32)> {
+    const SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
+    if bytes.len() < 24 || !bytes.starts_with(SIGNATURE) || &bytes[12..16] != b"IHDR" {
+        bail!("not a PNG ({} bytes)", bytes.len());
+    }
+    let width = u32::from_be_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
+    let height = u32::from_be_bytes([bytes[20], bytes[21], bytes[22], bytes[23]]);
+    Ok((width, height))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_dir_defaults_under_the_workspace() {
+        // CARGO_TARGET_DIR may be set by the caller; either way the path ends in a real directory
+        // name and the binary path is built inside it.
+        let dir = target_dir();
+        assert!(dir.is_absolute());
+        if std::env::var_os("CARGO_TARGET_DIR").is_none() {
+            assert_eq!(dir, workspace_root().join("target"));
+        }
+    }
+
+    #[test]
+    fn png_dimensions_reads_the_header() {
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        png.extend_from_slice(&640u32.to_be_bytes());
+        png.extend_from_slice(&480u32.to_be_bytes());
+        assert_eq!(png_dimensions(&png).unwrap(), (640, 480));
+        assert!(png_dimensions(b"GIF89a").is_err());
+    }
+
+    #[test]
+    fn find_program_looks_in_extra_dirs() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = "osprey-harness-test-program";
+        assert_eq!(find_program(name, &[dir.path().to_path_buf()]), None);
+        let file = dir
+            .path()
+            .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+        std::fs::write(&file, b"").unwrap();
+        assert_eq!(find_program(name, &[dir.path().to_path_buf()]), Some(file));
+    }
+}

@@ -1,0 +1,95 @@
+//! The desktop app starts, shows its UI, and a Tauri command round-trips through Rust.
+//! Linux only: tauri-driver drives WebKitGTK here; macOS has no WebDriver for WKWebView.
+#![cfg(target_os = "linux")]
+
+use std::time::Duration;
+
+use anyhow::{Result, ensure};
+use osprey_tests::{DesktopApp, LaunchOptions, png_dimensions};
+
+const UI_TIMEOUT: Duration = Duration::from_secs(20);
+
+#[test]
+fn window_opens_on_chat_and_settings_shows_app_info() -> Result<()> {
+    let app = DesktopApp::launch("desktop_smoke")?;
+    let driver = &app.driver;
+
+    ensure!(
+        driver.title()? == "Osprey",
+        "window title is {:?}",
+        driver.title()?
+    );
+    driver.wait_for("nav[aria-label='Main']", UI_TIMEOUT)?;
+    driver.wait_for_text("main h1", UI_TIMEOUT, |text| text == "Chat")?;
+    let chat_screenshot = app.save_screenshot("chat")?;
+
+    let settings_link = driver.wait_for("[data-testid='nav-settings']", UI_TIMEOUT)?;
+    driver.click(&settings_link)?;
+    driver.wait_for_text("main h1", UI_TIMEOUT, |text| text == "Settings")?;
+
+    // These values come from `app_info` in Rust: the command ran and its answer reached the page.
+    let version = driver.wait_for_text("[data-testid='about-version']", UI_TIMEOUT, |t| {
+        !t.is_empty()
+    })?;
+    ensure!(
+        version == env!("CARGO_PKG_VERSION"),
+        "About shows version {version:?}"
+    );
+    let data_dir = driver.wait_for_text("[data-testid='about-data-dir']", UI_TIMEOUT, |t| {
+        !t.is_empty()
+    })?;
+    ensure!(
+        data_dir == app.data_dir().display().to_string(),
+        "About shows data dir {data_dir:?}, the test gave {}",
+        app.data_dir().display()
+    );
+    ensure!(
+        app.data_dir().join("osprey.db").exists() || std::fs::read_dir(app.data_dir())?.count() > 0,
+        "the core wrote nothing in its data dir {}",
+        app.data_dir().display()
+    );
+    let tools = driver.wait_for_text("[data-testid='about-tool-count']", UI_TIMEOUT, |t| {
+        !t.is_empty()
+    })?;
+    ensure!(
+        tools
+            .split(':')
+            .next()
+            .is_some_and(|n| n.trim().parse::<usize>().is_ok()),
+        "tool count reads {tools:?}"
+    );
+
+    let settings_screenshot = app.save_screenshot("settings")?;
+    let (width, height) = png_dimensions(&std::fs::read(&settings_screenshot)?)?;
+    ensure!(
+        width >= 400 && height >= 300,
+        "screenshot is {width}x{height}"
+    );
+    eprintln!(
+        "screenshots: {} and {}",
+        chat_screenshot.display(),
+        settings_screenshot.display()
+    );
+    Ok(())
+}
+
+#[test]
+fn a_core_that_cannot_open_is_shown_not_fatal() -> Result<()> {
+    // A regular file where the data directory should be: the core cannot open, the window must.
+    let blocker = tempfile::NamedTempFile::new()?;
+    let app = DesktopApp::launch_with(
+        "desktop_core_error",
+        LaunchOptions {
+            data_dir: Some(blocker.path().to_path_buf()),
+        },
+    )?;
+    let banner = app
+        .driver
+        .wait_for_text("[data-testid='core-error']", UI_TIMEOUT, |t| !t.is_empty())?;
+    ensure!(
+        banner.contains("did not start"),
+        "core error banner reads {banner:?}"
+    );
+    app.save_screenshot("core-error")?;
+    Ok(())
+}

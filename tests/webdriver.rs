@@ -1,0 +1,308 @@
+//! A minimal W3C WebDriver client over plain HTTP/1.1: just what the suites use (sessions,
+//! finding elements, text, clicks, scripts, screenshots). One short-lived connection per request
+//! keeps it free of an HTTP stack.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use base64::Engine;
+use serde_json::{Value, json};
+
+/// The key W3C WebDriver uses for element references.
+const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+/// How long a single request may take (a new session launches the app).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A reference to an element in the current page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Element(String);
+
+/// A WebDriver session on one running app.
+#[derive(Debug)]
+pub struct WebDriver {
+    port: u16,
+    session: Option<String>,
+}
+
+/// An HTTP response: status and parsed JSON body.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub body: Value,
+}
+
+/// Sends one request to `127.0.0.1:port` and parses the JSON answer.
+pub fn http_request(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<Response> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))
+        .with_context(|| format!("connecting to 127.0.0.1:{port}"))?;
+    stream.set_read_timeout(Some(REQUEST_TIMEOUT))?;
+    stream.set_write_timeout(Some(REQUEST_TIMEOUT))?;
+    let payload = body.map(Value::to_string).unwrap_or_default();
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\nConnection: close\r\n"
+    );
+    if body.is_some() {
+        request.push_str("Content-Type: application/json; charset=utf-8\r\n");
+    }
+    request.push_str(&format!("Content-Length: {}\r\n\r\n", payload.len()));
+    stream.write_all(request.as_bytes())?;
+    stream.write_all(payload.as_bytes())?;
+    stream.flush()?;
+
+    let mut reader = BufReader::new(stream);
+    let mut status_line = String::new();
+    reader.read_line(&mut status_line)?;
+    let status: u16 = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| anyhow!("not an HTTP response: {status_line:?}"))?;
+
+    let mut content_length = None;
+    let mut chunked = false;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            break;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            let value = value.trim();
+            if name.eq_ignore_ascii_case("content-length") {
+                content_length = value.parse::<usize>().ok();
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = value.eq_ignore_ascii_case("chunked");
+            }
+        }
+    }
+
+    let raw = if chunked {
+        read_chunked(&mut reader)?
+    } else if let Some(length) = content_length {
+        let mut buffer = vec![0; length];
+        reader.read_exact(&mut buffer)?;
+        buffer
+    } else {
+        let mut buffer = Vec::new();
+        reader.read_to_end(&mut buffer)?;
+        buffer
+    };
+    let body = if raw.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&raw).with_context(|| {
+            format!(
+                "{method} {path}: answer is not JSON: {}",
+                String::from_utf8_lossy(&raw)
+            )
+        })?
+    };
+    Ok(Response { status, body })
+}
+
+fn read_chunked(reader: &mut impl BufRead) -> Result<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let mut size_line = String::new();
+        reader.read_line(&mut size_line)?;
+        let size_text = size_line.trim().split(';').next().unwrap_or_default();
+        let size = usize::from_str_radix(size_text, 16)
+            .with_context(|| format!("bad chunk size {size_line:?}"))?;
+        if size == 0 {
+            return Ok(body);
+        }
+        let start = body.len();
+        body.resize(start + size, 0);
+        reader.read_exact(&mut body[start..])?;
+        let mut crlf = [0; 2];
+        reader.read_exact(&mut crlf)?;
+    }
+}
+
+impl WebDriver {
+    /// A client for the driver listening on `port`; no session yet.
+    pub fn new(port: u16) -> WebDriver {
+        WebDriver {
+            port,
+            session: None,
+        }
+    }
+
+    /// Starts the Tauri app at `application` with `args` (through `tauri:options`).
+    pub fn new_session(&mut self, application: &Path, args: &[String]) -> Result<()> {
+        let capabilities = json!({
+            "capabilities": {
+                "alwaysMatch": {
+                    "tauri:options": { "application": application, "args": args }
+                }
+            }
+        });
+        let value = self.send("POST", "/session", Some(&capabilities))?;
+        let id = value["sessionId"]
+            .as_str()
+            .ok_or_else(|| anyhow!("new session: no sessionId in {value}"))?;
+        self.session = Some(id.to_string());
+        Ok(())
+    }
+
+    fn session_path(&self, rest: &str) -> Result<String> {
+        let id = self
+            .session
+            .as_deref()
+            .ok_or_else(|| anyhow!("no WebDriver session"))?;
+        Ok(format!("/session/{id}{rest}"))
+    }
+
+    /// Sends a command and returns its `value`, turning WebDriver errors into `Err`.
+    fn send(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
+        let response = http_request(self.port, method, path, body)?;
+        let value = match response.body {
+            Value::Object(mut map) => map.remove("value").unwrap_or(Value::Null),
+            other => other,
+        };
+        if response.status >= 400 {
+            bail!(
+                "{method} {path}: HTTP {}: {} {}",
+                response.status,
+                value["error"].as_str().unwrap_or("error"),
+                value["message"].as_str().unwrap_or_default()
+            );
+        }
+        Ok(value)
+    }
+
+    fn session_command(&self, method: &str, rest: &str, body: Option<&Value>) -> Result<Value> {
+        let path = self.session_path(rest)?;
+        self.send(method, &path, body)
+    }
+
+    pub fn title(&self) -> Result<String> {
+        let value = self.session_command("GET", "/title", None)?;
+        Ok(value.as_str().unwrap_or_default().to_string())
+    }
+
+    /// The first element matching a CSS selector, if there is one now.
+    pub fn find(&self, css: &str) -> Result<Option<Element>> {
+        let body = json!({ "using": "css selector", "value": css });
+        let value = self.session_command("POST", "/elements", Some(&body))?;
+        Ok(value
+            .as_array()
+            .and_then(|elements| elements.first())
+            .and_then(|element| element[ELEMENT_KEY].as_str())
+            .map(|id| Element(id.to_string())))
+    }
+
+    /// Polls for an element until `timeout`; the error names the selector.
+    pub fn wait_for(&self, css: &str, timeout: Duration) -> Result<Element> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(element) = self.find(css)? {
+                return Ok(element);
+            }
+            if Instant::now() >= deadline {
+                bail!("no element matches `{css}` after {timeout:?}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Polls until the element's text satisfies `accept`, returning that text.
+    pub fn wait_for_text(
+        &self,
+        css: &str,
+        timeout: Duration,
+        accept: impl Fn(&str) -> bool,
+    ) -> Result<String> {
+        let deadline = Instant::now() + timeout;
+        let mut last = String::new();
+        loop {
+            if let Some(element) = self.find(css)? {
+                last = self.text(&element)?;
+                if accept(&last) {
+                    return Ok(last);
+                }
+            }
+            if Instant::now() >= deadline {
+                bail!("`{css}` never showed the expected text (last: {last:?}) in {timeout:?}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn text(&self, element: &Element) -> Result<String> {
+        let value = self.session_command("GET", &format!("/element/{}/text", element.0), None)?;
+        Ok(value.as_str().unwrap_or_default().to_string())
+    }
+
+    pub fn click(&self, element: &Element) -> Result<()> {
+        self.session_command(
+            "POST",
+            &format!("/element/{}/click", element.0),
+            Some(&json!({})),
+        )?;
+        Ok(())
+    }
+
+    /// Waits until the app's page (not the blank page a webview starts on) has loaded. Commands
+    /// sent while the webview is still navigating fail with "no such frame", so those are retried.
+    pub fn wait_for_page_load(&self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let script = "return [document.readyState, window.location.href];";
+        loop {
+            let last = match self.execute(script, vec![]) {
+                Ok(value) => {
+                    let state = value[0].as_str().unwrap_or_default();
+                    let href = value[1].as_str().unwrap_or_default();
+                    if state == "complete" && !href.is_empty() && href != "about:blank" {
+                        return Ok(());
+                    }
+                    format!("readyState {state}, at {href}")
+                }
+                Err(error) => error.to_string(),
+            };
+            if Instant::now() >= deadline {
+                bail!("the page did not load in {timeout:?} (last: {last})");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Runs a synchronous script in the page and returns its result.
+    pub fn execute(&self, script: &str, args: Vec<Value>) -> Result<Value> {
+        let body = json!({ "script": script, "args": args });
+        self.session_command("POST", "/execute/sync", Some(&body))
+    }
+
+    /// A PNG of the window's viewport.
+    pub fn screenshot(&self) -> Result<Vec<u8>> {
+        let value = self.session_command("GET", "/screenshot", None)?;
+        let encoded = value
+            .as_str()
+            .ok_or_else(|| anyhow!("screenshot: no image in the answer"))?;
+        base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .context("screenshot: bad base64")
+    }
+
+    /// Ends the session, which closes the app.
+    pub fn delete_session(&mut self) -> Result<()> {
+        if let Some(id) = self.session.take() {
+            self.send("DELETE", &format!("/session/{id}"), None)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for WebDriver {
+    fn drop(&mut self) {
+        // Best effort: the driver may already be gone, and the process group is killed anyway.
+        let _ = self.delete_session();
+    }
+}
