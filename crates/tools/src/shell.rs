@@ -1,1 +1,371 @@
-//! The `shell` tool (being built).
+//! The `shell` tool: run bash commands (foreground with a timeout, or background sessions),
+//! look at and signal processes, and manage the sessions.
+//!
+//! Every command runs as `bash --noprofile --norc -c <command>` in its own process group with
+//! stdin from /dev/null (background sessions get a pipe instead), stdout and stderr captured
+//! together in order, and an allowlisted environment ([`env`]). Timeouts, cancellation and a
+//! dropped call stop the whole process group, so nothing a command started outlives it by
+//! accident; long-running work is meant for `background: true`.
+
+mod env;
+#[cfg(unix)]
+mod exec;
+#[cfg(unix)]
+mod job;
+mod output;
+mod process;
+#[cfg(unix)]
+mod sessions;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use osprey_types::{ErrorCode, ToolResult};
+use serde_json::json;
+
+pub use env::{child_env, is_denied};
+
+use crate::domain::{Domain, FieldType};
+use crate::tool::{ApprovalNeed, Call, CallFacts, DomainTool, ToolContext};
+
+/// How the shell tool behaves.
+#[derive(Clone, Debug)]
+pub struct ShellConfig {
+    /// Foreground commands are stopped after this long unless the call says otherwise.
+    pub default_timeout: Duration,
+    /// Bytes of output a result shows; beyond it the head and tail are kept.
+    pub output_cap: usize,
+    /// Environment variable names passed to commands on top of the built-in allowlist (exact
+    /// names, or prefixes ending in `*`). Dangerous names are dropped even when listed.
+    pub extra_env: Vec<String>,
+    /// Where commands run when the call gives no `cwd` (default: Osprey's working directory).
+    pub default_cwd: Option<PathBuf>,
+    /// The environment children are built from; `None` reads the process environment at each
+    /// spawn. Tests inject one here instead of mutating the process environment.
+    pub parent_env: Option<Vec<(OsString, OsString)>>,
+    /// Output a session keeps (the latest bytes); older output is dropped and counted.
+    pub session_buffer: usize,
+    /// Finished sessions are forgotten this long after they end.
+    pub session_ttl: Duration,
+    /// Background sessions that may run at once.
+    pub max_sessions: usize,
+    /// Between SIGTERM and SIGKILL when stopping a process group.
+    pub kill_grace: Duration,
+}
+
+impl Default for ShellConfig {
+    fn default() -> Self {
+        ShellConfig {
+            default_timeout: Duration::from_secs(120),
+            output_cap: 50 * 1024,
+            extra_env: Vec::new(),
+            default_cwd: None,
+            parent_env: None,
+            session_buffer: 1024 * 1024,
+            session_ttl: Duration::from_secs(30 * 60),
+            max_sessions: 32,
+            kill_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// The `shell` domain tool.
+pub struct ShellTool {
+    config: ShellConfig,
+    domain: Domain,
+    #[cfg(unix)]
+    sessions: sessions::Sessions,
+}
+
+impl ShellTool {
+    pub fn new(config: ShellConfig) -> Self {
+        ShellTool {
+            domain: shell_domain(&config),
+            #[cfg(unix)]
+            sessions: sessions::Sessions::new(config.session_ttl),
+            config,
+        }
+    }
+
+    pub fn config(&self) -> &ShellConfig {
+        &self.config
+    }
+
+    fn parent_env(&self) -> Vec<(OsString, OsString)> {
+        match &self.config.parent_env {
+            Some(vars) => vars.clone(),
+            None => std::env::vars_os().collect(),
+        }
+    }
+
+    /// The home directory children see, for `~` in `cwd`.
+    #[cfg_attr(not(unix), allow(dead_code))]
+    fn home(&self) -> Option<PathBuf> {
+        self.parent_env()
+            .into_iter()
+            .find(|(name, _)| name == "HOME")
+            .map(|(_, value)| PathBuf::from(value))
+    }
+
+    async fn dispatch(&self, ctx: &ToolContext, call: Call) -> ToolResult {
+        match (call.resource(), call.action()) {
+            ("process", "list") => process::list(&call).await,
+            ("process", "info") => process::info(&call).await,
+            ("process", "kill") => process::kill(&call).await,
+            #[cfg(unix)]
+            ("bash", "exec") => exec::exec(self, ctx, &call).await,
+            #[cfg(unix)]
+            ("session", action) => {
+                let cap = self.config.output_cap;
+                match action {
+                    "list" => self.sessions.list(),
+                    "poll" => self.sessions.poll(&call, cap).await,
+                    "log" => self.sessions.log(&call, cap),
+                    "write" => self.sessions.write(&call).await,
+                    "kill" => self.sessions.kill(&call).await,
+                    other => unknown(other),
+                }
+            }
+            #[cfg(not(unix))]
+            ("bash", _) | ("session", _) => {
+                let _ = ctx;
+                ToolResult::error(
+                    ErrorCode::ToolFailed,
+                    "running commands is not supported on this platform yet",
+                )
+            }
+            (_, other) => unknown(other),
+        }
+    }
+}
+
+fn unknown(action: &str) -> ToolResult {
+    ToolResult::error(
+        ErrorCode::InvalidInput,
+        format!(
+            "shell has no action `{action}` there; use bash exec, process list/info/kill, or session list/poll/log/write/kill"
+        ),
+    )
+}
+
+impl DomainTool for ShellTool {
+    fn domain(&self) -> &Domain {
+        &self.domain
+    }
+
+    fn facts(&self, call: &Call) -> CallFacts {
+        let mut facts = CallFacts {
+            approval: self.domain.approval_of(call),
+            ..Default::default()
+        };
+        let session = call.str("session_id").unwrap_or("?");
+        let pid = call.input.get("pid").and_then(serde_json::Value::as_i64);
+        facts.summary = match (call.resource(), call.action()) {
+            ("bash", "exec") => {
+                let command = call.str("command").unwrap_or("").to_string();
+                facts.command = Some(command.clone());
+                command
+            }
+            ("process", "kill") => {
+                let pid = pid.unwrap_or(0);
+                let name = i32::try_from(pid)
+                    .ok()
+                    .filter(|p| *p > 1)
+                    .and_then(process::name_of)
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default();
+                format!(
+                    "kill process {pid}{name} with SIG{}",
+                    call.str("signal").unwrap_or("TERM").to_ascii_uppercase()
+                )
+            }
+            ("process", "info") => format!("show process {}", pid.unwrap_or(0)),
+            ("process", "list") => "list processes".to_string(),
+            ("session", "write") => {
+                let input = call.str("input").unwrap_or("");
+                let shown: String = input.chars().take(80).collect();
+                format!("write to session {session}'s stdin: {shown:?}")
+            }
+            ("session", "kill") => format!("stop session {session}"),
+            ("session", "list") => "list shell sessions".to_string(),
+            ("session", action) => format!("{action} session {session}"),
+            (resource, action) => format!("shell {resource} {action}"),
+        };
+        facts
+    }
+
+    fn run<'a>(&'a self, ctx: &'a ToolContext, call: Call) -> BoxFuture<'a, ToolResult> {
+        Box::pin(self.dispatch(ctx, call))
+    }
+}
+
+fn shell_domain(config: &ShellConfig) -> Domain {
+    use ApprovalNeed::{None as Free, Required};
+    let session_actions = [
+        "session.poll",
+        "session.log",
+        "session.write",
+        "session.kill",
+    ];
+    Domain::new(
+        "shell",
+        "Run bash commands and manage processes. Foreground commands return their output and \
+         exit code; use background: true for servers and watchers, then poll the session. \
+         Commands run in their own process group with a minimal environment; stdin is empty \
+         unless the command runs in the background.",
+    )
+    .resource(
+        "bash",
+        &["sh", "command", "terminal"],
+        &[(
+            "exec",
+            "Run a bash command (foreground, or background as a session)",
+            Required,
+        )],
+    )
+    .resource(
+        "process",
+        &["processes", "ps"],
+        &[
+            ("list", "List processes (pid, ppid, name, command line)", Free),
+            ("kill", "Send TERM/KILL/INT/HUP to one process", Required),
+            ("info", "Details of one process", Free),
+        ],
+    )
+    .resource(
+        "session",
+        &["sessions", "background", "job"],
+        &[
+            ("list", "List background sessions", Free),
+            ("poll", "New output since the last poll, and status", Free),
+            ("log", "The session's whole retained output, by lines", Free),
+            ("write", "Write `input` to the session's stdin", Required),
+            ("kill", "Stop the session and everything it started", Required),
+        ],
+    )
+    .field("command", FieldType::String, "exec: the bash command to run")
+    .required_for(&["exec"])
+    .field(
+        "timeout",
+        FieldType::Integer,
+        &format!(
+            "exec: seconds before a foreground command and everything it started are stopped (default {})",
+            config.default_timeout.as_secs()
+        ),
+    )
+    .field(
+        "cwd",
+        FieldType::String,
+        "exec: directory to run in (absolute, ~/..., or relative to the default)",
+    )
+    .field(
+        "background",
+        FieldType::Boolean,
+        "exec: run as a background session and return at once with its id",
+    )
+    .default_value(json!(false))
+    .field(
+        "yield_ms",
+        FieldType::Integer,
+        "exec: if still running after this many ms, return and keep it running as a session; \
+         poll: wait up to this long for new output",
+    )
+    .field(
+        "session_id",
+        FieldType::String,
+        "session poll/log/write/kill: the session (from exec or session list)",
+    )
+    .required_for(&session_actions)
+    .field(
+        "input",
+        FieldType::String,
+        "session write: text for the session's stdin (include \\n to end a line)",
+    )
+    .required_for(&["session.write"])
+    .field(
+        "eof",
+        FieldType::Boolean,
+        "session write: close stdin after writing",
+    )
+    .default_value(json!(false))
+    .field(
+        "offset",
+        FieldType::Integer,
+        "session log: first line, 1-based (default 1)",
+    )
+    .field(
+        "limit",
+        FieldType::Integer,
+        "session log: lines (default 2000); process list: rows (default 300)",
+    )
+    .field(
+        "pid",
+        FieldType::Integer,
+        "process kill/info: the process id",
+    )
+    .required_for(&["process.kill", "process.info"])
+    .field(
+        "signal",
+        FieldType::String,
+        "process kill: the signal (default TERM)",
+    )
+    .one_of(&["TERM", "KILL", "INT", "HUP"])
+    .default_value(json!("TERM"))
+    .field(
+        "filter",
+        FieldType::String,
+        "process list: only processes whose name or command line contains this",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(tool: &ShellTool, input: serde_json::Value) -> Call {
+        tool.domain().resolve(input).unwrap()
+    }
+
+    #[test]
+    fn resources_are_inferred_from_fields() {
+        let tool = ShellTool::new(ShellConfig::default());
+        assert_eq!(
+            call(&tool, json!({"action": "kill", "pid": 42})).resource(),
+            "process"
+        );
+        assert_eq!(
+            call(&tool, json!({"action": "kill", "session_id": "sh-1"})).resource(),
+            "session"
+        );
+        assert_eq!(
+            call(&tool, json!({"action": "exec", "command": "ls"})).resource(),
+            "bash"
+        );
+    }
+
+    #[test]
+    fn facts_carry_the_command_and_the_approval_need() {
+        let tool = ShellTool::new(ShellConfig::default());
+        let facts = tool.facts(&call(
+            &tool,
+            json!({"action": "exec", "command": "git status && ls"}),
+        ));
+        assert_eq!(facts.command.as_deref(), Some("git status && ls"));
+        assert_eq!(facts.summary, "git status && ls");
+        assert_eq!(facts.approval, ApprovalNeed::Required);
+        let facts = tool.facts(&call(
+            &tool,
+            json!({"resource": "process", "action": "list"}),
+        ));
+        assert_eq!(facts.approval, ApprovalNeed::None);
+        assert!(facts.command.is_none());
+        let facts = tool.facts(&call(
+            &tool,
+            json!({"action": "write", "session_id": "sh-2", "input": "y\n"}),
+        ));
+        assert_eq!(facts.approval, ApprovalNeed::Required);
+        assert_eq!(facts.summary, "write to session sh-2's stdin: \"y\\n\"");
+    }
+}

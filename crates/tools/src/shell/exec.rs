@@ -1,0 +1,258 @@
+//! `shell bash exec`: run a command in the foreground (with a timeout, cancellation and an
+//! optional yield into a session) or in the background as a session.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use osprey_types::{ErrorCode, ToolResult};
+
+use super::ShellTool;
+use super::env::child_env;
+use super::job::{Job, JobGuard, Spec};
+use super::sessions::{duration_words, status_line};
+use crate::tool::{Call, ToolContext};
+
+/// Our own limit fires this long before the registry's deadline, so the person gets the
+/// "timed out" result with the output so far rather than a bare deadline error.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(300);
+/// How long to wait for a stopped job's driver to drain the last output after the grace.
+const DRAIN_SLACK: Duration = Duration::from_secs(3);
+
+pub(crate) async fn exec(tool: &ShellTool, ctx: &ToolContext, call: &Call) -> ToolResult {
+    let config = &tool.config;
+    let Some(command) = call.str("command").filter(|c| !c.trim().is_empty()) else {
+        return ToolResult::error(ErrorCode::InvalidInput, "shell exec needs `command`");
+    };
+    let background = call.bool("background").unwrap_or(false);
+    let timeout = match call.u64("timeout") {
+        Some(0) | None => config.default_timeout,
+        Some(seconds) => Duration::from_secs(seconds),
+    };
+    let yield_after = call.u64("yield_ms").map(Duration::from_millis);
+    let cwd = match working_dir(tool, call.str("cwd")) {
+        Ok(cwd) => cwd,
+        Err(result) => return result,
+    };
+    tool.sessions.sweep();
+    if background && tool.sessions.running() >= config.max_sessions {
+        return ToolResult::error(
+            ErrorCode::ToolFailed,
+            format!(
+                "{} background sessions are already running; kill one first (shell session list)",
+                config.max_sessions
+            ),
+        );
+    }
+
+    let spec = Spec {
+        id: tool.sessions.next_id(),
+        command: command.to_string(),
+        cwd,
+        env: child_env(tool.parent_env(), &config.extra_env),
+        piped_stdin: background,
+        head_limit: config.output_cap / 2,
+        log_capacity: config.session_buffer.max(config.output_cap),
+        grace: config.kill_grace,
+    };
+    let job = match Job::spawn(spec) {
+        Ok(job) => job,
+        Err(err) => {
+            return ToolResult::error(
+                ErrorCode::ToolFailed,
+                format!("could not start bash: {err}"),
+            );
+        }
+    };
+
+    if background {
+        tool.sessions.adopt(job.clone());
+        if let Some(wait) = yield_after {
+            tokio::select! {
+                _ = job.wait(wait) => {}
+                _ = ctx.cancel.cancelled() => {}
+            }
+        }
+        return started_session(&job, config.output_cap, true);
+    }
+
+    // From here until the job ends or becomes a session, dropping this future stops it.
+    let mut guard = JobGuard::new(job.clone());
+    let started = Instant::now();
+    let own_limit = started + timeout;
+    let registry_limit = ctx
+        .deadline
+        .checked_sub(DEADLINE_MARGIN)
+        .unwrap_or(ctx.deadline)
+        .max(started);
+    let (limit_at, limit_is_ours) = if own_limit <= registry_limit {
+        (own_limit, true)
+    } else {
+        (registry_limit, false)
+    };
+    let far = started + Duration::from_secs(365 * 24 * 3600);
+    let yield_at = yield_after.map_or(far, |wait| started + wait);
+
+    enum Ending {
+        Done,
+        TimedOut,
+        Cancelled,
+        Yielded,
+    }
+    let mut progress = job.watch();
+    let ending = tokio::select! {
+        _ = progress.wait_for(|p| p.exit.is_some()) => Ending::Done,
+        _ = tokio::time::sleep_until(limit_at.into()) => Ending::TimedOut,
+        _ = ctx.cancel.cancelled() => Ending::Cancelled,
+        _ = tokio::time::sleep_until(yield_at.into()), if yield_after.is_some() => Ending::Yielded,
+    };
+    drop(progress);
+
+    match ending {
+        Ending::Done => {
+            guard.disarm();
+            finished(&job, config.output_cap)
+        }
+        Ending::Yielded => {
+            guard.disarm();
+            tool.sessions.adopt(job.clone());
+            started_session(&job, config.output_cap, false)
+        }
+        Ending::TimedOut | Ending::Cancelled => {
+            job.terminate();
+            let exit = job.wait(config.kill_grace + DRAIN_SLACK).await;
+            guard.disarm();
+            let output = job
+                .log
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .render(config.output_cap);
+            let mut text = output_block(&output);
+            let stopped = match exit {
+                Some(_) => "the command and every process it started were stopped",
+                None => "SIGTERM and SIGKILL were sent to its process group",
+            };
+            if matches!(ending, Ending::Cancelled) {
+                text.push_str(&format!(
+                    "[cancelled after {}; {stopped}]\n",
+                    duration_words(started.elapsed())
+                ));
+                ToolResult::error(ErrorCode::Cancelled, text)
+            } else {
+                let which = if limit_is_ours {
+                    format!("the {} s timeout", timeout.as_secs())
+                } else {
+                    "the call's deadline".to_string()
+                };
+                text.push_str(&format!(
+                    "[timed out: still running after {} ({which}); {stopped}. For long-running \
+                     commands use background: true, or raise timeout.]\n",
+                    duration_words(started.elapsed())
+                ));
+                ToolResult::error(ErrorCode::Timeout, text)
+            }
+        }
+    }
+}
+
+/// The result of a foreground command that ran to the end.
+fn finished(job: &Job, cap: usize) -> ToolResult {
+    let output = job
+        .log
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .render(cap);
+    let mut text = output_block(&output);
+    let exit = job.exit();
+    let took = exit.map_or(Duration::ZERO, |e| {
+        e.at.saturating_duration_since(job.started)
+    });
+    text.push_str(&format!(
+        "[{} after {}]\n",
+        exit.map_or("ended".to_string(), |e| e.describe()),
+        duration_words(took)
+    ));
+    ToolResult::text(text)
+}
+
+/// The result for a command that is (or was just) running as a session.
+fn started_session(job: &Arc<Job>, cap: usize, background: bool) -> ToolResult {
+    let (output, total) = {
+        let log = job.log.lock().unwrap_or_else(|e| e.into_inner());
+        (log.render(cap), log.total())
+    };
+    // The next poll starts after what this result already shows.
+    *job.poll_cursor.lock().unwrap_or_else(|e| e.into_inner()) = total;
+    let mut text = if total == 0 {
+        String::new()
+    } else {
+        output_block(&output)
+    };
+    let how = if background {
+        format!(
+            "started in the background as session {} (pid {})",
+            job.id, job.pid
+        )
+    } else {
+        format!(
+            "still running after {}; it continues as session {} (pid {})",
+            duration_words(job.started.elapsed()),
+            job.id,
+            job.pid
+        )
+    };
+    text.push_str(&format!(
+        "[{how}. Read new output with shell(resource: \"session\", action: \"poll\", \
+         session_id: \"{id}\"), send input with action \"write\", stop it with action \"kill\".]\n",
+        id = job.id
+    ));
+    if !job.is_running() {
+        text.push_str(&status_line(job));
+    }
+    ToolResult::text(text)
+}
+
+fn output_block(output: &str) -> String {
+    if output.is_empty() {
+        return "(no output)\n".to_string();
+    }
+    let mut text = output.to_string();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+/// The directory a command runs in: the call's `cwd` (absolute, `~/...`, or relative to the
+/// default), else the configured default, else the process's working directory.
+fn working_dir(tool: &ShellTool, raw: Option<&str>) -> Result<PathBuf, ToolResult> {
+    let default = match &tool.config.default_cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(|err| {
+            ToolResult::error(
+                ErrorCode::ToolFailed,
+                format!("cannot determine the working directory: {err}"),
+            )
+        })?,
+    };
+    let Some(raw) = raw.map(str::trim).filter(|r| !r.is_empty()) else {
+        return Ok(default);
+    };
+    let expanded = match (raw.strip_prefix('~'), tool.home()) {
+        (Some(""), Some(home)) => home,
+        (Some(rest), Some(home)) if rest.starts_with('/') => home.join(&rest[1..]),
+        _ => PathBuf::from(raw),
+    };
+    let dir = if expanded.is_absolute() {
+        expanded
+    } else {
+        default.join(expanded)
+    };
+    if !Path::new(&dir).is_dir() {
+        return Err(ToolResult::error(
+            ErrorCode::ToolFailed,
+            format!("cwd {} does not exist or is not a directory", dir.display()),
+        ));
+    }
+    Ok(dir)
+}
