@@ -3,7 +3,26 @@
 //! (`$(...)`, backticks, `bash -c`, `eval`, heredocs fed to a shell) expanded where it can be, and
 //! a reason when the program cannot be known statically.
 //!
-//! STUB: replaced by the safeguard work; the API below is the contract.
+//! Words are normalised the way bash would before running them: quotes and backslashes removed,
+//! ANSI-C strings (`$'\x73udo'`) decoded, brace expansion (`{rm,-rf,/}`) applied, `$IFS` used as
+//! a separator split, and variables assigned earlier in the same command (`X=rm; $X`)
+//! substituted. Values that cannot be known (`$1`, `$(curl ...)`) are kept as their source text
+//! (`$1`, `$(curl ...)`), so a reader sees what was there. `~` and `$HOME` are left as written: the
+//! safeguard expands them with the home it was given.
+//!
+//! The analysis over-approximates on purpose: a function body is listed even if the function is
+//! never called, an `if` lists both branches, and an unknown word in command position also lists
+//! the command that would run if it expanded to nothing.
+
+mod words;
+mod wrappers;
+
+use std::collections::HashMap;
+
+use brush_parser::ast;
+
+use words::Field;
+use wrappers::{Shape, shape_of};
 
 /// One simple command as it would run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -16,6 +35,14 @@ pub struct SimpleCommand {
     pub wrappers: Vec<String>,
     /// Redirections attached to it.
     pub redirects: Vec<Redirect>,
+}
+
+impl SimpleCommand {
+    /// The program's file name without directories or a Windows extension (`/usr/bin/sudo`
+    /// -> `sudo`, `DISKPART.EXE` -> `diskpart`), lower-cased only for Windows extensions.
+    pub fn program_name(&self) -> &str {
+        program_name(&self.program)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,23 +61,814 @@ pub struct CommandAnalysis {
     /// `eval`, an interpreter given `-c`/`-e` code, anything piped into a shell, unparseable
     /// input): such a command must always be asked, never auto-approved.
     pub dynamic: Option<String>,
+    /// Set when a shell function calls itself (directly or through others) in a pipeline or in
+    /// the background, or more than once: the fork-bomb pattern (`:(){ :|:& };:`).
+    pub fork_bomb: Option<String>,
 }
 
 /// Parses `command` and lists what it would run.
 pub fn analyze(command: &str) -> CommandAnalysis {
-    let mut commands = Vec::new();
-    for part in command.split(['|', ';', '&']) {
-        let mut words = part.split_whitespace().map(str::to_string);
-        if let Some(program) = words.next() {
-            commands.push(SimpleCommand {
-                program,
-                args: words.collect(),
-                ..Default::default()
-            });
+    let mut analyzer = Analyzer::default();
+    analyzer.source(command, 0);
+    analyzer.finish()
+}
+
+/// The file name of a program path, without a `.exe`/`.com` suffix.
+pub fn program_name(program: &str) -> &str {
+    let name = program.rsplit(['/', '\\']).next().unwrap_or(program);
+    for ext in [".exe", ".EXE", ".Exe", ".com", ".COM"] {
+        if let Some(stem) = name.strip_suffix(ext) {
+            if !stem.is_empty() {
+                return stem;
+            }
         }
     }
-    CommandAnalysis {
-        commands,
-        dynamic: None,
+    name
+}
+
+/// How deep `bash -c "bash -c ..."`, `$( $( ) )` and `eval` nest before we give up.
+const MAX_DEPTH: usize = 16;
+
+/// Where a simple command's standard input comes from, as far as it matters to shells.
+#[derive(Clone, Debug, Default)]
+struct Input {
+    /// A pipe from the previous command.
+    piped: bool,
+    /// A heredoc or herestring: its text, and whether the text is only known at run time.
+    text: Option<(String, bool)>,
+    /// A `< file` redirection.
+    file: bool,
+}
+
+#[derive(Debug, Default)]
+struct Function {
+    name: String,
+    /// (callee, whether the call forks: in a pipeline, in the background, in a substitution).
+    calls: Vec<(String, bool)>,
+}
+
+#[derive(Default)]
+struct Analyzer {
+    commands: Vec<SimpleCommand>,
+    dynamic: Option<String>,
+    /// Variables assigned by the command itself: `Some(value)` when static.
+    vars: HashMap<String, Option<String>>,
+    functions: Vec<Function>,
+    /// Index into `functions` of the bodies being walked.
+    in_function: Vec<usize>,
+    /// Greater than zero inside a pipeline, a background job or a substitution.
+    forking: usize,
+    /// Redirections of enclosing compound commands (`{ ...; } > file`), which apply to every
+    /// command inside.
+    outer_redirects: Vec<Redirect>,
+}
+
+impl Analyzer {
+    fn finish(self) -> CommandAnalysis {
+        let fork_bomb = self.find_fork_bomb();
+        // Over-approximation (opaque wrappers, unknown programs) can list a command twice.
+        let mut commands: Vec<SimpleCommand> = Vec::with_capacity(self.commands.len());
+        for command in self.commands {
+            if !commands.contains(&command) {
+                commands.push(command);
+            }
+        }
+        CommandAnalysis {
+            commands,
+            dynamic: self.dynamic,
+            fork_bomb,
+        }
+    }
+
+    fn set_dynamic(&mut self, reason: impl Into<String>) {
+        if self.dynamic.is_none() {
+            self.dynamic = Some(reason.into());
+        }
+    }
+
+    /// Parses and walks shell source text.
+    fn source(&mut self, text: &str, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.set_dynamic("the command nests shells too deeply to follow");
+            words::fallback_commands(text)
+                .into_iter()
+                .for_each(|f| self.run_fields(f, Vec::new(), &Input::default(), &[], depth));
+            return;
+        }
+        let options = words::parser_options();
+        let mut parser = brush_parser::Parser::new(std::io::Cursor::new(text.as_bytes()), options);
+        match parser.parse_program() {
+            Ok(program) => {
+                for list in &program.complete_commands {
+                    self.compound_list(list, depth);
+                }
+            }
+            Err(err) => {
+                self.set_dynamic(format!("the command could not be parsed ({err})"));
+                // Still list what the words look like, so the safeguard sees `sudo` in junk.
+                for fields in words::fallback_commands(text) {
+                    self.run_fields(fields, Vec::new(), &Input::default(), &[], depth + 1);
+                }
+            }
+        }
+    }
+
+    fn compound_list(&mut self, list: &ast::CompoundList, depth: usize) {
+        for ast::CompoundListItem(and_or, separator) in &list.0 {
+            let background = matches!(separator, ast::SeparatorOperator::Async);
+            self.forking += usize::from(background);
+            self.pipeline(&and_or.first, depth);
+            for next in &and_or.additional {
+                match next {
+                    ast::AndOr::And(p) | ast::AndOr::Or(p) => self.pipeline(p, depth),
+                }
+            }
+            self.forking -= usize::from(background);
+        }
+    }
+
+    fn pipeline(&mut self, pipeline: &ast::Pipeline, depth: usize) {
+        let forks = pipeline.seq.len() > 1;
+        self.forking += usize::from(forks);
+        for (i, command) in pipeline.seq.iter().enumerate() {
+            self.command(command, i > 0, depth);
+        }
+        self.forking -= usize::from(forks);
+    }
+
+    fn command(&mut self, command: &ast::Command, piped: bool, depth: usize) {
+        match command {
+            ast::Command::Simple(simple) => self.simple(simple, piped, depth),
+            ast::Command::Compound(compound, redirects) => {
+                let saved = self.outer_redirects.len();
+                if let Some(list) = redirects {
+                    for redirect in &list.0 {
+                        let mut input = Input::default();
+                        if let Some(r) = self.redirect(redirect, &mut input, depth) {
+                            self.outer_redirects.push(r);
+                        }
+                    }
+                }
+                self.compound(compound, piped, depth);
+                self.outer_redirects.truncate(saved);
+            }
+            ast::Command::Function(def) => self.function(def, depth),
+            ast::Command::ExtendedTest(test, _) => self.extended_test(&test.expr, depth),
+        }
+    }
+
+    fn compound(&mut self, compound: &ast::CompoundCommand, piped: bool, depth: usize) {
+        match compound {
+            ast::CompoundCommand::Arithmetic(a) => self.scan_text(&a.expr.value, depth),
+            ast::CompoundCommand::ArithmeticForClause(f) => {
+                for expr in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.scan_text(&expr.value, depth);
+                }
+                self.compound_list(&f.body.list, depth);
+            }
+            ast::CompoundCommand::BraceGroup(g) => self.compound_list(&g.list, depth),
+            ast::CompoundCommand::Subshell(s) => self.compound_list(&s.list, depth),
+            ast::CompoundCommand::ForClause(f) => {
+                for value in f.values.iter().flatten() {
+                    self.expand(&value.value, depth);
+                }
+                // The loop variable takes several values: unknown as far as we are concerned.
+                self.vars.insert(f.variable_name.clone(), None);
+                self.compound_list(&f.body.list, depth);
+            }
+            ast::CompoundCommand::CaseClause(c) => {
+                self.expand(&c.value.value, depth);
+                for item in &c.cases {
+                    for pattern in &item.patterns {
+                        self.expand(&pattern.value, depth);
+                    }
+                    if let Some(list) = &item.cmd {
+                        self.compound_list(list, depth);
+                    }
+                }
+            }
+            ast::CompoundCommand::IfClause(i) => {
+                self.compound_list(&i.condition, depth);
+                self.compound_list(&i.then, depth);
+                for branch in i.elses.iter().flatten() {
+                    if let Some(condition) = &branch.condition {
+                        self.compound_list(condition, depth);
+                    }
+                    self.compound_list(&branch.body, depth);
+                }
+            }
+            ast::CompoundCommand::WhileClause(w) | ast::CompoundCommand::UntilClause(w) => {
+                self.compound_list(&w.0, depth);
+                self.compound_list(&w.1.list, depth);
+            }
+            ast::CompoundCommand::Coprocess(c) => {
+                self.forking += 1;
+                self.command(&c.body, piped, depth);
+                self.forking -= 1;
+            }
+        }
+    }
+
+    fn function(&mut self, def: &ast::FunctionDefinition, depth: usize) {
+        let name = words::literal_text(&def.fname.value);
+        self.functions.push(Function {
+            name,
+            calls: Vec::new(),
+        });
+        self.in_function.push(self.functions.len() - 1);
+        let saved = self.outer_redirects.len();
+        if let Some(list) = &def.body.1 {
+            for redirect in &list.0 {
+                let mut input = Input::default();
+                if let Some(r) = self.redirect(redirect, &mut input, depth) {
+                    self.outer_redirects.push(r);
+                }
+            }
+        }
+        // The body is listed whether or not the function is called: over-approximation.
+        self.compound(&def.body.0, false, depth);
+        self.outer_redirects.truncate(saved);
+        self.in_function.pop();
+    }
+
+    fn extended_test(&mut self, expr: &ast::ExtendedTestExpr, depth: usize) {
+        match expr {
+            ast::ExtendedTestExpr::And(a, b) | ast::ExtendedTestExpr::Or(a, b) => {
+                self.extended_test(a, depth);
+                self.extended_test(b, depth);
+            }
+            ast::ExtendedTestExpr::Not(a) | ast::ExtendedTestExpr::Parenthesized(a) => {
+                self.extended_test(a, depth)
+            }
+            ast::ExtendedTestExpr::UnaryTest(_, w) => {
+                self.expand(&w.value, depth);
+            }
+            ast::ExtendedTestExpr::BinaryTest(_, a, b) => {
+                self.expand(&a.value, depth);
+                self.expand(&b.value, depth);
+            }
+        }
+    }
+
+    fn simple(&mut self, simple: &ast::SimpleCommand, piped: bool, depth: usize) {
+        let mut fields: Vec<Field> = Vec::new();
+        let mut redirects: Vec<Redirect> = Vec::new();
+        let mut assignments: Vec<(String, Option<String>)> = Vec::new();
+        let mut input = Input {
+            piped,
+            ..Default::default()
+        };
+        let prefix = simple.prefix.iter().flat_map(|p| p.0.iter());
+        let suffix = simple.suffix.iter().flat_map(|s| s.0.iter());
+        let mut items: Vec<Item<'_>> = prefix.map(Item::Part).collect();
+        if let Some(word) = &simple.word_or_name {
+            items.push(Item::Word(word));
+        }
+        items.extend(suffix.map(Item::Part));
+        for item in items {
+            match item {
+                Item::Word(word) => fields.extend(self.expand(&word.value, depth)),
+                Item::Part(ast::CommandPrefixOrSuffixItem::Word(word)) => {
+                    fields.extend(self.expand(&word.value, depth))
+                }
+                Item::Part(ast::CommandPrefixOrSuffixItem::IoRedirect(redirect)) => {
+                    if let Some(r) = self.redirect(redirect, &mut input, depth) {
+                        redirects.push(r);
+                    }
+                }
+                Item::Part(ast::CommandPrefixOrSuffixItem::AssignmentWord(assignment, word)) => {
+                    if fields.is_empty() {
+                        let value = self.assignment_value(assignment, depth);
+                        let name = match &assignment.name {
+                            ast::AssignmentName::VariableName(n) => n.clone(),
+                            ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
+                        };
+                        let value = if assignment.append { None } else { value };
+                        assignments.push((name, value));
+                    } else {
+                        // After the program (`declare x=1`, `export x=$(...)`): an argument.
+                        fields.extend(self.expand(&word.value, depth));
+                    }
+                }
+                Item::Part(ast::CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub)) => {
+                    self.forking += 1;
+                    self.compound_list(&sub.list, depth);
+                    self.forking -= 1;
+                    fields.push(Field::process_substitution());
+                }
+            }
+        }
+        redirects.extend(self.outer_redirects.iter().cloned());
+        if fields.is_empty() {
+            // Bare assignments persist for the rest of the command; bare redirections
+            // (`> file`) still open (and truncate) their files.
+            for (name, value) in assignments {
+                self.vars.insert(name, value);
+            }
+            if !redirects.is_empty() {
+                self.record(SimpleCommand {
+                    redirects,
+                    ..Default::default()
+                });
+            }
+            return;
+        }
+        self.run_fields(fields, redirects, &input, &[], depth);
+    }
+
+    fn assignment_value(&mut self, assignment: &ast::Assignment, depth: usize) -> Option<String> {
+        match &assignment.value {
+            ast::AssignmentValue::Scalar(word) => {
+                let fields = self.expand_quoted(&word.value, depth);
+                (!fields.unknown).then_some(fields.text)
+            }
+            ast::AssignmentValue::Array(items) => {
+                for (key, value) in items {
+                    if let Some(key) = key {
+                        self.expand(&key.value, depth);
+                    }
+                    self.expand(&value.value, depth);
+                }
+                None
+            }
+        }
+    }
+
+    fn redirect(
+        &mut self,
+        redirect: &ast::IoRedirect,
+        input: &mut Input,
+        depth: usize,
+    ) -> Option<Redirect> {
+        match redirect {
+            ast::IoRedirect::File(_, kind, target) => {
+                let writes = matches!(
+                    kind,
+                    ast::IoFileRedirectKind::Write
+                        | ast::IoFileRedirectKind::Append
+                        | ast::IoFileRedirectKind::ReadAndWrite
+                        | ast::IoFileRedirectKind::Clobber
+                );
+                match target {
+                    ast::IoFileRedirectTarget::Filename(word) => {
+                        let target = self.expand_quoted(&word.value, depth).text;
+                        if matches!(kind, ast::IoFileRedirectKind::Read) {
+                            input.file = true;
+                        }
+                        Some(Redirect { target, writes })
+                    }
+                    ast::IoFileRedirectTarget::Fd(fd) => Some(Redirect {
+                        target: format!("&{fd}"),
+                        writes: false,
+                    }),
+                    ast::IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
+                        self.forking += 1;
+                        self.compound_list(&sub.list, depth);
+                        self.forking -= 1;
+                        Some(Redirect {
+                            target: "/dev/fd/63".into(),
+                            writes: false,
+                        })
+                    }
+                    ast::IoFileRedirectTarget::Duplicate(word) => {
+                        let target = self.expand_quoted(&word.value, depth).text;
+                        // `>&file` (not a number, not `-`) sends stdout and stderr to a file.
+                        let to_file = matches!(kind, ast::IoFileRedirectKind::DuplicateOutput)
+                            && !target.is_empty()
+                            && target != "-"
+                            && !target
+                                .trim_end_matches('-')
+                                .chars()
+                                .all(|c| c.is_ascii_digit());
+                        Some(if to_file {
+                            Redirect {
+                                target,
+                                writes: true,
+                            }
+                        } else {
+                            Redirect {
+                                target: format!("&{target}"),
+                                writes: false,
+                            }
+                        })
+                    }
+                }
+            }
+            ast::IoRedirect::OutputAndError(word, _) => {
+                let target = self.expand_quoted(&word.value, depth).text;
+                Some(Redirect {
+                    target,
+                    writes: true,
+                })
+            }
+            ast::IoRedirect::HereDocument(_, doc) => {
+                let (text, unknown) = if doc.requires_expansion {
+                    let expanded = self.expand_heredoc(&doc.doc.value, depth);
+                    (expanded.text, expanded.unknown)
+                } else {
+                    (doc.doc.value.clone(), false)
+                };
+                input.text = Some((text, unknown));
+                None
+            }
+            ast::IoRedirect::HereString(_, word) => {
+                let expanded = self.expand_quoted(&word.value, depth);
+                input.text = Some((expanded.text, expanded.unknown));
+                None
+            }
+        }
+    }
+
+    /// Records a command and, for functions, who calls whom.
+    fn record(&mut self, command: SimpleCommand) {
+        if let Some(&current) = self.in_function.last() {
+            let forks = self.forking > 0;
+            self.functions[current]
+                .calls
+                .push((command.program.clone(), forks));
+        }
+        self.commands.push(command);
+    }
+
+    /// Resolves wrappers and nested code for one expanded simple command.
+    fn run_fields(
+        &mut self,
+        fields: Vec<Field>,
+        redirects: Vec<Redirect>,
+        input: &Input,
+        outer_wrappers: &[String],
+        depth: usize,
+    ) {
+        let mut wrappers: Vec<String> = outer_wrappers.to_vec();
+        let mut start = 0;
+        loop {
+            let Some(head) = fields.get(start) else {
+                return;
+            };
+            if head.expanded {
+                self.set_dynamic(format!(
+                    "the program name `{}` comes from an expansion",
+                    head.text
+                ));
+                if head.unknown {
+                    // It may expand to nothing, leaving the next word as the program.
+                    let rest = fields[start + 1..].to_vec();
+                    if !rest.is_empty() && depth < MAX_DEPTH {
+                        self.run_fields(rest, redirects.clone(), input, &wrappers, depth + 1);
+                    }
+                }
+            } else if head.glob {
+                self.set_dynamic(format!(
+                    "the program name `{}` is a file name pattern",
+                    head.text
+                ));
+            }
+            let name = program_name(&head.text).to_string();
+            let args = &fields[start + 1..];
+            match wrappers::strip(&name, args) {
+                wrappers::Stripped::Command(skip) => {
+                    wrappers.push(name);
+                    start += 1 + skip;
+                }
+                wrappers::Stripped::SplitString(text, rest) => {
+                    // `env -S "sudo rm"`: the string is split into words that come first.
+                    wrappers.push(name);
+                    let mut fields: Vec<Field> =
+                        text.split_whitespace().map(Field::literal).collect();
+                    fields.extend(args[rest..].iter().cloned());
+                    if depth < MAX_DEPTH {
+                        self.run_fields(fields, redirects, input, &wrappers, depth + 1);
+                    }
+                    return;
+                }
+                wrappers::Stripped::NotAWrapper => break,
+            }
+        }
+        let head = &fields[start];
+        let args: Vec<Field> = fields[start + 1..].to_vec();
+        let name = program_name(&head.text).to_string();
+        self.record(SimpleCommand {
+            program: head.text.clone(),
+            args: args.iter().map(|a| a.text.clone()).collect(),
+            wrappers: wrappers.clone(),
+            redirects: redirects.clone(),
+        });
+        self.nested(&name, &args, &redirects, input, &wrappers, depth);
+    }
+
+    /// Code a command runs that is not its own program: `bash -c`, `eval`, `sudo CMD`,
+    /// `find -exec`, interpreters, ...
+    fn nested(
+        &mut self,
+        name: &str,
+        args: &[Field],
+        redirects: &[Redirect],
+        input: &Input,
+        wrappers: &[String],
+        depth: usize,
+    ) {
+        let mut inner_wrappers = wrappers.to_vec();
+        inner_wrappers.push(name.to_string());
+        match shape_of(name) {
+            Shape::Escalator => match wrappers::escalated(name, args) {
+                wrappers::Escalated::Command(start) => self.run_fields(
+                    args[start..].to_vec(),
+                    redirects.to_vec(),
+                    input,
+                    &inner_wrappers,
+                    depth + 1,
+                ),
+                wrappers::Escalated::Code(index) => {
+                    self.code_string(name, &args[index], depth);
+                }
+                wrappers::Escalated::Nothing => {}
+            },
+            Shape::Shell => self.shell(name, args, input, depth),
+            Shape::Interpreter => self.interpreter(name, args, input),
+            Shape::Awk => {
+                let program = args.iter().find(|a| !a.text.starts_with('-')).filter(|_| {
+                    !args
+                        .iter()
+                        .any(|a| a.text == "-f" || a.text.starts_with("--file"))
+                });
+                if let Some(program) = program {
+                    let text = &program.text;
+                    let runs = ["system(", "| \"", "|\"", "|&", "| getline", "|getline"]
+                        .iter()
+                        .any(|needle| text.contains(needle));
+                    if runs {
+                        self.set_dynamic(format!("`{name}` runs commands from its program text"));
+                    }
+                } else if input.piped || input.text.is_some() {
+                    self.set_dynamic(format!("`{name}` reads its program from its input"));
+                }
+            }
+            Shape::Eval => {
+                if args.iter().any(|a| a.unknown) {
+                    self.set_dynamic("`eval` of text only known at run time");
+                }
+                let text = args
+                    .iter()
+                    .map(|a| a.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                if depth < MAX_DEPTH {
+                    self.source(&text, depth + 1);
+                } else {
+                    self.set_dynamic("the command nests `eval` too deeply to follow");
+                }
+            }
+            Shape::Source => {
+                let file = args.first().map(|a| a.text.as_str()).unwrap_or("");
+                self.set_dynamic(format!("`{name}` runs the commands in the file `{file}`"));
+            }
+            Shape::Find => {
+                let mut i = 0;
+                while i < args.len() {
+                    let flag = args[i].text.as_str();
+                    if matches!(flag, "-exec" | "-execdir" | "-ok" | "-okdir") {
+                        let end = args[i + 1..]
+                            .iter()
+                            .position(|a| a.text == ";" || a.text == "+")
+                            .map_or(args.len(), |p| i + 1 + p);
+                        let command = args[i + 1..end].to_vec();
+                        if !command.is_empty() {
+                            self.run_fields(
+                                command,
+                                Vec::new(),
+                                &Input::default(),
+                                &inner_wrappers,
+                                depth + 1,
+                            );
+                        }
+                        i = end + 1;
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            Shape::Watch => {
+                let start = wrappers::watch_command(args);
+                if let Some(start) = start {
+                    let text = args[start..]
+                        .iter()
+                        .map(|a| a.text.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    if args[start..].iter().any(|a| a.unknown) {
+                        self.set_dynamic("`watch` of a command only known at run time");
+                    }
+                    if depth < MAX_DEPTH {
+                        self.source(&text, depth + 1);
+                    }
+                }
+            }
+            Shape::Opaque => {
+                // Sandboxes, tracers and the like run their trailing words as a command, but
+                // their options are too varied to parse: list every plausible start.
+                let starts: Vec<usize> = (0..args.len())
+                    .filter(|&i| {
+                        !args[i].text.starts_with('-')
+                            && (i == 0
+                                || !args[i - 1].text.starts_with("--")
+                                || args[i - 1].text.contains('='))
+                    })
+                    .take(3)
+                    .collect();
+                for start in starts {
+                    self.run_fields(
+                        args[start..].to_vec(),
+                        redirects.to_vec(),
+                        input,
+                        &inner_wrappers,
+                        depth + 1,
+                    );
+                }
+            }
+            Shape::Plain => {}
+        }
+    }
+
+    /// A command string given to a shell (`bash -c`, `su -c`).
+    fn code_string(&mut self, name: &str, code: &Field, depth: usize) {
+        if code.unknown {
+            self.set_dynamic(format!("`{name}` runs code only known at run time"));
+        }
+        if depth < MAX_DEPTH {
+            self.source(&code.text, depth + 1);
+        } else {
+            self.set_dynamic("the command nests shells too deeply to follow");
+        }
+    }
+
+    fn shell(&mut self, name: &str, args: &[Field], input: &Input, depth: usize) {
+        match wrappers::shell_invocation(name, args) {
+            wrappers::ShellRun::Code(index) => self.code_string(name, &args[index], depth),
+            wrappers::ShellRun::Opaque => {
+                self.set_dynamic(format!("`{name}` is given code this analysis cannot read"))
+            }
+            wrappers::ShellRun::Script(index) => {
+                if args[index].procsub {
+                    self.set_dynamic(format!(
+                        "`{name}` runs the output of a process substitution"
+                    ));
+                }
+            }
+            wrappers::ShellRun::Stdin => {
+                if let Some((text, unknown)) = &input.text {
+                    if *unknown {
+                        self.set_dynamic(format!("`{name}` is fed code only known at run time"));
+                    }
+                    if depth < MAX_DEPTH {
+                        self.source(text, depth + 1);
+                    }
+                } else if input.piped {
+                    self.set_dynamic(format!("a pipe feeds code into the shell `{name}`"));
+                }
+            }
+        }
+    }
+
+    fn interpreter(&mut self, name: &str, args: &[Field], input: &Input) {
+        match wrappers::interpreter_invocation(name, args) {
+            wrappers::InterpreterRun::Code => {
+                self.set_dynamic(format!("`{name}` is given code to run"))
+            }
+            wrappers::InterpreterRun::Script(index) => {
+                if args[index].procsub {
+                    self.set_dynamic(format!(
+                        "`{name}` runs the output of a process substitution"
+                    ));
+                }
+            }
+            wrappers::InterpreterRun::Stdin => {
+                if input.piped || input.text.is_some() {
+                    self.set_dynamic(format!("code is piped into the interpreter `{name}`"));
+                }
+            }
+            wrappers::InterpreterRun::Nothing => {}
+        }
+    }
+
+    /// Expands a word into fields (for arguments and the program).
+    fn expand(&mut self, raw: &str, depth: usize) -> Vec<Field> {
+        words::expand(self, raw, depth)
+    }
+
+    /// Expands a word as one string, as in an assignment or redirection target.
+    fn expand_quoted(&mut self, raw: &str, depth: usize) -> Field {
+        words::expand_joined(self, raw, depth)
+    }
+
+    fn expand_heredoc(&mut self, raw: &str, depth: usize) -> Field {
+        words::expand_heredoc(self, raw, depth)
+    }
+
+    /// Walks substitutions in text that is not a word (arithmetic, parameter operands).
+    fn scan_text(&mut self, text: &str, depth: usize) {
+        if text.contains("$(") || text.contains('`') || text.contains("<(") {
+            words::expand_heredoc(self, text, depth);
+        }
+    }
+
+    /// Runs a command substitution: lists what it runs and returns its output when it is a
+    /// plain `echo`/`printf` of static words.
+    fn substitution(&mut self, code: &str, depth: usize) -> Option<String> {
+        if depth >= MAX_DEPTH {
+            self.set_dynamic("the command nests substitutions too deeply to follow");
+            return None;
+        }
+        let before = self.commands.len();
+        let was_dynamic = self.dynamic.is_some();
+        self.forking += 1;
+        self.source(code, depth + 1);
+        self.forking -= 1;
+        let new = &self.commands[before..];
+        if was_dynamic != self.dynamic.is_some() || new.len() != 1 {
+            return None;
+        }
+        let c = &new[0];
+        let static_args = !c.args.iter().any(|a| a.contains('$') || a.contains('`'));
+        match (c.program.as_str(), static_args) {
+            ("echo", true) if c.wrappers.is_empty() && c.redirects.is_empty() => {
+                let args: Vec<&str> = c
+                    .args
+                    .iter()
+                    .map(String::as_str)
+                    .skip_while(|a| *a == "-n" || *a == "-e" || *a == "-E")
+                    .collect();
+                Some(args.join(" "))
+            }
+            _ => None,
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<Option<&str>> {
+        self.vars.get(name).map(|v| v.as_deref())
+    }
+
+    /// Looks for a cycle of function calls that forks or branches.
+    fn find_fork_bomb(&self) -> Option<String> {
+        let index: HashMap<&str, usize> = self
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.name.as_str(), i))
+            .collect();
+        let n = self.functions.len();
+        if n == 0 {
+            return None;
+        }
+        // reach[i][j]: j is callable from i.
+        let mut reach = vec![vec![false; n]; n];
+        for (i, f) in self.functions.iter().enumerate() {
+            for (callee, _) in &f.calls {
+                if let Some(&j) = index.get(callee.as_str()) {
+                    reach[i][j] = true;
+                }
+            }
+        }
+        for k in 0..n {
+            for i in 0..n {
+                if reach[i][k] {
+                    for j in 0..n {
+                        if reach[k][j] {
+                            reach[i][j] = true;
+                        }
+                    }
+                }
+            }
+        }
+        for (i, f) in self.functions.iter().enumerate() {
+            if !reach[i][i] {
+                continue;
+            }
+            // Calls from f back into its own cycle.
+            let cyclic: Vec<bool> = f
+                .calls
+                .iter()
+                .filter_map(|(callee, forks)| {
+                    index
+                        .get(callee.as_str())
+                        .filter(|&&j| reach[j][i])
+                        .map(|_| *forks)
+                })
+                .collect();
+            if cyclic.iter().any(|&forks| forks) || cyclic.len() >= 2 {
+                return Some(f.name.clone());
+            }
+        }
+        None
     }
 }
+
+enum Item<'a> {
+    Word(&'a ast::Word),
+    Part(&'a ast::CommandPrefixOrSuffixItem),
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,764 @@
+//! Command-line grammars of the programs that run other programs: benign wrappers that are
+//! stripped (`env`, `nice`, `timeout`, `xargs`, ...), privilege escalators that are kept but
+//! looked through (`sudo CMD`), shells, interpreters and a few others.
+
+use super::words::Field;
+
+/// What kind of program a name is, for the analysis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Shape {
+    Escalator,
+    Shell,
+    Interpreter,
+    Awk,
+    Eval,
+    Source,
+    Find,
+    Watch,
+    /// Runs its trailing words as a command, with options too varied to parse exactly.
+    Opaque,
+    Plain,
+}
+
+/// Programs that run another program with the user's own rights.
+pub const ESCALATORS: &[&str] = &[
+    "sudo", "sudoedit", "sudo-rs", "doas", "pkexec", "su", "run0", "runuser", "gksu", "gksudo",
+    "kdesu", "kdesudo", "beesu", "dzdo", "pbrun", "ksu", "please", "calife", "gsudo", "runas",
+];
+
+const SHELLS: &[&str] = &[
+    "sh",
+    "bash",
+    "zsh",
+    "dash",
+    "ksh",
+    "ksh93",
+    "mksh",
+    "pdksh",
+    "ash",
+    "yash",
+    "posh",
+    "fish",
+    "tcsh",
+    "csh",
+    "rbash",
+    "oksh",
+    "loksh",
+    "cmd",
+    "powershell",
+    "pwsh",
+];
+
+const INTERPRETER_PREFIXES: &[&str] = &[
+    "python",
+    "pypy",
+    "perl",
+    "ruby",
+    "php",
+    "lua",
+    "luajit",
+    "node",
+    "nodejs",
+    "bun",
+    "deno",
+    "rscript",
+    "julia",
+    "osascript",
+    "tclsh",
+    "wish",
+    "expect",
+    "irb",
+    "jruby",
+    "groovy",
+];
+
+const OPAQUE: &[&str] = &[
+    "unshare",
+    "nsenter",
+    "chroot",
+    "firejail",
+    "bwrap",
+    "strace",
+    "ltrace",
+    "valgrind",
+    "catchsegv",
+    "dbus-launch",
+    "dbus-run-session",
+    "proxychains",
+    "proxychains4",
+    "torsocks",
+    "tsocks",
+    "faketime",
+    "fakeroot",
+    "fakechroot",
+    "systemd-run",
+    "systemd-inhibit",
+    "flatpak-spawn",
+    "ssh-agent",
+    "xvfb-run",
+    "with-lock-ex",
+    "chpst",
+    "setpriv",
+    "prlimit",
+    "cgexec",
+    "numactl",
+    "schedtool",
+    "trickle",
+    "sg",
+];
+
+pub(super) fn shape_of(name: &str) -> Shape {
+    let lower = name.to_ascii_lowercase();
+    let name = lower.as_str();
+    if ESCALATORS.contains(&name) {
+        Shape::Escalator
+    } else if SHELLS.contains(&name) {
+        Shape::Shell
+    } else if matches!(name, "awk" | "gawk" | "mawk" | "nawk") {
+        Shape::Awk
+    } else if name == "eval" {
+        Shape::Eval
+    } else if matches!(name, "source" | ".") {
+        Shape::Source
+    } else if name == "find" {
+        Shape::Find
+    } else if name == "watch" {
+        Shape::Watch
+    } else if OPAQUE.contains(&name) {
+        Shape::Opaque
+    } else if is_interpreter(name) {
+        Shape::Interpreter
+    } else {
+        Shape::Plain
+    }
+}
+
+/// `python3.12`, `perl5.36`, `php8.2`, `node`, ...: a known name, optionally followed by a
+/// version.
+fn is_interpreter(name: &str) -> bool {
+    INTERPRETER_PREFIXES.iter().any(|p| {
+        name.strip_prefix(p).is_some_and(|rest| {
+            rest.chars()
+                .all(|c| c.is_ascii_digit() || c == '.' || c == '-')
+        })
+    }) || name == "r"
+}
+
+/// A benign wrapper's grammar.
+struct Wrapper {
+    name: &'static str,
+    /// Options that take the next word as their value.
+    values: &'static [&'static str],
+    /// Options meaning "no command follows" (`command -v`, `taskset -p`).
+    stops: &'static [&'static str],
+    /// Positional words before the command (`timeout DURATION`).
+    positionals: usize,
+    /// `NAME=value` words are allowed before the command.
+    assignments: bool,
+}
+
+const WRAPPERS: &[Wrapper] = &[
+    Wrapper {
+        name: "env",
+        values: &["-u", "--unset", "-C", "--chdir", "-P", "-a", "--argv0"],
+        stops: &[],
+        positionals: 0,
+        assignments: true,
+    },
+    Wrapper {
+        name: "nice",
+        values: &["-n", "--adjustment"],
+        stops: &[],
+        positionals: 0,
+        assignments: false,
+    },
+    Wrapper {
+        name: "ionice",
+        values: &["-c", "--class", "-n", "--classdata"],
+        stops: &["-p", "--pid", "-P", "--pgid", "-u", "--uid"],
+        positionals: 0,
+        assignments: false,
+    },
+    Wrapper {
+        name: "timeout",
+        values: &["-s", "--signal", "-k", "--kill-after"],
+        stops: &[],
+        positionals: 1,
+        assignments: false,
+    },
+    Wrapper {
+        name: "nohup",
+        values: &[],
+        stops: &[],
+        positionals: 0,
+        assignments: false,
+    },
+    Wrapper {
+        name: "time",
+        values: &["-f", "--format", "-o", "--output"],
+        stops: &[],
+        positionals: 0,
+        assignments: false,
+    },
+    Wrapper {
+        name: "command",
+        values: &[],
+        stops: &["-v", "-V"],
+        positionals: 0,
+        assignments: false,
+    },
+    Wrapper {
+        name: "builtin",
+        values: &[],
+        stops: &[],
+        positionals: 0,
+        assignments: false,
+    },
+    Wrapper {
+        name: "exec",
+        values: &["-a"],
+        stops: &[],
+        positionals: 0,
+        assignments: false,
+    },
+    Wrapper {
+        name: "stdbuf",
+        values: &["-i", "-o", "-e", "--input", "--output", "--error"],
+        stops: &[],
+        positionals: 0,
+        assignments: false,
+    },
+    Wrapper {
+        name: "chrt",
+        values: &[
+            "-T",
+            "-P",
+            "-D",
+            "--sched-runtime",
+            "--sched-period",
+            "--sched-deadline",
+        ],
+        stops: &["-p", "--pid"],
+        positionals: 1,
+        assignments: false,
+    },
+    Wrapper {
+        name: "taskset",
+        values: &[],
+        stops: &["-p", "--pid"],
+        positionals: 1,
+        assignments: false,
+    },
+    Wrapper {
+        name: "setsid",
+        values: &[],
+        stops: &[],
+        positionals: 0,
+        assignments: false,
+    },
+    Wrapper {
+        name: "xargs",
+        values: &[
+            "-I",
+            "-n",
+            "-P",
+            "-d",
+            "-E",
+            "-s",
+            "-L",
+            "-a",
+            "--max-args",
+            "--max-procs",
+            "--delimiter",
+            "--eof",
+            "--max-chars",
+            "--max-lines",
+            "--arg-file",
+            "--replace",
+            "--process-slot-var",
+        ],
+        stops: &[],
+        positionals: 0,
+        assignments: false,
+    },
+    Wrapper {
+        name: "caffeinate",
+        values: &["-t", "-w"],
+        stops: &[],
+        positionals: 0,
+        assignments: false,
+    },
+    Wrapper {
+        name: "flock",
+        values: &["-w", "--timeout", "-E", "--conflict-exit-code"],
+        stops: &[],
+        positionals: 1,
+        assignments: false,
+    },
+    Wrapper {
+        name: "unbuffer",
+        values: &[],
+        stops: &[],
+        positionals: 0,
+        assignments: false,
+    },
+    Wrapper {
+        name: "nocorrect",
+        values: &[],
+        stops: &[],
+        positionals: 0,
+        assignments: false,
+    },
+    Wrapper {
+        name: "noglob",
+        values: &[],
+        stops: &[],
+        positionals: 0,
+        assignments: false,
+    },
+    Wrapper {
+        name: "busybox",
+        values: &[],
+        stops: &["--list", "--help"],
+        positionals: 0,
+        assignments: false,
+    },
+    Wrapper {
+        name: "toybox",
+        values: &[],
+        stops: &[],
+        positionals: 0,
+        assignments: false,
+    },
+];
+
+/// The outcome of stripping a wrapper.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Stripped {
+    /// The wrapped command starts this many words into the wrapper's arguments.
+    Command(usize),
+    /// `env -S STRING`: STRING is split into the leading words, then the arguments from this
+    /// index follow.
+    SplitString(String, usize),
+    /// Not a wrapper, or a wrapper with no command.
+    NotAWrapper,
+}
+
+pub(super) fn strip(name: &str, args: &[Field]) -> Stripped {
+    let Some(spec) = WRAPPERS.iter().find(|w| w.name == name) else {
+        return Stripped::NotAWrapper;
+    };
+    let mut positionals = spec.positionals;
+    let mut i = 0;
+    let mut options = true;
+    while i < args.len() {
+        let arg = args[i].text.as_str();
+        if options && arg == "--" {
+            options = false;
+            i += 1;
+            continue;
+        }
+        if options && spec.name == "env" {
+            // `env -S 'cmd args'` / `--split-string=...` / `-Scmd`.
+            if arg == "-S" || arg == "--split-string" {
+                return match args.get(i + 1) {
+                    Some(value) => Stripped::SplitString(value.text.clone(), i + 2),
+                    None => Stripped::NotAWrapper,
+                };
+            }
+            if let Some(value) = arg
+                .strip_prefix("--split-string=")
+                .or_else(|| arg.strip_prefix("-S"))
+            {
+                return Stripped::SplitString(value.to_string(), i + 1);
+            }
+            if arg == "-" {
+                i += 1;
+                continue;
+            }
+        }
+        if options && arg.starts_with('-') && arg.len() > 1 {
+            if spec
+                .stops
+                .iter()
+                .any(|s| arg == *s || arg.starts_with(&format!("{s}=")))
+            {
+                return Stripped::NotAWrapper;
+            }
+            if spec.values.contains(&arg) {
+                i += 2;
+            } else {
+                // A flag, `--opt=value`, or a short option with its value attached (`-n10`).
+                i += 1;
+            }
+            continue;
+        }
+        if spec.assignments && is_assignment(arg) {
+            i += 1;
+            continue;
+        }
+        if positionals > 0 {
+            positionals -= 1;
+            i += 1;
+            continue;
+        }
+        return Stripped::Command(i);
+    }
+    Stripped::NotAWrapper
+}
+
+fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        None => false,
+    }
+}
+
+/// What an escalator runs.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Escalated {
+    /// A command starting at this argument.
+    Command(usize),
+    /// A shell command string at this argument (`su -c '...'`).
+    Code(usize),
+    Nothing,
+}
+
+pub(super) fn escalated(name: &str, args: &[Field]) -> Escalated {
+    let (values, stops, assignments): (&[&str], &[&str], bool) = match name {
+        "sudo" | "sudo-rs" | "sudoedit" => (
+            &[
+                "-u",
+                "--user",
+                "-g",
+                "--group",
+                "-h",
+                "--host",
+                "-p",
+                "--prompt",
+                "-C",
+                "--close-from",
+                "-U",
+                "--other-user",
+                "-r",
+                "--role",
+                "-t",
+                "--type",
+                "-D",
+                "--chdir",
+                "-R",
+                "--chroot",
+                "-T",
+                "--command-timeout",
+            ],
+            &[
+                "-l",
+                "--list",
+                "-v",
+                "--validate",
+                "-V",
+                "--version",
+                "-K",
+                "-e",
+                "--edit",
+            ],
+            true,
+        ),
+        "doas" => (&["-u", "-C", "-a"], &["-L"], false),
+        "pkexec" => (&["--user", "-u"], &["--version", "--help"], false),
+        "run0" => (
+            &[
+                "-u",
+                "--user",
+                "-g",
+                "--group",
+                "--nice",
+                "-D",
+                "--chdir",
+                "--setenv",
+                "--unit",
+                "--property",
+                "--description",
+                "--slice",
+                "--machine",
+                "--background",
+            ],
+            &[],
+            false,
+        ),
+        "su" | "runuser" | "ksu" => {
+            // `su [opts] [user] [-c cmd]`; `runuser -u user -- cmd`.
+            let mut i = 0;
+            while i < args.len() {
+                let arg = args[i].text.as_str();
+                if arg == "-c" || arg == "--command" || arg == "--session-command" {
+                    return if i + 1 < args.len() {
+                        Escalated::Code(i + 1)
+                    } else {
+                        Escalated::Nothing
+                    };
+                }
+                if name == "runuser" && (arg == "-u" || arg == "--user") {
+                    let start = if args.get(i + 2).is_some_and(|a| a.text == "--") {
+                        i + 3
+                    } else {
+                        i + 2
+                    };
+                    return if start < args.len() {
+                        Escalated::Command(start)
+                    } else {
+                        Escalated::Nothing
+                    };
+                }
+                if matches!(
+                    arg,
+                    "-s" | "--shell" | "-g" | "--group" | "-G" | "--supp-group" | "-w"
+                ) {
+                    i += 1;
+                }
+                i += 1;
+            }
+            return Escalated::Nothing;
+        }
+        _ => return Escalated::Nothing,
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].text.as_str();
+        if arg == "--" {
+            return if i + 1 < args.len() {
+                Escalated::Command(i + 1)
+            } else {
+                Escalated::Nothing
+            };
+        }
+        if arg.starts_with('-') && arg.len() > 1 {
+            if stops.contains(&arg) {
+                return Escalated::Nothing;
+            }
+            i += if values.contains(&arg) { 2 } else { 1 };
+            continue;
+        }
+        if assignments && is_assignment(arg) {
+            i += 1;
+            continue;
+        }
+        return Escalated::Command(i);
+    }
+    Escalated::Nothing
+}
+
+/// How a shell is asked to run code.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum ShellRun {
+    /// `-c STRING`: the string is at this argument.
+    Code(usize),
+    /// A script file at this argument.
+    Script(usize),
+    /// Commands from standard input.
+    Stdin,
+    /// Code this analysis cannot read (PowerShell, `cmd /c`, `-c` with no string).
+    Opaque,
+}
+
+pub(super) fn shell_invocation(name: &str, args: &[Field]) -> ShellRun {
+    let lower = name.to_ascii_lowercase();
+    if matches!(lower.as_str(), "cmd" | "powershell" | "pwsh") {
+        let file = args.iter().position(|a| {
+            a.text.eq_ignore_ascii_case("-file") || a.text.eq_ignore_ascii_case("-f")
+        });
+        return match file {
+            Some(i) if i + 1 < args.len() => ShellRun::Script(i + 1),
+            _ if args.is_empty() => ShellRun::Stdin,
+            _ => ShellRun::Opaque,
+        };
+    }
+    let mut command_mode = false;
+    let mut stdin_mode = false;
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].text.as_str();
+        if arg == "--" || arg == "-" {
+            i += 1;
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            if long == "command" {
+                // fish's `--command CMD`.
+                command_mode = true;
+            } else if let Some(code) = long.strip_prefix("command=") {
+                let _ = code;
+                return ShellRun::Opaque;
+            } else if matches!(long, "rcfile" | "init-file" | "init-command") {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        if (arg.starts_with('-') || arg.starts_with('+')) && arg.len() > 1 {
+            let flags = &arg[1..];
+            if flags.contains('c') {
+                command_mode = true;
+            }
+            if flags.contains('s') {
+                stdin_mode = true;
+            }
+            if flags.contains('o') || flags.contains('O') {
+                // `-o pipefail`: the option name follows.
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    if command_mode {
+        return if i < args.len() {
+            ShellRun::Code(i)
+        } else {
+            ShellRun::Opaque
+        };
+    }
+    if stdin_mode || i >= args.len() {
+        ShellRun::Stdin
+    } else {
+        ShellRun::Script(i)
+    }
+}
+
+/// How an interpreter is asked to run code.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum InterpreterRun {
+    /// Code given on the command line (`python -c`, `perl -e`, `node -e`).
+    Code,
+    /// A script file at this argument.
+    Script(usize),
+    /// A program from standard input.
+    Stdin,
+    /// A module, a version query, a REPL with no input...
+    Nothing,
+}
+
+pub(super) fn interpreter_invocation(name: &str, args: &[Field]) -> InterpreterRun {
+    let lower = name.to_ascii_lowercase();
+    let family = INTERPRETER_PREFIXES
+        .iter()
+        .find(|p| lower.starts_with(*p))
+        .copied()
+        .unwrap_or(lower.as_str());
+    // Short-option letters that introduce code, letters whose value is the rest of the word
+    // (so `-MData::Dumper` is not `-e`), options whose value is the next word.
+    type Grammar = (
+        &'static str,
+        &'static str,
+        &'static [&'static str],
+        &'static [&'static str],
+    );
+    let (code_letters, value_letters, code_longs, values): Grammar = match family {
+        "python" | "pypy" => ("c", "WXQm", &[], &["-W", "-X", "-Q"]),
+        "perl" => ("eE", "IMmilx0CdD", &[], &["-I", "-M", "-m"]),
+        "ruby" | "jruby" => ("e", "IrCEKTWxF0", &[], &["-r", "-I", "-C"]),
+        "irb" => ("", "rI", &[], &["-r", "-I"]),
+        "node" | "nodejs" | "bun" => (
+            "ep",
+            "r",
+            &["--eval", "--print"],
+            &[
+                "-r",
+                "--require",
+                "--import",
+                "--loader",
+                "--experimental-loader",
+            ],
+        ),
+        "php" => ("rRBE", "cdz", &[], &["-c", "-d", "-z"]),
+        "lua" | "luajit" => ("e", "l", &[], &["-l"]),
+        "rscript" | "r" => ("e", "", &[], &[]),
+        "julia" => ("eE", "", &["--eval", "--print"], &[]),
+        "osascript" => ("e", "ls", &[], &["-l", "-s"]),
+        "expect" => ("c", "", &[], &[]),
+        "groovy" => ("e", "", &[], &[]),
+        _ => ("", "", &[], &[]),
+    };
+    if family == "deno" || (family == "bun" && args.first().is_some_and(|a| a.text == "eval")) {
+        return match args.first().map(|a| a.text.as_str()) {
+            Some("eval") => InterpreterRun::Code,
+            Some("run") => args
+                .iter()
+                .skip(1)
+                .position(|a| !a.text.starts_with('-'))
+                .map_or(InterpreterRun::Nothing, |p| InterpreterRun::Script(p + 1)),
+            _ => InterpreterRun::Nothing,
+        };
+    }
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].text.as_str();
+        if arg == "-" {
+            return InterpreterRun::Stdin;
+        }
+        if arg == "--" {
+            i += 1;
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            let key = long.split('=').next().unwrap_or(long);
+            if code_longs.iter().any(|c| c.trim_start_matches('-') == key) {
+                return InterpreterRun::Code;
+            }
+            if matches!(key, "version" | "help") {
+                return InterpreterRun::Nothing;
+            }
+            i += if values.contains(&arg) { 2 } else { 1 };
+            continue;
+        }
+        if arg.starts_with('-') && arg.len() > 1 {
+            if matches!(family, "python" | "pypy") && arg.starts_with("-m") {
+                return InterpreterRun::Nothing;
+            }
+            if arg[1..]
+                .chars()
+                .take_while(|c| !value_letters.contains(*c))
+                .any(|c| code_letters.contains(c))
+            {
+                return InterpreterRun::Code;
+            }
+            if matches!(arg, "-V" | "-v" | "-h") && family != "perl" {
+                return InterpreterRun::Nothing;
+            }
+            i += if values.contains(&arg) { 2 } else { 1 };
+            continue;
+        }
+        break;
+    }
+    if i < args.len() {
+        InterpreterRun::Script(i)
+    } else {
+        InterpreterRun::Stdin
+    }
+}
+
+/// Where `watch`'s command starts.
+pub(super) fn watch_command(args: &[Field]) -> Option<usize> {
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].text.as_str();
+        if arg == "--" {
+            return (i + 1 < args.len()).then_some(i + 1);
+        }
+        if arg.starts_with('-') && arg.len() > 1 {
+            i += if matches!(arg, "-n" | "--interval" | "-q" | "--equexit") {
+                2
+            } else {
+                1
+            };
+            continue;
+        }
+        return Some(i);
+    }
+    None
+}
