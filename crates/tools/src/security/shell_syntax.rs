@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use brush_parser::ast;
 
 use words::Field;
+pub use wrappers::ESCALATORS;
 use wrappers::{Shape, shape_of};
 
 /// One simple command as it would run.

