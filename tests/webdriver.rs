@@ -1,6 +1,8 @@
 //! A minimal W3C WebDriver client over plain HTTP/1.1: just what the suites use (sessions,
 //! finding elements, text, clicks, scripts, screenshots). One short-lived connection per request
-//! keeps it free of an HTTP stack.
+//! keeps it free of an HTTP stack. Requests deliberately carry no `Connection: close`: tauri-driver
+//! forwards headers to WebKitWebDriver, which then closes the connection tauri-driver pools, and
+//! the next forwarded command fails with "connection reset by peer".
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -43,7 +45,7 @@ pub fn http_request(port: u16, method: &str, path: &str, body: Option<&Value>) -
     stream.set_write_timeout(Some(REQUEST_TIMEOUT))?;
     let payload = body.map(Value::to_string).unwrap_or_default();
     let mut request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\nConnection: close\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: application/json\r\n"
     );
     if body.is_some() {
         request.push_str("Content-Type: application/json; charset=utf-8\r\n");
@@ -60,7 +62,7 @@ pub fn http_request(port: u16, method: &str, path: &str, body: Option<&Value>) -
         .split_whitespace()
         .nth(1)
         .and_then(|code| code.parse().ok())
-        .ok_or_else(|| anyhow!("not an HTTP response: {status_line:?}"))?;
+        .ok_or_else(|| anyhow!("{method} {path}: not an HTTP response: {status_line:?}"))?;
 
     let mut content_length = None;
     let mut chunked = false;
@@ -280,8 +282,27 @@ impl WebDriver {
         self.session_command("POST", "/execute/sync", Some(&body))
     }
 
-    /// A PNG of the window's viewport.
+    /// Runs an asynchronous script: it gets a callback as its last argument and the command
+    /// returns the value passed to it.
+    pub fn execute_async(&self, script: &str, args: Vec<Value>) -> Result<Value> {
+        let body = json!({ "script": script, "args": args });
+        self.session_command("POST", "/execute/async", Some(&body))
+    }
+
+    /// Waits until the page has painted its current DOM: two animation frames, since the first
+    /// callback runs before the frame that contains the latest changes is drawn.
+    pub fn wait_for_paint(&self) -> Result<()> {
+        self.execute_async(
+            "const done = arguments[arguments.length - 1]; \
+             requestAnimationFrame(() => requestAnimationFrame(() => done(true)));",
+            vec![],
+        )?;
+        Ok(())
+    }
+
+    /// A PNG of the window's viewport, taken once the current DOM has been painted.
     pub fn screenshot(&self) -> Result<Vec<u8>> {
+        self.wait_for_paint()?;
         let value = self.session_command("GET", "/screenshot", None)?;
         let encoded = value
             .as_str()

@@ -6,10 +6,11 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 /// Where a tool call came from. Travels in every call's context and decides which origin rules
 /// apply (for example, `shell` is denied to `comm`, `app` and `skill` by default).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, TS, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Origin {
     /// The person at the keyboard, through chat or the CLI.
@@ -70,7 +71,7 @@ impl std::str::FromStr for Origin {
 
 /// Stable, machine-readable codes carried by refusals and errors. The UI and scripts branch on
 /// these; the human message next to them may change wording at any time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// The unconditional safeguard refused the call.
@@ -138,7 +139,7 @@ impl fmt::Display for ErrorCode {
 }
 
 /// One block of a tool result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
     Text {
@@ -153,11 +154,12 @@ pub enum ContentBlock {
 
 /// What every tool call returns. Errors a model can act on are results with `is_error: true`,
 /// never panics or transport failures.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
 pub struct ToolResult {
     pub content: Vec<ContentBlock>,
     pub is_error: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub code: Option<ErrorCode>,
 }
 
@@ -196,7 +198,7 @@ impl ToolResult {
 }
 
 /// What the person is asked to approve.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
 pub struct ApprovalRequest {
     /// Unique per question, so a UI can answer the right one.
     pub id: String,
@@ -214,7 +216,7 @@ pub struct ApprovalRequest {
 }
 
 /// A lasting permission that makes matching calls skip the question.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
 #[serde(tag = "kind", content = "value", rename_all = "snake_case")]
 pub enum GrantScope {
     /// File operations under this directory (after symlinks are resolved).
@@ -239,17 +241,21 @@ impl fmt::Display for GrantScope {
 }
 
 /// How long a grant lasts.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum GrantDuration {
     /// Until the session ends.
     Session,
     /// Until this Unix time (seconds).
-    Until { unix_seconds: i64 },
+    Until {
+        // A JSON number on the wire; seconds fit a double exactly until the year 285 million.
+        #[ts(type = "number")]
+        unix_seconds: i64,
+    },
 }
 
 /// The answer to an [`ApprovalRequest`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(tag = "answer", rename_all = "snake_case")]
 pub enum ApprovalAnswer {
     Deny,
@@ -265,7 +271,7 @@ pub enum ApprovalAnswer {
 }
 
 /// What the shells show about the running core (About box, `osprey --version`, smoke tests).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct CoreInfo {
     pub version: String,
     pub data_dir: String,
@@ -274,7 +280,7 @@ pub struct CoreInfo {
 }
 
 /// An error as the UI receives it: it branches on `code`, shows `message`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct UiError {
     pub code: String,
     pub message: String,
