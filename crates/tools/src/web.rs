@@ -7,6 +7,7 @@
 //! environment are ignored, since a proxy would resolve names where we cannot check them.
 
 pub mod content;
+pub mod markup;
 pub mod resolve;
 pub mod ssrf;
 
@@ -428,15 +429,19 @@ impl WebTool {
         }
         let charset = fetched.content_type.as_deref().and_then(content::charset);
         let (decoded, charset_note) = content::decode(&fetched.body, charset.as_deref());
-        let (title, text) = if kind == Kind::Html && !req.raw {
-            content::html_to_text(decoded)
+        let (title, text, html_note) = if kind == Kind::Html && !req.raw {
+            let html = content::html_to_text(decoded)
                 .await
-                .map_err(Failure::Failed)?
+                .map_err(Failure::Failed)?;
+            (html.title, html.text, html.note)
         } else {
-            (None, decoded)
+            (None, decoded, None)
         };
         if let Some(title) = title {
             head.push(format!("Title: {title}"));
+        }
+        if let Some(note) = html_note {
+            head.push(format!("Note: {note}"));
         }
         if let Some(note) = charset_note {
             head.push(format!("Note: {note}"));

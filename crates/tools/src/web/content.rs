@@ -143,16 +143,25 @@ pub fn decode(body: &[u8], charset: Option<&str>) -> (String, Option<String>) {
     }
 }
 
+/// A page converted to text.
+#[derive(Debug)]
+pub struct Html {
+    pub title: Option<String>,
+    pub text: String,
+    /// Set when the page was converted by the fallback.
+    pub note: Option<String>,
+}
+
 /// Line width of the readable text: wide enough that prose is rarely wrapped mid-sentence.
 const TEXT_WIDTH: usize = 120;
 
 /// HTML to readable text, with the page title. Runs on its own thread with a large stack:
-/// parsing is CPU work that must not stall the async runtime, and deeply nested pages recurse.
-pub async fn html_to_text(html: String) -> Result<(Option<String>, String), String> {
+/// conversion is CPU work that must not stall the async runtime, and parts of it recurse.
+pub async fn html_to_text(html: String) -> Result<Html, String> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("web-html2text".into())
-        .stack_size(256 * 1024 * 1024)
+        .stack_size(64 * 1024 * 1024)
         .spawn(move || {
             let result = std::panic::catch_unwind(|| render_html(&html));
             let _ = tx.send(result);
@@ -164,12 +173,80 @@ pub async fn html_to_text(html: String) -> Result<(Option<String>, String), Stri
     }
 }
 
-fn render_html(html: &str) -> Result<(Option<String>, String), String> {
+fn render_html(html: &str) -> Result<Html, String> {
     let title = title_of(html);
-    let text = html2text::config::plain()
-        .string_from_read(html.as_bytes(), TEXT_WIDTH)
+    if let Some(why) = super::markup::over_limits(html) {
+        return Ok(Html {
+            title,
+            text: super::markup::strip_tags(html),
+            note: Some(format!(
+                "the page is too complex for the HTML converter ({why}); showing its text \
+                 without structure or links"
+            )),
+        });
+    }
+    let config = html2text::config::plain()
+        .allow_width_overflow()
+        .link_footnotes(true);
+    let dom = config
+        .parse_html(html.as_bytes())
+        .map_err(|e| format!("could not parse the HTML: {e}"))?;
+    flatten_deep(&dom);
+    let tree = config
+        .dom_to_render_tree(&dom)
         .map_err(|e| format!("could not convert the HTML: {e}"))?;
-    Ok((title, tidy(&text)))
+    let text = config
+        .render_to_string(tree, TEXT_WIDTH)
+        .map_err(|e| format!("could not convert the HTML: {e}"))?;
+    Ok(Html {
+        title,
+        text: tidy(&text),
+        note: None,
+    })
+}
+
+/// Element nesting the renderer sees; deeper content is reduced to its text. Rendering work
+/// grows with the square of the depth and some of it recurses.
+const MAX_DEPTH: usize = 128;
+
+/// Replaces the children of every element at [`MAX_DEPTH`] by the text nodes beneath it, in
+/// document order (scripts, styles and templates dropped). Iterative, so depth cannot overflow.
+fn flatten_deep(dom: &html2text::RcDom) {
+    let mut stack = vec![(dom.document.clone(), 0usize)];
+    while let Some((node, depth)) = stack.pop() {
+        if depth >= MAX_DEPTH && matches!(node.data, html2text::Element { .. }) {
+            let texts = texts_under(&node);
+            for text in &texts {
+                text.parent.set(Some(std::rc::Rc::downgrade(&node)));
+            }
+            *node.children.borrow_mut() = texts;
+            continue;
+        }
+        for child in node.children.borrow().iter() {
+            stack.push((child.clone(), depth + 1));
+        }
+    }
+}
+
+fn texts_under(node: &html2text::Handle) -> Vec<html2text::Handle> {
+    let mut out = Vec::new();
+    let mut stack: Vec<html2text::Handle> = node.children.borrow().iter().rev().cloned().collect();
+    while let Some(n) = stack.pop() {
+        match &n.data {
+            html2text::Element { name, .. } => {
+                if !matches!(
+                    name.local.as_ref(),
+                    "script" | "style" | "template" | "head" | "noscript"
+                ) {
+                    stack.extend(n.children.borrow().iter().rev().cloned());
+                }
+            }
+            html2text::Comment { .. } | html2text::Document => {}
+            // Text (the variant is not exported by html2text, hence the wildcard).
+            _ => out.push(n.clone()),
+        }
+    }
+    out
 }
 
 /// The `<title>`, decoded by the same converter (entities and all). html2text drops the head,
