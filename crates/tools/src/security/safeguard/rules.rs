@@ -299,11 +299,35 @@ fn windows(c: &Check<'_>, name: &str, args: &[String]) -> Result<(), Blocked> {
                     "`reg` loading or restoring hives changes system configuration".into(),
                 )),
                 Some("add" | "delete" | "copy") => match args.get(1) {
-                    Some(key) => c
-                        .paths()
-                        .check_write(Path::new(key))
-                        .map(|_| ())
-                        .map_err(|r| ("Windows system change", r.message)),
+                    Some(key) => {
+                        // Unquoted in bash the backslashes are gone (`HKLMSoftware...`), so
+                        // judge the hive by its prefix as well as through the path table.
+                        let upper = key.to_ascii_uppercase();
+                        let system_hive = [
+                            "HKLM",
+                            "HKEY_LOCAL_MACHINE",
+                            "HKCR",
+                            "HKEY_CLASSES_ROOT",
+                            "HKU",
+                            "HKEY_USERS",
+                        ]
+                        .iter()
+                        .any(|h| upper.starts_with(h));
+                        let autostart = upper.contains("CURRENTVERSION") && upper.contains("RUN");
+                        if system_hive || autostart {
+                            return Err((
+                                "Windows system change",
+                                format!(
+                                    "`reg {}` changes system-wide or autostart registry keys ({key})",
+                                    args[0]
+                                ),
+                            ));
+                        }
+                        c.paths()
+                            .check_write(Path::new(key))
+                            .map(|_| ())
+                            .map_err(|r| ("Windows system change", r.message))
+                    }
                     None => Ok(()),
                 },
                 _ => Ok(()),
@@ -418,15 +442,17 @@ fn write_into(c: &Check<'_>, sources: &[String], dest: Option<&str>) -> Result<(
     let Some(dest_path) = c.path(dest) else {
         return Ok(());
     };
-    let is_dir = dest.ends_with('/') || c.paths().resolve(&dest_path).is_dir();
+    let resolved = c.paths().resolve(&dest_path);
+    let home = c.paths().home().map(|h| c.paths().resolve(h));
+    let is_home = home.as_deref() == Some(resolved.as_path());
+    let is_dir = dest.ends_with('/') || is_home || resolved.is_dir();
     if !is_dir {
         return c.write(dest);
     }
     // Into a directory: the files land inside it. A protected directory is refused even so.
     if let Err(blocked) = c.write(dest) {
-        let home = c.paths().home().map(|h| c.paths().resolve(h));
         // Copying into the home directory itself (`cp x ~`) writes `~/x`, which is fine.
-        if home.as_deref() != Some(c.paths().resolve(&dest_path).as_path()) {
+        if !is_home {
             return Err(blocked);
         }
     }
