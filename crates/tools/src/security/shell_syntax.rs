@@ -122,6 +122,8 @@ struct Analyzer {
     /// Redirections of enclosing compound commands (`{ ...; } > file`), which apply to every
     /// command inside.
     outer_redirects: Vec<Redirect>,
+    /// The known output of the previous command in the pipeline.
+    pipe_text: Option<String>,
 }
 
 impl Analyzer {
@@ -192,8 +194,15 @@ impl Analyzer {
         let forks = pipeline.seq.len() > 1;
         self.forking += usize::from(forks);
         for (i, command) in pipeline.seq.iter().enumerate() {
+            let before = self.commands.len();
             self.command(command, i > 0, depth);
+            // `echo 'rm -rf /' | sh`: a static echo's output is known to the next command.
+            self.pipe_text = match &self.commands[before..] {
+                [only] => static_output(only),
+                _ => None,
+            };
         }
+        self.pipe_text = None;
         self.forking -= usize::from(forks);
     }
 
@@ -320,6 +329,11 @@ impl Analyzer {
         let mut assignments: Vec<(String, Option<String>)> = Vec::new();
         let mut input = Input {
             piped,
+            text: if piped {
+                self.pipe_text.take().map(|t| (t, false))
+            } else {
+                None
+            },
             ..Default::default()
         };
         let prefix = simple.prefix.iter().flat_map(|p| p.0.iter());
@@ -549,7 +563,26 @@ impl Analyzer {
             }
         }
         let head = &fields[start];
-        let args: Vec<Field> = fields[start + 1..].to_vec();
+        let mut args: Vec<Field> = fields[start + 1..].to_vec();
+        if wrappers.last().is_some_and(|w| w == "xargs") {
+            // `echo / | xargs rm -rf`: the piped words become arguments.
+            if let Some((text, false)) = &input.text {
+                args.extend(text.split_whitespace().map(Field::literal));
+            }
+        }
+        if matches!(
+            head.text.as_str(),
+            "export" | "declare" | "typeset" | "local" | "readonly"
+        ) {
+            for arg in &args {
+                if let Some((name, value)) = arg.text.split_once('=') {
+                    if wrappers::is_assignment(&arg.text) {
+                        let value = (!arg.unknown).then(|| value.to_string());
+                        self.vars.insert(name.to_string(), value);
+                    }
+                }
+            }
+        }
         let name = program_name(&head.text).to_string();
         self.record(SimpleCommand {
             program: head.text.clone(),
@@ -791,20 +824,7 @@ impl Analyzer {
         if was_dynamic != self.dynamic.is_some() || new.len() != 1 {
             return None;
         }
-        let c = &new[0];
-        let static_args = !c.args.iter().any(|a| a.contains('$') || a.contains('`'));
-        match (c.program.as_str(), static_args) {
-            ("echo", true) if c.wrappers.is_empty() && c.redirects.is_empty() => {
-                let args: Vec<&str> = c
-                    .args
-                    .iter()
-                    .map(String::as_str)
-                    .skip_while(|a| *a == "-n" || *a == "-e" || *a == "-E")
-                    .collect();
-                Some(args.join(" "))
-            }
-            _ => None,
-        }
+        static_output(&new[0])
     }
 
     fn lookup(&self, name: &str) -> Option<Option<&str>> {
@@ -863,6 +883,31 @@ impl Analyzer {
             }
         }
         None
+    }
+}
+
+/// What a command prints when it is a plain `echo` or `printf` of static words.
+fn static_output(c: &SimpleCommand) -> Option<String> {
+    let dynamic = |a: &String| a.contains('$') || a.contains('`');
+    if !c.wrappers.is_empty() || !c.redirects.is_empty() || c.args.iter().any(dynamic) {
+        return None;
+    }
+    match c.program.as_str() {
+        "echo" => {
+            let args: Vec<&str> = c
+                .args
+                .iter()
+                .map(String::as_str)
+                .skip_while(|a| matches!(*a, "-n" | "-e" | "-E" | "-ne" | "-en"))
+                .collect();
+            Some(args.join(" "))
+        }
+        "printf" => match c.args.split_first() {
+            Some((format, rest)) if format == "%s" || format == "%s\\n" => Some(rest.join("")),
+            Some((format, [])) if !format.contains(['%', '\\']) => Some(format.clone()),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -59,6 +59,8 @@ struct Builder {
     fields: Vec<Field>,
     current: Field,
     started: bool,
+    /// The field separators in force (`IFS`), when the command set its own.
+    ifs: Option<String>,
 }
 
 impl Builder {
@@ -86,7 +88,8 @@ impl Builder {
             self.push(value, true);
             return;
         }
-        for (i, part) in value.split([' ', '\t', '\n']).enumerate() {
+        let ifs = self.ifs.clone().unwrap_or_else(|| " \t\n".to_string());
+        for (i, part) in value.split(|c| ifs.contains(c)).enumerate() {
             if i > 0 {
                 self.end_field();
             }
@@ -121,7 +124,10 @@ pub(super) fn expand(an: &mut Analyzer, raw: &str, depth: usize) -> Vec<Field> {
     for word in brace_expand(raw) {
         match word::parse(&word, parser_options()) {
             Ok(pieces) => {
-                let mut builder = Builder::default();
+                let mut builder = Builder {
+                    ifs: an.lookup("IFS").flatten().map(str::to_string),
+                    ..Default::default()
+                };
                 walk(an, &pieces, &word, false, &mut builder, depth);
                 builder.finish(&mut out);
             }

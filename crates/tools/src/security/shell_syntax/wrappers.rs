@@ -407,7 +407,7 @@ pub(super) fn strip(name: &str, args: &[Field]) -> Stripped {
     Stripped::NotAWrapper
 }
 
-fn is_assignment(word: &str) -> bool {
+pub(super) fn is_assignment(word: &str) -> bool {
     match word.split_once('=') {
         Some((name, _)) => {
             !name.is_empty()
