@@ -310,49 +310,50 @@ impl WebTool {
                 .await
                 .map_err(|e| send_failure(&url, &e))?;
             // Belt and braces: the peer actually connected to must be allowed too.
-            if let Some(peer) = response.remote_addr() {
-                if let Some(why) = ssrf::ip_refusal(peer.ip(), self.config.allow_loopback) {
-                    return Err(Failure::Refused(Blocked::new(
-                        url.as_str(),
-                        format!("the connection reached {}, which is {why}", peer.ip()),
-                    )));
-                }
+            if let Some(peer) = response.remote_addr()
+                && let Some(why) = ssrf::ip_refusal(peer.ip(), self.config.allow_loopback)
+            {
+                return Err(Failure::Refused(Blocked::new(
+                    url.as_str(),
+                    format!("the connection reached {}, which is {why}", peer.ip()),
+                )));
             }
             let status = response.status();
-            if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
-                if let Some(location) = response.headers().get(reqwest::header::LOCATION) {
-                    let location = location.to_str().map_err(|_| {
-                        Failure::Failed(format!("{url} redirected to an unreadable Location"))
-                    })?;
-                    if redirects.len() >= self.config.max_redirects {
-                        return Err(Failure::Failed(format!(
-                            "too many redirects (more than {}), last at {url}",
-                            self.config.max_redirects
-                        )));
-                    }
-                    let mut next = url.join(location).map_err(|e| {
-                        Failure::Failed(format!(
-                            "{url} redirected to an invalid URL `{location}`: {e}"
-                        ))
-                    })?;
-                    next.set_fragment(None);
-                    ssrf::check_url(&next, self.config.allow_loopback).map_err(|b| {
-                        Failure::Refused(Blocked::new(
-                            b.target,
-                            format!("redirect from {url} refused: {}", b.reason),
-                        ))
-                    })?;
-                    // 301/302/303 turn other methods into GET, but HEAD stays HEAD, and 307/308
-                    // keep the method: with only GET and HEAD, the method never changes.
-                    if next.origin() != url.origin() {
-                        for name in CREDENTIAL_HEADERS {
-                            headers.remove(*name);
-                        }
-                    }
-                    redirects.push(url);
-                    url = next;
-                    continue;
+            if status.is_redirection()
+                && status != StatusCode::NOT_MODIFIED
+                && let Some(location) = response.headers().get(reqwest::header::LOCATION)
+            {
+                let location = location.to_str().map_err(|_| {
+                    Failure::Failed(format!("{url} redirected to an unreadable Location"))
+                })?;
+                if redirects.len() >= self.config.max_redirects {
+                    return Err(Failure::Failed(format!(
+                        "too many redirects (more than {}), last at {url}",
+                        self.config.max_redirects
+                    )));
                 }
+                let mut next = url.join(location).map_err(|e| {
+                    Failure::Failed(format!(
+                        "{url} redirected to an invalid URL `{location}`: {e}"
+                    ))
+                })?;
+                next.set_fragment(None);
+                ssrf::check_url(&next, self.config.allow_loopback).map_err(|b| {
+                    Failure::Refused(Blocked::new(
+                        b.target,
+                        format!("redirect from {url} refused: {}", b.reason),
+                    ))
+                })?;
+                // 301/302/303 turn other methods into GET, but HEAD stays HEAD, and 307/308
+                // keep the method: with only GET and HEAD, the method never changes.
+                if next.origin() != url.origin() {
+                    for name in CREDENTIAL_HEADERS {
+                        headers.remove(*name);
+                    }
+                }
+                redirects.push(url);
+                url = next;
+                continue;
             }
             let content_type = response
                 .headers()
@@ -698,11 +699,11 @@ impl DomainTool for WebTool {
             Some(m) if m.eq_ignore_ascii_case("HEAD") => format!("fetch headers of {shown}"),
             _ => format!("fetch {shown}"),
         };
-        if let Some(Value::Object(h)) = call.input.get("headers") {
-            if !h.is_empty() {
-                let names: Vec<&str> = h.keys().map(String::as_str).collect();
-                summary.push_str(&format!(" (sending headers: {})", names.join(", ")));
-            }
+        if let Some(Value::Object(h)) = call.input.get("headers")
+            && !h.is_empty()
+        {
+            let names: Vec<&str> = h.keys().map(String::as_str).collect();
+            summary.push_str(&format!(" (sending headers: {})", names.join(", ")));
         }
         CallFacts {
             approval: ApprovalNeed::Required,
