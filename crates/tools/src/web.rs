@@ -492,14 +492,14 @@ impl WebTool {
     }
 
     async fn fetch_call(&self, ctx: &ToolContext, call: Call) -> ToolResult {
-        let timeout = self.config.timeout;
         let req = match self.request(&call) {
             Ok(r) => r,
-            Err(f) => return f.into_result(timeout),
+            Err(f) => return f.into_result(self.config.timeout),
         };
-        let deadline = ctx
-            .deadline
-            .min(std::time::Instant::now() + self.config.timeout);
+        let now = std::time::Instant::now();
+        let deadline = ctx.deadline.min(now + self.config.timeout);
+        // Reported in the timeout message: whichever limit was the nearer.
+        let timeout = deadline.saturating_duration_since(now);
         let work = async {
             let fetched = self.fetch(&req).await?;
             self.render(&req, fetched).await

@@ -484,4 +484,59 @@ mod web {
             "no request reached the server"
         );
     }
+
+    #[tokio::test]
+    async fn through_the_registry_the_fetch_needs_approval() {
+        use osprey_tools::{
+            AuditSink, Level, OriginRules, PathGuard, Policy, PolicyConfig, Registry,
+            RegistryConfig, Safeguard,
+        };
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counter = hits.clone();
+        let addr = crate::web_support::serve(Router::new().route(
+            "/",
+            get(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+                async { "hello from the registry" }
+            }),
+        ))
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let registry = |level| {
+            let db = osprey_db::Database::open_in_memory().unwrap();
+            let registry = Registry::new(RegistryConfig {
+                policy: Policy::new(
+                    PolicyConfig {
+                        level,
+                        ..Default::default()
+                    },
+                    None,
+                )
+                .unwrap(),
+                origin_rules: OriginRules::default(),
+                safeguard: Safeguard::new(PathGuard::new(
+                    Some(dir.path().join("home")),
+                    dir.path().join("data"),
+                )),
+                audit: AuditSink::new(db.audit()),
+                output_cap: 100_000,
+            });
+            registry.register_domain(loopback_tool());
+            registry
+        };
+        let input = json!({"action": "fetch", "url": format!("http://{addr}/")});
+
+        // Nobody to ask: refused before the tool runs.
+        let asked = registry(Level::Allowlist)
+            .execute(&ctx(), "web", input.clone())
+            .await;
+        assert_code(&asked, ErrorCode::PolicyDenied);
+        assert!(asked.text_content().contains("fetch http://"), "{asked:?}");
+        assert_eq!(hits.load(Ordering::SeqCst), 0);
+
+        let full = registry(Level::Full).execute(&ctx(), "web", input).await;
+        assert!(!full.is_error, "{full:?}");
+        assert!(full.text_content().ends_with("hello from the registry"));
+        assert_eq!(hits.load(Ordering::SeqCst), 1);
+    }
 }
