@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use osprey_db::Database;
 use osprey_tools::file::FileTool;
+use osprey_tools::shell::{ShellConfig, ShellTool};
 use osprey_tools::web::{WebConfig, WebTool};
 use osprey_tools::{
     AskMode, AuditSink, Level, OriginRules, PathGuard, Policy, PolicyConfig, Registry,
@@ -63,6 +64,10 @@ fn register_builtin_tools(
     paths: &PathGuard,
 ) -> anyhow::Result<()> {
     registry.register_domain(FileTool::new(paths.clone()));
+    registry.register_domain(ShellTool::new(ShellConfig {
+        extra_env: settings::read(stored, settings::SHELL_EXTRA_ENV),
+        ..ShellConfig::default()
+    }));
     let web = WebTool::new(WebConfig {
         allow_loopback: settings::read(stored, settings::WEB_ALLOW_LOOPBACK),
         ..WebConfig::default()

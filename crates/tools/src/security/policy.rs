@@ -579,16 +579,12 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
+/// The host a URL really reaches, parsed as a browser would (so `https://a.example\\@b.example/`
+/// is `a.example`, not `b.example`).
 fn host_of(url: &str) -> Option<String> {
-    let after_scheme = url.split_once("://").map(|(_, r)| r)?;
-    let authority = after_scheme.split(['/', '?', '#']).next()?;
-    let host_port = authority.rsplit('@').next()?;
-    let host = if host_port.starts_with('[') {
-        host_port.split(']').next()?.trim_start_matches('[')
-    } else {
-        host_port.split(':').next()?
-    };
-    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+    let parsed = url::Url::parse(url).ok()?;
+    let host = parsed.host_str()?.trim_start_matches('[').trim_end_matches(']');
+    (!host.is_empty()).then(|| host.trim_end_matches('.').to_ascii_lowercase())
 }
 
 fn scope_covers(scope: &GrantScope, subject: &Subject<'_>) -> bool {
@@ -867,6 +863,15 @@ mod tests {
             check(url("https://notexample.com/")),
             Verdict::Ask(_)
         ));
+        // The real host of a backslash-userinfo URL is the first one.
+        assert!(matches!(
+            check(url("https://evil.net\\@example.com/")),
+            Verdict::Ask(_)
+        ));
+        assert_eq!(
+            check(url("https://example.com\\@evil.net/")),
+            Verdict::Allow(AllowReason::Grant)
+        );
         let app = |a: &str| CallFacts {
             app: Some(a.into()),
             ..Default::default()
