@@ -91,7 +91,7 @@ impl FileTool {
     fn expand_home(&self, raw: &str) -> Result<PathBuf, String> {
         let rest = match raw.strip_prefix('~') {
             None => return Ok(PathBuf::from(raw)),
-            Some(rest) if rest.is_empty() => "",
+            Some("") => "",
             Some(rest) => match rest.strip_prefix('/') {
                 Some(rest) => rest,
                 // `~user/...` is not expanded; treat it as a literal name.

@@ -55,7 +55,7 @@ pub(crate) fn run(guard: &PathGuard, target: &Path, call: &Call, stop: &Stop) ->
         .run(|| {
             let (hits, total, seen, matcher, root) = (&hits, &total, &seen, &matcher, &root);
             Box::new(move |entry| {
-                if seen.fetch_add(1, Ordering::Relaxed) % 512 == 0 && stop.should_stop() {
+                if seen.fetch_add(1, Ordering::Relaxed).is_multiple_of(512) && stop.should_stop() {
                     return WalkState::Quit;
                 }
                 let Ok(entry) = entry else {

@@ -113,7 +113,8 @@ pub(crate) fn run(guard: &PathGuard, target: &Path, call: &Call, stop: &Stop) ->
             let (search, reached, seen) = (&search, &reached, &seen);
             Box::new(move |entry| {
                 if reached.load(Ordering::Relaxed)
-                    || (seen.fetch_add(1, Ordering::Relaxed) % 256 == 0 && stop.should_stop())
+                    || (seen.fetch_add(1, Ordering::Relaxed).is_multiple_of(256)
+                        && stop.should_stop())
                 {
                     return WalkState::Quit;
                 }

@@ -91,10 +91,10 @@ fn read_page(path: &Path, offset: u64, limit: u64, stop: &Stop) -> Result<String
             ))));
         }
         line_number += 1;
-        if line_number % 8192 == 0 {
-            if let Some(result) = stop.reason() {
-                return Err(ReadError::Result(result));
-            }
+        if line_number.is_multiple_of(8192)
+            && let Some(result) = stop.reason()
+        {
+            return Err(ReadError::Result(result));
         }
     }
 
@@ -125,7 +125,7 @@ fn read_page(path: &Path, offset: u64, limit: u64, stop: &Stop) -> Result<String
         out.push('\n');
         shown += 1;
         line_number += 1;
-        if shown % 1024 == 0 && stop.should_stop() {
+        if shown.is_multiple_of(1024) && stop.should_stop() {
             break;
         }
     }
@@ -185,7 +185,7 @@ fn count_lines(reader: &mut impl BufRead, stop: &Stop) -> io::Result<(u64, bool)
         }
         lines += 1;
         scanned += n;
-        if scanned > COUNT_BUDGET || (lines % 65_536 == 0 && stop.should_stop()) {
+        if scanned > COUNT_BUDGET || (lines.is_multiple_of(65_536) && stop.should_stop()) {
             return Ok((lines, false));
         }
     }

@@ -37,13 +37,13 @@ pub(crate) fn write(guard: &PathGuard, target: &Path, call: &Call) -> ToolResult
             return failed(format!("{} is read-only; not changing it", path.display()));
         }
     }
-    if let Some(parent) = path.parent() {
-        if let Err(err) = fs::create_dir_all(parent) {
-            return failed(format!(
-                "could not create the directory {}: {err}",
-                parent.display()
-            ));
-        }
+    if let Some(parent) = path.parent()
+        && let Err(err) = fs::create_dir_all(parent)
+    {
+        return failed(format!(
+            "could not create the directory {}: {err}",
+            parent.display()
+        ));
     }
     let bytes = content.len() as u64;
     if append {

@@ -231,10 +231,10 @@ fn exit_of(status: Option<io::Result<std::process::ExitStatus>>) -> Exit {
 
 /// Sends `signal` to the process group led by `pid`. A group that is already gone is fine.
 pub(crate) fn signal_group(pid: u32, signal: Signal) {
-    if let Ok(raw) = i32::try_from(pid) {
-        if raw > 1 {
-            let _ = killpg(Pid::from_raw(raw), signal);
-        }
+    if let Ok(raw) = i32::try_from(pid)
+        && raw > 1
+    {
+        let _ = killpg(Pid::from_raw(raw), signal);
     }
 }
 
