@@ -1,6 +1,18 @@
-//! The snapshot pipeline and desktop input: screen and window capture (xcap), the accessibility
-//! tree (AT-SPI on Linux, AX on macOS, UIA on Windows), element IDs, annotated images, the
-//! snapshot store, and input (enigo), exposed as the `screenshot` and `desktop` tools.
-//! It must not know about Tauri, apps or the agent loop.
-//!
-//! Status: not built yet (see the screen issue); the crate exists so the workspace has its final shape.
+//! The snapshot pipeline and desktop input: screen and window capture, the accessibility tree
+//! (AT-SPI on Linux, AX on macOS, UIA on Windows), element IDs, annotated images, the snapshot
+//! store, and input (enigo), exposed as the `screenshot` and `desktop` tools and as a plain API
+//! for the CLI's `osprey see`. Platform code sits behind one trait per concern, in
+//! `#[cfg(target_os)]` files. This crate must not know about Tauri, apps or the agent loop, must
+//! not shell out to helper programs (xdotool, screencapture, python) and must not change the
+//! process environment: display and bus addresses are passed in explicitly.
+
+pub mod accessibility;
+pub mod capture;
+pub mod desktop;
+pub mod error;
+pub mod geometry;
+
+pub use capture::{CaptureBackend, MonitorInfo, WindowInfo};
+pub use desktop::{Desktop, DesktopConfig};
+pub use error::{Error, Result};
+pub use geometry::{Point, Rect};

@@ -1,0 +1,133 @@
+//! The accessibility tree of a window: what each element is (role, normalised to
+//! [`accesskit::Role`]), its name, description, value, states, on-screen bounds and actions.
+//! One [`AccessibilityBackend`] per platform: AT-SPI over D-Bus on Linux (in-process, zbus),
+//! AX on macOS and UI Automation on Windows. Every walk is bounded by depth, node count and a
+//! deadline: a huge or hung application yields a partial tree with a note, never a hang.
+
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+
+use crate::capture::WindowInfo;
+use crate::error::Result;
+use crate::geometry::Rect;
+
+#[cfg(target_os = "linux")]
+mod atspi_backend;
+#[cfg(target_os = "linux")]
+pub use atspi_backend::AtspiBackend as PlatformAccessibility;
+
+#[cfg(not(target_os = "linux"))]
+mod unsupported;
+#[cfg(not(target_os = "linux"))]
+pub use unsupported::NoAccessibility as PlatformAccessibility;
+
+/// An opaque, platform-specific reference to one element, good for later actions on it
+/// (Linux: `bus-name|object-path`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct NodeRef(pub String);
+
+/// The states the pipeline and the model care about.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct States {
+    pub focused: bool,
+    pub focusable: bool,
+    pub enabled: bool,
+    pub checked: bool,
+    pub selected: bool,
+    pub selectable: bool,
+    pub editable: bool,
+    pub visible: bool,
+    pub showing: bool,
+    pub expanded: bool,
+}
+
+/// One element of the tree.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AccessibleNode {
+    pub node: NodeRef,
+    #[serde(serialize_with = "serialize_role")]
+    pub role: accesskit::Role,
+    /// The platform's own role name (`push button`, `AXButton`, `Button`).
+    pub platform_role: String,
+    pub name: String,
+    pub description: String,
+    /// Text content of text fields, the current value of sliders and spin buttons.
+    pub value: Option<String>,
+    pub states: States,
+    /// Screen bounds, when the element has any.
+    pub bounds: Option<Rect>,
+    /// Action names the element offers (`click`, `press`, `activate`, `toggle`, ...).
+    pub actions: Vec<String>,
+    /// Indices of the children in [`AccessibilityTree::nodes`].
+    pub children: Vec<usize>,
+    pub depth: u32,
+}
+
+fn serialize_role<S: serde::Serializer>(role: &accesskit::Role, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{role:?}"))
+}
+
+/// A window's tree, root first, in pre-order.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AccessibilityTree {
+    pub nodes: Vec<AccessibleNode>,
+    /// False when a limit (depth, nodes, deadline) cut the walk short.
+    pub complete: bool,
+    /// Why the tree is partial or empty, for the model and for logs.
+    pub notes: Vec<String>,
+    #[serde(skip)]
+    pub elapsed: Duration,
+}
+
+/// Bounds on one walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeLimits {
+    pub max_depth: u32,
+    pub max_nodes: usize,
+    /// How long the whole walk may take, from the call.
+    pub timeout: Duration,
+}
+
+impl Default for TreeLimits {
+    fn default() -> Self {
+        TreeLimits {
+            max_depth: 48,
+            max_nodes: 4000,
+            timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+impl TreeLimits {
+    pub fn deadline_from(&self, start: Instant) -> Instant {
+        start + self.timeout
+    }
+}
+
+/// What the platform layer must provide for accessibility.
+pub trait AccessibilityBackend: Send + Sync {
+    /// The tree of a window (found through its process id and title), within the limits.
+    fn window_tree<'a>(
+        &'a self,
+        window: &'a WindowInfo,
+        limits: TreeLimits,
+    ) -> BoxFuture<'a, Result<AccessibilityTree>>;
+
+    /// The element as it is now (no children), or `None` when it no longer exists.
+    fn refresh<'a>(&'a self, node: &'a NodeRef) -> BoxFuture<'a, Result<Option<AccessibleNode>>>;
+
+    /// Runs one of the element's actions by name.
+    fn do_action<'a>(&'a self, node: &'a NodeRef, action: &'a str) -> BoxFuture<'a, Result<()>>;
+
+    /// Moves keyboard focus to the element; false when it cannot take focus.
+    fn focus<'a>(&'a self, node: &'a NodeRef) -> BoxFuture<'a, Result<bool>>;
+}
+
+impl AccessibilityTree {
+    /// The first node whose role and name match (for tests and lookups by name).
+    pub fn find(&self, role: accesskit::Role, name: &str) -> Option<&AccessibleNode> {
+        self.nodes.iter().find(|n| n.role == role && n.name == name)
+    }
+}

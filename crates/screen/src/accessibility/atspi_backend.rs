@@ -1,0 +1,622 @@
+//! AT-SPI over D-Bus, in-process. The accessibility bus is found through the session bus
+//! (`org.a11y.Bus.GetAddress`) whose address is given explicitly or read from the environment;
+//! one connection is kept for the backend's life. A window's tree is walked breadth-first, one
+//! level at a time, with the per-node requests of a level in flight together (zbus pipelines
+//! them on the one connection), so a level costs about one round trip to the application rather
+//! than one per request. Subtrees that are not showing (closed menus, hidden pages) are not
+//! entered. The walk stops at the depth, node and time limits and says so in the tree's notes.
+
+mod roles;
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use atspi::{Interface, InterfaceSet, State, StateSet};
+use futures::future::BoxFuture;
+use futures::stream::{self, StreamExt};
+use tokio::sync::OnceCell;
+use zbus::Connection;
+use zbus::zvariant::{OwnedObjectPath, OwnedValue};
+
+use super::{AccessibilityBackend, AccessibilityTree, AccessibleNode, NodeRef, States, TreeLimits};
+use crate::capture::WindowInfo;
+use crate::error::{Error, Result};
+use crate::geometry::Rect;
+
+const ROOT_PATH: &str = "/org/a11y/atspi/accessible/root";
+const ACCESSIBLE: &str = "org.a11y.atspi.Accessible";
+const COMPONENT: &str = "org.a11y.atspi.Component";
+const ACTION: &str = "org.a11y.atspi.Action";
+const TEXT: &str = "org.a11y.atspi.Text";
+const VALUE: &str = "org.a11y.atspi.Value";
+const PROPERTIES: &str = "org.freedesktop.DBus.Properties";
+/// Screen coordinates for `GetExtents`.
+const COORD_SCREEN: u32 = 0;
+/// Nodes fetched at once. Each has about seven requests in flight; the bus daemon caps pending
+/// replies per connection, so this stays well under common limits.
+const CONCURRENT_NODES: usize = 24;
+
+fn accessibility_error(error: impl std::fmt::Display) -> Error {
+    Error::Accessibility(error.to_string())
+}
+
+/// The Linux accessibility backend.
+pub struct AtspiBackend {
+    session_bus_address: Option<String>,
+    bus: OnceCell<Connection>,
+}
+
+impl std::fmt::Debug for AtspiBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AtspiBackend")
+            .field("session_bus_address", &self.session_bus_address)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one node's requests returned.
+struct Fetched {
+    role: atspi::Role,
+    states: StateSet,
+    name: String,
+    description: String,
+    children: Vec<(String, OwnedObjectPath)>,
+    bounds: Option<Rect>,
+    actions: Vec<String>,
+    value: Option<String>,
+}
+
+fn split_ref(node: &NodeRef) -> Result<(&str, &str)> {
+    node.0.split_once('|').ok_or_else(|| {
+        Error::InvalidInput(format!("{} is not an AT-SPI element reference", node.0))
+    })
+}
+
+fn node_ref(bus: &str, path: &str) -> NodeRef {
+    NodeRef(format!("{bus}|{path}"))
+}
+
+fn states_of(set: StateSet) -> States {
+    States {
+        focused: set.contains(State::Focused),
+        focusable: set.contains(State::Focusable),
+        enabled: set.contains(State::Enabled) || set.contains(State::Sensitive),
+        checked: set.contains(State::Checked) || set.contains(State::Pressed),
+        selected: set.contains(State::Selected),
+        selectable: set.contains(State::Selectable),
+        editable: set.contains(State::Editable),
+        visible: set.contains(State::Visible),
+        showing: set.contains(State::Showing),
+        expanded: set.contains(State::Expanded),
+    }
+}
+
+fn is_gone(error: &zbus::Error) -> bool {
+    let text = error.to_string();
+    text.contains("UnknownObject")
+        || text.contains("UnknownMethod")
+        || text.contains("ServiceUnknown")
+        || text.contains("NameHasNoOwner")
+}
+
+impl AtspiBackend {
+    /// A backend that finds the accessibility bus through this session bus (`None`: the
+    /// environment's). Nothing connects until the first call.
+    pub fn new(session_bus_address: Option<String>) -> AtspiBackend {
+        AtspiBackend {
+            session_bus_address,
+            bus: OnceCell::new(),
+        }
+    }
+
+    async fn bus(&self) -> Result<&Connection> {
+        self.bus
+            .get_or_try_init(|| async {
+                let connect = async {
+                    let session = match &self.session_bus_address {
+                        Some(address) => {
+                            zbus::connection::Builder::address(address.as_str())?
+                                .build()
+                                .await?
+                        }
+                        None => Connection::session().await?,
+                    };
+                    let reply = session
+                        .call_method(
+                            Some("org.a11y.Bus"),
+                            "/org/a11y/bus",
+                            Some("org.a11y.Bus"),
+                            "GetAddress",
+                            &(),
+                        )
+                        .await?;
+                    let address: String = reply.body().deserialize()?;
+                    zbus::connection::Builder::address(address.as_str())?
+                        .build()
+                        .await
+                };
+                match tokio::time::timeout(std::time::Duration::from_secs(10), connect).await {
+                    Ok(Ok(bus)) => Ok(bus),
+                    Ok(Err(error)) => Err(Error::Accessibility(format!(
+                        "cannot reach the AT-SPI accessibility bus through the session bus {}: {error}",
+                        self.session_bus_address
+                            .as_deref()
+                            .unwrap_or("$DBUS_SESSION_BUS_ADDRESS")
+                    ))),
+                    Err(_) => Err(Error::Accessibility(
+                        "the accessibility bus did not answer within 10 s".into(),
+                    )),
+                }
+            })
+            .await
+    }
+
+    async fn call<R>(
+        bus: &Connection,
+        destination: &str,
+        path: &str,
+        interface: &str,
+        method: &str,
+        body: &(impl serde::Serialize + zbus::zvariant::DynamicType),
+    ) -> zbus::Result<R>
+    where
+        R: for<'d> serde::Deserialize<'d> + zbus::zvariant::Type,
+    {
+        let reply = bus
+            .call_method(Some(destination), path, Some(interface), method, body)
+            .await?;
+        reply.body().deserialize::<R>()
+    }
+
+    async fn children(
+        bus: &Connection,
+        destination: &str,
+        path: &str,
+    ) -> zbus::Result<Vec<(String, OwnedObjectPath)>> {
+        Self::call(bus, destination, path, ACCESSIBLE, "GetChildren", &()).await
+    }
+
+    async fn extents(
+        bus: &Connection,
+        destination: &str,
+        path: &str,
+    ) -> zbus::Result<Option<Rect>> {
+        let (x, y, width, height): (i32, i32, i32, i32) = Self::call(
+            bus,
+            destination,
+            path,
+            COMPONENT,
+            "GetExtents",
+            &(COORD_SCREEN,),
+        )
+        .await?;
+        Ok((width > 0 && height > 0).then(|| Rect::new(x, y, width as u32, height as u32)))
+    }
+
+    async fn name(bus: &Connection, destination: &str, path: &str) -> zbus::Result<String> {
+        let value: OwnedValue = Self::call(
+            bus,
+            destination,
+            path,
+            PROPERTIES,
+            "Get",
+            &(ACCESSIBLE, "Name"),
+        )
+        .await?;
+        Ok(String::try_from(value).unwrap_or_default())
+    }
+
+    /// All of one node's facts, its requests sent together.
+    async fn fetch(bus: &Connection, destination: &str, path: &str) -> zbus::Result<Fetched> {
+        let role = Self::call::<u32>(bus, destination, path, ACCESSIBLE, "GetRole", &());
+        let states = Self::call::<StateSet>(bus, destination, path, ACCESSIBLE, "GetState", &());
+        let interfaces =
+            Self::call::<InterfaceSet>(bus, destination, path, ACCESSIBLE, "GetInterfaces", &());
+        let properties = Self::call::<HashMap<String, OwnedValue>>(
+            bus,
+            destination,
+            path,
+            PROPERTIES,
+            "GetAll",
+            &(ACCESSIBLE,),
+        );
+        let children = Self::children(bus, destination, path);
+        let extents = Self::extents(bus, destination, path);
+        let actions = Self::call::<Vec<(String, String, String)>>(
+            bus,
+            destination,
+            path,
+            ACTION,
+            "GetActions",
+            &(),
+        );
+        let (role, states, interfaces, properties, children, extents, actions) = futures::join!(
+            role, states, interfaces, properties, children, extents, actions
+        );
+        let role = role?;
+        let states = states?;
+        let interfaces = interfaces.unwrap_or_else(|_| InterfaceSet::empty());
+        let mut properties = properties.unwrap_or_default();
+        let mut text_property = |key: &str| {
+            properties
+                .remove(key)
+                .and_then(|v| String::try_from(v).ok())
+                .unwrap_or_default()
+        };
+        let name = text_property("Name");
+        let description = text_property("Description");
+        let role = atspi::Role::try_from(role).unwrap_or(atspi::Role::Invalid);
+        // The value only for elements that hold one: editable text and ranges.
+        let value = if interfaces.contains(Interface::Value) {
+            Self::call::<OwnedValue>(
+                bus,
+                destination,
+                path,
+                PROPERTIES,
+                "Get",
+                &(VALUE, "CurrentValue"),
+            )
+            .await
+            .ok()
+            .and_then(|v| f64::try_from(v).ok())
+            .map(|v| format!("{v}"))
+        } else if interfaces.contains(Interface::Text)
+            && (states.contains(State::Editable)
+                || matches!(role, atspi::Role::Entry | atspi::Role::PasswordText))
+        {
+            Self::call::<String>(bus, destination, path, TEXT, "GetText", &(0i32, -1i32))
+                .await
+                .ok()
+        } else {
+            None
+        };
+        Ok(Fetched {
+            role,
+            states,
+            name,
+            description,
+            children: children.unwrap_or_default(),
+            bounds: if interfaces.contains(Interface::Component) {
+                extents.ok().flatten()
+            } else {
+                None
+            },
+            actions: actions
+                .map(|list| list.into_iter().map(|(name, _, _)| name).collect())
+                .unwrap_or_default(),
+            value,
+        })
+    }
+
+    fn node_from(fetched: &Fetched, node: NodeRef, depth: u32) -> AccessibleNode {
+        AccessibleNode {
+            node,
+            role: roles::normalise(fetched.role),
+            platform_role: fetched.role.name().to_string(),
+            name: fetched.name.clone(),
+            description: fetched.description.clone(),
+            value: fetched.value.clone(),
+            states: states_of(fetched.states),
+            bounds: fetched.bounds,
+            actions: fetched.actions.clone(),
+            children: Vec::new(),
+            depth,
+        }
+    }
+
+    /// The application and frame that show `window`: the application by process id, the frame
+    /// by title, then by bounds.
+    async fn find_frame(
+        &self,
+        bus: &Connection,
+        window: &WindowInfo,
+        deadline: Instant,
+    ) -> Result<Option<(String, String)>> {
+        let applications: Vec<(String, OwnedObjectPath)> =
+            Self::children(bus, "org.a11y.atspi.Registry", ROOT_PATH)
+                .await
+                .map_err(|e| accessibility_error(format!("listing applications: {e}")))?;
+        let pids = futures::future::join_all(applications.iter().map(|(name, _)| async move {
+            Self::call::<u32>(
+                bus,
+                "org.freedesktop.DBus",
+                "/org/freedesktop/DBus",
+                "org.freedesktop.DBus",
+                "GetConnectionUnixProcessID",
+                &(name.as_str(),),
+            )
+            .await
+            .ok()
+        }))
+        .await;
+        let candidates: Vec<&(String, OwnedObjectPath)> = applications
+            .iter()
+            .zip(&pids)
+            .filter(|(_, pid)| window.pid.is_none() || **pid == window.pid)
+            .map(|(app, _)| app)
+            .collect();
+        // Frames of the candidate applications, each application bounded by the deadline so a
+        // hung one cannot hold up the others.
+        let frames = futures::future::join_all(candidates.iter().map(|(app, root)| async move {
+            let listing = async {
+                let frames = Self::children(bus, app, root.as_str()).await?;
+                let mut out = Vec::new();
+                for (frame_bus, frame_path) in frames {
+                    let (name, bounds) = futures::join!(
+                        Self::name(bus, &frame_bus, frame_path.as_str()),
+                        Self::extents(bus, &frame_bus, frame_path.as_str())
+                    );
+                    out.push((
+                        frame_bus,
+                        frame_path.to_string(),
+                        name.unwrap_or_default(),
+                        bounds.ok().flatten(),
+                    ));
+                }
+                zbus::Result::Ok(out)
+            };
+            tokio::time::timeout_at(deadline.into(), listing)
+                .await
+                .ok()
+                .and_then(|r| r.ok())
+                .unwrap_or_default()
+        }))
+        .await;
+        let frames: Vec<_> = frames.into_iter().flatten().collect();
+        let by_title = frames.iter().find(|(_, _, name, _)| *name == window.title);
+        let by_bounds = || {
+            frames
+                .iter()
+                .find(|(_, _, _, bounds)| *bounds == Some(window.bounds))
+        };
+        let only = || (frames.len() == 1).then(|| &frames[0]);
+        Ok(by_title
+            .or_else(by_bounds)
+            .or_else(only)
+            .map(|(bus, path, _, _)| (bus.clone(), path.clone())))
+    }
+
+    async fn walk(
+        bus: &Connection,
+        root: (String, String),
+        limits: TreeLimits,
+        deadline: Instant,
+        tree: &mut AccessibilityTree,
+    ) {
+        // Level order first (with parent links), pre-order at the end.
+        let mut nodes: Vec<AccessibleNode> = Vec::new();
+        let mut frontier: Vec<(Option<usize>, String, String, u32)> =
+            vec![(None, root.0, root.1, 0)];
+        let mut cut_by_depth = false;
+        let mut failed = 0usize;
+        while !frontier.is_empty() {
+            let room = limits.max_nodes.saturating_sub(nodes.len());
+            if frontier.len() > room {
+                frontier.truncate(room);
+                tree.notes.push(format!(
+                    "stopped at {} elements (the limit); the tree is partial",
+                    limits.max_nodes
+                ));
+                tree.complete = false;
+            }
+            if frontier.is_empty() {
+                break;
+            }
+            let mut pending = stream::iter(frontier.into_iter().enumerate().map(
+                |(index, (parent, destination, path, depth))| async move {
+                    let fetched = Self::fetch(bus, &destination, &path).await;
+                    (index, parent, destination, path, depth, fetched)
+                },
+            ))
+            .buffer_unordered(CONCURRENT_NODES);
+            let mut results = Vec::new();
+            let mut timed_out = false;
+            loop {
+                tokio::select! {
+                    next = pending.next() => match next {
+                        Some(result) => results.push(result),
+                        None => break,
+                    },
+                    _ = tokio::time::sleep_until(deadline.into()) => {
+                        timed_out = true;
+                        break;
+                    }
+                }
+            }
+            results.sort_by_key(|r| r.0);
+            let mut next = Vec::new();
+            for (_, parent, destination, path, depth, fetched) in results {
+                let fetched = match fetched {
+                    Ok(fetched) => fetched,
+                    Err(_) => {
+                        failed += 1;
+                        continue;
+                    }
+                };
+                let index = nodes.len();
+                nodes.push(Self::node_from(
+                    &fetched,
+                    node_ref(&destination, &path),
+                    depth,
+                ));
+                if let Some(parent) = parent {
+                    nodes[parent].children.push(index);
+                }
+                let showing = depth == 0 || fetched.states.contains(State::Showing);
+                if !showing || fetched.children.is_empty() {
+                    continue;
+                }
+                if depth >= limits.max_depth {
+                    cut_by_depth = true;
+                    continue;
+                }
+                for (child_bus, child_path) in fetched.children {
+                    next.push((Some(index), child_bus, child_path.to_string(), depth + 1));
+                }
+            }
+            if timed_out {
+                tree.complete = false;
+                tree.notes.push(format!(
+                    "the application did not answer within {:?}; the tree is partial ({} elements)",
+                    limits.timeout,
+                    nodes.len()
+                ));
+                break;
+            }
+            frontier = next;
+        }
+        if cut_by_depth {
+            tree.complete = false;
+            tree.notes.push(format!(
+                "elements deeper than {} levels were left out",
+                limits.max_depth
+            ));
+        }
+        if failed > 0 {
+            tree.notes.push(format!(
+                "{failed} elements vanished or failed to answer during the walk"
+            ));
+        }
+        tree.nodes = pre_order(nodes);
+    }
+}
+
+/// Reorders level-ordered nodes (children after parents, with child links) into pre-order.
+fn pre_order(nodes: Vec<AccessibleNode>) -> Vec<AccessibleNode> {
+    if nodes.is_empty() {
+        return nodes;
+    }
+    let mut order = Vec::with_capacity(nodes.len());
+    let mut stack = vec![0usize];
+    while let Some(index) = stack.pop() {
+        order.push(index);
+        stack.extend(nodes[index].children.iter().rev());
+    }
+    let mut new_index = vec![usize::MAX; nodes.len()];
+    for (position, old) in order.iter().enumerate() {
+        new_index[*old] = position;
+    }
+    let mut slots: Vec<Option<AccessibleNode>> = nodes.into_iter().map(Some).collect();
+    order
+        .iter()
+        .filter_map(|old| slots[*old].take())
+        .map(|mut node| {
+            node.children = node.children.iter().map(|c| new_index[*c]).collect();
+            node
+        })
+        .collect()
+}
+
+impl AccessibilityBackend for AtspiBackend {
+    fn window_tree<'a>(
+        &'a self,
+        window: &'a WindowInfo,
+        limits: TreeLimits,
+    ) -> BoxFuture<'a, Result<AccessibilityTree>> {
+        Box::pin(async move {
+            let start = Instant::now();
+            let deadline = limits.deadline_from(start);
+            let bus = self.bus().await?;
+            let mut tree = AccessibilityTree {
+                complete: true,
+                ..AccessibilityTree::default()
+            };
+            let frame = match tokio::time::timeout_at(
+                deadline.into(),
+                self.find_frame(bus, window, deadline),
+            )
+            .await
+            {
+                Ok(frame) => frame?,
+                Err(_) => {
+                    tree.complete = false;
+                    tree.notes.push(format!(
+                        "the accessibility bus did not answer within {:?}; no elements",
+                        limits.timeout
+                    ));
+                    tree.elapsed = start.elapsed();
+                    return Ok(tree);
+                }
+            };
+            match frame {
+                Some(root) => Self::walk(bus, root, limits, deadline, &mut tree).await,
+                None => {
+                    tree.complete = false;
+                    tree.notes.push(format!(
+                        "no accessible window matched {:?} (pid {:?}): the application may not expose accessibility, or did not answer in time",
+                        window.title, window.pid
+                    ));
+                }
+            }
+            tree.elapsed = start.elapsed();
+            Ok(tree)
+        })
+    }
+
+    fn refresh<'a>(&'a self, node: &'a NodeRef) -> BoxFuture<'a, Result<Option<AccessibleNode>>> {
+        Box::pin(async move {
+            let (destination, path) = split_ref(node)?;
+            let bus = self.bus().await?;
+            let fetched = tokio::time::timeout(
+                std::time::Duration::from_secs(3),
+                Self::fetch(bus, destination, path),
+            )
+            .await
+            .map_err(|_| Error::Timeout {
+                what: "reading the element".into(),
+                after: std::time::Duration::from_secs(3),
+            })?;
+            match fetched {
+                Ok(fetched) if fetched.states.contains(State::Defunct) => Ok(None),
+                Ok(fetched) => Ok(Some(Self::node_from(&fetched, node.clone(), 0))),
+                Err(error) if is_gone(&error) => Ok(None),
+                Err(error) => Err(accessibility_error(error)),
+            }
+        })
+    }
+
+    fn do_action<'a>(&'a self, node: &'a NodeRef, action: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let (destination, path) = split_ref(node)?;
+            let bus = self.bus().await?;
+            let actions: Vec<(String, String, String)> =
+                Self::call(bus, destination, path, ACTION, "GetActions", &())
+                    .await
+                    .map_err(accessibility_error)?;
+            let index = actions
+                .iter()
+                .position(|(name, _, _)| name.eq_ignore_ascii_case(action))
+                .ok_or_else(|| {
+                    Error::InvalidInput(format!(
+                        "the element has no action `{action}` (it has: {})",
+                        actions
+                            .iter()
+                            .map(|(n, _, _)| n.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })?;
+            let done: bool =
+                Self::call(bus, destination, path, ACTION, "DoAction", &(index as i32,))
+                    .await
+                    .map_err(accessibility_error)?;
+            if done {
+                Ok(())
+            } else {
+                Err(Error::Accessibility(format!(
+                    "the application refused the `{action}` action"
+                )))
+            }
+        })
+    }
+
+    fn focus<'a>(&'a self, node: &'a NodeRef) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let (destination, path) = split_ref(node)?;
+            let bus = self.bus().await?;
+            Self::call::<bool>(bus, destination, path, COMPONENT, "GrabFocus", &())
+                .await
+                .map_err(accessibility_error)
+        })
+    }
+}
