@@ -489,10 +489,10 @@ impl PathGuard {
             return Err(self.refusal(path, None, access, rule));
         }
         let resolved = resolve(&lexical);
-        if resolved != lexical {
-            if let Some(rule) = self.matching(&key_of(&resolved), access) {
-                return Err(self.refusal(path, Some(&resolved), access, rule));
-            }
+        if resolved != lexical
+            && let Some(rule) = self.matching(&key_of(&resolved), access)
+        {
+            return Err(self.refusal(path, Some(&resolved), access, rule));
         }
         Ok(resolved)
     }
@@ -639,8 +639,6 @@ fn key_str(text: &str) -> String {
         && lower.as_bytes()[1] == b':'
     {
         ("?:", &lower[2..])
-    } else if lower.starts_with('/') {
-        ("", lower.as_str())
     } else {
         ("", lower.as_str())
     };
@@ -661,9 +659,7 @@ fn key_str(text: &str) -> String {
         key.push_str(&parts.join("/"));
     } else {
         for p in &parts {
-            if absolute {
-                key.push('/');
-            } else if !key.is_empty() {
+            if absolute || !key.is_empty() {
                 key.push('/');
             }
             key.push_str(p);

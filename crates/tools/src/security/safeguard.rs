@@ -246,18 +246,18 @@ impl Check<'_> {
             .home()
             .is_some_and(|h| self.paths().resolve(h) == resolved || h == parent);
         let match_all = matches!(pattern.as_str(), "*" | ".*" | "*.*" | "?*" | "**");
-        if let Err(refusal) = self.paths().check_write(&parent) {
-            if !is_home || recursive || match_all {
-                return Err((
-                    "delete of a protected path",
-                    format!(
-                        "`{}` would delete inside {}: {}",
-                        path.display(),
-                        parent.display(),
-                        refusal.message
-                    ),
-                ));
-            }
+        if let Err(refusal) = self.paths().check_write(&parent)
+            && (!is_home || recursive || match_all)
+        {
+            return Err((
+                "delete of a protected path",
+                format!(
+                    "`{}` would delete inside {}: {}",
+                    path.display(),
+                    parent.display(),
+                    refusal.message
+                ),
+            ));
         }
         // What the pattern matches right now.
         if let Ok(entries) = std::fs::read_dir(&resolved) {

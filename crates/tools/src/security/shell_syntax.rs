@@ -78,10 +78,10 @@ pub fn analyze(command: &str) -> CommandAnalysis {
 pub fn program_name(program: &str) -> &str {
     let name = program.rsplit(['/', '\\']).next().unwrap_or(program);
     for ext in [".exe", ".EXE", ".Exe", ".com", ".COM"] {
-        if let Some(stem) = name.strip_suffix(ext) {
-            if !stem.is_empty() {
-                return stem;
-            }
+        if let Some(stem) = name.strip_suffix(ext)
+            && !stem.is_empty()
+        {
+            return stem;
         }
     }
     name
@@ -575,11 +575,11 @@ impl Analyzer {
             "export" | "declare" | "typeset" | "local" | "readonly"
         ) {
             for arg in &args {
-                if let Some((name, value)) = arg.text.split_once('=') {
-                    if wrappers::is_assignment(&arg.text) {
-                        let value = (!arg.unknown).then(|| value.to_string());
-                        self.vars.insert(name.to_string(), value);
-                    }
+                if let Some((name, value)) = arg.text.split_once('=')
+                    && wrappers::is_assignment(&arg.text)
+                {
+                    let value = (!arg.unknown).then(|| value.to_string());
+                    self.vars.insert(name.to_string(), value);
                 }
             }
         }
@@ -853,12 +853,11 @@ impl Analyzer {
             }
         }
         for k in 0..n {
-            for i in 0..n {
-                if reach[i][k] {
-                    for j in 0..n {
-                        if reach[k][j] {
-                            reach[i][j] = true;
-                        }
+            let via = reach[k].clone();
+            for row in reach.iter_mut() {
+                if row[k] {
+                    for (cell, &onward) in row.iter_mut().zip(&via) {
+                        *cell |= onward;
                     }
                 }
             }
