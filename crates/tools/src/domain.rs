@@ -382,19 +382,17 @@ impl Domain {
                                 input.insert(field.name.clone(), json!(n));
                                 continue;
                             }
-                            if field.kind == FieldType::Number {
-                                if let Ok(n) = s.trim().parse::<f64>() {
+                            if field.kind == FieldType::Number
+                                && let Ok(n) = s.trim().parse::<f64>() {
                                     input.insert(field.name.clone(), json!(n));
                                     continue;
                                 }
-                            }
                         }
-                        if let (FieldType::Boolean, Some(s)) = (&field.kind, value.as_str()) {
-                            if let Ok(b) = s.trim().parse::<bool>() {
+                        if let (FieldType::Boolean, Some(s)) = (&field.kind, value.as_str())
+                            && let Ok(b) = s.trim().parse::<bool>() {
                                 input.insert(field.name.clone(), json!(b));
                                 continue;
                             }
-                        }
                         return Err(format!(
                             "`{}` must be {}, got {}",
                             field.name,
@@ -457,11 +455,10 @@ impl Domain {
         match candidates.len() {
             0 => {
                 // The model may have put a resource name in `action` (`{"action": "bash"}`).
-                if let Some(r) = self.find_resource(action) {
-                    if r.actions.len() == 1 {
+                if let Some(r) = self.find_resource(action)
+                    && r.actions.len() == 1 {
                         return Ok((r, &r.actions[0]));
                     }
-                }
                 Err(format!(
                     "{} has no action `{action}`; the actions are: {}",
                     self.name,

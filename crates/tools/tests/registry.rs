@@ -119,14 +119,14 @@ impl HookDispatcher for RecordingHooks {
                     payload["input"]["command"] = json!(cmd);
                 }
             }
-            if hook == TOOL_POST_EXECUTE {
-                if let Some(suffix) = &self.post_suffix {
-                    let text = payload["result"]["content"][0]["text"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string();
-                    payload["result"]["content"][0]["text"] = json!(format!("{text}{suffix}"));
-                }
+            if hook == TOOL_POST_EXECUTE
+                && let Some(suffix) = &self.post_suffix
+            {
+                let text = payload["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                payload["result"]["content"][0]["text"] = json!(format!("{text}{suffix}"));
             }
             FilterOutcome {
                 payload,
@@ -618,7 +618,8 @@ async fn every_call_writes_an_audit_row() {
     f.registry.execute(&ctx(), "nope", json!({})).await;
     f.registry.audit().flush();
     let rows = f.db.audit().list(&AuditQuery::default()).unwrap();
-    let summary: Vec<(String, Option<String>, String, String, Option<String>)> = rows
+    type Row = (String, Option<String>, String, String, Option<String>);
+    let summary: Vec<Row> = rows
         .iter()
         .rev()
         .map(|r| {

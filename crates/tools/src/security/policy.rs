@@ -341,8 +341,8 @@ impl Policy {
         if config.level == Level::Full {
             return Verdict::Allow(AllowReason::Full);
         }
-        if let Some(analysis) = subject.analysis {
-            if !analysis.commands.is_empty() {
+        if let Some(analysis) = subject.analysis
+            && !analysis.commands.is_empty() {
                 if analysis.commands.iter().all(|c| is_safe_bin(&config, c)) {
                     return Verdict::Allow(AllowReason::SafeBin);
                 }
@@ -354,7 +354,6 @@ impl Policy {
                     return Verdict::Allow(AllowReason::Allowlist);
                 }
             }
-        }
         miss(format!(
             "no allowlist entry or grant covers {}",
             facts.summary
@@ -420,8 +419,8 @@ impl Policy {
     pub fn suggest_scopes(&self, subject: &Subject<'_>) -> Vec<GrantScope> {
         let facts = subject.facts;
         let mut out = Vec::new();
-        if let Some(analysis) = subject.analysis {
-            if analysis.dynamic.is_none() && analysis.commands.len() == 1 {
+        if let Some(analysis) = subject.analysis
+            && analysis.dynamic.is_none() && analysis.commands.len() == 1 {
                 let c = &analysis.commands[0];
                 out.push(GrantScope::CommandPattern(command_line(c)));
                 match c.args.first() {
@@ -431,13 +430,11 @@ impl Policy {
                     _ => {}
                 }
             }
-        }
         let paths: Vec<&PathBuf> = facts.write_paths.iter().chain(&facts.read_paths).collect();
-        if subject.analysis.is_none() {
-            if let Some(dir) = paths.first().and_then(|p| p.parent()) {
+        if subject.analysis.is_none()
+            && let Some(dir) = paths.first().and_then(|p| p.parent()) {
                 out.push(GrantScope::PathPrefix(dir.display().to_string()));
             }
-        }
         if let Some(host) = facts.url.as_deref().and_then(host_of) {
             out.push(GrantScope::Domain(host));
         }
