@@ -12,6 +12,8 @@ mod env;
 mod exec;
 #[cfg(unix)]
 mod job;
+// Only the Unix job machinery uses it for now.
+#[cfg_attr(not(unix), allow(dead_code))]
 mod output;
 mod process;
 #[cfg(unix)]

@@ -625,3 +625,76 @@ async fn a_cancelled_search_stops_with_cancelled() {
     let r = f.tool.run(&ctx, call).await;
     err(&r, ErrorCode::Cancelled);
 }
+
+// ---------------------------------------------------------------- through the registry
+
+#[cfg(unix)]
+#[tokio::test]
+async fn through_the_registry_credentials_stay_refused() {
+    use osprey_db::Database;
+    use osprey_tools::{
+        AskMode, AuditSink, Level, OriginRules, Policy, PolicyConfig, Registry, RegistryConfig,
+        Safeguard,
+    };
+    let f = Fixture::new();
+    let db = Database::open_in(&f.home().join(".osprey")).unwrap();
+    let guard = f.tool.guard().clone();
+    let registry = Registry::new(RegistryConfig {
+        policy: Policy::new(
+            PolicyConfig {
+                level: Level::Full,
+                ask: AskMode::Off,
+                ..Default::default()
+            },
+            None,
+        )
+        .unwrap(),
+        origin_rules: OriginRules::default(),
+        safeguard: Safeguard::new(guard.clone()),
+        audit: AuditSink::new(db.audit()),
+        output_cap: 256 * 1024,
+    });
+    registry.register_domain(FileTool::new(guard).with_base_dir(f.project()));
+    symlink(
+        &f.home().join(".ssh/id_ed25519"),
+        &f.project().join("innocent.txt"),
+    );
+    let ctx = ToolContext::new(Origin::User, Duration::from_secs(60));
+    let r = registry
+        .execute(
+            &ctx,
+            "file",
+            json!({"action": "read", "path": "innocent.txt"}),
+        )
+        .await;
+    assert_eq!(
+        r.code,
+        Some(ErrorCode::SensitivePath),
+        "{}",
+        r.text_content()
+    );
+    let r = registry
+        .execute(
+            &ctx,
+            "file",
+            json!({"action": "write", "path": "~/.ssh/authorized_keys", "content": "x"}),
+        )
+        .await;
+    assert!(
+        r.is_error && r.code.is_some_and(|c| c.is_refusal()),
+        "{r:?}"
+    );
+    assert!(!f.home().join(".ssh/authorized_keys").exists());
+    let r = registry
+        .execute(
+            &ctx,
+            "file",
+            json!({"action": "write", "path": "ok.txt", "content": "fine"}),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text_content());
+    assert_eq!(
+        fs::read_to_string(f.project().join("ok.txt")).unwrap(),
+        "fine"
+    );
+}

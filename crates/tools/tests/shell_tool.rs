@@ -694,3 +694,65 @@ async fn process_kill_refuses_init_negative_and_own_pids_and_kills_others() {
     .await;
     assert!(r.is_error && r.text_content().contains("no process"));
 }
+
+// ---------------------------------------------------------------- through the registry
+
+/// The real choke point: the registry's own deadline and safeguard sit around the tool.
+#[tokio::test]
+async fn through_the_registry_a_deadline_still_kills_the_tree() {
+    use osprey_db::Database;
+    use osprey_tools::{
+        AskMode, AuditSink, Level, OriginRules, PathGuard, Policy, PolicyConfig, Registry,
+        RegistryConfig, Safeguard,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_in(&dir.path().join("data")).unwrap();
+    let registry = Registry::new(RegistryConfig {
+        policy: Policy::new(
+            PolicyConfig {
+                level: Level::Full,
+                ask: AskMode::Off,
+                ..Default::default()
+            },
+            None,
+        )
+        .unwrap(),
+        origin_rules: OriginRules::default(),
+        safeguard: Safeguard::new(PathGuard::new(
+            Some(dir.path().join("home")),
+            dir.path().join("data"),
+        )),
+        audit: AuditSink::new(db.audit()),
+        output_cap: 256 * 1024,
+    });
+    registry.register_domain(ShellTool::new(config()));
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+
+    let ctx = ToolContext::new(Origin::User, Duration::from_millis(1500));
+    let r = registry
+        .execute(
+            &ctx,
+            "shell",
+            json!({"action": "exec", "command": tree_command(&work)}),
+        )
+        .await;
+    assert_eq!(r.code, Some(ErrorCode::Timeout), "{}", r.text_content());
+    let grandchild = pid_from(&work.join("grandchild")).await;
+    let nested = pid_from(&work.join("nested")).await;
+    eventually("grandchild gone", || !alive(grandchild)).await;
+    eventually("nested grandchild gone", || !alive(nested)).await;
+
+    let r = registry
+        .execute(
+            &ctx_long(),
+            "shell",
+            json!({"action": "exec", "command": "echo via registry"}),
+        )
+        .await;
+    assert!(ok(&r).starts_with("via registry\n[exit code 0"));
+}
+
+fn ctx_long() -> ToolContext {
+    ToolContext::new(Origin::User, Duration::from_secs(60))
+}

@@ -15,7 +15,6 @@ use ps as table;
 
 use std::io;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use osprey_types::{ErrorCode, ToolResult};
 
@@ -66,11 +65,6 @@ fn list_processes() -> io::Result<Vec<ProcessInfo>> {
 #[cfg(not(unix))]
 fn process_info(_pid: i32) -> io::Result<Option<ProcessInfo>> {
     list_processes().map(|_| None)
-}
-
-#[cfg(not(unix))]
-pub(crate) fn is_alive(_pid: i32) -> bool {
-    false
 }
 
 /// The name of a process, for approval summaries.
@@ -185,6 +179,8 @@ pub(crate) async fn kill(call: &Call) -> ToolResult {
 
 #[cfg(unix)]
 async fn send(pid: i32, signal_name: &str) -> ToolResult {
+    use std::time::Duration;
+
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
     let signal = match signal_name.trim_start_matches("SIG") {
