@@ -513,6 +513,10 @@ async fn glob_lists_newest_first_skips_noise_and_honours_limit() {
     assert_eq!(ok(&r).lines().count(), 2);
 
     let r = f
+        .call(json!({"action": "glob", "pattern": "*.rs", "limit": u64::MAX}))
+        .await;
+    assert_eq!(ok(&r).lines().count(), 3);
+    let r = f
         .call(json!({"action": "glob", "pattern": "**/*.rs", "limit": 2}))
         .await;
     let text = ok(&r);

@@ -358,6 +358,19 @@ async fn output_is_interleaved_in_order_with_the_exit_code() {
         r.text_content()
     );
 
+    // Absurd limits are clamped, not overflowed.
+    let r = run(
+        &tool,
+        &ctx(),
+        json!({"action": "exec", "command": "echo big", "timeout": u64::MAX, "yield_ms": u64::MAX}),
+    )
+    .await;
+    assert!(
+        ok(&r).starts_with("big\n[exit code 0"),
+        "{}",
+        r.text_content()
+    );
+
     let r = run(&tool, &ctx(), json!({"action": "exec", "command": "true"})).await;
     assert!(
         ok(&r).starts_with("(no output)\n[exit code 0"),
@@ -491,7 +504,12 @@ async fn background_sessions_start_take_input_poll_log_and_die() {
     let text = ok(&r);
     assert!(text.contains(&id) && text.contains("running for"), "{text}");
 
-    let r = run(&tool, &c, json!({"action": "log", "session_id": id})).await;
+    let r = run(
+        &tool,
+        &c,
+        json!({"action": "log", "session_id": id, "limit": u64::MAX}),
+    )
+    .await;
     let text = ok(&r);
     assert!(
         text.contains("     1\tready\n     2\tgot: hello\n"),

@@ -87,7 +87,7 @@ pub(crate) fn run(guard: &PathGuard, target: &Path, call: &Call, stop: &Stop) ->
                     path: entry.into_path(),
                 });
                 // Keep memory bounded on huge trees: only the newest `limit` can be shown.
-                if hits.len() > limit * 4 + 1024 {
+                if hits.len() > limit.saturating_mul(4).saturating_add(1024) {
                     newest_first(&mut hits);
                     hits.truncate(limit);
                 }

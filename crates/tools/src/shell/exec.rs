@@ -18,6 +18,8 @@ use crate::tool::{Call, ToolContext};
 const DEADLINE_MARGIN: Duration = Duration::from_millis(300);
 /// How long to wait for a stopped job's driver to drain the last output after the grace.
 const DRAIN_SLACK: Duration = Duration::from_secs(3);
+/// Longest wait any field may ask for; keeps `Instant` arithmetic far from overflow.
+const LONGEST: Duration = Duration::from_secs(7 * 24 * 3600);
 
 pub(crate) async fn exec(tool: &ShellTool, ctx: &ToolContext, call: &Call) -> ToolResult {
     let config = &tool.config;
@@ -27,9 +29,11 @@ pub(crate) async fn exec(tool: &ShellTool, ctx: &ToolContext, call: &Call) -> To
     let background = call.bool("background").unwrap_or(false);
     let timeout = match call.u64("timeout") {
         Some(0) | None => config.default_timeout,
-        Some(seconds) => Duration::from_secs(seconds),
+        Some(seconds) => Duration::from_secs(seconds).min(LONGEST),
     };
-    let yield_after = call.u64("yield_ms").map(Duration::from_millis);
+    let yield_after = call
+        .u64("yield_ms")
+        .map(|ms| Duration::from_millis(ms).min(LONGEST));
     let cwd = match working_dir(tool, call.str("cwd")) {
         Ok(cwd) => cwd,
         Err(result) => return result,
@@ -90,7 +94,7 @@ pub(crate) async fn exec(tool: &ShellTool, ctx: &ToolContext, call: &Call) -> To
     } else {
         (registry_limit, false)
     };
-    let far = started + Duration::from_secs(365 * 24 * 3600);
+    let far = started + LONGEST * 2;
     let yield_at = yield_after.map_or(far, |wait| started + wait);
 
     enum Ending {

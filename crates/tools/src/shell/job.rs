@@ -106,7 +106,13 @@ impl Job {
             .id()
             .ok_or_else(|| io::Error::other("the child exited at once"))?;
         let stdin = child.stdin.take();
-        let output = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+        let output = match tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader)) {
+            Ok(output) => output,
+            Err(err) => {
+                signal_group(pid, Signal::SIGKILL);
+                return Err(err);
+            }
+        };
         let (progress, _) = watch::channel(Progress {
             bytes: 0,
             exit: None,

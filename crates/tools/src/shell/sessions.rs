@@ -199,7 +199,7 @@ impl Sessions {
                 lines.len()
             ));
         } else {
-            let end = (offset - 1 + limit).min(lines.len());
+            let end = (offset - 1).saturating_add(limit).min(lines.len());
             let mut page = String::new();
             for (i, line) in lines[offset - 1..end].iter().enumerate() {
                 page.push_str(&format!("{:>6}\t{line}\n", offset + i));
