@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use crate::capture::{CaptureBackend, PlatformCapture};
+use crate::accessibility::{
+    AccessibilityBackend, AccessibilityTree, PlatformAccessibility, TreeLimits,
+};
+use crate::capture::{CaptureBackend, PlatformCapture, WindowInfo};
 use crate::error::Result;
 
 /// Where the backends connect. `None` fields fall back to the process environment (`DISPLAY`,
@@ -25,6 +28,7 @@ pub struct Desktop {
 struct Inner {
     config: DesktopConfig,
     capture: PlatformCapture,
+    accessibility: PlatformAccessibility,
 }
 
 impl std::fmt::Debug for Desktop {
@@ -42,8 +46,13 @@ impl Desktop {
         let capture = PlatformCapture::connect(config.x11_display.as_deref())?;
         #[cfg(not(target_os = "linux"))]
         let capture = PlatformCapture::new()?;
+        let accessibility = PlatformAccessibility::new(config.session_bus_address.clone());
         Ok(Desktop {
-            inner: Arc::new(Inner { config, capture }),
+            inner: Arc::new(Inner {
+                config,
+                capture,
+                accessibility,
+            }),
         })
     }
 
@@ -54,6 +63,17 @@ impl Desktop {
     /// The capture backend (monitors, windows, images).
     pub fn capture(&self) -> &dyn CaptureBackend {
         &self.inner.capture
+    }
+
+    /// The accessibility backend. Its connection is made on first use and belongs to the tokio
+    /// runtime that made it: use one `Desktop` within one runtime.
+    pub fn accessibility(&self) -> &dyn AccessibilityBackend {
+        &self.inner.accessibility
+    }
+
+    /// The accessibility tree of a window, within the limits.
+    pub async fn tree(&self, window: &WindowInfo, limits: TreeLimits) -> Result<AccessibilityTree> {
+        self.inner.accessibility.window_tree(window, limits).await
     }
 
     /// Whether a window manager runs (always true where the platform has one built in).

@@ -9,3 +9,6 @@ mod harness;
 
 #[path = "display/capture.rs"]
 mod capture;
+
+#[path = "display/tree.rs"]
+mod tree;

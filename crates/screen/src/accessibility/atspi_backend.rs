@@ -9,6 +9,8 @@
 mod roles;
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Instant;
 
 use atspi::{Interface, InterfaceSet, State, StateSet};
@@ -40,8 +42,15 @@ fn accessibility_error(error: impl std::fmt::Display) -> Error {
     Error::Accessibility(error.to_string())
 }
 
-/// The Linux accessibility backend.
+/// The Linux accessibility backend. Its D-Bus connection lives on a runtime of its own (one
+/// worker thread), so callers on any runtime, or several, can share one backend; dropping a
+/// call's future aborts its work.
 pub struct AtspiBackend {
+    shared: Arc<Shared>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+struct Shared {
     session_bus_address: Option<String>,
     bus: OnceCell<Connection>,
 }
@@ -49,8 +58,26 @@ pub struct AtspiBackend {
 impl std::fmt::Debug for AtspiBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AtspiBackend")
-            .field("session_bus_address", &self.session_bus_address)
+            .field("session_bus_address", &self.shared.session_bus_address)
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for AtspiBackend {
+    fn drop(&mut self) {
+        // Safe in async contexts too, unlike dropping a runtime outright.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// Aborts the spawned task when the caller stops waiting.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -103,13 +130,47 @@ impl AtspiBackend {
     /// A backend that finds the accessibility bus through this session bus (`None`: the
     /// environment's). Nothing connects until the first call.
     pub fn new(session_bus_address: Option<String>) -> AtspiBackend {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("osprey-atspi")
+            .enable_all()
+            .build()
+            .ok();
         AtspiBackend {
-            session_bus_address,
-            bus: OnceCell::new(),
+            shared: Arc::new(Shared {
+                session_bus_address,
+                bus: OnceCell::new(),
+            }),
+            runtime,
         }
     }
 
-    async fn bus(&self) -> Result<&Connection> {
+    /// Runs `work` on the backend's runtime with the bus connection.
+    async fn run<T, F, Fut>(&self, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Connection) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T>> + Send + 'static,
+    {
+        let runtime = self.runtime.as_ref().ok_or_else(|| {
+            Error::Accessibility("could not start the accessibility worker thread".into())
+        })?;
+        let shared = self.shared.clone();
+        let mut task = AbortOnDrop(runtime.spawn(async move {
+            let bus = shared.bus().await?;
+            work(bus).await
+        }));
+        match (&mut task.0).await {
+            Ok(result) => result,
+            Err(error) => Err(Error::Accessibility(format!(
+                "the accessibility worker failed: {error}"
+            ))),
+        }
+    }
+}
+
+impl Shared {
+    async fn bus(&self) -> Result<Connection> {
         self.bus
             .get_or_try_init(|| async {
                 let connect = async {
@@ -149,8 +210,11 @@ impl AtspiBackend {
                 }
             })
             .await
+            .cloned()
     }
+}
 
+impl AtspiBackend {
     async fn call<R>(
         bus: &Connection,
         destination: &str,
@@ -281,8 +345,13 @@ impl AtspiBackend {
             } else {
                 None
             },
+            // GetActions gives display names ("Click"); lower-cased they are the action names.
             actions: actions
-                .map(|list| list.into_iter().map(|(name, _, _)| name).collect())
+                .map(|list| {
+                    list.into_iter()
+                        .map(|(name, _, _)| name.to_lowercase())
+                        .collect()
+                })
                 .unwrap_or_default(),
             value,
         })
@@ -307,7 +376,6 @@ impl AtspiBackend {
     /// The application and frame that show `window`: the application by process id, the frame
     /// by title, then by bounds.
     async fn find_frame(
-        &self,
         bus: &Connection,
         window: &WindowInfo,
         deadline: Instant,
@@ -513,17 +581,17 @@ impl AccessibilityBackend for AtspiBackend {
         window: &'a WindowInfo,
         limits: TreeLimits,
     ) -> BoxFuture<'a, Result<AccessibilityTree>> {
-        Box::pin(async move {
+        let window = window.clone();
+        Box::pin(self.run(move |bus| async move {
             let start = Instant::now();
             let deadline = limits.deadline_from(start);
-            let bus = self.bus().await?;
             let mut tree = AccessibilityTree {
                 complete: true,
                 ..AccessibilityTree::default()
             };
             let frame = match tokio::time::timeout_at(
                 deadline.into(),
-                self.find_frame(bus, window, deadline),
+                Self::find_frame(&bus, &window, deadline),
             )
             .await
             {
@@ -539,7 +607,7 @@ impl AccessibilityBackend for AtspiBackend {
                 }
             };
             match frame {
-                Some(root) => Self::walk(bus, root, limits, deadline, &mut tree).await,
+                Some(root) => Self::walk(&bus, root, limits, deadline, &mut tree).await,
                 None => {
                     tree.complete = false;
                     tree.notes.push(format!(
@@ -550,56 +618,81 @@ impl AccessibilityBackend for AtspiBackend {
             }
             tree.elapsed = start.elapsed();
             Ok(tree)
-        })
+        }))
     }
 
     fn refresh<'a>(&'a self, node: &'a NodeRef) -> BoxFuture<'a, Result<Option<AccessibleNode>>> {
-        Box::pin(async move {
-            let (destination, path) = split_ref(node)?;
-            let bus = self.bus().await?;
-            let fetched = tokio::time::timeout(
-                std::time::Duration::from_secs(3),
-                Self::fetch(bus, destination, path),
-            )
-            .await
-            .map_err(|_| Error::Timeout {
-                what: "reading the element".into(),
-                after: std::time::Duration::from_secs(3),
-            })?;
+        let node = node.clone();
+        Box::pin(self.run(move |bus| async move {
+            let (destination, path) = split_ref(&node)?;
+            let limit = std::time::Duration::from_secs(3);
+            let fetched = tokio::time::timeout(limit, Self::fetch(&bus, destination, path))
+                .await
+                .map_err(|_| Error::Timeout {
+                    what: "reading the element".into(),
+                    after: limit,
+                })?;
             match fetched {
                 Ok(fetched) if fetched.states.contains(State::Defunct) => Ok(None),
                 Ok(fetched) => Ok(Some(Self::node_from(&fetched, node.clone(), 0))),
                 Err(error) if is_gone(&error) => Ok(None),
                 Err(error) => Err(accessibility_error(error)),
             }
-        })
+        }))
     }
 
     fn do_action<'a>(&'a self, node: &'a NodeRef, action: &'a str) -> BoxFuture<'a, Result<()>> {
-        Box::pin(async move {
-            let (destination, path) = split_ref(node)?;
-            let bus = self.bus().await?;
-            let actions: Vec<(String, String, String)> =
-                Self::call(bus, destination, path, ACTION, "GetActions", &())
-                    .await
-                    .map_err(accessibility_error)?;
-            let index = actions
+        let node = node.clone();
+        let action = action.to_string();
+        Box::pin(self.run(move |bus| async move {
+            let (destination, path) = split_ref(&node)?;
+            // Match the action's real name (GetName), then its display name.
+            let count: i32 = Self::call(
+                &bus,
+                destination,
+                path,
+                PROPERTIES,
+                "Get",
+                &(ACTION, "NActions"),
+            )
+            .await
+            .ok()
+            .and_then(|v: OwnedValue| i32::try_from(v).ok())
+            .unwrap_or(0);
+            let mut names = Vec::new();
+            for index in 0..count {
+                let name: String =
+                    Self::call(&bus, destination, path, ACTION, "GetName", &(index,))
+                        .await
+                        .map_err(accessibility_error)?;
+                names.push(name);
+            }
+            if names.is_empty() {
+                let actions: Vec<(String, String, String)> =
+                    Self::call(&bus, destination, path, ACTION, "GetActions", &())
+                        .await
+                        .map_err(accessibility_error)?;
+                names = actions.into_iter().map(|(name, _, _)| name).collect();
+            }
+            let index = names
                 .iter()
-                .position(|(name, _, _)| name.eq_ignore_ascii_case(action))
+                .position(|name| name.eq_ignore_ascii_case(&action))
                 .ok_or_else(|| {
                     Error::InvalidInput(format!(
                         "the element has no action `{action}` (it has: {})",
-                        actions
-                            .iter()
-                            .map(|(n, _, _)| n.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        names.join(", ")
                     ))
                 })?;
-            let done: bool =
-                Self::call(bus, destination, path, ACTION, "DoAction", &(index as i32,))
-                    .await
-                    .map_err(accessibility_error)?;
+            let done: bool = Self::call(
+                &bus,
+                destination,
+                path,
+                ACTION,
+                "DoAction",
+                &(index as i32,),
+            )
+            .await
+            .map_err(accessibility_error)?;
             if done {
                 Ok(())
             } else {
@@ -607,16 +700,16 @@ impl AccessibilityBackend for AtspiBackend {
                     "the application refused the `{action}` action"
                 )))
             }
-        })
+        }))
     }
 
     fn focus<'a>(&'a self, node: &'a NodeRef) -> BoxFuture<'a, Result<bool>> {
-        Box::pin(async move {
-            let (destination, path) = split_ref(node)?;
-            let bus = self.bus().await?;
-            Self::call::<bool>(bus, destination, path, COMPONENT, "GrabFocus", &())
+        let node = node.clone();
+        Box::pin(self.run(move |bus| async move {
+            let (destination, path) = split_ref(&node)?;
+            Self::call::<bool>(&bus, destination, path, COMPONENT, "GrabFocus", &())
                 .await
                 .map_err(accessibility_error)
-        })
+        }))
     }
 }

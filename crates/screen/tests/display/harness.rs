@@ -291,11 +291,46 @@ impl FixtureApp {
                 .filter(|w| w.focused || !needs_focus);
             found.is_some()
         });
+        // GTK moves focus into the window (and repaints) a moment after the window manager
+        // activates it: wait until two captures in a row agree.
+        let window = found.expect("found above");
+        let mut previous = None;
+        wait_until("the window to settle", STARTUP, || {
+            let now = desktop.capture().capture_window(&window).ok();
+            let settled = now.is_some() && now == previous;
+            previous = now;
+            settled
+        });
         FixtureApp {
             title,
-            window: found.expect("found above"),
+            window,
             lines,
             _process: process,
         }
+    }
+}
+
+/// Runs a future on a fresh single-threaded runtime (one per test: the accessibility connection
+/// belongs to the runtime that made it).
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(future)
+}
+
+impl FixtureApp {
+    pub fn pid(&self) -> u32 {
+        self.window.pid.expect("GTK windows carry _NET_WM_PID")
+    }
+
+    /// Stops (SIGSTOP) or continues (SIGCONT) the fixture, to play a hung application.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([format!("-{signal}"), self.pid().to_string()])
+            .status()
+            .expect("running kill");
+        assert!(status.success(), "kill -{signal} failed");
     }
 }
