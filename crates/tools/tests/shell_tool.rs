@@ -629,6 +629,37 @@ async fn a_slow_foreground_command_yields_into_a_session() {
     assert!(r.is_error);
 }
 
+#[tokio::test]
+async fn finished_sessions_are_swept_after_their_ttl() {
+    let tool = ShellTool::new(ShellConfig {
+        session_ttl: Duration::ZERO,
+        ..config()
+    });
+    let c = ctx();
+    let r = run(
+        &tool,
+        &c,
+        json!({"action": "exec", "command": "echo hi", "background": true}),
+    )
+    .await;
+    let id = session_id(&ok(&r));
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let r = run(&tool, &c, json!({"resource": "session", "action": "list"})).await;
+        if !ok(&r).contains(&id) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never swept: {}",
+            r.text_content()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let r = run(&tool, &c, json!({"action": "poll", "session_id": id})).await;
+    assert!(r.is_error && r.text_content().contains("no session"));
+}
+
 // ---------------------------------------------------------------- processes
 
 #[tokio::test]

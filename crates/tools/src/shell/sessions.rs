@@ -18,6 +18,9 @@ use crate::tool::Call;
 
 /// Lines `log` shows when `limit` is not given.
 const DEFAULT_LOG_LINES: usize = 2000;
+/// Finished sessions kept (with their logs) before the TTL, oldest forgotten first, so many
+/// short sessions cannot pile up memory.
+const MAX_FINISHED: usize = 64;
 
 pub(crate) struct Sessions {
     jobs: Mutex<Vec<Arc<Job>>>,
@@ -58,11 +61,23 @@ impl Sessions {
         self.lock().iter().find(|j| j.id == id.trim()).cloned()
     }
 
-    /// Forgets sessions that finished more than the TTL ago.
+    /// Forgets sessions that finished more than the TTL ago, and the oldest finished ones
+    /// beyond [`MAX_FINISHED`].
     pub(crate) fn sweep(&self) {
         let ttl = self.ttl;
-        self.lock()
-            .retain(|job| job.exit().is_none_or(|exit| exit.at.elapsed() < ttl));
+        let mut jobs = self.lock();
+        jobs.retain(|job| job.exit().is_none_or(|exit| exit.at.elapsed() < ttl));
+        let finished = jobs.iter().filter(|j| !j.is_running()).count();
+        let mut excess = finished.saturating_sub(MAX_FINISHED);
+        // Jobs are in start order, so the first finished ones are the oldest.
+        jobs.retain(|job| {
+            if excess > 0 && !job.is_running() {
+                excess -= 1;
+                false
+            } else {
+                true
+            }
+        });
     }
 
     fn all(&self) -> Vec<Arc<Job>> {
