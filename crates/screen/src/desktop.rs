@@ -2,21 +2,109 @@
 //! snapshot store; the one handle the tools and the CLI use.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use image::RgbImage;
 
 use crate::accessibility::{
     AccessibilityBackend, AccessibilityTree, PlatformAccessibility, TreeLimits,
 };
-use crate::capture::{CaptureBackend, PlatformCapture, WindowInfo};
-use crate::error::Result;
+use crate::capture::{
+    CaptureBackend, PlatformCapture, WindowInfo, find_window_by_app, find_window_by_title,
+};
+use crate::elements::{assign_ids, element_list};
+use crate::error::{Error, Result};
+use crate::geometry::Rect;
+use crate::render::{Drawn, Encoded, Quality, annotate, downscale, encode};
+use crate::snapshot::{Snapshot, SnapshotStore};
 
 /// Where the backends connect. `None` fields fall back to the process environment (`DISPLAY`,
 /// `DBUS_SESSION_BUS_ADDRESS`); tests and long-lived hosts pass them explicitly.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct DesktopConfig {
     /// The X11 display name (`":0"`). Linux only.
     pub x11_display: Option<String>,
     /// The D-Bus session bus address, through which the AT-SPI bus is found. Linux only.
     pub session_bus_address: Option<String>,
+    /// Bounds on every accessibility walk.
+    pub tree_limits: TreeLimits,
+    /// How long snapshots stay usable, and how many are kept.
+    pub snapshot_ttl: Duration,
+    pub snapshot_capacity: usize,
+}
+
+impl Default for DesktopConfig {
+    fn default() -> Self {
+        DesktopConfig {
+            x11_display: None,
+            session_bus_address: None,
+            tree_limits: TreeLimits::default(),
+            snapshot_ttl: Duration::from_secs(600),
+            snapshot_capacity: 16,
+        }
+    }
+}
+
+/// What `see` looks at.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum SeeTarget {
+    /// The focused window, or the screen when none is focused.
+    #[default]
+    Focused,
+    /// The whole screen (every monitor), with the elements of every visible window.
+    Screen,
+    /// One monitor by its id from `monitors()`.
+    Monitor(u32),
+    /// A window by title (exact, else a case-insensitive substring).
+    WindowTitle(String),
+    /// The front-most window of an application (by name).
+    App(String),
+    /// A window by its platform id.
+    WindowId(u64),
+}
+
+/// How `see` renders its image.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SeeOptions {
+    pub quality: Quality,
+    /// Downscale the image to at most this width (the width tier); `None` keeps full size.
+    pub max_width: Option<u32>,
+    /// Draw the element boxes and IDs.
+    pub annotate: bool,
+}
+
+impl Default for SeeOptions {
+    fn default() -> Self {
+        SeeOptions {
+            quality: Quality::Fast,
+            max_width: None,
+            annotate: true,
+        }
+    }
+}
+
+/// What `see` returns: the stored snapshot, the encoded image and the element list text.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub snapshot: Arc<Snapshot>,
+    pub image: Encoded,
+    pub width: u32,
+    pub height: u32,
+    /// The header line, the element list and the notes.
+    pub text: String,
+    /// Where the boxes and labels were drawn (image pixels).
+    pub drawn: Drawn,
+    /// Time spent per stage, for logs and benchmarks.
+    pub timings: Timings,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timings {
+    pub capture: Duration,
+    pub tree: Duration,
+    pub render: Duration,
+    pub encode: Duration,
+    pub total: Duration,
 }
 
 /// The desktop handle. Cheap to clone.
@@ -29,6 +117,7 @@ struct Inner {
     config: DesktopConfig,
     capture: PlatformCapture,
     accessibility: PlatformAccessibility,
+    snapshots: SnapshotStore,
 }
 
 impl std::fmt::Debug for Desktop {
@@ -47,11 +136,13 @@ impl Desktop {
         #[cfg(not(target_os = "linux"))]
         let capture = PlatformCapture::new()?;
         let accessibility = PlatformAccessibility::new(config.session_bus_address.clone());
+        let snapshots = SnapshotStore::new(config.snapshot_ttl, config.snapshot_capacity);
         Ok(Desktop {
             inner: Arc::new(Inner {
                 config,
                 capture,
                 accessibility,
+                snapshots,
             }),
         })
     }
@@ -83,4 +174,249 @@ impl Desktop {
         #[cfg(not(target_os = "linux"))]
         return Ok(true);
     }
+
+    /// The snapshots `see` stored.
+    pub fn snapshots(&self) -> &SnapshotStore {
+        &self.inner.snapshots
+    }
+
+    /// Runs blocking capture work off the async threads.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&dyn CaptureBackend) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let desktop = self.clone();
+        tokio::task::spawn_blocking(move || work(desktop.capture()))
+            .await
+            .map_err(|e| Error::Display(format!("capture worker failed: {e}")))?
+    }
+
+    /// Lists windows (front-most last).
+    pub async fn windows(&self) -> Result<Vec<WindowInfo>> {
+        self.blocking(|capture| capture.windows()).await
+    }
+
+    /// Resolves a target to a window (or `None` for screen and monitor targets) and an area.
+    pub async fn resolve(&self, target: &SeeTarget) -> Result<(Option<WindowInfo>, Rect)> {
+        let target = target.clone();
+        self.blocking(move |capture| {
+            let windows = || capture.windows();
+            let window = match &target {
+                SeeTarget::Screen => None,
+                SeeTarget::Monitor(id) => {
+                    let monitors = capture.monitors()?;
+                    let monitor = monitors.iter().find(|m| m.id == *id).ok_or_else(|| {
+                        Error::NotFound(format!(
+                            "no monitor {id}; the monitors are: {}",
+                            monitors
+                                .iter()
+                                .map(|m| format!("{} ({})", m.id, m.name))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))
+                    })?;
+                    return Ok((None, monitor.bounds));
+                }
+                SeeTarget::Focused => windows()?.into_iter().find(|w| w.focused),
+                SeeTarget::WindowTitle(title) => {
+                    let list = windows()?;
+                    Some(find_window_by_title(&list, title).cloned().ok_or_else(|| {
+                        Error::NotFound(format!(
+                            "no window titled {title:?}; open windows: {}",
+                            window_titles(&list)
+                        ))
+                    })?)
+                }
+                SeeTarget::App(app) => {
+                    let list = windows()?;
+                    Some(find_window_by_app(&list, app).cloned().ok_or_else(|| {
+                        Error::NotFound(format!(
+                            "no window of an application named {app:?}; open windows: {}",
+                            window_titles(&list)
+                        ))
+                    })?)
+                }
+                SeeTarget::WindowId(id) => Some(
+                    windows()?
+                        .into_iter()
+                        .find(|w| w.id == *id)
+                        .ok_or_else(|| Error::NotFound(format!("no window with id {id}")))?,
+                ),
+            };
+            let screen = capture.screen_bounds()?;
+            match window {
+                Some(window) => {
+                    let area = window.bounds.intersection(&screen).ok_or_else(|| {
+                        Error::NotFound(format!(
+                            "window {:?} is off screen ({})",
+                            window.title, window.bounds
+                        ))
+                    })?;
+                    Ok((Some(window), area))
+                }
+                None => Ok((None, screen)),
+            }
+        })
+        .await
+    }
+
+    /// Takes a snapshot: capture, accessibility tree, element IDs, annotated and encoded image;
+    /// stores it and returns it with the element list.
+    pub async fn see(&self, target: &SeeTarget, options: SeeOptions) -> Result<Seen> {
+        let start = Instant::now();
+        let (window, area) = self.resolve(target).await?;
+        let limits = self.inner.config.tree_limits;
+        let capture = async {
+            let started = Instant::now();
+            let image = self
+                .blocking(move |capture| capture.capture_region(area))
+                .await?;
+            Ok::<(RgbImage, Duration), Error>((image, started.elapsed()))
+        };
+        let trees = async {
+            let started = Instant::now();
+            let trees = match &window {
+                Some(window) => vec![(window.clone(), self.tree(window, limits).await?)],
+                None => self.visible_trees(area, limits).await?,
+            };
+            Ok::<_, Error>((trees, started.elapsed()))
+        };
+        let (captured, trees) = futures::join!(capture, trees);
+        let (image, capture_time) = captured?;
+        let (trees, tree_time) = trees?;
+
+        let mut notes = Vec::new();
+        let mut merged = AccessibilityTree {
+            complete: true,
+            ..AccessibilityTree::default()
+        };
+        for (window, tree) in trees {
+            for note in &tree.notes {
+                notes.push(format!("{}: {note}", window.title));
+            }
+            merged.complete &= tree.complete;
+            merged.nodes.extend(tree.nodes);
+        }
+        let render_start = Instant::now();
+        let elements = assign_ids(&merged, area);
+        let (mut image, scale) = downscale(&image, options.max_width);
+        let drawn = if options.annotate {
+            annotate(&mut image, area.origin(), scale, &elements)
+        } else {
+            Drawn::default()
+        };
+        let render_time = render_start.elapsed();
+        let encode_start = Instant::now();
+        let encoded = encode(&image, options.quality)?;
+        let encode_time = encode_start.elapsed();
+
+        let snapshot = self.inner.snapshots.insert(Snapshot {
+            id: String::new(),
+            taken: Instant::now(),
+            window: window.clone(),
+            area,
+            scale,
+            elements,
+            notes,
+        });
+        let text = describe(&snapshot, image.width(), image.height());
+        Ok(Seen {
+            width: image.width(),
+            height: image.height(),
+            snapshot,
+            image: encoded,
+            text,
+            drawn,
+            timings: Timings {
+                capture: capture_time,
+                tree: tree_time,
+                render: render_time,
+                encode: encode_time,
+                total: start.elapsed(),
+            },
+        })
+    }
+
+    /// Trees of every visible window in `area`, with elements hidden under a higher window
+    /// removed (their bounds cleared), walked together under one deadline.
+    async fn visible_trees(
+        &self,
+        area: Rect,
+        limits: TreeLimits,
+    ) -> Result<Vec<(WindowInfo, AccessibilityTree)>> {
+        let windows: Vec<WindowInfo> = self
+            .windows()
+            .await?
+            .into_iter()
+            .filter(|w| !w.minimized && w.bounds.intersection(&area).is_some())
+            .collect();
+        let trees = futures::future::join_all(windows.iter().map(|w| self.tree(w, limits))).await;
+        let mut out = Vec::new();
+        for (position, (window, tree)) in windows.iter().zip(trees).enumerate() {
+            let mut tree = match tree {
+                Ok(tree) => tree,
+                Err(error) => AccessibilityTree {
+                    notes: vec![error.to_string()],
+                    ..AccessibilityTree::default()
+                },
+            };
+            let above: Vec<Rect> = windows[position + 1..].iter().map(|w| w.bounds).collect();
+            for node in &mut tree.nodes {
+                if let Some(bounds) = node.bounds
+                    && above.iter().any(|b| b.contains(bounds.center()))
+                {
+                    node.bounds = None;
+                }
+            }
+            out.push((window.clone(), tree));
+        }
+        Ok(out)
+    }
+}
+
+fn window_titles(windows: &[WindowInfo]) -> String {
+    if windows.is_empty() {
+        return "none".into();
+    }
+    windows
+        .iter()
+        .rev()
+        .take(20)
+        .map(|w| format!("{:?}", w.title))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The text `see` returns: what was seen and how the image maps to the screen, the elements,
+/// and the notes.
+pub fn describe(snapshot: &Snapshot, width: u32, height: u32) -> String {
+    let what = match &snapshot.window {
+        Some(w) => format!(
+            "window {:?} (app {}, pid {})",
+            w.title,
+            w.app_name,
+            w.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into())
+        ),
+        None => "screen".to_string(),
+    };
+    let mut text = format!(
+        "Snapshot {} of {what} at {}; image {width}x{height}",
+        snapshot.id, snapshot.area
+    );
+    if (snapshot.scale - 1.0).abs() > f64::EPSILON {
+        text.push_str(&format!(" (scaled {:.3})", snapshot.scale));
+    }
+    text.push_str(
+        ". Coordinates are screen pixels (left,top width x height); use an ID with desktop actions.\n",
+    );
+    if snapshot.elements.is_empty() {
+        text.push_str("No actionable elements found.");
+    } else {
+        text.push_str(&element_list(&snapshot.elements));
+    }
+    for note in &snapshot.notes {
+        text.push_str("\nNote: ");
+        text.push_str(note);
+    }
+    text
 }

@@ -9,10 +9,16 @@
 pub mod accessibility;
 pub mod capture;
 pub mod desktop;
+pub mod elements;
 pub mod error;
 pub mod geometry;
+pub mod render;
+pub mod snapshot;
 
 pub use capture::{CaptureBackend, MonitorInfo, WindowInfo};
-pub use desktop::{Desktop, DesktopConfig};
+pub use desktop::{Desktop, DesktopConfig, SeeOptions, SeeTarget, Seen};
+pub use elements::Element;
 pub use error::{Error, Result};
 pub use geometry::{Point, Rect};
+pub use render::Quality;
+pub use snapshot::{Snapshot, SnapshotStore};

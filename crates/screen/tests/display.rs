@@ -12,3 +12,6 @@ mod capture;
 
 #[path = "display/tree.rs"]
 mod tree;
+
+#[path = "display/see.rs"]
+mod see;

@@ -195,6 +195,7 @@ impl Environment {
         DesktopConfig {
             x11_display: Some(self.display.clone()),
             session_bus_address: Some(self.bus.clone()),
+            ..DesktopConfig::default()
         }
     }
 
@@ -333,4 +334,11 @@ impl FixtureApp {
             .expect("running kill");
         assert!(status.success(), "kill -{signal} failed");
     }
+}
+
+/// Where tests leave images for people to look at: `<target>/screen-tests/`.
+pub fn artifact(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/screen-tests");
+    std::fs::create_dir_all(&dir).expect("creating the artifacts directory");
+    dir.join(name)
 }

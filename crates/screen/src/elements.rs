@@ -1,0 +1,312 @@
+//! Element IDs: the accessibility tree flattened to the elements a person could act on, with
+//! on-screen bounds, sorted in reading order (top to bottom in 10 px bands, then left to right)
+//! and named by a role prefix and a per-prefix counter (`B1`, `B2`, `T1`). Identical trees give
+//! identical IDs.
+
+use accesskit::Role;
+use serde::Serialize;
+
+use crate::accessibility::{AccessibilityTree, NodeRef, States};
+use crate::geometry::Rect;
+
+/// Height of the reading-order bands: elements whose tops are within the same band read left
+/// to right.
+pub const BAND_PIXELS: i32 = 10;
+
+/// One element with an ID.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Element {
+    pub id: String,
+    #[serde(skip)]
+    pub role: Role,
+    /// A short role word for the list (`button`, `text field`).
+    pub kind: &'static str,
+    pub name: String,
+    pub value: Option<String>,
+    /// Screen bounds.
+    pub bounds: Rect,
+    pub states: States,
+    pub actions: Vec<String>,
+    #[serde(skip)]
+    pub node: NodeRef,
+}
+
+/// The ID prefix of a role (the table in ARCHITECTURE.md), `None` for roles that never get one.
+pub fn prefix(role: Role) -> Option<char> {
+    Some(match role {
+        Role::Button | Role::DefaultButton => 'B',
+        Role::TextInput
+        | Role::MultilineTextInput
+        | Role::SearchInput
+        | Role::PasswordInput
+        | Role::EmailInput
+        | Role::NumberInput
+        | Role::PhoneNumberInput
+        | Role::UrlInput
+        | Role::DateInput
+        | Role::DateTimeInput
+        | Role::WeekInput
+        | Role::MonthInput
+        | Role::TimeInput
+        | Role::SpinButton => 'T',
+        Role::Link => 'L',
+        Role::CheckBox | Role::Switch => 'C',
+        Role::MenuItem | Role::MenuItemCheckBox | Role::MenuItemRadio | Role::MenuListOption => 'M',
+        Role::Slider => 'S',
+        Role::Tab => 'A',
+        Role::RadioButton => 'R',
+        Role::ComboBox | Role::EditableComboBox | Role::MenuListPopup => 'P',
+        Role::Image => 'G',
+        Role::Label | Role::Paragraph | Role::Heading | Role::TextRun => 'X',
+        Role::Toolbar => 'O',
+        Role::ListItem | Role::ListBoxOption | Role::TreeItem => 'I',
+        Role::Cell | Role::GridCell | Role::Row | Role::ColumnHeader | Role::RowHeader => 'W',
+        Role::ScrollBar => 'Z',
+        Role::Group | Role::RadioGroup | Role::TabList => 'U',
+        Role::Window | Role::Dialog | Role::AlertDialog => 'N',
+        _ => return None,
+    })
+}
+
+/// The word for a role in the element list.
+pub fn kind(role: Role) -> &'static str {
+    match prefix(role) {
+        Some('B') => "button",
+        Some('T') => "text field",
+        Some('L') => "link",
+        Some('C') => "checkbox",
+        Some('M') => "menu item",
+        Some('S') => "slider",
+        Some('A') => "tab",
+        Some('R') => "radio",
+        Some('P') => "combo box",
+        Some('G') => "image",
+        Some('X') => "text",
+        Some('O') => "toolbar",
+        Some('I') => "list item",
+        Some('W') => "table cell",
+        Some('Z') => "scrollbar",
+        Some('U') => "group",
+        Some('N') => "window",
+        _ => "element",
+    }
+}
+
+/// Prefixes whose elements are always actionable; the rest need an action, an editable or
+/// selectable state to get an ID. Windows, groups and toolbars are containers and never do.
+fn always_actionable(prefix: char) -> bool {
+    matches!(
+        prefix,
+        'B' | 'T' | 'L' | 'C' | 'M' | 'S' | 'A' | 'R' | 'P' | 'Z'
+    )
+}
+
+/// Flattens the tree to actionable, visible elements inside `visible_area` (screen
+/// coordinates), in reading order, with IDs.
+pub fn assign_ids(tree: &AccessibilityTree, visible_area: Rect) -> Vec<Element> {
+    let mut candidates: Vec<(usize, char, Rect)> = Vec::new();
+    for (index, node) in tree.nodes.iter().enumerate() {
+        let Some(prefix) = prefix(node.role) else {
+            continue;
+        };
+        if matches!(prefix, 'N' | 'U' | 'O') {
+            continue;
+        }
+        let actionable = always_actionable(prefix)
+            || !node.actions.is_empty()
+            || node.states.editable
+            || node.states.selectable;
+        if !actionable || !node.states.showing {
+            continue;
+        }
+        let Some(bounds) = node.bounds.filter(|b| !b.is_empty()) else {
+            continue;
+        };
+        let Some(visible) = bounds.intersection(&visible_area) else {
+            continue;
+        };
+        // At least half visible, so the ID's box shows most of the element.
+        let area = |r: &Rect| u64::from(r.width) * u64::from(r.height);
+        if area(&visible) * 2 < area(&bounds) {
+            continue;
+        }
+        candidates.push((index, prefix, bounds));
+    }
+    candidates.sort_by_key(|(index, _, b)| {
+        (
+            b.y.div_euclid(BAND_PIXELS),
+            b.x,
+            b.y,
+            b.width,
+            b.height,
+            *index,
+        )
+    });
+    let mut counters = [0u32; 26];
+    candidates
+        .into_iter()
+        .map(|(index, prefix, bounds)| {
+            let counter = &mut counters[(prefix as u8 - b'A') as usize];
+            *counter += 1;
+            let node = &tree.nodes[index];
+            Element {
+                id: format!("{prefix}{counter}"),
+                role: node.role,
+                kind: kind(node.role),
+                name: node.name.clone(),
+                value: node.value.clone(),
+                bounds,
+                states: node.states,
+                actions: node.actions.clone(),
+                node: node.node.clone(),
+            }
+        })
+        .collect()
+}
+
+fn quoted(text: &str, limit: usize) -> String {
+    let one_line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let cut: String = one_line.chars().take(limit).collect();
+    let ellipsis = if one_line.chars().count() > limit {
+        "…"
+    } else {
+        ""
+    };
+    format!("{:?}", format!("{cut}{ellipsis}"))
+}
+
+impl Element {
+    /// One line of the element list: `B3 button "Save" (812,440 96x32)`, then the value and
+    /// notable states.
+    pub fn line(&self) -> String {
+        let mut line = format!(
+            "{} {} {} ({})",
+            self.id,
+            self.kind,
+            quoted(&self.name, 80),
+            self.bounds
+        );
+        if let Some(value) = &self.value {
+            line.push_str(&format!(" value={}", quoted(value, 80)));
+        }
+        let s = &self.states;
+        let is_toggle = matches!(self.role, Role::CheckBox | Role::Switch | Role::RadioButton);
+        for (flag, word) in [
+            (is_toggle && s.checked, "checked"),
+            (is_toggle && !s.checked, "unchecked"),
+            (s.selected, "selected"),
+            (s.focused, "focused"),
+            (!s.enabled, "disabled"),
+        ] {
+            if flag {
+                line.push(' ');
+                line.push_str(word);
+            }
+        }
+        line
+    }
+}
+
+/// The element list, one line each.
+pub fn element_list(elements: &[Element]) -> String {
+    elements
+        .iter()
+        .map(Element::line)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accessibility::AccessibleNode;
+
+    fn node(role: Role, name: &str, bounds: Rect) -> AccessibleNode {
+        AccessibleNode {
+            node: NodeRef(format!(":1.1|/{name}")),
+            role,
+            platform_role: String::new(),
+            name: name.into(),
+            description: String::new(),
+            value: None,
+            states: States {
+                enabled: true,
+                visible: true,
+                showing: true,
+                ..States::default()
+            },
+            bounds: Some(bounds),
+            actions: vec!["click".into()],
+            children: vec![],
+            depth: 1,
+        }
+    }
+
+    fn tree(nodes: Vec<AccessibleNode>) -> AccessibilityTree {
+        AccessibilityTree {
+            nodes,
+            complete: true,
+            ..AccessibilityTree::default()
+        }
+    }
+
+    #[test]
+    fn ids_follow_reading_order_in_bands_with_per_prefix_counters() {
+        let screen = Rect::new(0, 0, 1000, 1000);
+        let t = tree(vec![
+            node(Role::Window, "win", Rect::new(0, 0, 1000, 1000)),
+            // Same band (tops 104 and 100): left to right, whatever the tree order.
+            node(Role::Button, "right", Rect::new(500, 104, 80, 30)),
+            node(Role::Button, "left", Rect::new(10, 100, 80, 30)),
+            node(Role::TextInput, "field", Rect::new(200, 101, 100, 30)),
+            // Next band.
+            node(Role::Button, "below", Rect::new(0, 140, 80, 30)),
+            node(Role::CheckBox, "check", Rect::new(0, 200, 20, 20)),
+            node(Role::Label, "plain label", Rect::new(0, 300, 50, 20)),
+        ]);
+        let mut t = t;
+        t.nodes[6].actions.clear();
+        let elements = assign_ids(&t, screen);
+        let ids: Vec<(&str, &str)> = elements
+            .iter()
+            .map(|e| (e.id.as_str(), e.name.as_str()))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                ("B1", "left"),
+                ("T1", "field"),
+                ("B2", "right"),
+                ("B3", "below"),
+                ("C1", "check")
+            ]
+        );
+        // Identical trees, identical IDs.
+        assert_eq!(assign_ids(&t, screen), elements);
+        assert_eq!(elements[0].line(), r#"B1 button "left" (10,100 80x30)"#);
+        assert_eq!(
+            elements[4].line(),
+            r#"C1 checkbox "check" (0,200 20x20) unchecked"#
+        );
+    }
+
+    #[test]
+    fn hidden_offscreen_and_boundless_elements_get_no_id() {
+        let mut hidden = node(Role::Button, "hidden", Rect::new(0, 0, 10, 10));
+        hidden.states.showing = false;
+        let mut boundless = node(Role::Button, "boundless", Rect::new(0, 0, 10, 10));
+        boundless.bounds = None;
+        let outside = node(Role::Button, "outside", Rect::new(2000, 0, 10, 10));
+        let half_out = node(Role::Button, "mostly out", Rect::new(95, 0, 20, 10));
+        let inside = node(Role::Button, "inside", Rect::new(50, 50, 10, 10));
+        let elements = assign_ids(
+            &tree(vec![hidden, boundless, outside, half_out, inside]),
+            Rect::new(0, 0, 100, 100),
+        );
+        assert_eq!(elements.len(), 1);
+        assert_eq!(elements[0].name, "inside");
+    }
+}

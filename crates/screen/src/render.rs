@@ -1,0 +1,232 @@
+//! The annotated image: the capture, optionally downscaled to a width tier, with a coloured box
+//! and an ID label drawn for every element (labels in an embedded 8x8 bitmap font, so no font
+//! file is needed on any platform), then encoded by quality tier (PNG with fast compression by
+//! default, JPEG for the smallest payload).
+
+use image::codecs::jpeg::JpegEncoder;
+use image::codecs::png::{CompressionType, FilterType, PngEncoder};
+use image::{ExtendedColorType, ImageEncoder, Rgb, RgbImage};
+use serde::Serialize;
+
+use crate::elements::Element;
+use crate::error::{Error, Result};
+use crate::geometry::{Point, Rect};
+
+/// How the image is encoded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Quality {
+    /// PNG, fast deflate: lossless, quick, larger. The default.
+    #[default]
+    Fast,
+    /// PNG, default deflate level: lossless and smaller, several times slower.
+    Lossless,
+    /// JPEG at quality 80: smallest, lossy (labels stay readable).
+    Small,
+}
+
+impl Quality {
+    pub fn parse(text: &str) -> Option<Quality> {
+        match text {
+            "fast" | "png" => Some(Quality::Fast),
+            "lossless" | "best" => Some(Quality::Lossless),
+            "small" | "jpeg" | "jpg" => Some(Quality::Small),
+            _ => None,
+        }
+    }
+}
+
+/// An encoded image.
+#[derive(Clone, Debug)]
+pub struct Encoded {
+    pub bytes: Vec<u8>,
+    pub mime_type: &'static str,
+}
+
+/// Encodes an RGB image at a quality tier.
+pub fn encode(image: &RgbImage, quality: Quality) -> Result<Encoded> {
+    let mut bytes = Vec::with_capacity(image.as_raw().len() / 4);
+    let (width, height) = image.dimensions();
+    let result = match quality {
+        Quality::Fast => {
+            PngEncoder::new_with_quality(&mut bytes, CompressionType::Fast, FilterType::Adaptive)
+                .write_image(image.as_raw(), width, height, ExtendedColorType::Rgb8)
+        }
+        Quality::Lossless => {
+            PngEncoder::new_with_quality(&mut bytes, CompressionType::Default, FilterType::Adaptive)
+                .write_image(image.as_raw(), width, height, ExtendedColorType::Rgb8)
+        }
+        Quality::Small => JpegEncoder::new_with_quality(&mut bytes, 80).write_image(
+            image.as_raw(),
+            width,
+            height,
+            ExtendedColorType::Rgb8,
+        ),
+    };
+    result.map_err(|e| Error::Encode(e.to_string()))?;
+    Ok(Encoded {
+        bytes,
+        mime_type: match quality {
+            Quality::Small => "image/jpeg",
+            _ => "image/png",
+        },
+    })
+}
+
+/// The capture scaled to at most `max_width` (never up), with the factor applied.
+pub fn downscale(image: &RgbImage, max_width: Option<u32>) -> (RgbImage, f64) {
+    match max_width {
+        Some(max) if max > 0 && image.width() > max => {
+            let scale = f64::from(max) / f64::from(image.width());
+            let height = ((f64::from(image.height()) * scale).round() as u32).max(1);
+            // `thumbnail` averages areas: fast and clean for large reductions.
+            (image::imageops::thumbnail(image, max, height), scale)
+        }
+        _ => (image.clone(), 1.0),
+    }
+}
+
+/// What [`annotate`] drew, in image pixels, so callers and tests know where pixels changed.
+#[derive(Clone, Debug, Default)]
+pub struct Drawn {
+    /// Per element: its box and its label.
+    pub boxes: Vec<(Rect, Rect)>,
+}
+
+const PALETTE: [[u8; 3]; 8] = [
+    [230, 25, 75],
+    [0, 130, 200],
+    [60, 180, 75],
+    [245, 130, 48],
+    [145, 30, 180],
+    [0, 128, 128],
+    [240, 50, 230],
+    [128, 0, 0],
+];
+
+fn colour_for(id: &str) -> Rgb<u8> {
+    let prefix = id.bytes().next().unwrap_or(b'A');
+    Rgb(PALETTE[usize::from(prefix) % PALETTE.len()])
+}
+
+fn fill(image: &mut RgbImage, rect: Rect, colour: Rgb<u8>) {
+    let bounds = Rect::new(0, 0, image.width(), image.height());
+    let Some(r) = rect.intersection(&bounds) else {
+        return;
+    };
+    for y in r.y..r.bottom() {
+        for x in r.x..r.right() {
+            image.put_pixel(x as u32, y as u32, colour);
+        }
+    }
+}
+
+fn outline(image: &mut RgbImage, rect: Rect, thickness: u32, colour: Rgb<u8>) {
+    let t = thickness.min(rect.width / 2).min(rect.height / 2).max(1);
+    fill(image, Rect::new(rect.x, rect.y, rect.width, t), colour);
+    fill(
+        image,
+        Rect::new(rect.x, rect.bottom() - t as i32, rect.width, t),
+        colour,
+    );
+    fill(image, Rect::new(rect.x, rect.y, t, rect.height), colour);
+    fill(
+        image,
+        Rect::new(rect.right() - t as i32, rect.y, t, rect.height),
+        colour,
+    );
+}
+
+fn text(image: &mut RgbImage, at: Point, label: &str, scale: u32, colour: Rgb<u8>) {
+    let glyph_size = 8 * scale as i32;
+    for (index, character) in label.chars().enumerate() {
+        let Some(glyph) = font8x8::legacy::BASIC_LEGACY.get(character as usize) else {
+            continue;
+        };
+        let left = at.x + index as i32 * glyph_size;
+        for (row, bits) in glyph.iter().enumerate() {
+            for column in 0..8 {
+                if bits & (1 << column) != 0 {
+                    fill(
+                        image,
+                        Rect::new(
+                            left + column * scale as i32,
+                            at.y + row as i32 * scale as i32,
+                            scale,
+                            scale,
+                        ),
+                        colour,
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Draws each element's box and ID on `image`. `origin` is the screen position of the image's
+/// top-left pixel and `scale` the image's size relative to the screen.
+pub fn annotate(image: &mut RgbImage, origin: Point, scale: f64, elements: &[Element]) -> Drawn {
+    let glyph_scale: u32 = if image.width() >= 1600 { 2 } else { 1 };
+    let padding = 2 * glyph_scale as i32;
+    let label_height = 8 * glyph_scale + 2 * padding as u32;
+    let mut drawn = Drawn::default();
+    for element in elements {
+        let colour = colour_for(&element.id);
+        let rect = element.bounds.offset_from(origin).scaled(scale);
+        outline(image, rect, 2, colour);
+        let label_width = element.id.len() as u32 * 8 * glyph_scale + 2 * padding as u32;
+        // Above the box when there is room, else inside its top-left corner.
+        let top = if rect.y >= label_height as i32 {
+            rect.y - label_height as i32
+        } else {
+            rect.y
+        };
+        let label = Rect::new(rect.x, top, label_width, label_height);
+        fill(image, label, colour);
+        text(
+            image,
+            Point {
+                x: label.x + padding,
+                y: label.y + padding,
+            },
+            &element.id,
+            glyph_scale,
+            Rgb([255, 255, 255]),
+        );
+        drawn.boxes.push((rect, label));
+    }
+    drawn
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiers_encode_and_decode_to_the_same_size() {
+        let mut image = RgbImage::from_pixel(64, 32, Rgb([10, 20, 30]));
+        image.put_pixel(5, 5, Rgb([255, 255, 255]));
+        for quality in [Quality::Fast, Quality::Lossless, Quality::Small] {
+            let encoded = encode(&image, quality).unwrap();
+            let decoded = image::load_from_memory(&encoded.bytes).unwrap();
+            assert_eq!((decoded.width(), decoded.height()), (64, 32));
+            if quality != Quality::Small {
+                assert_eq!(decoded.to_rgb8(), image, "PNG is lossless");
+            }
+        }
+        assert_eq!(
+            encode(&image, Quality::Small).unwrap().mime_type,
+            "image/jpeg"
+        );
+    }
+
+    #[test]
+    fn downscale_keeps_the_aspect_and_reports_the_factor() {
+        let image = RgbImage::new(1920, 1080);
+        let (small, scale) = downscale(&image, Some(1280));
+        assert_eq!((small.width(), small.height()), (1280, 720));
+        assert!((scale - 2.0 / 3.0).abs() < 1e-9);
+        let (same, scale) = downscale(&image, Some(4000));
+        assert_eq!((same.width(), scale), (1920, 1.0));
+    }
+}

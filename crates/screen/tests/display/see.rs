@@ -1,0 +1,165 @@
+use osprey_screen::{Quality, SeeOptions, SeeTarget};
+
+use crate::harness::{FixtureApp, artifact, block_on, environment};
+
+#[test]
+fn see_assigns_ids_in_reading_order_and_lists_them() {
+    let (environment, _lock) = environment();
+    let app = FixtureApp::form(environment, "see", &[]);
+    let desktop = environment.desktop();
+    let seen = block_on(desktop.see(
+        &SeeTarget::WindowTitle(app.title.clone()),
+        SeeOptions::default(),
+    ))
+    .unwrap();
+    std::fs::write(artifact("see-form.png"), &seen.image.bytes).unwrap();
+    let snapshot = &seen.snapshot;
+    let by_id = |id: &str| {
+        snapshot
+            .element(id)
+            .unwrap_or_else(|| panic!("{id} in {}", seen.text))
+    };
+    assert_eq!(by_id("T1").name, "Name");
+    assert_eq!(by_id("T2").name, "Email");
+    assert_eq!(by_id("C1").name, "Subscribe");
+    assert_eq!(by_id("P1").name, "Colour");
+    assert_eq!(by_id("B1").name, "Save");
+    assert_eq!(by_id("B2").name, "Cancel");
+    let list_items: Vec<&str> = snapshot
+        .elements
+        .iter()
+        .filter(|e| e.id.starts_with('I'))
+        .map(|e| e.id.as_str())
+        .collect();
+    assert_eq!(list_items, ["I1", "I2", "I3"]);
+    // Reading order: by 10 px band, then left to right.
+    for pair in snapshot.elements.windows(2) {
+        let (a, b) = (pair[0].bounds, pair[1].bounds);
+        assert!(
+            (a.y.div_euclid(10), a.x) <= (b.y.div_euclid(10), b.x),
+            "{} before {}",
+            pair[0].line(),
+            pair[1].line()
+        );
+    }
+    let save = by_id("B1");
+    assert!(
+        seen.text
+            .contains(&format!(r#"B1 button "Save" ({})"#, save.bounds)),
+        "{}",
+        seen.text
+    );
+    assert!(seen.text.contains(r#"C1 checkbox "Subscribe""#) && seen.text.contains("unchecked"));
+    assert!(
+        seen.text
+            .starts_with(&format!("Snapshot {} of window", snapshot.id))
+    );
+    assert_eq!(
+        (seen.width, seen.height),
+        (app.window.bounds.width, app.window.bounds.height)
+    );
+
+    // A second look at the same window gives the same IDs for the same elements.
+    let again = block_on(desktop.see(
+        &SeeTarget::WindowTitle(app.title.clone()),
+        SeeOptions::default(),
+    ))
+    .unwrap();
+    let ids = |s: &osprey_screen::Snapshot| -> Vec<(String, String)> {
+        s.elements
+            .iter()
+            .map(|e| (e.id.clone(), e.name.clone()))
+            .collect()
+    };
+    assert_eq!(ids(&again.snapshot), ids(snapshot));
+    assert_ne!(again.snapshot.id, snapshot.id);
+}
+
+#[test]
+fn annotated_image_differs_from_the_capture_only_inside_the_boxes() {
+    let (environment, _lock) = environment();
+    let app = FixtureApp::form(environment, "annotate", &[]);
+    let desktop = environment.desktop();
+    let target = SeeTarget::WindowTitle(app.title.clone());
+    let raw = block_on(desktop.see(
+        &target,
+        SeeOptions {
+            annotate: false,
+            ..SeeOptions::default()
+        },
+    ))
+    .unwrap();
+    let annotated = block_on(desktop.see(&target, SeeOptions::default())).unwrap();
+    std::fs::write(artifact("annotate-raw.png"), &raw.image.bytes).unwrap();
+    std::fs::write(artifact("annotate-boxes.png"), &annotated.image.bytes).unwrap();
+    let raw = image::load_from_memory(&raw.image.bytes).unwrap().to_rgb8();
+    let boxed = image::load_from_memory(&annotated.image.bytes)
+        .unwrap()
+        .to_rgb8();
+    assert_eq!(raw.dimensions(), boxed.dimensions());
+    let regions: Vec<_> = annotated
+        .drawn
+        .boxes
+        .iter()
+        .flat_map(|(outline, label)| [*outline, *label])
+        .collect();
+    assert!(!regions.is_empty());
+    let mut changed = 0;
+    for (x, y, pixel) in boxed.enumerate_pixels() {
+        if raw.get_pixel(x, y) != pixel {
+            changed += 1;
+            let point = osprey_screen::Point {
+                x: x as i32,
+                y: y as i32,
+            };
+            assert!(
+                regions.iter().any(|r| r.contains(point)),
+                "pixel {x},{y} changed outside every box"
+            );
+        }
+    }
+    assert!(changed > 0);
+    // Every element's outline was drawn: its top-left corner changed colour.
+    for (outline, _) in &annotated.drawn.boxes {
+        let (x, y) = (outline.x.max(0) as u32, outline.y.max(0) as u32);
+        assert_ne!(raw.get_pixel(x + 1, y + 1), boxed.get_pixel(x + 1, y + 1));
+    }
+
+    // Width tier: downscaled, with the scale recorded and boxes scaled with it.
+    let small = block_on(desktop.see(
+        &target,
+        SeeOptions {
+            max_width: Some(320),
+            quality: Quality::Small,
+            ..SeeOptions::default()
+        },
+    ))
+    .unwrap();
+    std::fs::write(artifact("annotate-small.jpg"), &small.image.bytes).unwrap();
+    assert_eq!(small.width, 320);
+    assert_eq!(small.image.mime_type, "image/jpeg");
+    let scale = small.snapshot.scale;
+    assert!((scale - 320.0 / f64::from(app.window.bounds.width)).abs() < 1e-9);
+    assert!(small.text.contains("scaled"));
+}
+
+#[test]
+fn stale_element_ids_are_refused_with_a_clear_error() {
+    let (environment, _lock) = environment();
+    let app = FixtureApp::form(environment, "stale", &[]);
+    let desktop = environment.desktop();
+    let seen = block_on(desktop.see(
+        &SeeTarget::WindowTitle(app.title.clone()),
+        SeeOptions::default(),
+    ))
+    .unwrap();
+    let store = desktop.snapshots();
+    assert_eq!(store.lookup(None, "B1").unwrap().1.name, "Save");
+    let error = store.lookup(None, "B99").unwrap_err().to_string();
+    assert!(error.contains("has no element B99") && error.contains("take a new snapshot"));
+    let error = store.lookup(Some("s999"), "B1").unwrap_err().to_string();
+    assert!(
+        error.contains("s999 is unknown or has expired") && error.contains("take a new snapshot")
+    );
+    assert!(store.lookup(Some(&seen.snapshot.id), "T1").is_ok());
+}
