@@ -337,6 +337,9 @@ impl Domain {
                 (r, action)
             }
             (Some(r), None) if r.actions.len() == 1 => (r, &r.actions[0]),
+            (Some(r), None) if self.infer_action(Some(r), &input).is_some() => self
+                .infer_action(Some(r), &input)
+                .expect("checked by the guard"),
             (Some(r), None) => {
                 return Err(format!(
                     "{} resource `{}` needs an `action`: one of {}",
@@ -350,6 +353,9 @@ impl Domain {
                 ));
             }
             (None, Some(a)) => self.infer_resource(&a, &input)?,
+            (None, None) if self.infer_action(None, &input).is_some() => self
+                .infer_action(None, &input)
+                .expect("checked by the guard"),
             (None, None) => {
                 return Err(format!(
                     "{} needs an `action`; the actions are: {}",
@@ -383,16 +389,18 @@ impl Domain {
                                 continue;
                             }
                             if field.kind == FieldType::Number
-                                && let Ok(n) = s.trim().parse::<f64>() {
-                                    input.insert(field.name.clone(), json!(n));
-                                    continue;
-                                }
-                        }
-                        if let (FieldType::Boolean, Some(s)) = (&field.kind, value.as_str())
-                            && let Ok(b) = s.trim().parse::<bool>() {
-                                input.insert(field.name.clone(), json!(b));
+                                && let Ok(n) = s.trim().parse::<f64>()
+                            {
+                                input.insert(field.name.clone(), json!(n));
                                 continue;
                             }
+                        }
+                        if let (FieldType::Boolean, Some(s)) = (&field.kind, value.as_str())
+                            && let Ok(b) = s.trim().parse::<bool>()
+                        {
+                            input.insert(field.name.clone(), json!(b));
+                            continue;
+                        }
                         return Err(format!(
                             "`{}` must be {}, got {}",
                             field.name,
@@ -456,9 +464,10 @@ impl Domain {
             0 => {
                 // The model may have put a resource name in `action` (`{"action": "bash"}`).
                 if let Some(r) = self.find_resource(action)
-                    && r.actions.len() == 1 {
-                        return Ok((r, &r.actions[0]));
-                    }
+                    && r.actions.len() == 1
+                {
+                    return Ok((r, &r.actions[0]));
+                }
                 Err(format!(
                     "{} has no action `{action}`; the actions are: {}",
                     self.name,
@@ -494,6 +503,30 @@ impl Domain {
                 ))
             }
         }
+    }
+
+    /// With no `action` given, the one action (within `resource`, if given) whose required fields
+    /// are all present: `{"command": "ls"}` is clearly `exec`. `None` when no action or several fit.
+    fn infer_action(
+        &self,
+        resource: Option<&Resource>,
+        input: &Map<String, Value>,
+    ) -> Option<(&Resource, &Action)> {
+        let mut fitting = self
+            .resources
+            .iter()
+            .filter(|r| resource.is_none_or(|only| std::ptr::eq(*r, only)))
+            .flat_map(|r| r.actions.iter().map(move |a| (r, a)))
+            .filter(|(r, a)| {
+                let mut required = self
+                    .fields
+                    .iter()
+                    .filter(|f| f.required_by(&r.name, &a.name))
+                    .peekable();
+                required.peek().is_some() && required.all(|f| input.contains_key(&f.name))
+            });
+        let first = fitting.next()?;
+        fitting.next().is_none().then_some(first)
     }
 
     fn describe_actions(&self) -> String {
@@ -607,6 +640,20 @@ mod tests {
                 .action(),
             "exec"
         );
+    }
+
+    #[test]
+    fn infers_a_missing_action_from_the_fields_only_one_action_needs() {
+        let d = domain();
+        let call = d.resolve(json!({"command": "ls"})).unwrap();
+        assert_eq!((call.resource(), call.action()), ("bash", "exec"));
+        let call = d
+            .resolve(json!({"resource": "sh", "command": "ls"}))
+            .unwrap();
+        assert_eq!(call.action(), "exec");
+        // `pid` is required by process kill and by info: ambiguous, so the model must say.
+        let err = d.resolve(json!({"pid": 3})).unwrap_err();
+        assert!(err.contains("needs an `action`"), "{err}");
     }
 
     #[test]

@@ -365,6 +365,9 @@ impl Registry {
         if let Err(refusal) = self.safeguard_check(&facts, analysis.as_ref()) {
             return refuse(refusal);
         }
+        let sensitive_read = analysis
+            .as_ref()
+            .and_then(|a| self.inner.safeguard.sensitive_read(a));
         let subject = Subject {
             tool: name,
             resource: call.resource.as_deref(),
@@ -372,6 +375,7 @@ impl Registry {
             session_id: ctx.session_id.as_deref(),
             facts: &facts,
             analysis: analysis.as_ref(),
+            must_ask: sensitive_read.as_deref(),
         };
         let decision = match self.inner.policy.evaluate(&subject) {
             Verdict::Allow(reason) => reason.as_str().to_string(),

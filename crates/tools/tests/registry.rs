@@ -736,3 +736,34 @@ fn tools_can_come_and_go_at_run_time_and_listeners_hear_it() {
     assert_eq!(schemas[0]["name"], "probe");
     assert_eq!(schemas[0]["input_schema"]["type"], "object");
 }
+
+#[tokio::test]
+async fn a_command_reading_credentials_is_asked_even_under_full() {
+    let f = fixture(Level::Full, AskMode::OnMiss);
+    let once = Scripted::new(ApprovalAnswer::Once, f.events.clone());
+    let read_key = json!({"action": "run", "command": "cat ~/.ssh/id_rsa"});
+    let r = f
+        .registry
+        .execute(
+            &ctx().with_approver(once.clone()),
+            "probe",
+            read_key.clone(),
+        )
+        .await;
+    assert!(!r.is_error, "{r:?}");
+    assert_eq!(once.asked.load(Ordering::SeqCst), 1);
+    // An ordinary command is not asked at `full`.
+    f.registry
+        .execute(
+            &ctx().with_approver(once.clone()),
+            "probe",
+            json!({"action": "run", "command": "cat ./notes.txt"}),
+        )
+        .await;
+    assert_eq!(once.asked.load(Ordering::SeqCst), 1);
+
+    let f = fixture(Level::Full, AskMode::Off);
+    let r = f.registry.execute(&ctx(), "probe", read_key).await;
+    assert_eq!(r.code, Some(ErrorCode::PolicyDenied), "{r:?}");
+    assert!(r.text_content().contains(".ssh"), "{}", r.text_content());
+}

@@ -233,6 +233,9 @@ pub struct Subject<'a> {
     pub session_id: Option<&'a str>,
     pub facts: &'a CallFacts,
     pub analysis: Option<&'a CommandAnalysis>,
+    /// Set when the call must not run without a person's answer whatever the level or lists
+    /// say (for example a shell command that reads a credential file); says why.
+    pub must_ask: Option<&'a str>,
 }
 
 impl Subject<'_> {
@@ -335,6 +338,9 @@ impl Policy {
                 "the command cannot be checked statically ({reason})"
             ));
         }
+        if let Some(reason) = subject.must_ask {
+            return miss(format!("it needs a person's approval: {reason}"));
+        }
         if config.ask == AskMode::Always {
             return Verdict::Ask("the ask mode is `always`".into());
         }
@@ -342,18 +348,19 @@ impl Policy {
             return Verdict::Allow(AllowReason::Full);
         }
         if let Some(analysis) = subject.analysis
-            && !analysis.commands.is_empty() {
-                if analysis.commands.iter().all(|c| is_safe_bin(&config, c)) {
-                    return Verdict::Allow(AllowReason::SafeBin);
-                }
-                if analysis
-                    .commands
-                    .iter()
-                    .all(|c| is_safe_bin(&config, c) || allowlisted(&config, c))
-                {
-                    return Verdict::Allow(AllowReason::Allowlist);
-                }
+            && !analysis.commands.is_empty()
+        {
+            if analysis.commands.iter().all(|c| is_safe_bin(&config, c)) {
+                return Verdict::Allow(AllowReason::SafeBin);
             }
+            if analysis
+                .commands
+                .iter()
+                .all(|c| is_safe_bin(&config, c) || allowlisted(&config, c))
+            {
+                return Verdict::Allow(AllowReason::Allowlist);
+            }
+        }
         miss(format!(
             "no allowlist entry or grant covers {}",
             facts.summary
@@ -420,21 +427,24 @@ impl Policy {
         let facts = subject.facts;
         let mut out = Vec::new();
         if let Some(analysis) = subject.analysis
-            && analysis.dynamic.is_none() && analysis.commands.len() == 1 {
-                let c = &analysis.commands[0];
-                out.push(GrantScope::CommandPattern(command_line(c)));
-                match c.args.first() {
-                    Some(first) if !first.starts_with('-') => out.push(GrantScope::CommandPattern(
-                        format!("{} {first} *", c.program),
-                    )),
-                    _ => {}
-                }
+            && analysis.dynamic.is_none()
+            && analysis.commands.len() == 1
+        {
+            let c = &analysis.commands[0];
+            out.push(GrantScope::CommandPattern(command_line(c)));
+            match c.args.first() {
+                Some(first) if !first.starts_with('-') => out.push(GrantScope::CommandPattern(
+                    format!("{} {first} *", c.program),
+                )),
+                _ => {}
             }
+        }
         let paths: Vec<&PathBuf> = facts.write_paths.iter().chain(&facts.read_paths).collect();
         if subject.analysis.is_none()
-            && let Some(dir) = paths.first().and_then(|p| p.parent()) {
-                out.push(GrantScope::PathPrefix(dir.display().to_string()));
-            }
+            && let Some(dir) = paths.first().and_then(|p| p.parent())
+        {
+            out.push(GrantScope::PathPrefix(dir.display().to_string()));
+        }
         if let Some(host) = facts.url.as_deref().and_then(host_of) {
             out.push(GrantScope::Domain(host));
         }
@@ -580,7 +590,10 @@ fn normalize(path: &Path) -> PathBuf {
 /// is `a.example`, not `b.example`).
 fn host_of(url: &str) -> Option<String> {
     let parsed = url::Url::parse(url).ok()?;
-    let host = parsed.host_str()?.trim_start_matches('[').trim_end_matches(']');
+    let host = parsed
+        .host_str()?
+        .trim_start_matches('[')
+        .trim_end_matches(']');
     (!host.is_empty()).then(|| host.trim_end_matches('.').to_ascii_lowercase())
 }
 
@@ -639,6 +652,7 @@ mod tests {
             session_id: session,
             facts: &facts,
             analysis: Some(&analysis),
+            must_ask: None,
         })
     }
 
@@ -669,6 +683,7 @@ mod tests {
             session_id: None,
             facts: &facts,
             analysis: None,
+            must_ask: None,
         };
         assert_eq!(p.evaluate(&s), Verdict::Allow(AllowReason::ReadOnly));
     }
@@ -761,6 +776,7 @@ mod tests {
             session_id: Some("s1"),
             facts: &facts,
             analysis: Some(&analysis),
+            must_ask: None,
         };
         p.remember(&s, &ApprovalAnswer::AlwaysThisSession).unwrap();
         assert_eq!(p.evaluate(&s), Verdict::Allow(AllowReason::SessionAlways));
@@ -822,6 +838,7 @@ mod tests {
                 session_id: None,
                 facts: &facts,
                 analysis: None,
+                must_ask: None,
             })
         };
         let write = |path: &str| CallFacts {

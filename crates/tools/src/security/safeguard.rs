@@ -88,6 +88,47 @@ impl Safeguard {
         Ok(())
     }
 
+    /// Whether the command reads a protected path (`cat ~/.ssh/id_rsa`, `< ~/.aws/credentials`).
+    /// Reading is not blocked — `ssh-keygen -l -f ~/.ssh/id_ed25519.pub` is a fair request — but
+    /// such a command must never run without a person's say: the policy asks instead of
+    /// allowing it by safe bin, allowlist or `full`. Returns why.
+    pub fn sensitive_read(&self, analysis: &CommandAnalysis) -> Option<String> {
+        let mut cwd = Cwd::Process;
+        for command in &analysis.commands {
+            let check = Check {
+                guard: self,
+                command,
+                cwd: &cwd,
+            };
+            let operands = command
+                .args
+                .iter()
+                .map(|a| match a.split_once('=') {
+                    Some((flag, value)) if flag.starts_with('-') => value,
+                    _ => a.as_str(),
+                })
+                .chain(command.redirects.iter().map(|r| r.target.as_str()));
+            for arg in operands {
+                let path_like = arg.contains('/')
+                    || arg.starts_with('~')
+                    || arg.starts_with('$')
+                    || matches!(cwd, Cwd::At(_));
+                if !path_like || arg.starts_with('-') {
+                    continue;
+                }
+                if let Some(path) = check.path(arg)
+                    && let Err(refusal) = self.paths.check_read(&path)
+                {
+                    return Some(refusal.message);
+                }
+            }
+            if let Some(next) = check.cd_target() {
+                cwd = next;
+            }
+        }
+        None
+    }
+
     /// Checks a path a call will write.
     pub fn check_write_path(&self, path: &Path) -> Result<(), Refusal> {
         self.paths.check_write(path).map(|_| ())
@@ -437,6 +478,18 @@ mod tests {
             g.check_command(&analyze("cd \"$(mktemp -d)\" && rm -rf x"))
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn reads_of_protected_paths_are_reported_for_the_policy() {
+        let g = guard();
+        let read = |cmd: &str| g.sensitive_read(&analyze(cmd));
+        assert!(read("cat ~/.ssh/id_rsa").unwrap().contains(".ssh"));
+        assert!(read("base64 < ~/.aws/credentials").is_some());
+        assert!(read("cd ~/.ssh && cat id_rsa").is_some());
+        assert!(read("grep --file=$HOME/.netrc x").is_some());
+        assert_eq!(read("cat ./notes.txt src/main.rs"), None);
+        assert_eq!(read("git commit -m 'fix: ~ handling'"), None);
     }
 
     #[test]
