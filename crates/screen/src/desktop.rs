@@ -15,6 +15,7 @@ use crate::capture::{
 use crate::elements::{assign_ids, element_list};
 use crate::error::{Error, Result};
 use crate::geometry::Rect;
+use crate::input::Input;
 use crate::render::{Drawn, Encoded, Quality, annotate, downscale, encode};
 use crate::snapshot::{Snapshot, SnapshotStore};
 
@@ -118,6 +119,7 @@ struct Inner {
     capture: PlatformCapture,
     accessibility: PlatformAccessibility,
     snapshots: SnapshotStore,
+    input: Input,
 }
 
 impl std::fmt::Debug for Desktop {
@@ -137,12 +139,14 @@ impl Desktop {
         let capture = PlatformCapture::new()?;
         let accessibility = PlatformAccessibility::new(config.session_bus_address.clone());
         let snapshots = SnapshotStore::new(config.snapshot_ttl, config.snapshot_capacity);
+        let config_display = config.x11_display.clone();
         Ok(Desktop {
             inner: Arc::new(Inner {
                 config,
                 capture,
                 accessibility,
                 snapshots,
+                input: Input::new(config_display),
             }),
         })
     }
@@ -175,13 +179,18 @@ impl Desktop {
         return Ok(true);
     }
 
+    /// The input device (pointer and keyboard).
+    pub fn input(&self) -> &Input {
+        &self.inner.input
+    }
+
     /// The snapshots `see` stored.
     pub fn snapshots(&self) -> &SnapshotStore {
         &self.inner.snapshots
     }
 
     /// Runs blocking capture work off the async threads.
-    async fn blocking<T: Send + 'static>(
+    pub(crate) async fn blocking<T: Send + 'static>(
         &self,
         work: impl FnOnce(&dyn CaptureBackend) -> Result<T> + Send + 'static,
     ) -> Result<T> {

@@ -7,18 +7,22 @@
 //! process environment: display and bus addresses are passed in explicitly.
 
 pub mod accessibility;
+pub mod actions;
 pub mod capture;
 pub mod desktop;
 pub mod elements;
 pub mod error;
 pub mod geometry;
+pub mod input;
 pub mod render;
 pub mod snapshot;
 
+pub use actions::ActionTarget;
 pub use capture::{CaptureBackend, MonitorInfo, WindowInfo};
 pub use desktop::{Desktop, DesktopConfig, SeeOptions, SeeTarget, Seen};
 pub use elements::Element;
 pub use error::{Error, Result};
 pub use geometry::{Point, Rect};
+pub use input::MouseButton;
 pub use render::Quality;
 pub use snapshot::{Snapshot, SnapshotStore};

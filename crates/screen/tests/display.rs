@@ -15,3 +15,6 @@ mod tree;
 
 #[path = "display/see.rs"]
 mod see;
+
+#[path = "display/input.rs"]
+mod input;
