@@ -72,6 +72,8 @@ pub struct SeeOptions {
     pub max_width: Option<u32>,
     /// Draw the element boxes and IDs.
     pub annotate: bool,
+    /// Overrides the configured accessibility deadline (a tool call's remaining time).
+    pub tree_timeout: Option<Duration>,
 }
 
 impl Default for SeeOptions {
@@ -80,6 +82,7 @@ impl Default for SeeOptions {
             quality: Quality::Fast,
             max_width: None,
             annotate: true,
+            tree_timeout: None,
         }
     }
 }
@@ -274,7 +277,10 @@ impl Desktop {
     pub async fn see(&self, target: &SeeTarget, options: SeeOptions) -> Result<Seen> {
         let start = Instant::now();
         let (window, area) = self.resolve(target).await?;
-        let limits = self.inner.config.tree_limits;
+        let mut limits = self.inner.config.tree_limits;
+        if let Some(timeout) = options.tree_timeout {
+            limits.timeout = limits.timeout.min(timeout);
+        }
         let capture = async {
             let started = Instant::now();
             let image = self

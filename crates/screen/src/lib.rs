@@ -16,6 +16,7 @@ pub mod geometry;
 pub mod input;
 pub mod render;
 pub mod snapshot;
+pub mod tools;
 
 pub use actions::ActionTarget;
 pub use capture::{CaptureBackend, MonitorInfo, WindowInfo};
@@ -26,3 +27,4 @@ pub use geometry::{Point, Rect};
 pub use input::MouseButton;
 pub use render::Quality;
 pub use snapshot::{Snapshot, SnapshotStore};
+pub use tools::{DesktopTool, ScreenTools, ScreenshotTool};

@@ -18,3 +18,6 @@ mod see;
 
 #[path = "display/input.rs"]
 mod input;
+
+#[path = "display/tools.rs"]
+mod tools;

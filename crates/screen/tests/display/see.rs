@@ -163,3 +163,33 @@ fn stale_element_ids_are_refused_with_a_clear_error() {
     );
     assert!(store.lookup(Some(&seen.snapshot.id), "T1").is_ok());
 }
+
+#[test]
+fn a_hung_application_cannot_stall_see_past_its_deadline() {
+    let (environment, _lock) = environment();
+    let app = FixtureApp::form(environment, "see hung", &[]);
+    let desktop = environment.desktop();
+    let target = SeeTarget::WindowTitle(app.title.clone());
+    // Warm the connection, then stop the application: its accessibility requests go unanswered.
+    block_on(desktop.see(&target, SeeOptions::default())).unwrap();
+    app.signal("STOP");
+    let options = SeeOptions {
+        tree_timeout: Some(std::time::Duration::from_millis(700)),
+        ..SeeOptions::default()
+    };
+    let started = std::time::Instant::now();
+    let seen = block_on(desktop.see(&target, options));
+    let took = started.elapsed();
+    app.signal("CONT");
+    let seen = seen.unwrap();
+    assert!(
+        took < std::time::Duration::from_millis(1500),
+        "took {took:?}"
+    );
+    assert!(seen.text.contains("did not answer"), "{}", seen.text);
+    // The picture still comes back.
+    assert_eq!(
+        (seen.width, seen.height),
+        (app.window.bounds.width, app.window.bounds.height)
+    );
+}
