@@ -59,6 +59,24 @@ fn window_opens_on_chat_and_settings_shows_app_info() -> Result<()> {
         "tool count reads {tools:?}"
     );
 
+    // The capability grants the page Osprey's commands and nothing more: a shell plugin command
+    // (registered, but not granted) must be refused by Tauri's ACL.
+    let outcome = |command: &str| {
+        driver.execute_async(
+            "const [command, done] = arguments; \
+             window.__TAURI_INTERNALS__.invoke(command, { path: 'https://example.com' }) \
+               .then(() => done('allowed'), (error) => done('denied: ' + String(error)));",
+            vec![command.into()],
+        )
+    };
+    let app_info = outcome("app_info")?;
+    ensure!(app_info == "allowed", "app_info from the page: {app_info}");
+    let shell_open = outcome("plugin:shell|open")?;
+    ensure!(
+        shell_open.as_str().is_some_and(|o| o.starts_with("denied")),
+        "plugin:shell|open from the page: {shell_open}"
+    );
+
     let settings_screenshot = app.save_screenshot("settings")?;
     let (width, height) = png_dimensions(&std::fs::read(&settings_screenshot)?)?;
     ensure!(
