@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::capture::WindowInfo;
 use crate::error::Result;
@@ -25,11 +25,11 @@ pub use unsupported::NoAccessibility as PlatformAccessibility;
 
 /// An opaque, platform-specific reference to one element, good for later actions on it
 /// (Linux: `bus-name|object-path`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct NodeRef(pub String);
 
 /// The states the pipeline and the model care about.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct States {
     pub focused: bool,
     pub focusable: bool,

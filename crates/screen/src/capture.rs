@@ -3,7 +3,7 @@
 //! Linux (one connection kept open, explicit display name), xcap on macOS and Windows.
 
 use image::RgbImage;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::geometry::Rect;
@@ -28,7 +28,7 @@ pub struct MonitorInfo {
 }
 
 /// One top-level window.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WindowInfo {
     /// The platform's window id (an X11 window, a CGWindowID, an HWND value).
     pub id: u64,

@@ -32,6 +32,8 @@ pub struct DesktopConfig {
     /// How long snapshots stay usable, and how many are kept.
     pub snapshot_ttl: Duration,
     pub snapshot_capacity: usize,
+    /// Where the latest snapshot is kept for later processes (the CLI: `<data>/snapshots`).
+    pub snapshot_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for DesktopConfig {
@@ -42,6 +44,7 @@ impl Default for DesktopConfig {
             tree_limits: TreeLimits::default(),
             snapshot_ttl: Duration::from_secs(600),
             snapshot_capacity: 16,
+            snapshot_dir: None,
         }
     }
 }
@@ -141,7 +144,10 @@ impl Desktop {
         #[cfg(not(target_os = "linux"))]
         let capture = PlatformCapture::new()?;
         let accessibility = PlatformAccessibility::new(config.session_bus_address.clone());
-        let snapshots = SnapshotStore::new(config.snapshot_ttl, config.snapshot_capacity);
+        let mut snapshots = SnapshotStore::new(config.snapshot_ttl, config.snapshot_capacity);
+        if let Some(directory) = &config.snapshot_dir {
+            snapshots = snapshots.with_directory(directory.clone());
+        }
         let config_display = config.x11_display.clone();
         Ok(Desktop {
             inner: Arc::new(Inner {
@@ -328,6 +334,7 @@ impl Desktop {
         let snapshot = self.inner.snapshots.insert(Snapshot {
             id: String::new(),
             taken: Instant::now(),
+            taken_unix_ms: 0,
             window: window.clone(),
             area,
             scale,

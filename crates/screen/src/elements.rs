@@ -4,7 +4,7 @@
 //! identical IDs.
 
 use accesskit::Role;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::accessibility::{AccessibilityTree, NodeRef, States};
 use crate::geometry::Rect;
@@ -14,12 +14,12 @@ use crate::geometry::Rect;
 pub const BAND_PIXELS: i32 = 10;
 
 /// One element with an ID.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Element {
     pub id: String,
-    #[serde(skip)]
     pub role: Role,
-    /// A short role word for the list (`button`, `text field`).
+    /// A short role word for the list (`button`, `text field`); derived from the role.
+    #[serde(skip_deserializing, default)]
     pub kind: &'static str,
     pub name: String,
     pub value: Option<String>,
@@ -27,7 +27,6 @@ pub struct Element {
     pub bounds: Rect,
     pub states: States,
     pub actions: Vec<String>,
-    #[serde(skip)]
     pub node: NodeRef,
 }
 

@@ -1,17 +1,17 @@
 //! Screen geometry: rectangles and points in screen pixels (origin top-left of the virtual
 //! screen, y down), the coordinate system of every bound this crate reports.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A point in screen pixels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Point {
     pub x: i32,
     pub y: i32,
 }
 
 /// A rectangle in screen pixels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct Rect {
     pub x: i32,
     pub y: i32,

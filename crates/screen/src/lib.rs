@@ -28,3 +28,17 @@ pub use input::MouseButton;
 pub use render::Quality;
 pub use snapshot::{Snapshot, SnapshotStore};
 pub use tools::{DesktopTool, ScreenTools, ScreenshotTool};
+
+/// One snapshot for the CLI's `osprey see`: connects, looks, and returns the encoded annotated
+/// image (`seen.image.bytes`, PNG unless `options.quality` asks for JPEG) and the element list
+/// (`seen.text`). Set `config.snapshot_dir` so a later `osprey tool desktop ...` can use the IDs.
+pub async fn see_once(
+    config: DesktopConfig,
+    target: SeeTarget,
+    options: SeeOptions,
+) -> Result<Seen> {
+    let desktop = tokio::task::spawn_blocking(move || Desktop::new(config))
+        .await
+        .map_err(|e| Error::Display(format!("connecting failed: {e}")))??;
+    desktop.see(&target, options).await
+}

@@ -193,3 +193,42 @@ fn a_hung_application_cannot_stall_see_past_its_deadline() {
         (app.window.bounds.width, app.window.bounds.height)
     );
 }
+
+#[test]
+fn see_once_saves_ids_that_a_later_desktop_can_use() {
+    let (environment, _lock) = environment();
+    let app = FixtureApp::form(environment, "see once", &[]);
+    let directory = crate::harness::artifact(&format!("snapshots-{}", std::process::id()));
+    let mut config = environment.config();
+    config.snapshot_dir = Some(directory.clone());
+    let seen = block_on(osprey_screen::see_once(
+        config.clone(),
+        SeeTarget::WindowTitle(app.title.clone()),
+        SeeOptions::default(),
+    ))
+    .unwrap();
+    assert!(seen.image.bytes.starts_with(b"\x89PNG"));
+    assert!(
+        seen.text.contains(r#"C1 checkbox "Subscribe""#),
+        "{}",
+        seen.text
+    );
+    // A new desktop (as in a new `osprey tool` process) acts on C1 from that snapshot.
+    let later = osprey_screen::Desktop::new(config).unwrap();
+    let message = block_on(later.click(
+        &osprey_screen::ActionTarget::Element {
+            snapshot: None,
+            id: "C1".into(),
+        },
+        osprey_screen::MouseButton::Left,
+        1,
+        false,
+    ))
+    .unwrap();
+    assert!(message.contains("C1 checkbox"), "{message}");
+    app.lines
+        .wait_for("toggled True", std::time::Duration::from_secs(5), |l| {
+            l == "toggled True"
+        });
+    std::fs::remove_dir_all(directory).unwrap();
+}
