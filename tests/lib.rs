@@ -17,12 +17,18 @@ mod processes;
 #[cfg(unix)]
 pub use processes::{DesktopApp, LaunchOptions, SessionBus, TauriDriver, VirtualDisplay};
 
-/// The workspace root (this crate lives in `<root>/tests`).
+/// The workspace root (this crate lives in `<root>/tests`). Cargo sets `CARGO_MANIFEST_DIR` when
+/// it runs a test, and that wins over the compile-time value: cargo reuses artifacts between
+/// checkouts that share a target directory, and the baked-in path may be another checkout's.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    manifest_dir
         .parent()
         .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .unwrap_or(manifest_dir)
 }
 
 /// Cargo's target directory: `$CARGO_TARGET_DIR` (relative paths are relative to the workspace,

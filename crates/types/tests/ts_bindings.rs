@@ -18,7 +18,12 @@ use ts_rs::{Config, TS};
 const WRITE_ENV: &str = "OSPREY_WRITE_BINDINGS";
 
 fn gen_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/src/gen")
+    // The run-time value first: a test binary reused from another checkout sharing the target
+    // directory would otherwise check that checkout's files.
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    manifest_dir.join("../../ui/src/gen")
 }
 
 /// Exports one type (and what it refers to) and notes its name for the index.
