@@ -1,0 +1,237 @@
+//! Benchmarks of the snapshot pipeline on a real display, with the peers' way of doing the same
+//! thing run in the same process for ratios: `xwd -root` and `import -window root` for capture,
+//! `import` plus a python3 pyatspi walk for `see`, and the image crate's default PNG encoder.
+//! Run in release only: `cargo bench -p osprey-screen --bench pipeline`. The display is the
+//! one in `DISPLAY` (plus `DBUS_SESSION_BUS_ADDRESS`), or a private 1920x1080 Xvfb.
+
+#[allow(dead_code)]
+#[path = "../tests/display/harness.rs"]
+mod harness;
+
+use std::io::Cursor;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group};
+use osprey_screen::accessibility::TreeLimits;
+use osprey_screen::render::{Quality, encode};
+use osprey_screen::{Desktop, SeeOptions, SeeTarget};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+fn median(mut run: impl FnMut(), samples: usize) -> Duration {
+    run(); // warm up
+    let mut times: Vec<Duration> = (0..samples)
+        .map(|_| {
+            let start = Instant::now();
+            run();
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn run_quietly(command: &mut Command) {
+    let status = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("starting a baseline program");
+    assert!(status.success(), "{command:?} failed");
+}
+
+fn big_form(environment: &harness::Environment) -> harness::FixtureApp {
+    harness::FixtureApp::form(
+        environment,
+        "bench",
+        &["--buttons", "190", "--width", "1900", "--height", "1000"],
+    )
+}
+
+fn pipeline(c: &mut Criterion) {
+    let (environment, _lock) = harness::environment();
+    let desktop: Desktop = environment.desktop();
+    let rt = runtime();
+    let screen = desktop.capture().screen_bounds().unwrap();
+    c.bench_function("capture full screen", |b| {
+        b.iter(|| desktop.capture().capture_region(screen).unwrap())
+    });
+    let app = big_form(environment);
+    let target = SeeTarget::WindowTitle(app.title.clone());
+    c.bench_function("accessibility tree, 200-element window", |b| {
+        b.iter(|| {
+            rt.block_on(desktop.tree(&app.window, TreeLimits::default()))
+                .unwrap()
+        })
+    });
+    c.bench_function("see, 200-element window", |b| {
+        b.iter(|| {
+            rt.block_on(desktop.see(&target, SeeOptions::default()))
+                .unwrap()
+        })
+    });
+    let frame = desktop.capture().capture_region(screen).unwrap();
+    let mut group = c.benchmark_group("encode full screen");
+    group.sample_size(20);
+    group.bench_function("png fast (default tier)", |b| {
+        b.iter(|| encode(&frame, Quality::Fast).unwrap())
+    });
+    group.bench_function("jpeg 80 (small tier)", |b| {
+        b.iter(|| encode(&frame, Quality::Small).unwrap())
+    });
+    group.bench_function("png deflate default (lossless tier)", |b| {
+        b.iter(|| encode(&frame, Quality::Lossless).unwrap())
+    });
+    group.finish();
+}
+
+/// Medians of ours and the peers' in one run, printed as a table with ratios.
+fn ratios() {
+    let (environment, _lock) = harness::environment();
+    let desktop = environment.desktop();
+    let rt = runtime();
+    let display = environment.display.clone();
+    let screen = desktop.capture().screen_bounds().unwrap();
+    let mut rows: Vec<(String, Duration, String, Duration)> = Vec::new();
+
+    let ours = median(
+        || drop(desktop.capture().capture_region(screen).unwrap()),
+        30,
+    );
+    let xwd = median(
+        || {
+            run_quietly(Command::new("xwd").args([
+                "-root",
+                "-silent",
+                "-display",
+                &display,
+                "-out",
+                "/dev/null",
+            ]))
+        },
+        10,
+    );
+    rows.push((
+        format!("capture {}x{}", screen.width, screen.height),
+        ours,
+        "xwd -root".into(),
+        xwd,
+    ));
+    let import = median(
+        || {
+            run_quietly(Command::new("import").args([
+                "-display",
+                &display,
+                "-window",
+                "root",
+                "png:/dev/null",
+            ]))
+        },
+        5,
+    );
+    rows.push(("".into(), ours, "import -window root".into(), import));
+
+    let app = big_form(environment);
+    let target = SeeTarget::WindowTitle(app.title.clone());
+    let seen = rt
+        .block_on(desktop.see(&target, SeeOptions::default()))
+        .unwrap();
+    let tree = rt
+        .block_on(desktop.tree(&app.window, TreeLimits::default()))
+        .unwrap();
+    eprintln!(
+        "see: {} elements with IDs from {} nodes; stages {:?}",
+        seen.snapshot.elements.len(),
+        tree.nodes.len(),
+        seen.timings
+    );
+    let see = median(
+        || {
+            drop(
+                rt.block_on(desktop.see(&target, SeeOptions::default()))
+                    .unwrap(),
+            )
+        },
+        15,
+    );
+    let script = harness::fixture_path("baseline_see.py");
+    let out = std::env::temp_dir().join("osprey-baseline-see.png");
+    let window_id = app.window.id.to_string();
+    let baseline = median(
+        || {
+            run_quietly(
+                Command::new(harness::python_with_gi())
+                    .arg(&script)
+                    .args([app.title.as_str(), window_id.as_str()])
+                    .arg(&out)
+                    .env("DISPLAY", &display)
+                    .env("DBUS_SESSION_BUS_ADDRESS", &environment.bus),
+            )
+        },
+        5,
+    );
+    rows.push((
+        format!(
+            "see ({} IDs, {} nodes)",
+            seen.snapshot.elements.len(),
+            tree.nodes.len()
+        ),
+        see,
+        "import + pyatspi walk".into(),
+        baseline,
+    ));
+
+    let frame = desktop.capture().capture_region(screen).unwrap();
+    let fast = median(|| drop(encode(&frame, Quality::Fast).unwrap()), 15);
+    let default_png = median(
+        || {
+            let mut out = Cursor::new(Vec::new());
+            image::DynamicImage::ImageRgb8(frame.clone())
+                .write_to(&mut out, image::ImageFormat::Png)
+                .unwrap();
+        },
+        15,
+    );
+    let lossless = median(|| drop(encode(&frame, Quality::Lossless).unwrap()), 5);
+    rows.push((
+        "encode png fast".into(),
+        fast,
+        "image default write_to(Png)".into(),
+        default_png,
+    ));
+    rows.push(("".into(), fast, "png deflate level 6".into(), lossless));
+
+    println!(
+        "\n{:<34} {:>10}   {:<28} {:>10} {:>8}",
+        "ours", "median", "peer", "median", "ratio"
+    );
+    for (ours_name, ours, peer_name, peer) in rows {
+        println!(
+            "{:<34} {:>8.2}ms   {:<28} {:>8.2}ms {:>7.1}x",
+            ours_name,
+            ours.as_secs_f64() * 1000.0,
+            peer_name,
+            peer.as_secs_f64() * 1000.0,
+            peer.as_secs_f64() / ours.as_secs_f64()
+        );
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30).measurement_time(Duration::from_secs(4));
+    targets = pipeline
+}
+
+fn main() {
+    benches();
+    ratios();
+    Criterion::default().configure_from_args().final_summary();
+}
