@@ -1,12 +1,18 @@
 //! X11 capture with x11rb: one connection kept open for the life of the backend (xcap opens a
 //! new one per call), display named explicitly (no reliance on the process's `DISPLAY`), window
-//! metadata read with pipelined property requests, pixels with one `GetImage` on the root.
+//! metadata read with pipelined property requests, pixels with one MIT-SHM `GetImage` into a
+//! server-created shared segment (read back with `pread`, so no `unsafe` mapping is needed),
+//! or a plain `GetImage` over the socket where the server has no MIT-SHM 1.2.
 
-use std::sync::Arc;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use image::RgbImage;
 use x11rb::connection::{Connection, RequestConnection};
 use x11rb::protocol::randr::ConnectionExt as _;
+use x11rb::protocol::shm::ConnectionExt as _;
 use x11rb::protocol::xproto::{
     Atom, AtomEnum, ClientMessageEvent, ConfigureWindowAux, ConnectionExt as _, EventMask,
     ImageFormat, ImageOrder, InputFocus, MapState, StackMode, Window, WindowClass,
@@ -71,7 +77,22 @@ struct Inner {
     screen_height: u16,
     atoms: Atoms,
     layout: PixelLayout,
+    /// Cleared after the first MIT-SHM failure, so later captures go straight to `GetImage`.
+    shm_usable: AtomicBool,
+    /// The shared segment, reused across captures (one capture at a time uses it).
+    segment: Mutex<Option<Segment>>,
 }
+
+/// A MIT-SHM segment the X server created, and our handle on its memory.
+struct Segment {
+    id: u32,
+    file: File,
+    size: u32,
+}
+
+/// Rows converted per block: about 256 KiB of source pixels, so a block stays in cache between
+/// the read and the conversion.
+const BLOCK_BYTES: usize = 256 * 1024;
 
 impl std::fmt::Debug for X11Capture {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -124,6 +145,17 @@ impl X11Capture {
         let root = screen.root;
         let (screen_width, screen_height) = (screen.width_in_pixels, screen.height_in_pixels);
         let atoms = Atoms::intern(&conn)?;
+        // CreateSegment (the server makes the memory and hands us a descriptor) is MIT-SHM 1.2.
+        let shm_usable = conn
+            .extension_information(x11rb::protocol::shm::X11_EXTENSION_NAME)
+            .ok()
+            .flatten()
+            .is_some()
+            && conn
+                .shm_query_version()
+                .ok()
+                .and_then(|c| c.reply().ok())
+                .is_some_and(|v| (v.major_version, v.minor_version) >= (1, 2));
         Ok(X11Capture {
             inner: Arc::new(Inner {
                 conn,
@@ -132,8 +164,76 @@ impl X11Capture {
                 screen_height,
                 atoms,
                 layout,
+                shm_usable: AtomicBool::new(shm_usable),
+                segment: Mutex::new(None),
             }),
         })
+    }
+
+    /// Whether captures go through MIT-SHM.
+    pub fn uses_shared_memory(&self) -> bool {
+        self.inner.shm_usable.load(Ordering::Relaxed)
+    }
+
+    /// The pixels of `area` (already clipped to the screen) through a shared segment.
+    fn capture_shared(&self, area: Rect) -> Result<RgbImage> {
+        let inner = &self.inner;
+        let needed = area.width * area.height * 4;
+        let mut slot = inner.segment.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.as_ref().is_none_or(|s| s.size < needed) {
+            if let Some(old) = slot.take() {
+                let _ = inner.conn.shm_detach(old.id);
+            }
+            // At least a full screen, so ordinary captures never re-create it.
+            let size =
+                needed.max(u32::from(inner.screen_width) * u32::from(inner.screen_height) * 4);
+            let id = inner.conn.generate_id().map_err(display)?;
+            let reply = inner
+                .conn
+                .shm_create_segment(id, size, false)
+                .map_err(display)?
+                .reply()
+                .map_err(display)?;
+            *slot = Some(Segment {
+                id,
+                file: File::from(reply.shm_fd),
+                size,
+            });
+        }
+        let segment = slot.as_ref().expect("created above");
+        inner
+            .conn
+            .shm_get_image(
+                inner.root,
+                area.x as i16,
+                area.y as i16,
+                area.width as u16,
+                area.height as u16,
+                !0,
+                u8::from(ImageFormat::Z_PIXMAP),
+                segment.id,
+                0,
+            )
+            .map_err(display)?
+            .reply()
+            .map_err(display)?;
+        let row_bytes = area.width as usize * 4;
+        let rows_per_block = (BLOCK_BYTES / row_bytes).max(1);
+        let mut block = vec![0u8; rows_per_block * row_bytes];
+        let mut rgb = Vec::with_capacity(area.width as usize * area.height as usize * 3);
+        let mut row = 0usize;
+        while row < area.height as usize {
+            let rows = rows_per_block.min(area.height as usize - row);
+            let bytes = &mut block[..rows * row_bytes];
+            segment
+                .file
+                .read_exact_at(bytes, (row * row_bytes) as u64)
+                .map_err(|e| Error::Display(format!("reading the shared segment: {e}")))?;
+            self.convert(bytes, &mut rgb);
+            row += rows;
+        }
+        RgbImage::from_raw(area.width, area.height, rgb)
+            .ok_or_else(|| Error::Display("image buffer has the wrong size".into()))
     }
 
     /// Whether an EWMH window manager announces itself on the root window.
@@ -332,27 +432,20 @@ impl X11Capture {
         Ok((focus > 1).then_some(focus))
     }
 
-    fn to_rgb(&self, width: u32, height: u32, data: &[u8]) -> Result<RgbImage> {
+    /// Appends 32-bit pixels as RGB.
+    fn convert(&self, data: &[u8], rgb: &mut Vec<u8>) {
         let layout = self.inner.layout;
-        let expected = width as usize * height as usize * 4;
-        if data.len() < expected {
-            return Err(Error::Display(format!(
-                "GetImage returned {} bytes for {width}x{height}",
-                data.len()
-            )));
-        }
-        let mut rgb = Vec::with_capacity(width as usize * height as usize * 3);
         let standard = layout.little_endian
             && layout.red_shift == 16
             && layout.green_shift == 8
             && layout.blue_shift == 0;
         if standard {
             // The common case (B, G, R, X in memory): a straight byte shuffle.
-            for pixel in data[..expected].chunks_exact(4) {
+            for pixel in data.chunks_exact(4) {
                 rgb.extend_from_slice(&[pixel[2], pixel[1], pixel[0]]);
             }
         } else {
-            for pixel in data[..expected].chunks_exact(4) {
+            for pixel in data.chunks_exact(4) {
                 let word = if layout.little_endian {
                     u32::from_le_bytes([pixel[0], pixel[1], pixel[2], pixel[3]])
                 } else {
@@ -365,8 +458,40 @@ impl X11Capture {
                 ]);
             }
         }
+    }
+
+    fn to_rgb(&self, width: u32, height: u32, data: &[u8]) -> Result<RgbImage> {
+        let expected = width as usize * height as usize * 4;
+        if data.len() < expected {
+            return Err(Error::Display(format!(
+                "GetImage returned {} bytes for {width}x{height}",
+                data.len()
+            )));
+        }
+        let mut rgb = Vec::with_capacity(width as usize * height as usize * 3);
+        self.convert(&data[..expected], &mut rgb);
         RgbImage::from_raw(width, height, rgb)
             .ok_or_else(|| Error::Display("image buffer has the wrong size".into()))
+    }
+
+    /// The pixels of `area` (clipped) over the socket, without shared memory.
+    pub fn capture_over_socket(&self, area: Rect) -> Result<RgbImage> {
+        let inner = &self.inner;
+        let reply = inner
+            .conn
+            .get_image(
+                ImageFormat::Z_PIXMAP,
+                inner.root,
+                area.x as i16,
+                area.y as i16,
+                area.width as u16,
+                area.height as u16,
+                !0,
+            )
+            .map_err(display)?
+            .reply()
+            .map_err(display)?;
+        self.to_rgb(area.width, area.height, &reply.data)
     }
 }
 
@@ -443,22 +568,16 @@ impl CaptureBackend for X11Capture {
         let clipped = region.intersection(&screen).ok_or_else(|| {
             Error::InvalidInput(format!("region {region} is outside the screen ({screen})"))
         })?;
-        let inner = &self.inner;
-        let reply = inner
-            .conn
-            .get_image(
-                ImageFormat::Z_PIXMAP,
-                inner.root,
-                clipped.x as i16,
-                clipped.y as i16,
-                clipped.width as u16,
-                clipped.height as u16,
-                !0,
-            )
-            .map_err(display)?
-            .reply()
-            .map_err(display)?;
-        self.to_rgb(clipped.width, clipped.height, &reply.data)
+        if self.uses_shared_memory() {
+            match self.capture_shared(clipped) {
+                Ok(image) => return Ok(image),
+                Err(error) => {
+                    tracing::debug!(%error, "MIT-SHM capture failed; using GetImage from now on");
+                    self.inner.shm_usable.store(false, Ordering::Relaxed);
+                }
+            }
+        }
+        self.capture_over_socket(clipped)
     }
 
     fn focus_window(&self, id: u64) -> Result<()> {

@@ -1,4 +1,4 @@
-use osprey_screen::Rect;
+use osprey_screen::{CaptureBackend, Rect};
 
 use crate::harness::{FixtureApp, environment};
 
@@ -97,5 +97,28 @@ fn no_display_is_a_clear_error() {
     assert!(
         text.contains("no display available") && text.contains(":4242"),
         "{text}"
+    );
+}
+
+#[test]
+fn shared_memory_and_socket_captures_agree() {
+    let (environment, _lock) = environment();
+    let app = FixtureApp::form(environment, "shm", &[]);
+    let capture =
+        osprey_screen::capture::PlatformCapture::connect(Some(&environment.display)).unwrap();
+    assert!(capture.uses_shared_memory(), "Xvfb offers MIT-SHM 1.2");
+    let shared = capture.capture_region(app.window.bounds).unwrap();
+    let socket = capture.capture_over_socket(app.window.bounds).unwrap();
+    assert!(
+        capture.uses_shared_memory(),
+        "the shared path did not fall back"
+    );
+    assert_eq!(shared.get_pixel(0, 0).0, MAGENTA);
+    assert!(shared == socket, "the two paths return the same pixels");
+    // A larger region after a smaller one re-sizes nothing and still agrees.
+    let screen = capture.screen_bounds().unwrap();
+    assert_eq!(
+        capture.capture_region(screen).unwrap(),
+        capture.capture_over_socket(screen).unwrap()
     );
 }
