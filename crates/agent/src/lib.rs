@@ -1,5 +1,79 @@
-//! The agent: model providers (Anthropic, OpenAI-compatible, Ollama), the turn loop, sessions,
-//! memory, skills, the scheduler, sub-agents, and MCP client and server. It must not depend on the
-//! apps crate or on Tauri; core adapts apps into providers and hands over the hook dispatcher.
+//! The agent: model providers (Anthropic, OpenAI-compatible, Ollama) behind one streaming
+//! [`Provider`] trait, and the `Runner` that plays a turn (system prompt from sections, stream,
+//! tool calls through the registry, results fed back) with every message and tool call persisted
+//! through `osprey-db`. Memory, skills, the scheduler, sub-agents and MCP will live here too.
 //!
-//! Status: not built yet (see the agent issue).
+//! It must not depend on the apps crate or on Tauri: core adapts an app's gateway into a
+//! [`Provider`] and hands over the hook dispatcher; every tool call goes through
+//! `osprey_tools::Registry::execute`, never around it.
+
+pub mod message;
+pub mod provider;
+
+use std::time::Duration;
+
+pub use message::{ChatRequest, Message, Part, Role, StopReason, StreamEvent, ToolSpec, Usage};
+pub use provider::anthropic::Anthropic;
+pub use provider::ollama::Ollama;
+pub use provider::openai::OpenAi;
+pub use provider::{Assembler, EventStream, Provider, RetryPolicy, Sleeper};
+
+/// What can go wrong talking to a model or running a turn. Provider errors are classified so the
+/// runner (and the person) can tell what to do about them.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the provider rejected the credentials: {0}")]
+    Auth(String),
+    #[error("rate limited: {message}")]
+    RateLimited {
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    #[error("the provider is overloaded: {0}")]
+    Overloaded(String),
+    #[error("the conversation is too long for the model's context window: {0}")]
+    ContextTooLong(String),
+    #[error("network error talking to the provider: {0}")]
+    Network(String),
+    #[error("the provider answered {status}: {message}")]
+    Api { status: u16, message: String },
+    #[error("the provider sent something unexpected: {0}")]
+    Protocol(String),
+    #[error("the provider reported an error: {0}")]
+    Stream(String),
+    #[error("the turn was cancelled")]
+    Cancelled,
+    #[error("session storage: {0}")]
+    Db(#[from] osprey_db::Error),
+    #[error("{0}")]
+    Config(String),
+}
+
+impl Error {
+    /// Worth another attempt after a wait.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::RateLimited { .. } | Error::Overloaded(_) | Error::Network(_)
+        )
+    }
+
+    /// A stable code for UIs and scripts.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Auth(_) => "auth",
+            Error::RateLimited { .. } => "rate_limited",
+            Error::Overloaded(_) => "overloaded",
+            Error::ContextTooLong(_) => "context_too_long",
+            Error::Network(_) => "network",
+            Error::Api { .. } => "api",
+            Error::Protocol(_) => "protocol",
+            Error::Stream(_) => "stream",
+            Error::Cancelled => "cancelled",
+            Error::Db(_) => "db",
+            Error::Config(_) => "config",
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

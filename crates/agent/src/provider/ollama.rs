@@ -1,0 +1,212 @@
+//! Ollama's native chat API (`POST {base}/api/chat`, newline-delimited JSON). Tool calls arrive
+//! whole (arguments as an object) and without ids, so ids are made up here and tool results are
+//! matched back by the tool's name.
+
+use std::collections::HashMap;
+
+use futures::future::BoxFuture;
+use osprey_types::ContentBlock;
+use serde_json::{Value, json};
+
+use super::decode::{Decoder, disconnected, drive, ndjson_lines};
+use super::{EventStream, Provider, RetryPolicy, send};
+use crate::message::{ChatRequest, Part, Role, StopReason, StreamEvent, Usage};
+use crate::{Error, Result};
+
+pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:11434";
+
+/// An Ollama client. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Ollama {
+    client: reqwest::Client,
+    base_url: String,
+    retry: RetryPolicy,
+}
+
+impl Ollama {
+    pub fn new(base_url: Option<&str>) -> Self {
+        Ollama {
+            client: reqwest::Client::new(),
+            base_url: base_url
+                .unwrap_or(DEFAULT_BASE_URL)
+                .trim_end_matches('/')
+                .to_string(),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The request body for `request`.
+    pub fn body(request: &ChatRequest) -> Value {
+        let mut messages = Vec::new();
+        if !request.system.is_empty() {
+            messages.push(json!({"role": "system", "content": request.system}));
+        }
+        let mut names: HashMap<&str, &str> = HashMap::new();
+        for message in &request.messages {
+            let mut text = String::new();
+            let mut images = Vec::new();
+            let mut calls = Vec::new();
+            for part in &message.content {
+                match part {
+                    Part::Text { text: t } => text.push_str(t),
+                    Part::Image { data, .. } => images.push(json!(data)),
+                    Part::Thinking { .. } => {}
+                    Part::ToolCall { id, name, input } => {
+                        names.insert(id, name);
+                        calls.push(json!({"function": {"name": name, "arguments": input}}));
+                    }
+                    Part::ToolResult {
+                        call_id,
+                        content,
+                        is_error,
+                    } => {
+                        let mut result = String::new();
+                        if *is_error {
+                            result.push_str("Error: ");
+                        }
+                        let mut result_images = Vec::new();
+                        for block in content {
+                            match block {
+                                ContentBlock::Text { text } => result.push_str(text),
+                                ContentBlock::Image { data, .. } => result_images.push(json!(data)),
+                            }
+                        }
+                        let mut wire = json!({"role": "tool", "content": result});
+                        if let Some(name) = names.get(call_id.as_str()) {
+                            wire["tool_name"] = json!(name);
+                        }
+                        if !result_images.is_empty() {
+                            wire["images"] = json!(result_images);
+                        }
+                        messages.push(wire);
+                    }
+                }
+            }
+            if text.is_empty() && images.is_empty() && calls.is_empty() {
+                continue;
+            }
+            let mut wire = json!({"role": message.role.as_str(), "content": text});
+            if !images.is_empty() {
+                wire["images"] = json!(images);
+            }
+            if !calls.is_empty() && message.role == Role::Assistant {
+                wire["tool_calls"] = json!(calls);
+            }
+            messages.push(wire);
+        }
+        let mut body = json!({
+            "model": request.model,
+            "messages": messages,
+            "stream": true,
+            "options": {"num_predict": request.max_tokens},
+        });
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}))
+                .collect();
+        }
+        body
+    }
+}
+
+impl Provider for Ollama {
+    fn name(&self) -> &str {
+        "ollama"
+    }
+
+    fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream>> {
+        Box::pin(async move {
+            let body = Self::body(&request);
+            let url = format!("{}/api/chat", self.base_url);
+            let response = self
+                .retry
+                .run(|| send(self.client.post(&url).json(&body)))
+                .await?;
+            Ok(drive(ndjson_lines(response), OllamaDecoder::default()))
+        })
+    }
+}
+
+#[derive(Default)]
+struct OllamaDecoder {
+    calls: usize,
+    done: bool,
+}
+
+impl Decoder for OllamaDecoder {
+    type Frame = String;
+
+    fn decode(&mut self, line: String, out: &mut Vec<StreamEvent>) -> Result<()> {
+        let chunk: Value = serde_json::from_str(&line)
+            .map_err(|e| Error::Protocol(format!("bad line ({e}): {line}")))?;
+        if let Some(error) = chunk["error"].as_str() {
+            return Err(Error::Stream(error.to_string()));
+        }
+        let message = &chunk["message"];
+        if let Some(text) = message["thinking"].as_str().filter(|t| !t.is_empty()) {
+            out.push(StreamEvent::ThinkingDelta(text.to_string()));
+        }
+        if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()) {
+            out.push(StreamEvent::TextDelta(text.to_string()));
+        }
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            let index = self.calls;
+            self.calls += 1;
+            let function = &call["function"];
+            let arguments = match &function["arguments"] {
+                // Some builds send the arguments as a JSON string.
+                Value::String(text) => text.clone(),
+                Value::Null => "{}".to_string(),
+                other => other.to_string(),
+            };
+            out.push(StreamEvent::ToolCallStart {
+                index,
+                id: call["id"]
+                    .as_str()
+                    .map(String::from)
+                    .unwrap_or_else(|| format!("ollama_call_{index}")),
+                name: function["name"].as_str().unwrap_or_default().to_string(),
+            });
+            out.push(StreamEvent::ToolCallDelta {
+                index,
+                json: arguments,
+            });
+            out.push(StreamEvent::ToolCallEnd { index });
+        }
+        if chunk["done"].as_bool() == Some(true) {
+            self.done = true;
+            out.push(StreamEvent::Usage(Usage {
+                input_tokens: chunk["prompt_eval_count"].as_u64().unwrap_or(0),
+                output_tokens: chunk["eval_count"].as_u64().unwrap_or(0),
+            }));
+            // Ollama says `stop` even when it called tools.
+            let reason = match chunk["done_reason"].as_str().unwrap_or("stop") {
+                _ if self.calls > 0 => StopReason::ToolUse,
+                "stop" => StopReason::EndTurn,
+                "length" => StopReason::MaxTokens,
+                other => StopReason::Other(other.to_string()),
+            };
+            out.push(StreamEvent::Stop(reason));
+        }
+        Ok(())
+    }
+
+    fn complete(&self) -> bool {
+        self.done
+    }
+
+    fn end(&mut self, _out: &mut Vec<StreamEvent>) -> Result<()> {
+        if self.done {
+            Ok(())
+        } else {
+            Err(disconnected("`done: true` line"))
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! A loopback model server for tests: it plays scripted replies in order (whatever the path) and
+//! records every request, so the real provider clients run end to end against real HTTP.
+
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+use futures::StreamExt;
+use serde_json::Value;
+
+/// One scripted reply.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// 200 with these body chunks, written one by one, then a clean end.
+    Stream {
+        content_type: &'static str,
+        chunks: Vec<String>,
+    },
+    /// 200 with these chunks, then the connection is cut (no terminating chunk).
+    Cut {
+        content_type: &'static str,
+        chunks: Vec<String>,
+    },
+    /// A plain response (errors).
+    Status {
+        status: u16,
+        headers: Vec<(&'static str, String)>,
+        body: String,
+    },
+}
+
+/// A request the server saw.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub path: String,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+#[derive(Default)]
+struct Script {
+    replies: Mutex<VecDeque<Reply>>,
+    seen: Mutex<Vec<Seen>>,
+}
+
+/// The running server.
+pub struct Server {
+    pub addr: SocketAddr,
+    script: Arc<Script>,
+}
+
+impl Server {
+    pub async fn start(replies: Vec<Reply>) -> Server {
+        let script = Arc::new(Script {
+            replies: Mutex::new(replies.into()),
+            seen: Mutex::new(Vec::new()),
+        });
+        let app = Router::new().fallback(handle).with_state(script.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Server { addr, script }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn seen(&self) -> Vec<Seen> {
+        self.script.seen.lock().unwrap().clone()
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.script.replies.lock().unwrap().len()
+    }
+}
+
+async fn handle(
+    State(script): State<Arc<Script>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    script.seen.lock().unwrap().push(Seen {
+        path: uri.path().to_string(),
+        headers,
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+    });
+    let reply = script.replies.lock().unwrap().pop_front();
+    let Some(reply) = reply else {
+        return Response::builder()
+            .status(500)
+            .body(Body::from("the test script has no more replies"))
+            .unwrap();
+    };
+    match reply {
+        Reply::Stream {
+            content_type,
+            chunks,
+        } => stream(content_type, chunks, false),
+        Reply::Cut {
+            content_type,
+            chunks,
+        } => stream(content_type, chunks, true),
+        Reply::Status {
+            status,
+            headers,
+            body,
+        } => {
+            let mut builder = Response::builder().status(StatusCode::from_u16(status).unwrap());
+            for (name, value) in headers {
+                builder = builder.header(name, value);
+            }
+            builder.body(Body::from(body)).unwrap()
+        }
+    }
+}
+
+fn stream(content_type: &'static str, chunks: Vec<String>, cut: bool) -> Response {
+    let body = futures::stream::iter(chunks)
+        .then(|chunk| async move {
+            // Let each chunk go out on its own so the client sees real framing boundaries.
+            tokio::task::yield_now().await;
+            Ok::<_, std::io::Error>(Bytes::from(chunk))
+        })
+        .chain(futures::stream::iter(cut.then(|| {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "scripted disconnect",
+            ))
+        })));
+    Response::builder()
+        .header("content-type", content_type)
+        .body(Body::from_stream(body))
+        .unwrap()
+}
+
+/// Anthropic-style SSE: one named event.
+pub fn sse_event(event: &str, data: Value) -> String {
+    format!("event: {event}\ndata: {data}\n\n")
+}
+
+/// OpenAI-style SSE: one unnamed data event.
+pub fn sse_data(data: Value) -> String {
+    format!("data: {data}\n\n")
+}
+
+pub fn ndjson(line: Value) -> String {
+    format!("{line}\n")
+}
+
+pub const SSE: &str = "text/event-stream";
+pub const NDJSON: &str = "application/x-ndjson";
