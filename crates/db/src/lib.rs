@@ -1,11 +1,12 @@
 //! Osprey's storage: one SQLite file (`osprey.db`) in the data directory, opened in WAL mode with
 //! foreign keys on, brought to the current schema by versioned migrations, and reached through
-//! typed repositories ([`AuditLog`], [`Grants`], [`Settings`]). This crate owns the schema and the
+//! typed repositories ([`AuditLog`], [`Grants`], [`Settings`], [`Sessions`]). This crate owns the schema and the
 //! data directory's location; it must not know about tools, policy or any async runtime.
 
 mod audit;
 mod grants;
 mod migrations;
+mod sessions;
 mod settings;
 
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use rusqlite::Connection;
 
 pub use audit::{AuditEntry, AuditLog, AuditQuery};
 pub use grants::{Grants, StoredGrant};
+pub use sessions::{NewSession, SessionRow, Sessions, StoredMessage, StoredToolCall};
 pub use settings::Settings;
 
 /// Errors from opening or using the database.
@@ -159,6 +161,10 @@ impl Database {
 
     pub fn settings(&self) -> Settings {
         Settings::new(self.clone())
+    }
+
+    pub fn sessions(&self) -> Sessions {
+        Sessions::new(self.clone())
     }
 
     /// Runs `f` on the connection. Keep it short: every repository shares this lock.

@@ -42,6 +42,47 @@ const STEPS: &[&str] = &[
         value TEXT NOT NULL
     );
     "#,
+    // 2: chat sessions, their messages (content is the agent's JSON) and tool calls.
+    r#"
+    CREATE TABLE sessions (
+        id          TEXT PRIMARY KEY,
+        title       TEXT,
+        origin      TEXT NOT NULL,
+        status      TEXT NOT NULL DEFAULT 'idle',
+        provider    TEXT,
+        model       TEXT,
+        created_ms  INTEGER NOT NULL,
+        updated_ms  INTEGER NOT NULL
+    );
+    CREATE INDEX sessions_updated ON sessions(updated_ms);
+
+    CREATE TABLE messages (
+        id            INTEGER PRIMARY KEY,
+        session_id    TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        seq           INTEGER NOT NULL,
+        role          TEXT NOT NULL,
+        content       TEXT NOT NULL,
+        input_tokens  INTEGER,
+        output_tokens INTEGER,
+        created_ms    INTEGER NOT NULL,
+        UNIQUE (session_id, seq)
+    );
+
+    CREATE TABLE tool_calls (
+        id          INTEGER PRIMARY KEY,
+        session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        call_id     TEXT NOT NULL,
+        message_seq INTEGER NOT NULL,
+        name        TEXT NOT NULL,
+        input       TEXT NOT NULL,
+        status      TEXT NOT NULL,
+        result      TEXT,
+        code        TEXT,
+        started_ms  INTEGER NOT NULL,
+        finished_ms INTEGER
+    );
+    CREATE INDEX tool_calls_session ON tool_calls(session_id, id);
+    "#,
 ];
 
 pub(crate) const LATEST: i64 = STEPS.len() as i64;

@@ -1,0 +1,471 @@
+//! Chat sessions: the session rows, their messages in order, and every tool call with its
+//! result. Message content is stored as the agent's JSON (this crate does not know its shape),
+//! and each row is written as it happens, so a crash loses at most the reply being streamed.
+
+use rusqlite::{OptionalExtension, Row, params};
+use serde_json::Value;
+
+use crate::{Database, Error, Result, now_ms};
+
+/// One session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionRow {
+    pub id: String,
+    pub title: Option<String>,
+    /// The origin its turns run with (`user`, `system` for reminders, ...).
+    pub origin: String,
+    /// `idle`, `running`, `cancelled`, `failed`.
+    pub status: String,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+    pub message_count: i64,
+}
+
+/// What a new session starts with.
+#[derive(Clone, Debug, Default)]
+pub struct NewSession<'a> {
+    pub id: &'a str,
+    pub title: Option<&'a str>,
+    pub origin: &'a str,
+    pub provider: Option<&'a str>,
+    pub model: Option<&'a str>,
+}
+
+/// One stored message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredMessage {
+    /// Position in the session, from 1.
+    pub seq: i64,
+    pub role: String,
+    /// The agent's JSON for the message's parts.
+    pub content: Value,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub created_ms: i64,
+}
+
+/// One stored tool call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredToolCall {
+    pub row_id: i64,
+    /// The model's id for the call.
+    pub call_id: String,
+    /// The assistant message that made the call.
+    pub message_seq: i64,
+    pub name: String,
+    pub input: Value,
+    /// `running`, `done`, `error`.
+    pub status: String,
+    /// The JSON tool result, once finished.
+    pub result: Option<Value>,
+    pub code: Option<String>,
+    pub started_ms: i64,
+    pub finished_ms: Option<i64>,
+}
+
+/// The sessions repository.
+#[derive(Clone, Debug)]
+pub struct Sessions {
+    db: Database,
+}
+
+fn json(column: &str, text: String) -> Result<Value> {
+    serde_json::from_str(&text).map_err(|source| Error::BadJson {
+        key: column.to_string(),
+        source,
+    })
+}
+
+const SESSION_COLUMNS: &str =
+    "s.id, s.title, s.origin, s.status, s.provider, s.model, s.created_ms, s.updated_ms,
+     (SELECT count(*) FROM messages m WHERE m.session_id = s.id)";
+
+fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
+    Ok(SessionRow {
+        id: row.get(0)?,
+        title: row.get(1)?,
+        origin: row.get(2)?,
+        status: row.get(3)?,
+        provider: row.get(4)?,
+        model: row.get(5)?,
+        created_ms: row.get(6)?,
+        updated_ms: row.get(7)?,
+        message_count: row.get(8)?,
+    })
+}
+
+impl Sessions {
+    pub(crate) fn new(db: Database) -> Self {
+        Sessions { db }
+    }
+
+    /// Creates the session unless it exists; returns it either way.
+    pub fn open_or_create(&self, new: &NewSession<'_>) -> Result<SessionRow> {
+        let now = now_ms();
+        self.db.with_conn(|c| {
+            c.execute(
+                "INSERT INTO sessions (id, title, origin, status, provider, model, created_ms, updated_ms)
+                 VALUES (?1, ?2, ?3, 'idle', ?4, ?5, ?6, ?6)
+                 ON CONFLICT(id) DO NOTHING",
+                params![new.id, new.title, new.origin, new.provider, new.model, now],
+            )?;
+            Ok(())
+        })?;
+        self.get(new.id)?
+            .ok_or_else(|| Error::Sqlite(rusqlite::Error::QueryReturnedNoRows))
+    }
+
+    pub fn get(&self, id: &str) -> Result<Option<SessionRow>> {
+        self.db.with_conn(|c| {
+            Ok(c.query_row(
+                &format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = ?1"),
+                [id],
+                session_row,
+            )
+            .optional()?)
+        })
+    }
+
+    /// The most recently active sessions first.
+    pub fn list(&self, limit: Option<u32>) -> Result<Vec<SessionRow>> {
+        self.db.with_conn(|c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {SESSION_COLUMNS} FROM sessions s ORDER BY s.updated_ms DESC, s.rowid DESC LIMIT ?1"
+            ))?;
+            let rows = stmt.query_map([limit.map(i64::from).unwrap_or(-1)], session_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    pub fn set_status(&self, id: &str, status: &str) -> Result<()> {
+        self.db.with_conn(|c| {
+            c.execute(
+                "UPDATE sessions SET status = ?2, updated_ms = ?3 WHERE id = ?1",
+                params![id, status, now_ms()],
+            )?;
+            Ok(())
+        })
+    }
+
+    pub fn set_title(&self, id: &str, title: &str) -> Result<()> {
+        self.db.with_conn(|c| {
+            c.execute(
+                "UPDATE sessions SET title = ?2 WHERE id = ?1",
+                params![id, title],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Appends a message at the end of the session; returns its `seq`.
+    pub fn append_message(
+        &self,
+        session_id: &str,
+        role: &str,
+        content: &Value,
+        tokens: Option<(i64, i64)>,
+    ) -> Result<i64> {
+        let text = content.to_string();
+        let now = now_ms();
+        self.db.with_conn(|c| {
+            let tx = c.transaction()?;
+            let seq: i64 = tx.query_row(
+                "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE session_id = ?1",
+                [session_id],
+                |r| r.get(0),
+            )?;
+            tx.execute(
+                "INSERT INTO messages (session_id, seq, role, content, input_tokens, output_tokens, created_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    session_id,
+                    seq,
+                    role,
+                    text,
+                    tokens.map(|t| t.0),
+                    tokens.map(|t| t.1),
+                    now
+                ],
+            )?;
+            tx.execute(
+                "UPDATE sessions SET updated_ms = ?2 WHERE id = ?1",
+                params![session_id, now],
+            )?;
+            tx.commit()?;
+            Ok(seq)
+        })
+    }
+
+    /// The session's messages in order.
+    pub fn messages(&self, session_id: &str) -> Result<Vec<StoredMessage>> {
+        let rows = self.db.with_conn(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT seq, role, content, input_tokens, output_tokens, created_ms
+                 FROM messages WHERE session_id = ?1 ORDER BY seq",
+            )?;
+            let rows = stmt.query_map([session_id], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Option<i64>>(3)?,
+                    r.get::<_, Option<i64>>(4)?,
+                    r.get::<_, i64>(5)?,
+                ))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })?;
+        rows.into_iter()
+            .map(|(seq, role, content, input, output, created)| {
+                Ok(StoredMessage {
+                    seq,
+                    role,
+                    content: json("messages.content", content)?,
+                    input_tokens: input,
+                    output_tokens: output,
+                    created_ms: created,
+                })
+            })
+            .collect()
+    }
+
+    /// Records a call as it starts; returns the row id to finish it with.
+    pub fn start_tool_call(
+        &self,
+        session_id: &str,
+        message_seq: i64,
+        call_id: &str,
+        name: &str,
+        input: &Value,
+    ) -> Result<i64> {
+        self.db.with_conn(|c| {
+            c.execute(
+                "INSERT INTO tool_calls (session_id, call_id, message_seq, name, input, status, started_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6)",
+                params![session_id, call_id, message_seq, name, input.to_string(), now_ms()],
+            )?;
+            Ok(c.last_insert_rowid())
+        })
+    }
+
+    /// Records a call's result (`status` is `done` or `error`).
+    pub fn finish_tool_call(
+        &self,
+        row_id: i64,
+        status: &str,
+        result: &Value,
+        code: Option<&str>,
+    ) -> Result<()> {
+        self.db.with_conn(|c| {
+            c.execute(
+                "UPDATE tool_calls SET status = ?2, result = ?3, code = ?4, finished_ms = ?5 WHERE id = ?1",
+                params![row_id, status, result.to_string(), code, now_ms()],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The session's tool calls in the order they started.
+    pub fn tool_calls(&self, session_id: &str) -> Result<Vec<StoredToolCall>> {
+        type Raw = (
+            i64,
+            String,
+            i64,
+            String,
+            String,
+            String,
+            Option<String>,
+            Option<String>,
+            i64,
+            Option<i64>,
+        );
+        let rows: Vec<Raw> = self.db.with_conn(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT id, call_id, message_seq, name, input, status, result, code, started_ms, finished_ms
+                 FROM tool_calls WHERE session_id = ?1 ORDER BY id",
+            )?;
+            let rows = stmt.query_map([session_id], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                    r.get(9)?,
+                ))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })?;
+        rows.into_iter()
+            .map(|r| {
+                Ok(StoredToolCall {
+                    row_id: r.0,
+                    call_id: r.1,
+                    message_seq: r.2,
+                    name: r.3,
+                    input: json("tool_calls.input", r.4)?,
+                    status: r.5,
+                    result: r.6.map(|t| json("tool_calls.result", t)).transpose()?,
+                    code: r.7,
+                    started_ms: r.8,
+                    finished_ms: r.9,
+                })
+            })
+            .collect()
+    }
+
+    /// Forgets the session's messages and tool calls; the session itself stays.
+    pub fn clear(&self, session_id: &str) -> Result<()> {
+        self.db.with_conn(|c| {
+            let tx = c.transaction()?;
+            tx.execute("DELETE FROM tool_calls WHERE session_id = ?1", [session_id])?;
+            tx.execute("DELETE FROM messages WHERE session_id = ?1", [session_id])?;
+            tx.execute(
+                "UPDATE sessions SET status = 'idle', updated_ms = ?2 WHERE id = ?1",
+                params![session_id, now_ms()],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    /// Removes the session with everything in it.
+    pub fn delete(&self, session_id: &str) -> Result<bool> {
+        self.db
+            .with_conn(|c| Ok(c.execute("DELETE FROM sessions WHERE id = ?1", [session_id])? > 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn new(id: &str) -> NewSession<'_> {
+        NewSession {
+            id,
+            origin: "user",
+            model: Some("m"),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn messages_and_tool_calls_survive_a_reopen_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = Database::open_in(dir.path()).unwrap();
+            let sessions = db.sessions();
+            let row = sessions.open_or_create(&new("s1")).unwrap();
+            assert_eq!((row.status.as_str(), row.message_count), ("idle", 0));
+            assert_eq!(
+                sessions
+                    .append_message("s1", "user", &json!([{"type": "text", "text": "hi"}]), None)
+                    .unwrap(),
+                1
+            );
+            let seq = sessions
+                .append_message(
+                    "s1",
+                    "assistant",
+                    &json!([{"type": "tool_call"}]),
+                    Some((10, 5)),
+                )
+                .unwrap();
+            assert_eq!(seq, 2);
+            let call = sessions
+                .start_tool_call("s1", seq, "call_1", "file", &json!({"action": "read"}))
+                .unwrap();
+            // The same model id twice in one session is kept apart by row id.
+            let again = sessions
+                .start_tool_call("s1", seq, "call_1", "file", &json!({}))
+                .unwrap();
+            sessions
+                .finish_tool_call(call, "done", &json!({"is_error": false}), None)
+                .unwrap();
+            sessions
+                .finish_tool_call(
+                    again,
+                    "error",
+                    &json!({"is_error": true}),
+                    Some("cancelled"),
+                )
+                .unwrap();
+            sessions.set_status("s1", "running").unwrap();
+        }
+        let db = Database::open_in(dir.path()).unwrap();
+        let sessions = db.sessions();
+        let row = sessions.open_or_create(&new("s1")).unwrap();
+        assert_eq!((row.status.as_str(), row.message_count), ("running", 2));
+        let messages = sessions.messages("s1").unwrap();
+        assert_eq!(
+            messages
+                .iter()
+                .map(|m| (m.seq, m.role.as_str()))
+                .collect::<Vec<_>>(),
+            [(1, "user"), (2, "assistant")]
+        );
+        assert_eq!(messages[0].content[0]["text"], "hi");
+        assert_eq!(messages[1].input_tokens, Some(10));
+        let calls = sessions.tool_calls("s1").unwrap();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].status, "done");
+        assert_eq!(calls[0].input, json!({"action": "read"}));
+        assert_eq!(calls[1].code.as_deref(), Some("cancelled"));
+        assert!(calls[1].finished_ms.is_some());
+    }
+
+    #[test]
+    fn list_clear_and_delete() {
+        let db = Database::open_in_memory().unwrap();
+        let sessions = db.sessions();
+        sessions.open_or_create(&new("a")).unwrap();
+        sessions.open_or_create(&new("b")).unwrap();
+        sessions
+            .append_message("a", "user", &json!([]), None)
+            .unwrap();
+        let listed: Vec<String> = sessions
+            .list(None)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(listed.len(), 2);
+        assert!(listed.contains(&"a".to_string()));
+        let call = sessions
+            .start_tool_call("a", 1, "c", "t", &json!({}))
+            .unwrap();
+        assert!(call > 0);
+        sessions.clear("a").unwrap();
+        assert!(sessions.messages("a").unwrap().is_empty());
+        assert!(sessions.tool_calls("a").unwrap().is_empty());
+        assert!(sessions.get("a").unwrap().is_some());
+        sessions
+            .append_message("b", "user", &json!([]), None)
+            .unwrap();
+        sessions
+            .start_tool_call("b", 1, "c", "t", &json!({}))
+            .unwrap();
+        assert!(sessions.delete("b").unwrap());
+        assert!(sessions.get("b").unwrap().is_none());
+        assert!(sessions.tool_calls("b").unwrap().is_empty(), "cascade");
+        assert!(!sessions.delete("b").unwrap());
+        assert_eq!(sessions.list(Some(1)).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_message_for_an_unknown_session_is_refused() {
+        let db = Database::open_in_memory().unwrap();
+        assert!(
+            db.sessions()
+                .append_message("nope", "user", &json!([]), None)
+                .is_err()
+        );
+    }
+}
