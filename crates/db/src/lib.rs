@@ -1,7 +1,8 @@
 //! Osprey's storage: one SQLite file (`osprey.db`) in the data directory, opened in WAL mode with
 //! foreign keys on, brought to the current schema by versioned migrations, and reached through
-//! typed repositories ([`AuditLog`], [`Grants`], [`Settings`], [`Sessions`]). This crate owns the schema and the
-//! data directory's location; it must not know about tools, policy or any async runtime.
+//! typed repositories ([`AuditLog`], [`Grants`], [`Settings`], [`Sessions`]). This crate owns the
+//! schema and the data directory's location; it must not know about tools, policy or any async
+//! runtime.
 
 mod audit;
 mod grants;
