@@ -4,6 +4,8 @@
 //! Schema and transport only: no Osprey policy (permissions, supervision) lives here, and this
 //! crate must not depend on any other Osprey crate.
 
+// Windows has no tokio Unix sockets; a named-pipe transport would go beside this module.
+#[cfg(unix)]
 pub mod unix;
 
 /// `osprey.app.v1`: messages, `*_client` and `*_server` modules for every service.
@@ -12,6 +14,7 @@ pub mod v1 {
     tonic::include_proto!("osprey.app.v1");
 }
 
+#[cfg(unix)]
 pub use unix::{bind, connect, connect_checked, incoming};
 
 /// What can go wrong setting up a connection. Call failures themselves are `tonic::Status`.

@@ -1,0 +1,141 @@
+//! The [`App`] builder and the serve loop.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use osprey_rpc::v1::hook_service_server::HookServiceServer;
+use osprey_rpc::v1::tool_service_server::ToolServiceServer;
+use serde_json::Value;
+
+use crate::hooks::{Filter, HookServer, Subscription};
+use crate::tool::{Tool, ToolServer};
+use crate::{Error, Result, SOCKET_ENV};
+
+/// How long calls in flight may finish after SIGTERM. Osprey sends SIGKILL 2 s after SIGTERM.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
+
+/// An app: its tools and hook subscriptions. Build it, then [`App::run`] (from a plain `main`) or
+/// [`App::serve`] (from inside a tokio runtime).
+#[derive(Default)]
+pub struct App {
+    tools: Vec<Tool>,
+    subscriptions: Vec<Subscription>,
+}
+
+impl App {
+    pub fn new() -> App {
+        App::default()
+    }
+
+    /// Serve `tool` (declare it as `tool:NAME` in the manifest).
+    pub fn tool(mut self, tool: Tool) -> App {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Subscribe a filter to `hook` (needs `hook:<hook>` in the manifest). Filters run lower
+    /// `priority` first; 0 means the default, 10.
+    pub fn filter<F, Fut>(mut self, hook: impl Into<String>, priority: i32, handler: F) -> App
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Filter> + Send + 'static,
+    {
+        self.subscriptions
+            .push(Subscription::filter(hook.into(), priority, handler));
+        self
+    }
+
+    /// Subscribe an action to `hook` (needs `hook:<hook>` in the manifest).
+    pub fn action<F, Fut>(mut self, hook: impl Into<String>, handler: F) -> App
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.subscriptions
+            .push(Subscription::action(hook.into(), handler));
+        self
+    }
+
+    /// Starts a tokio runtime and [`App::serve`]s on it: the whole `main` of a typical app.
+    pub fn run(self) -> Result<()> {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?
+            .block_on(self.serve())
+    }
+
+    /// Serves on the socket named by `OSPREY_APP_SOCK` until SIGTERM or SIGINT.
+    pub async fn serve(self) -> Result<()> {
+        let path = std::env::var_os(SOCKET_ENV)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+            .ok_or(Error::MissingSocketEnv)?;
+        let shutdown = termination()?;
+        self.serve_at(&path, shutdown).await
+    }
+
+    /// Serves on `path` until `shutdown` completes, then finishes the calls in flight and removes
+    /// the socket.
+    pub async fn serve_at(
+        self,
+        path: &Path,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<()> {
+        if self.tools.is_empty() && self.subscriptions.is_empty() {
+            return Err(Error::NothingToServe);
+        }
+        let settings = Arc::new(RwLock::new(Value::Object(Default::default())));
+        let tools = (!self.tools.is_empty()).then(|| {
+            ToolServiceServer::new(ToolServer {
+                tools: self.tools,
+                settings: Arc::clone(&settings),
+            })
+        });
+        let hooks = (!self.subscriptions.is_empty()).then(|| {
+            HookServiceServer::new(HookServer {
+                subscriptions: self.subscriptions,
+            })
+        });
+        let listener = osprey_rpc::bind(path)?;
+        let (fired, shutdown_fired) = tokio::sync::oneshot::channel::<()>();
+        let server = tonic::transport::Server::builder()
+            .add_optional_service(tools)
+            .add_optional_service(hooks)
+            .serve_with_incoming_shutdown(osprey_rpc::incoming(listener), async move {
+                shutdown.await;
+                let _ = fired.send(());
+            });
+        // A graceful HTTP/2 close waits for every client to acknowledge it; a client that never
+        // does must not keep the app alive past Osprey's SIGKILL deadline, so the drain is bounded.
+        let drain_limit = async {
+            match shutdown_fired.await {
+                Ok(()) => tokio::time::sleep(SHUTDOWN_GRACE).await,
+                Err(_) => std::future::pending().await,
+            }
+        };
+        let served = tokio::select! {
+            served = server => served,
+            () = drain_limit => Ok(()),
+        };
+        // Osprey removes it too; an app that exits cleanly leaves nothing behind itself.
+        let _ = std::fs::remove_file(path);
+        Ok(served?)
+    }
+}
+
+/// Completes on the first SIGTERM or SIGINT. The handlers are installed before serving starts,
+/// so a signal that arrives during start-up is not lost.
+#[cfg(unix)]
+fn termination() -> Result<impl Future<Output = ()> + Send> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+    })
+}
