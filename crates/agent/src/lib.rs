@@ -1,5 +1,5 @@
 //! The agent: model providers (Anthropic, OpenAI-compatible, Ollama) behind one streaming
-//! [`Provider`] trait, and the `Runner` that plays a turn (system prompt from sections, stream,
+//! [`Provider`] trait, and the [`Runner`] that plays a turn (system prompt from sections, stream,
 //! tool calls through the registry, results fed back) with every message and tool call persisted
 //! through `osprey-db`. Memory, skills, the scheduler, sub-agents and MCP will live here too.
 //!
@@ -9,6 +9,7 @@
 
 pub mod message;
 pub mod provider;
+pub mod runner;
 
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ pub use provider::anthropic::Anthropic;
 pub use provider::ollama::Ollama;
 pub use provider::openai::OpenAi;
 pub use provider::{Assembler, EventStream, Provider, RetryPolicy, Sleeper};
+pub use runner::{AgentEvent, Runner, RunnerConfig, TurnOutcome, TurnRequest, TurnStop};
 
 /// What can go wrong talking to a model or running a turn. Provider errors are classified so the
 /// runner (and the person) can tell what to do about them.

@@ -103,6 +103,15 @@ impl RetryPolicy {
     }
 }
 
+/// A call id for providers that send none (Ollama) or a server that left it out: unique across
+/// sessions and restarts, since tool results are matched back by it.
+pub(crate) fn fresh_call_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("call_{:x}_{n}", osprey_db::now_ms())
+}
+
 /// Classifies a failed HTTP response. `body` is the response text (providers put a JSON error in
 /// it); `retry_after` the parsed header.
 pub(crate) fn classify_status(status: u16, body: &str, retry_after: Option<Duration>) -> Error {

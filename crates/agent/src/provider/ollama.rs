@@ -171,7 +171,7 @@ impl Decoder for OllamaDecoder {
                 id: call["id"]
                     .as_str()
                     .map(String::from)
-                    .unwrap_or_else(|| format!("ollama_call_{index}")),
+                    .unwrap_or_else(super::fresh_call_id),
                 name: function["name"].as_str().unwrap_or_default().to_string(),
             });
             out.push(StreamEvent::ToolCallDelta {

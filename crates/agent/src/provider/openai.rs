@@ -242,7 +242,7 @@ impl Decoder for OpenAiDecoder {
                             id: call["id"]
                                 .as_str()
                                 .map(String::from)
-                                .unwrap_or_else(|| format!("call_{index}")),
+                                .unwrap_or_else(super::fresh_call_id),
                             name: call["function"]["name"]
                                 .as_str()
                                 .unwrap_or_default()

@@ -28,6 +28,11 @@ pub enum Reply {
         content_type: &'static str,
         chunks: Vec<String>,
     },
+    /// 200 with these chunks, then nothing more, never ending (a stalled model).
+    Hang {
+        content_type: &'static str,
+        chunks: Vec<String>,
+    },
     /// A plain response (errors).
     Status {
         status: u16,
@@ -111,6 +116,18 @@ async fn handle(
             content_type,
             chunks,
         } => stream(content_type, chunks, true),
+        Reply::Hang {
+            content_type,
+            chunks,
+        } => {
+            let body = futures::stream::iter(chunks)
+                .map(|c| Ok::<_, std::io::Error>(Bytes::from(c)))
+                .chain(futures::stream::pending());
+            Response::builder()
+                .header("content-type", content_type)
+                .body(Body::from_stream(body))
+                .unwrap()
+        }
         Reply::Status {
             status,
             headers,

@@ -104,6 +104,16 @@ impl Wire {
         }
     }
 
+    /// The first `keep` frames of a text turn, then the stream stalls forever.
+    pub fn hang_turn(self, text: &str, keep: usize) -> Reply {
+        let mut chunks = self.frames(text, &[]);
+        chunks.truncate(keep);
+        Reply::Hang {
+            content_type: self.content_type(),
+            chunks,
+        }
+    }
+
     /// The first `keep` frames of a turn and half of the next, then the connection is cut.
     pub fn cut_turn(self, text: &str, keep: usize) -> Reply {
         let mut chunks = straddle(self.frames(text, &[]));

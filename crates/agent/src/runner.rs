@@ -1,0 +1,553 @@
+//! The turn loop. One turn: persist the person's message, build the system prompt from sections,
+//! then step: stream the model's reply, persist it, run its tool calls through the registry (in
+//! parallel, each with the session's origin, approver and the turn's cancellation), persist and
+//! feed back the results, until the model ends its turn or the step limit is reached.
+//! Cancellation is honoured at every await. Hook points run only when someone subscribes.
+
+pub mod prompt;
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::StreamExt;
+use osprey_db::{NewSession, Sessions};
+use osprey_tools::hooks::{HookDispatcher, NoHooks};
+use osprey_tools::{Approver, Registry, ToolContext};
+use osprey_types::{ErrorCode, Origin, ToolResult};
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{ChatRequest, Message, Part, Role, StopReason, StreamEvent, ToolSpec, Usage};
+use crate::provider::{Assembler, Provider};
+use crate::{Error, Result};
+use prompt::Section;
+
+/// Filter: the outgoing request (`{session_id, system, messages}`); may rewrite both.
+pub const MESSAGE_PRE_SEND: &str = "message.pre_send";
+/// Filter: the model's finished reply (`{session_id, message}`); may rewrite it.
+pub const MESSAGE_POST_RECEIVE: &str = "message.post_receive";
+/// Action: a message was persisted (`{session_id, seq, role, content}`).
+pub const SESSION_MESSAGE_APPEND: &str = "session.message_append";
+/// Filter: the system prompt's sections (`{session_id, sections: [{name, text}]}`).
+pub const PROMPT_SYSTEM_SECTIONS: &str = "prompt.system_sections";
+/// Filter: steering text injected between steps (not wired yet: no steering source exists).
+pub const STEERING_GENERATE: &str = "steering.generate";
+/// Filters for the memory layer (not wired yet: memory is not built).
+pub const MEMORY_PRE_STORE: &str = "memory.pre_store";
+pub const MEMORY_PRE_RECALL: &str = "memory.pre_recall";
+
+/// How the runner behaves.
+#[derive(Clone, Debug)]
+pub struct RunnerConfig {
+    pub model: String,
+    pub max_tokens: u32,
+    /// Model calls per turn before the runner stops with [`TurnStop::StepLimit`].
+    pub max_steps: u32,
+    /// The identity section of the system prompt.
+    pub identity: String,
+    /// Deadline for each tool call.
+    pub tool_timeout: Duration,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        RunnerConfig {
+            model: String::new(),
+            max_tokens: 8192,
+            max_steps: 25,
+            identity: "You are Osprey, an AI agent on the person's desktop. You act through \
+                       tools; say briefly what you did."
+                .into(),
+            tool_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// One turn to run.
+#[derive(Clone)]
+pub struct TurnRequest {
+    pub session_id: String,
+    pub origin: Origin,
+    /// The person's message.
+    pub input: String,
+    /// Who answers approval questions for this turn's tool calls.
+    pub approver: Option<Arc<dyn Approver>>,
+    pub cancel: CancellationToken,
+    /// Where live events go (UI, CLI); `None` to run quietly.
+    pub events: Option<UnboundedSender<AgentEvent>>,
+}
+
+impl TurnRequest {
+    pub fn new(session_id: impl Into<String>, input: impl Into<String>) -> Self {
+        TurnRequest {
+            session_id: session_id.into(),
+            origin: Origin::User,
+            input: input.into(),
+            approver: None,
+            cancel: CancellationToken::new(),
+            events: None,
+        }
+    }
+}
+
+/// What happens during a turn, as it happens.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AgentEvent {
+    TextDelta(String),
+    ThinkingDelta(String),
+    ToolCallStarted {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolCallFinished {
+        id: String,
+        name: String,
+        result: ToolResult,
+    },
+    StepFinished {
+        step: u32,
+        usage: Usage,
+        stop: Option<StopReason>,
+    },
+}
+
+/// Why a turn ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TurnStop {
+    /// The model finished.
+    EndTurn,
+    /// The model ran out of output tokens.
+    MaxTokens,
+    /// The runner stopped after [`RunnerConfig::max_steps`] model calls.
+    StepLimit,
+    Cancelled,
+    /// Another stop reason from the provider (a refusal, ...).
+    Other(String),
+}
+
+/// The end of a turn.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TurnOutcome {
+    pub stop: TurnStop,
+    /// The text of the model's last reply.
+    pub text: String,
+    pub steps: u32,
+    /// Tokens over every step.
+    pub usage: Usage,
+}
+
+/// Runs turns. Cheap to clone.
+#[derive(Clone)]
+pub struct Runner {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    provider: Arc<dyn Provider>,
+    registry: Registry,
+    sessions: Sessions,
+    hooks: RwLock<Arc<dyn HookDispatcher>>,
+    config: RunnerConfig,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("provider", &self.inner.provider.name())
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a step's stream ended.
+enum Streamed {
+    Done(Assembler),
+    Cancelled(Assembler),
+}
+
+impl Runner {
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        registry: Registry,
+        sessions: Sessions,
+        config: RunnerConfig,
+    ) -> Self {
+        Runner {
+            inner: Arc::new(Inner {
+                provider,
+                registry,
+                sessions,
+                hooks: RwLock::new(Arc::new(NoHooks)),
+                config,
+            }),
+        }
+    }
+
+    pub fn set_hooks(&self, hooks: Arc<dyn HookDispatcher>) {
+        *self.inner.hooks.write().unwrap_or_else(|e| e.into_inner()) = hooks;
+    }
+
+    fn hooks(&self) -> Arc<dyn HookDispatcher> {
+        self.inner
+            .hooks
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn config(&self) -> &RunnerConfig {
+        &self.inner.config
+    }
+
+    /// The session's stored conversation.
+    pub fn history(&self, session_id: &str) -> Result<Vec<Message>> {
+        self.inner
+            .sessions
+            .messages(session_id)?
+            .into_iter()
+            .map(|stored| {
+                let role = match stored.role.as_str() {
+                    "assistant" => Role::Assistant,
+                    _ => Role::User,
+                };
+                let content: Vec<Part> = serde_json::from_value(stored.content).map_err(|e| {
+                    Error::Protocol(format!("stored message {} is unreadable: {e}", stored.seq))
+                })?;
+                Ok(Message { role, content })
+            })
+            .collect()
+    }
+
+    /// Runs one turn to its end. Provider failures end the turn with an error (the session is
+    /// marked `failed`); everything persisted so far stays.
+    pub async fn run_turn(&self, turn: TurnRequest) -> Result<TurnOutcome> {
+        let sessions = &self.inner.sessions;
+        sessions.open_or_create(&NewSession {
+            id: &turn.session_id,
+            title: None,
+            origin: turn.origin.as_str(),
+            provider: Some(self.inner.provider.name()),
+            model: Some(&self.inner.config.model),
+        })?;
+        sessions.set_status(&turn.session_id, "running")?;
+        let outcome = self.play(&turn).await;
+        let status = match &outcome {
+            Ok(o) if o.stop == TurnStop::Cancelled => "cancelled",
+            Ok(_) => "idle",
+            Err(Error::Cancelled) => "cancelled",
+            Err(_) => "failed",
+        };
+        sessions.set_status(&turn.session_id, status)?;
+        outcome
+    }
+
+    async fn play(&self, turn: &TurnRequest) -> Result<TurnOutcome> {
+        let config = &self.inner.config;
+        let mut messages = self.history(&turn.session_id)?;
+        let user = Message::user_text(&turn.input);
+        self.persist(turn, &user, None).await?;
+        messages.push(user);
+
+        let tools: Vec<ToolSpec> = self
+            .inner
+            .registry
+            .schemas()
+            .into_iter()
+            .map(|s| ToolSpec {
+                name: s["name"].as_str().unwrap_or_default().to_string(),
+                description: s["description"].as_str().unwrap_or_default().to_string(),
+                input_schema: s["input_schema"].clone(),
+            })
+            .collect();
+        let system = self.system_prompt(turn, &tools).await;
+
+        let mut total = Usage::default();
+        let mut last_text = String::new();
+        for step in 1..=config.max_steps {
+            let mut request = ChatRequest {
+                model: config.model.clone(),
+                system: system.clone(),
+                messages: messages.clone(),
+                tools: tools.clone(),
+                max_tokens: config.max_tokens,
+            };
+            self.pre_send(turn, &mut request).await;
+
+            let streamed = self.stream_step(turn, request).await?;
+            let (assembler, cancelled) = match streamed {
+                Streamed::Done(a) => (a, false),
+                Streamed::Cancelled(a) => (a, true),
+            };
+            let usage = assembler.usage;
+            total.input_tokens += usage.input_tokens;
+            total.output_tokens += usage.output_tokens;
+            let stop = assembler.stop.clone();
+
+            if cancelled {
+                // Keep what the person already saw; a half-streamed tool call is dropped.
+                let text = assembler.text();
+                if !text.is_empty() {
+                    let partial = Message::assistant_text(&text);
+                    self.persist(turn, &partial, Some(usage)).await?;
+                }
+                return Ok(TurnOutcome {
+                    stop: TurnStop::Cancelled,
+                    text,
+                    steps: step,
+                    usage: total,
+                });
+            }
+
+            let (mut reply, bad_arguments) = assembler.finish();
+            self.post_receive(turn, &mut reply).await;
+            let seq = self.persist(turn, &reply, Some(usage)).await?;
+            last_text = reply.text();
+            messages.push(reply.clone());
+            emit(
+                turn,
+                AgentEvent::StepFinished {
+                    step,
+                    usage,
+                    stop: stop.clone(),
+                },
+            );
+
+            let calls: Vec<(String, String, Value)> = reply
+                .tool_calls()
+                .map(|(id, name, input)| (id.to_string(), name.to_string(), input.clone()))
+                .collect();
+            if calls.is_empty() {
+                let stop = match stop {
+                    Some(StopReason::MaxTokens) => TurnStop::MaxTokens,
+                    Some(StopReason::Other(other)) => TurnStop::Other(other),
+                    _ => TurnStop::EndTurn,
+                };
+                return Ok(TurnOutcome {
+                    stop,
+                    text: last_text,
+                    steps: step,
+                    usage: total,
+                });
+            }
+
+            let results = self.run_tools(turn, seq, calls, &bad_arguments).await?;
+            let feedback = Message {
+                role: Role::User,
+                content: results,
+            };
+            self.persist(turn, &feedback, None).await?;
+            messages.push(feedback);
+            if turn.cancel.is_cancelled() {
+                return Ok(TurnOutcome {
+                    stop: TurnStop::Cancelled,
+                    text: last_text,
+                    steps: step,
+                    usage: total,
+                });
+            }
+        }
+        Ok(TurnOutcome {
+            stop: TurnStop::StepLimit,
+            text: last_text,
+            steps: config.max_steps,
+            usage: total,
+        })
+    }
+
+    async fn system_prompt(&self, turn: &TurnRequest, tools: &[ToolSpec]) -> String {
+        let mut sections = prompt::default_sections(&self.inner.config.identity, tools);
+        let hooks = self.hooks();
+        if hooks.has_subscribers(PROMPT_SYSTEM_SECTIONS) {
+            let payload = json!({"session_id": turn.session_id, "sections": sections});
+            let outcome = hooks.apply_filter(PROMPT_SYSTEM_SECTIONS, payload).await;
+            match serde_json::from_value::<Vec<Section>>(outcome.payload["sections"].clone()) {
+                Ok(rewritten) => sections = rewritten,
+                Err(error) => {
+                    tracing::warn!(%error, "a prompt.system_sections hook returned unusable sections; keeping the built-in ones")
+                }
+            }
+        }
+        prompt::render(&sections)
+    }
+
+    async fn pre_send(&self, turn: &TurnRequest, request: &mut ChatRequest) {
+        let hooks = self.hooks();
+        if !hooks.has_subscribers(MESSAGE_PRE_SEND) {
+            return;
+        }
+        let payload = json!({
+            "session_id": turn.session_id,
+            "system": request.system,
+            "messages": request.messages,
+        });
+        let outcome = hooks.apply_filter(MESSAGE_PRE_SEND, payload).await;
+        if let Some(system) = outcome.payload["system"].as_str() {
+            request.system = system.to_string();
+        }
+        match serde_json::from_value::<Vec<Message>>(outcome.payload["messages"].clone()) {
+            Ok(messages) => request.messages = messages,
+            Err(error) => {
+                tracing::warn!(%error, "a message.pre_send hook returned unusable messages")
+            }
+        }
+    }
+
+    async fn post_receive(&self, turn: &TurnRequest, reply: &mut Message) {
+        let hooks = self.hooks();
+        if !hooks.has_subscribers(MESSAGE_POST_RECEIVE) {
+            return;
+        }
+        let payload = json!({"session_id": turn.session_id, "message": reply});
+        let outcome = hooks.apply_filter(MESSAGE_POST_RECEIVE, payload).await;
+        match serde_json::from_value::<Message>(outcome.payload["message"].clone()) {
+            Ok(message) => *reply = message,
+            Err(error) => {
+                tracing::warn!(%error, "a message.post_receive hook returned an unusable message")
+            }
+        }
+    }
+
+    /// Writes a message to the session and tells subscribers; returns its seq.
+    async fn persist(
+        &self,
+        turn: &TurnRequest,
+        message: &Message,
+        usage: Option<Usage>,
+    ) -> Result<i64> {
+        let content = serde_json::to_value(&message.content)
+            .map_err(|e| Error::Protocol(format!("cannot serialise a message: {e}")))?;
+        let tokens = usage.map(|u| (u.input_tokens as i64, u.output_tokens as i64));
+        let seq = self.inner.sessions.append_message(
+            &turn.session_id,
+            message.role.as_str(),
+            &content,
+            tokens,
+        )?;
+        let hooks = self.hooks();
+        if hooks.has_subscribers(SESSION_MESSAGE_APPEND) {
+            let payload = json!({
+                "session_id": turn.session_id,
+                "seq": seq,
+                "role": message.role,
+                "content": content,
+            });
+            hooks.do_action(SESSION_MESSAGE_APPEND, payload).await;
+        }
+        Ok(seq)
+    }
+
+    /// Streams one model call, forwarding deltas; stops early on cancellation.
+    async fn stream_step(&self, turn: &TurnRequest, request: ChatRequest) -> Result<Streamed> {
+        let mut assembler = Assembler::new();
+        let mut stream = tokio::select! {
+            biased;
+            _ = turn.cancel.cancelled() => return Ok(Streamed::Cancelled(assembler)),
+            stream = self.inner.provider.stream(request) => stream?,
+        };
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = turn.cancel.cancelled() => return Ok(Streamed::Cancelled(assembler)),
+                next = stream.next() => next,
+            };
+            match next {
+                None => return Ok(Streamed::Done(assembler)),
+                Some(Err(error)) => {
+                    // Keep the text that arrived: it was shown, and a crash would lose only this.
+                    let text = assembler.text();
+                    if !text.is_empty() {
+                        let _ = self
+                            .persist(turn, &Message::assistant_text(text), None)
+                            .await;
+                    }
+                    return Err(error);
+                }
+                Some(Ok(event)) => {
+                    match &event {
+                        StreamEvent::TextDelta(text) => {
+                            emit(turn, AgentEvent::TextDelta(text.clone()))
+                        }
+                        StreamEvent::ThinkingDelta(text) => {
+                            emit(turn, AgentEvent::ThinkingDelta(text.clone()))
+                        }
+                        _ => {}
+                    }
+                    assembler.push(&event);
+                }
+            }
+        }
+    }
+
+    /// Runs the reply's tool calls concurrently through the registry; returns the result parts
+    /// in call order. Every call is persisted as it starts and as it finishes.
+    async fn run_tools(
+        &self,
+        turn: &TurnRequest,
+        message_seq: i64,
+        calls: Vec<(String, String, Value)>,
+        bad_arguments: &[(String, String)],
+    ) -> Result<Vec<Part>> {
+        let sessions = &self.inner.sessions;
+        let mut rows = Vec::with_capacity(calls.len());
+        for (id, name, input) in &calls {
+            rows.push(sessions.start_tool_call(&turn.session_id, message_seq, id, name, input)?);
+            emit(
+                turn,
+                AgentEvent::ToolCallStarted {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                },
+            );
+        }
+        let runs = calls.iter().zip(&rows).map(|((id, name, input), row)| {
+            let bad = bad_arguments.iter().find(|(bad_id, _)| bad_id == id);
+            async move {
+                let result = match bad {
+                    Some((_, message)) => ToolResult::error(ErrorCode::InvalidInput, message),
+                    None => self.call_tool(turn, name, input.clone()).await,
+                };
+                let status = if result.is_error { "error" } else { "done" };
+                let stored = serde_json::to_value(&result).unwrap_or(Value::Null);
+                let code = result.code.map(|c| c.as_str());
+                sessions.finish_tool_call(*row, status, &stored, code)?;
+                emit(
+                    turn,
+                    AgentEvent::ToolCallFinished {
+                        id: id.clone(),
+                        name: name.clone(),
+                        result: result.clone(),
+                    },
+                );
+                Ok::<_, Error>(Part::ToolResult {
+                    call_id: id.clone(),
+                    is_error: result.is_error,
+                    content: result.content,
+                })
+            }
+        });
+        futures::future::join_all(runs).await.into_iter().collect()
+    }
+
+    async fn call_tool(&self, turn: &TurnRequest, name: &str, input: Value) -> ToolResult {
+        let mut ctx = ToolContext::new(turn.origin, self.inner.config.tool_timeout)
+            .with_session(turn.session_id.clone());
+        ctx.cancel = turn.cancel.child_token();
+        ctx.approver = turn.approver.clone();
+        if ctx.cancel.is_cancelled() {
+            return ToolResult::error(
+                ErrorCode::Cancelled,
+                "the turn was cancelled before the call ran",
+            );
+        }
+        self.inner.registry.execute(&ctx, name, input).await
+    }
+}
+
+fn emit(turn: &TurnRequest, event: AgentEvent) {
+    if let Some(events) = &turn.events {
+        let _ = events.send(event);
+    }
+}

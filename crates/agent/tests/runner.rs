@@ -1,0 +1,542 @@
+//! The turn loop end to end: real provider clients against loopback servers speaking each wire
+//! format, a real Registry with a small test tool, a real SQLite file for the session, a scripted
+//! approver and a recording hook dispatcher.
+
+#[path = "support/server.rs"]
+mod server;
+#[path = "support/wire.rs"]
+mod wire;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use osprey_agent::runner::{
+    MESSAGE_POST_RECEIVE, MESSAGE_PRE_SEND, PROMPT_SYSTEM_SECTIONS, SESSION_MESSAGE_APPEND,
+};
+use osprey_agent::{AgentEvent, Runner, RunnerConfig, TurnRequest, TurnStop};
+use osprey_db::Database;
+use osprey_tools::domain::Domain;
+use osprey_tools::hooks::{FilterOutcome, HookDispatcher};
+use osprey_tools::{
+    ApprovalNeed, Approver, AuditSink, Call, CallFacts, DomainTool, FieldType, OriginRules,
+    PathGuard, Policy, PolicyConfig, Registry, RegistryConfig, Safeguard, ToolContext,
+};
+use osprey_types::{ApprovalAnswer, ApprovalRequest, ErrorCode, Origin, ToolResult};
+use serde_json::{Value, json};
+use server::Server;
+use tokio::sync::{Notify, mpsc};
+use wire::{ALL, ScriptCall, Wire, recording_retry};
+
+/// The test tool: `look` is read-only, `change` needs approval, `wait` runs until cancelled.
+struct Probe {
+    domain: Domain,
+    waiting: Arc<Notify>,
+}
+
+impl Probe {
+    fn new(waiting: Arc<Notify>) -> Self {
+        let domain = Domain::new("probe", "A test tool that looks at and changes things")
+            .resource(
+                "thing",
+                &[],
+                &[
+                    ("look", "Look at a thing", ApprovalNeed::None),
+                    ("change", "Change a thing", ApprovalNeed::Required),
+                    ("wait", "Wait until cancelled", ApprovalNeed::None),
+                ],
+            )
+            .field("q", FieldType::String, "What to look at or change");
+        Probe { domain, waiting }
+    }
+}
+
+impl DomainTool for Probe {
+    fn domain(&self) -> &Domain {
+        &self.domain
+    }
+    fn facts(&self, call: &Call) -> CallFacts {
+        CallFacts {
+            summary: format!("{} {}", call.action(), call.str("q").unwrap_or_default()),
+            ..Default::default()
+        }
+    }
+    fn run<'a>(&'a self, ctx: &'a ToolContext, call: Call) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let q = call.str("q").unwrap_or_default().to_string();
+            match call.action() {
+                "look" => ToolResult::text(format!("looked at {q}")),
+                "change" => ToolResult::text(format!("changed {q}")),
+                _ => {
+                    self.waiting.notify_one();
+                    ctx.cancel.cancelled().await;
+                    ToolResult::error(ErrorCode::Cancelled, "stopped waiting")
+                }
+            }
+        })
+    }
+}
+
+/// Answers every question the same way and remembers them.
+struct ScriptedApprover {
+    answer: ApprovalAnswer,
+    asked: Mutex<Vec<ApprovalRequest>>,
+}
+
+impl Approver for ScriptedApprover {
+    fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
+        self.asked.lock().unwrap().push(request);
+        let answer = self.answer.clone();
+        Box::pin(async move { answer })
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    db: Database,
+    registry: Registry,
+    waiting: Arc<Notify>,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_in(dir.path()).unwrap();
+    let paths = PathGuard::new(Some(dir.path().join("home")), dir.path().join("data"));
+    let registry = Registry::new(RegistryConfig {
+        policy: Policy::new(PolicyConfig::default(), None).unwrap(),
+        origin_rules: OriginRules::none(),
+        safeguard: Safeguard::new(paths),
+        audit: AuditSink::discard(),
+        output_cap: 64 * 1024,
+    });
+    let waiting = Arc::new(Notify::new());
+    registry.register_domain(Probe::new(waiting.clone()));
+    Fixture {
+        _dir: dir,
+        db,
+        registry,
+        waiting,
+    }
+}
+
+fn runner(fx: &Fixture, wire: Wire, url: &str, max_steps: u32) -> Runner {
+    let (retry, _) = recording_retry(0);
+    Runner::new(
+        wire.provider(url, retry),
+        fx.registry.clone(),
+        fx.db.sessions(),
+        RunnerConfig {
+            model: "test-model".into(),
+            max_steps,
+            identity: "You are a test agent.".into(),
+            ..RunnerConfig::default()
+        },
+    )
+}
+
+fn call(id: &'static str, action: &str, q: &str) -> ScriptCall {
+    ScriptCall {
+        id,
+        name: "probe",
+        args: json!({"resource": "thing", "action": action, "q": q}),
+    }
+}
+
+fn roles(fx: &Fixture, session: &str) -> Vec<String> {
+    fx.db
+        .sessions()
+        .messages(session)
+        .unwrap()
+        .into_iter()
+        .map(|m| m.role)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_two_step_tool_turn_runs_through_the_registry_and_is_persisted() {
+    for wire in ALL {
+        let fx = fixture();
+        let server = Server::start(vec![
+            wire.turn("Let me look.", &[call("call_1", "look", "the sky")]),
+            wire.turn("The sky is blue.", &[]),
+            wire.turn("Still blue.", &[]),
+        ])
+        .await;
+        let runner = runner(&fx, wire, &server.url(), 8);
+        let (events, mut received) = mpsc::unbounded_channel();
+        let mut turn = TurnRequest::new("s1", "What colour is the sky?");
+        turn.events = Some(events);
+        let outcome = runner.run_turn(turn).await.unwrap();
+        assert_eq!(outcome.stop, TurnStop::EndTurn, "{wire:?}");
+        assert_eq!(outcome.text, "The sky is blue.");
+        assert_eq!(outcome.steps, 2);
+        assert_eq!(outcome.usage.input_tokens, 50);
+
+        // The second request carried the tool's result back to the model.
+        let seen = server.seen();
+        assert_eq!(seen.len(), 2);
+        let body = seen[1].body.to_string();
+        assert!(body.contains("looked at the sky"), "{wire:?}: {body}");
+        assert!(body.contains("You are a test agent."), "{wire:?}");
+
+        // Everything is in the session, in order.
+        assert_eq!(
+            roles(&fx, "s1"),
+            ["user", "assistant", "user", "assistant"],
+            "{wire:?}"
+        );
+        let calls = fx.db.sessions().tool_calls("s1").unwrap();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].name, "probe");
+        assert_eq!(calls[0].status, "done");
+        assert_eq!(calls[0].message_seq, 2);
+        assert_eq!(
+            calls[0].result.as_ref().unwrap()["content"][0]["text"],
+            "looked at the sky"
+        );
+        let session = fx.db.sessions().get("s1").unwrap().unwrap();
+        assert_eq!(session.status, "idle");
+
+        // Live events: text deltas, the call starting and finishing, both steps.
+        let mut seen_events = Vec::new();
+        while let Ok(event) = received.try_recv() {
+            seen_events.push(event);
+        }
+        let text: String = seen_events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::TextDelta(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, "Let me look.The sky is blue.");
+        assert!(seen_events.iter().any(|e| matches!(e, AgentEvent::ToolCallFinished { result, .. } if result.text_content() == "looked at the sky")));
+
+        // A new runner on the same database continues the conversation from SQLite.
+        let again = runner_reopened(&fx, wire, &server.url());
+        let outcome = again
+            .run_turn(TurnRequest::new("s1", "And now?"))
+            .await
+            .unwrap();
+        assert_eq!(outcome.text, "Still blue.");
+        let third = server.seen()[2].body.to_string();
+        assert!(
+            third.contains("What colour is the sky?") && third.contains("looked at the sky"),
+            "{wire:?}: the history goes out again"
+        );
+        assert_eq!(roles(&fx, "s1").len(), 6);
+    }
+}
+
+fn runner_reopened(fx: &Fixture, wire: Wire, url: &str) -> Runner {
+    let db = Database::open(fx.db.path()).unwrap();
+    let (retry, _) = recording_retry(0);
+    Runner::new(
+        wire.provider(url, retry),
+        fx.registry.clone(),
+        db.sessions(),
+        RunnerConfig {
+            model: "test-model".into(),
+            ..RunnerConfig::default()
+        },
+    )
+}
+
+#[tokio::test]
+async fn parallel_tool_calls_run_and_their_results_go_back_in_order() {
+    let fx = fixture();
+    let wire = Wire::OpenAi;
+    let server = Server::start(vec![
+        wire.turn(
+            "",
+            &[
+                call("call_a", "look", "left"),
+                call("call_b", "look", "right"),
+            ],
+        ),
+        wire.turn("Both seen.", &[]),
+    ])
+    .await;
+    let outcome = runner(&fx, wire, &server.url(), 8)
+        .run_turn(TurnRequest::new("p", "look both ways"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.text, "Both seen.");
+    let messages = server.seen()[1].body["messages"].clone();
+    let tools: Vec<(&str, &str)> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap(),
+                m["content"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tools,
+        [("call_a", "looked at left"), ("call_b", "looked at right")]
+    );
+    assert_eq!(fx.db.sessions().tool_calls("p").unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn approval_denied_goes_back_to_the_model_and_approved_runs() {
+    for (answer, expected) in [
+        (ApprovalAnswer::Deny, "did not approve"),
+        (ApprovalAnswer::Once, "changed the door"),
+    ] {
+        let fx = fixture();
+        let wire = Wire::Anthropic;
+        let server = Server::start(vec![
+            wire.turn("", &[call("toolu_1", "change", "the door")]),
+            wire.turn("Done.", &[]),
+        ])
+        .await;
+        let approver = Arc::new(ScriptedApprover {
+            answer: answer.clone(),
+            asked: Mutex::new(Vec::new()),
+        });
+        let mut turn = TurnRequest::new("a", "paint the door");
+        turn.approver = Some(approver.clone());
+        let outcome = runner(&fx, wire, &server.url(), 8)
+            .run_turn(turn)
+            .await
+            .unwrap();
+        assert_eq!(outcome.stop, TurnStop::EndTurn);
+        let asked = approver.asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1, "{answer:?}");
+        assert_eq!(asked[0].tool, "probe");
+        assert_eq!(asked[0].origin, Origin::User);
+        assert_eq!(asked[0].session_id.as_deref(), Some("a"));
+        assert_eq!(asked[0].summary, "change the door");
+        let result = &server.seen()[1].body["messages"][2]["content"][0];
+        assert_eq!(result["type"], "tool_result");
+        assert!(
+            result["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains(expected),
+            "{result}"
+        );
+        assert_eq!(result["is_error"], answer == ApprovalAnswer::Deny);
+        let stored = &fx.db.sessions().tool_calls("a").unwrap()[0];
+        if answer == ApprovalAnswer::Deny {
+            assert_eq!(stored.code.as_deref(), Some("approval_denied"));
+        } else {
+            assert_eq!(stored.status, "done");
+        }
+    }
+}
+
+#[tokio::test]
+async fn cancelling_during_a_tool_call_stops_the_turn_and_records_it() {
+    let fx = fixture();
+    let wire = Wire::Ollama;
+    let server = Server::start(vec![
+        wire.turn("", &[call("x", "wait", "forever")]),
+        wire.turn("never asked", &[]),
+    ])
+    .await;
+    let runner = runner(&fx, wire, &server.url(), 8);
+    let turn = TurnRequest::new("c", "wait for it");
+    let cancel = turn.cancel.clone();
+    let waiting = fx.waiting.clone();
+    let task = tokio::spawn(async move { runner.run_turn(turn).await });
+    tokio::time::timeout(Duration::from_secs(10), waiting.notified())
+        .await
+        .expect("the tool starts");
+    cancel.cancel();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("the turn ends promptly")
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.stop, TurnStop::Cancelled);
+    assert_eq!(server.seen().len(), 1, "no further model call");
+    let calls = fx.db.sessions().tool_calls("c").unwrap();
+    assert_eq!(calls[0].code.as_deref(), Some("cancelled"));
+    assert_eq!(roles(&fx, "c"), ["user", "assistant", "user"]);
+    assert_eq!(
+        fx.db.sessions().get("c").unwrap().unwrap().status,
+        "cancelled"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_while_the_model_streams_keeps_the_text_so_far() {
+    for wire in ALL {
+        let fx = fixture();
+        let keep = match wire {
+            Wire::Anthropic => 4,
+            Wire::OpenAi => 2,
+            Wire::Ollama => 1,
+        };
+        let server = Server::start(vec![wire.hang_turn("Half of an answer", keep)]).await;
+        let runner = runner(&fx, wire, &server.url(), 8);
+        let (events, mut received) = mpsc::unbounded_channel();
+        let mut turn = TurnRequest::new("h", "talk");
+        turn.events = Some(events);
+        let cancel = turn.cancel.clone();
+        let task = tokio::spawn(async move { runner.run_turn(turn).await });
+        let first = tokio::time::timeout(Duration::from_secs(10), received.recv())
+            .await
+            .expect("text arrives")
+            .unwrap();
+        assert!(matches!(first, AgentEvent::TextDelta(_)), "{first:?}");
+        cancel.cancel();
+        let outcome = tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .expect("the turn ends promptly")
+            .unwrap()
+            .unwrap();
+        assert_eq!(outcome.stop, TurnStop::Cancelled, "{wire:?}");
+        assert!(!outcome.text.is_empty());
+        let messages = fx.db.sessions().messages("h").unwrap();
+        assert_eq!(messages.len(), 2);
+        assert_eq!(messages[1].content[0]["text"], outcome.text);
+    }
+}
+
+/// Subscribes to the runner's hooks: rewrites the system prompt and records every call.
+struct PromptHooks {
+    calls: Mutex<Vec<String>>,
+}
+
+impl HookDispatcher for PromptHooks {
+    fn has_subscribers(&self, hook: &str) -> bool {
+        [
+            PROMPT_SYSTEM_SECTIONS,
+            MESSAGE_PRE_SEND,
+            MESSAGE_POST_RECEIVE,
+            SESSION_MESSAGE_APPEND,
+        ]
+        .contains(&hook)
+    }
+    fn apply_filter<'a>(
+        &'a self,
+        hook: &'a str,
+        mut payload: Value,
+    ) -> BoxFuture<'a, FilterOutcome> {
+        Box::pin(async move {
+            self.calls.lock().unwrap().push(hook.to_string());
+            if hook == PROMPT_SYSTEM_SECTIONS {
+                let sections = payload["sections"].as_array_mut().unwrap();
+                assert_eq!(sections[0]["name"], "identity");
+                sections[0]["text"] = json!("You are a pirate.");
+                sections.push(json!({"name": "house_rules", "text": "Say arr."}));
+            }
+            if hook == MESSAGE_POST_RECEIVE {
+                payload["message"]["content"][0]["text"] = json!("Arr, rewritten.");
+            }
+            FilterOutcome {
+                payload,
+                handled: false,
+            }
+        })
+    }
+    fn do_action<'a>(&'a self, hook: &'a str, payload: Value) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            self.calls.lock().unwrap().push(format!(
+                "{hook} {}",
+                payload["role"].as_str().unwrap_or("?")
+            ));
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_hook_rewrites_the_system_prompt_and_sees_every_message() {
+    let fx = fixture();
+    let wire = Wire::Anthropic;
+    let server = Server::start(vec![wire.turn("Hello.", &[])]).await;
+    let runner = runner(&fx, wire, &server.url(), 8);
+    let hooks = Arc::new(PromptHooks {
+        calls: Mutex::new(Vec::new()),
+    });
+    runner.set_hooks(hooks.clone());
+    let outcome = runner.run_turn(TurnRequest::new("k", "hi")).await.unwrap();
+    assert_eq!(outcome.text, "Arr, rewritten.");
+    let system = server.seen()[0].body["system"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(system.starts_with("You are a pirate."), "{system}");
+    assert!(system.ends_with("Say arr."), "{system}");
+    assert!(!system.contains("test agent"));
+    assert!(
+        system.contains("- probe:"),
+        "the tools section stays: {system}"
+    );
+    assert_eq!(
+        *hooks.calls.lock().unwrap(),
+        [
+            "session.message_append user",
+            "prompt.system_sections",
+            "message.pre_send",
+            "message.post_receive",
+            "session.message_append assistant",
+        ]
+    );
+    let stored = fx.db.sessions().messages("k").unwrap();
+    assert_eq!(stored[1].content[0]["text"], "Arr, rewritten.");
+}
+
+#[tokio::test]
+async fn the_step_limit_ends_a_turn_that_keeps_calling_tools() {
+    let fx = fixture();
+    let wire = Wire::OpenAi;
+    let server = Server::start(vec![
+        wire.turn("", &[call("c1", "look", "a")]),
+        wire.turn("", &[call("c2", "look", "b")]),
+        wire.turn("not reached", &[]),
+    ])
+    .await;
+    let outcome = runner(&fx, wire, &server.url(), 2)
+        .run_turn(TurnRequest::new("l", "loop"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop, TurnStop::StepLimit);
+    assert_eq!(outcome.steps, 2);
+    assert_eq!(server.seen().len(), 2);
+    assert_eq!(fx.db.sessions().tool_calls("l").unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_provider_failure_ends_the_turn_with_its_error_and_marks_the_session() {
+    let fx = fixture();
+    let server = Server::start(vec![server::Reply::Status {
+        status: 401,
+        headers: vec![],
+        body: json!({"error": {"message": "bad key"}}).to_string(),
+    }])
+    .await;
+    let error = runner(&fx, Wire::OpenAi, &server.url(), 8)
+        .run_turn(TurnRequest::new("f", "hi"))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "auth", "{error}");
+    assert_eq!(fx.db.sessions().get("f").unwrap().unwrap().status, "failed");
+    assert_eq!(roles(&fx, "f"), ["user"], "the person's message is kept");
+}
+
+#[tokio::test]
+async fn malformed_tool_arguments_come_back_as_an_error_result() {
+    let fx = fixture();
+    let wire = Wire::OpenAi;
+    let bad = ScriptCall {
+        id: "bad_1",
+        name: "probe",
+        args: json!("not an object"),
+    };
+    let server = Server::start(vec![wire.turn("", &[bad]), wire.turn("Sorry.", &[])]).await;
+    let outcome = runner(&fx, wire, &server.url(), 8)
+        .run_turn(TurnRequest::new("m", "go"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.text, "Sorry.");
+    let calls = fx.db.sessions().tool_calls("m").unwrap();
+    assert_eq!(calls[0].code.as_deref(), Some("invalid_input"));
+}
