@@ -105,6 +105,13 @@ fn ratios() {
         || drop(desktop.capture().capture_region(screen).unwrap()),
         30,
     );
+    let x11 = osprey_screen::capture::PlatformCapture::connect(Some(&display)).unwrap();
+    let socket = median(|| drop(x11.capture_over_socket(screen).unwrap()), 30);
+    eprintln!(
+        "capture: shared memory {}; GetImage over the socket {:.2} ms",
+        x11.uses_shared_memory(),
+        socket.as_secs_f64() * 1000.0
+    );
     let xwd = median(
         || {
             run_quietly(Command::new("xwd").args([
@@ -137,6 +144,7 @@ fn ratios() {
         5,
     );
     rows.push(("".into(), ours, "import -window root".into(), import));
+    rows.push(("".into(), ours, "GetImage over the socket".into(), socket));
 
     let app = big_form(environment);
     let target = SeeTarget::WindowTitle(app.title.clone());
