@@ -1,6 +1,7 @@
 //! `osprey`: the headless shell of Osprey's core, for power users, scripts and tests. Every tool
 //! call goes through the same registry, policy and safeguard as the desktop app.
 
+mod chat;
 mod prompt;
 
 use std::io::Write;
@@ -54,6 +55,8 @@ enum Command {
     },
     /// Print the version, data directory and tools.
     Info,
+    /// Talk to the agent: `osprey chat -p "..."` for one turn, `osprey chat` interactively.
+    Chat(chat::ChatArgs),
 }
 
 #[derive(Args, Debug)]
@@ -177,6 +180,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Chat(args) => chat::run(cli.data_dir, args).await,
         Command::Info => {
             let core = open(cli.data_dir, None, None)?;
             println!("{}", serde_json::to_string_pretty(&core.info())?);

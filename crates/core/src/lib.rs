@@ -2,6 +2,7 @@
 //! built-in tools from a data directory and settings, and offers the API both shells (the Tauri
 //! desktop app and the `osprey` CLI) call. It emits events on channels; it must not know Tauri.
 
+pub mod agent;
 pub mod settings;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,245 @@
+//! `osprey chat -p` as a script would run it, against a loopback server that speaks the OpenAI
+//! Chat Completions streaming format (plain HTTP/1.1 on a std thread, server-sent events).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+/// Serves one scripted reply per connection, in order; records each request body.
+struct ModelServer {
+    url: String,
+    bodies: Arc<Mutex<Vec<Value>>>,
+}
+
+fn serve(replies: Vec<(u16, String)>) -> ModelServer {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let record = bodies.clone();
+    std::thread::spawn(move || {
+        for (status, body) in replies {
+            let Ok((stream, _)) = listener.accept() else {
+                return;
+            };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap();
+                }
+            }
+            let mut request = vec![0; length];
+            reader.read_exact(&mut request).unwrap();
+            record
+                .lock()
+                .unwrap()
+                .push(serde_json::from_slice(&request).unwrap_or(Value::Null));
+            let kind = if status == 200 {
+                "text/event-stream"
+            } else {
+                "application/json"
+            };
+            let mut stream = stream;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status} X\r\ncontent-type: {kind}\r\nconnection: close\r\n\r\n{body}"
+            );
+            let _ = stream.flush();
+        }
+    });
+    ModelServer { url, bodies }
+}
+
+fn chunk(delta: Value, finish: Value) -> String {
+    let chunk = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    format!("data: {chunk}\n\n")
+}
+
+fn tool_call_turn(id: &str, name: &str, args: Value) -> (u16, String) {
+    let args = args.to_string();
+    let (first, second) = args.split_at(args.len() / 2);
+    let mut body = chunk(
+        json!({"role": "assistant", "content": "Let me check."}),
+        Value::Null,
+    );
+    body += &chunk(
+        json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": first}}]}),
+        Value::Null,
+    );
+    body += &chunk(
+        json!({"tool_calls": [{"index": 0, "function": {"arguments": second}}]}),
+        Value::Null,
+    );
+    body += &chunk(json!({}), json!("tool_calls"));
+    body += "data: [DONE]\n\n";
+    (200, body)
+}
+
+fn text_turn(text: &str) -> (u16, String) {
+    let mut body = chunk(json!({"role": "assistant", "content": text}), Value::Null);
+    body += &chunk(json!({}), json!("stop"));
+    body += "data: [DONE]\n\n";
+    (200, body)
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn chat(data: &Path, server: &ModelServer, extra: &[&str], stdin: &str) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_osprey"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(["chat", "--provider", "openai", "--base-url", &server.url])
+        .args(["--model", "test-model"])
+        .args(extra)
+        .env_remove("OSPREY_DATA_DIR")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("OPENAI_API_KEY", "sk-test")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn one_shot_prints_the_final_answer_and_tool_activity_goes_to_stderr() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let notes = work.path().join("notes.txt");
+    std::fs::write(&notes, "alpha\n").unwrap();
+    let server = serve(vec![
+        tool_call_turn(
+            "call_1",
+            "file",
+            json!({"action": "read", "path": notes.display().to_string()}),
+        ),
+        text_turn("The notes say alpha."),
+    ]);
+    let run = chat(
+        data.path(),
+        &server,
+        &["-p", "What do my notes say?", "--session", "s1"],
+        "",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "The notes say alpha.\n");
+    assert!(run.stderr.contains("[tool] file"), "{}", run.stderr);
+    let bodies = server.bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[0]["model"], "test-model");
+    let tool_message = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .cloned()
+        .unwrap();
+    assert!(
+        tool_message["content"].as_str().unwrap().contains("alpha"),
+        "{tool_message}"
+    );
+    // The session is in the database, with the call.
+    let db = osprey_db::Database::open_in(data.path()).unwrap();
+    assert_eq!(db.sessions().messages("s1").unwrap().len(), 4);
+    assert_eq!(db.sessions().tool_calls("s1").unwrap()[0].status, "done");
+}
+
+#[test]
+fn a_call_the_person_refuses_on_the_terminal_does_not_run() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let target = work.path().join("made-by-the-model");
+    let server = serve(vec![
+        tool_call_turn(
+            "call_1",
+            "shell",
+            json!({"command": format!("touch {}", target.display())}),
+        ),
+        text_turn("Understood, I did not create it."),
+    ]);
+    let run = chat(
+        data.path(),
+        &server,
+        &[
+            "-p",
+            "make a file",
+            "--policy",
+            "allowlist",
+            "--ask",
+            "on-miss",
+        ],
+        "n\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "Understood, I did not create it.\n");
+    assert!(run.stderr.contains("Approval needed"), "{}", run.stderr);
+    assert!(run.stderr.contains("approval_denied"), "{}", run.stderr);
+    assert!(!target.exists());
+}
+
+#[test]
+fn a_provider_failure_exits_2_with_its_code() {
+    let data = tempfile::tempdir().unwrap();
+    let server = serve(vec![(
+        401,
+        json!({"error": {"message": "Incorrect API key provided"}}).to_string(),
+    )]);
+    let run = chat(data.path(), &server, &["-p", "hi"], "");
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+    assert!(
+        run.stderr.contains("auth") && run.stderr.contains("Incorrect API key"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn interactive_chat_streams_replies_and_keeps_one_session() {
+    let data = tempfile::tempdir().unwrap();
+    let server = serve(vec![text_turn("First reply."), text_turn("Second reply.")]);
+    let run = chat(
+        data.path(),
+        &server,
+        &["--session", "talk"],
+        "hello\nand again\n\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("First reply.") && run.stdout.contains("Second reply."),
+        "{}",
+        run.stdout
+    );
+    let bodies = server.bodies.lock().unwrap().clone();
+    let second = bodies[1]["messages"].to_string();
+    assert!(second.contains("hello") && second.contains("First reply."));
+    let db = osprey_db::Database::open_in(data.path()).unwrap();
+    assert_eq!(db.sessions().messages("talk").unwrap().len(), 4);
+}
