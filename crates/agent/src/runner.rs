@@ -201,8 +201,14 @@ impl Runner {
         &self.inner.config
     }
 
-    /// The session's stored conversation.
+    /// The session's stored conversation, repaired so every tool call has a result (a crash or
+    /// a failure between persisting a call and its result would otherwise leave a history the
+    /// providers reject).
     pub fn history(&self, session_id: &str) -> Result<Vec<Message>> {
+        Ok(repair_history(self.stored_history(session_id)?))
+    }
+
+    fn stored_history(&self, session_id: &str) -> Result<Vec<Message>> {
         self.inner
             .sessions
             .messages(session_id)?
@@ -245,10 +251,13 @@ impl Runner {
 
     async fn play(&self, turn: &TurnRequest) -> Result<TurnOutcome> {
         let config = &self.inner.config;
-        let mut messages = self.history(&turn.session_id)?;
+        let mut messages = Vec::new();
+        for message in self.history(&turn.session_id)? {
+            push_merged(&mut messages, message);
+        }
         let user = Message::user_text(&turn.input);
         self.persist(turn, &user, None).await?;
-        messages.push(user);
+        push_merged(&mut messages, user);
 
         let tools: Vec<ToolSpec> = self
             .inner
@@ -304,7 +313,7 @@ impl Runner {
             self.post_receive(turn, &mut reply).await;
             let seq = self.persist(turn, &reply, Some(usage)).await?;
             last_text = reply.text();
-            messages.push(reply.clone());
+            push_merged(&mut messages, reply.clone());
             emit(
                 turn,
                 AgentEvent::StepFinished {
@@ -338,7 +347,7 @@ impl Runner {
                 content: results,
             };
             self.persist(turn, &feedback, None).await?;
-            messages.push(feedback);
+            push_merged(&mut messages, feedback);
             if turn.cancel.is_cancelled() {
                 return Ok(TurnOutcome {
                     stop: TurnStop::Cancelled,
@@ -546,8 +555,144 @@ impl Runner {
     }
 }
 
+/// Appends `message`, merging it into the last one when both have the same role (after a failed
+/// or cut-off turn two user messages can follow each other; not every provider accepts that).
+fn push_merged(messages: &mut Vec<Message>, message: Message) {
+    match messages.last_mut() {
+        Some(last) if last.role == message.role => last.content.extend(message.content),
+        _ => messages.push(message),
+    }
+}
+
+/// Gives every tool call without a result an error result saying it was interrupted, placed in
+/// the user message right after the call (created when missing).
+pub fn repair_history(messages: Vec<Message>) -> Vec<Message> {
+    let mut repaired: Vec<Message> = Vec::with_capacity(messages.len());
+    let mut messages = messages.into_iter().peekable();
+    while let Some(message) = messages.next() {
+        let call_ids: Vec<String> = message
+            .tool_calls()
+            .map(|(id, _, _)| id.to_string())
+            .collect();
+        let is_assistant = message.role == Role::Assistant;
+        repaired.push(message);
+        if !is_assistant || call_ids.is_empty() {
+            continue;
+        }
+        let mut next = match messages.peek() {
+            Some(m) if m.role == Role::User => messages.next().unwrap_or_else(|| Message {
+                role: Role::User,
+                content: Vec::new(),
+            }),
+            _ => Message {
+                role: Role::User,
+                content: Vec::new(),
+            },
+        };
+        let answered = |id: &str| {
+            next.content
+                .iter()
+                .any(|p| matches!(p, Part::ToolResult { call_id, .. } if call_id == id))
+        };
+        let missing: Vec<Part> = call_ids
+            .iter()
+            .filter(|id| !answered(id))
+            .map(|id| Part::ToolResult {
+                call_id: id.clone(),
+                content: vec![osprey_types::ContentBlock::Text {
+                    text: "the call was interrupted before it finished (no result)".into(),
+                }],
+                is_error: true,
+            })
+            .collect();
+        // Results go first in the message (Anthropic requires it).
+        next.content.splice(0..0, missing);
+        repaired.push(next);
+    }
+    repaired
+}
+
 fn emit(turn: &TurnRequest, event: AgentEvent) {
     if let Some(events) = &turn.events {
         let _ = events.send(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> Part {
+        Part::ToolCall {
+            id: id.into(),
+            name: "probe".into(),
+            input: json!({}),
+        }
+    }
+
+    fn result(id: &str) -> Part {
+        Part::ToolResult {
+            call_id: id.into(),
+            content: vec![],
+            is_error: false,
+        }
+    }
+
+    fn assistant(parts: Vec<Part>) -> Message {
+        Message {
+            role: Role::Assistant,
+            content: parts,
+        }
+    }
+
+    fn user(parts: Vec<Part>) -> Message {
+        Message {
+            role: Role::User,
+            content: parts,
+        }
+    }
+
+    #[test]
+    fn a_complete_history_is_left_alone() {
+        let history = vec![
+            Message::user_text("hi"),
+            assistant(vec![call("a"), call("b")]),
+            user(vec![result("a"), result("b")]),
+            Message::assistant_text("done"),
+        ];
+        assert_eq!(repair_history(history.clone()), history);
+    }
+
+    #[test]
+    fn calls_without_results_get_interrupted_results() {
+        // Crash after the reply was stored: no result message at all, then a new question.
+        let repaired = repair_history(vec![
+            Message::user_text("hi"),
+            assistant(vec![call("a")]),
+            Message::user_text("are you there?"),
+        ]);
+        assert_eq!(repaired.len(), 3);
+        assert!(
+            matches!(&repaired[2].content[0], Part::ToolResult { call_id, is_error: true, .. } if call_id == "a")
+        );
+        assert_eq!(repaired[2].text(), "are you there?");
+
+        // One of two results stored; and a trailing call with nothing after it.
+        let repaired = repair_history(vec![
+            assistant(vec![call("a"), call("b")]),
+            user(vec![result("b")]),
+            assistant(vec![call("c")]),
+        ]);
+        assert_eq!(repaired.len(), 4);
+        let ids: Vec<&str> = repaired[1]
+            .content
+            .iter()
+            .filter_map(|p| match p {
+                Part::ToolResult { call_id, .. } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, ["a", "b"]);
+        assert_eq!(repaired[3].role, Role::User);
     }
 }

@@ -99,6 +99,12 @@ async fn each_wire_streams_text_usage_and_stop_reason() {
                 assert_eq!(request.body["messages"][0]["role"], "system");
                 assert_eq!(request.body["messages"][1]["content"], "hi");
                 assert_eq!(request.body["tools"][0]["function"]["name"], "probe");
+                assert_eq!(request.body["max_tokens"], 256, "compatible servers");
+                assert_eq!(request.body["stream_options"]["include_usage"], true);
+                let official = osprey_agent::OpenAi::new(None, Some("k".into()))
+                    .body(&self::request(vec![Message::user_text("hi")]));
+                assert_eq!(official["max_completion_tokens"], 256, "api.openai.com");
+                assert!(official.get("max_tokens").is_none());
             }
             Wire::Ollama => {
                 assert_eq!(request.path, "/api/chat");

@@ -540,3 +540,45 @@ async fn malformed_tool_arguments_come_back_as_an_error_result() {
     let calls = fx.db.sessions().tool_calls("m").unwrap();
     assert_eq!(calls[0].code.as_deref(), Some("invalid_input"));
 }
+
+#[tokio::test]
+async fn a_history_cut_off_mid_call_is_repaired_before_the_next_turn() {
+    let fx = fixture();
+    // What a crash between persisting a reply and its tool's result leaves behind.
+    let sessions = fx.db.sessions();
+    sessions
+        .open_or_create(&osprey_db::NewSession {
+            id: "r",
+            origin: "user",
+            ..Default::default()
+        })
+        .unwrap();
+    sessions
+        .append_message(
+            "r",
+            "user",
+            &json!([{"type": "text", "text": "look"}]),
+            None,
+        )
+        .unwrap();
+    sessions
+        .append_message(
+            "r",
+            "assistant",
+            &json!([{"type": "tool_call", "id": "toolu_lost", "name": "probe", "input": {"action": "look"}}]),
+            None,
+        )
+        .unwrap();
+    let wire = Wire::Anthropic;
+    let server = Server::start(vec![wire.turn("Sorry, where were we?", &[])]).await;
+    runner(&fx, wire, &server.url(), 8)
+        .run_turn(TurnRequest::new("r", "hello?"))
+        .await
+        .unwrap();
+    let messages = server.seen()[0].body["messages"].clone();
+    assert_eq!(messages.as_array().unwrap().len(), 3, "{messages:#}");
+    assert_eq!(messages[2]["content"][0]["type"], "tool_result");
+    assert_eq!(messages[2]["content"][0]["tool_use_id"], "toolu_lost");
+    assert_eq!(messages[2]["content"][0]["is_error"], true);
+    assert_eq!(messages[2]["content"][1]["text"], "hello?");
+}

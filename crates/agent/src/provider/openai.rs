@@ -46,8 +46,9 @@ impl OpenAi {
         self
     }
 
-    /// The request body for `request`.
-    pub fn body(request: &ChatRequest) -> Value {
+    /// The request body for `request`. OpenAI itself wants `max_completion_tokens` (its reasoning
+    /// models refuse `max_tokens`); compatible servers know `max_tokens`.
+    pub fn body(&self, request: &ChatRequest) -> Value {
         let mut messages = Vec::new();
         if !request.system.is_empty() {
             messages.push(json!({"role": "system", "content": request.system}));
@@ -58,10 +59,15 @@ impl OpenAi {
         let mut body = json!({
             "model": request.model,
             "messages": messages,
-            "max_tokens": request.max_tokens,
             "stream": true,
             "stream_options": {"include_usage": true},
         });
+        let limit = if self.base_url == DEFAULT_BASE_URL {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        body[limit] = json!(request.max_tokens);
         if !request.tools.is_empty() {
             body["tools"] = request
                 .tools
@@ -164,7 +170,7 @@ impl Provider for OpenAi {
 
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream>> {
         Box::pin(async move {
-            let body = Self::body(&request);
+            let body = self.body(&request);
             let url = format!("{}/chat/completions", self.base_url);
             let response = self
                 .retry
