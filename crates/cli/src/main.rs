@@ -3,6 +3,7 @@
 
 mod chat;
 mod prompt;
+mod see;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -57,6 +58,8 @@ enum Command {
     Info,
     /// Talk to the agent: `osprey chat -p "..."` for one turn, `osprey chat` interactively.
     Chat(chat::ChatArgs),
+    /// Snapshot a window or the screen: print its elements with IDs, write the annotated image.
+    See(see::SeeArgs),
 }
 
 #[derive(Args, Debug)]
@@ -181,6 +184,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Chat(args) => chat::run(cli.data_dir, args).await,
+        Command::See(args) => see::run(cli.data_dir, args).await,
         Command::Info => {
             let core = open(cli.data_dir, None, None)?;
             println!("{}", serde_json::to_string_pretty(&core.info())?);

@@ -14,7 +14,15 @@ struct Run {
 }
 
 fn osprey(data: &Path, args: &[&str], stdin: Option<&str>) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_osprey"))
+    osprey_with(data, args, stdin, &[])
+}
+
+fn osprey_with(data: &Path, args: &[&str], stdin: Option<&str>, removed_env: &[&str]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_osprey"));
+    for name in removed_env {
+        command.env_remove(name);
+    }
+    let mut child = command
         .arg("--data-dir")
         .arg(data)
         .args(args)
@@ -266,7 +274,7 @@ fn tools_prints_every_schema() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    for expected in ["file", "shell", "web"] {
+    for expected in ["file", "shell", "web", "screenshot", "desktop"] {
         assert!(
             names.contains(&expected),
             "{expected} missing from {names:?}"
@@ -324,4 +332,30 @@ fn settings_are_validated_on_write() {
         "the stored policy applies: {}",
         run.stdout
     );
+}
+
+#[test]
+fn see_without_a_display_says_what_is_missing() {
+    let data = tempfile::tempdir().unwrap();
+    let run = osprey_with(data.path(), &["see", "--screen"], None, &["DISPLAY"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("no display available"),
+        "{}",
+        run.stderr
+    );
+    let run = osprey_with(
+        data.path(),
+        &["tool", "screenshot", r#"{"action": "see"}"#],
+        None,
+        &["DISPLAY"],
+    );
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("tool_failed") && run.stderr.contains("DISPLAY"),
+        "{}",
+        run.stderr
+    );
+    let run = osprey(data.path(), &["see", "--window", "x", "--screen"], None);
+    assert_eq!(run.code, 2, "one target at a time: {}", run.stderr);
 }

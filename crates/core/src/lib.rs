@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use osprey_db::Database;
+use osprey_screen::{DesktopConfig, ScreenTools};
 use osprey_tools::file::FileTool;
 use osprey_tools::shell::{ShellConfig, ShellTool};
 use osprey_tools::web::{WebConfig, WebTool};
@@ -58,12 +59,35 @@ impl std::fmt::Debug for Core {
     }
 }
 
-/// Registers the built-in `file`, `shell` and `web` tools with their stored settings.
+/// The data directory a run uses: the explicit one, else `$OSPREY_DATA_DIR`, else the platform's.
+pub fn resolve_data_dir(explicit: Option<&Path>) -> PathBuf {
+    osprey_db::data_dir(explicit)
+}
+
+/// How the screen tools reach the display: the X display and session bus this process was
+/// started with, and `<data>/snapshots` so element IDs from one `osprey see` stay usable by a
+/// later `osprey tool desktop` process.
+pub fn desktop_config(data_dir: &Path) -> DesktopConfig {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    DesktopConfig {
+        x11_display: env("DISPLAY"),
+        session_bus_address: env("DBUS_SESSION_BUS_ADDRESS"),
+        snapshot_dir: Some(data_dir.join("snapshots")),
+        ..DesktopConfig::default()
+    }
+}
+
+/// Registers the built-in tools (`file`, `shell`, `web`, `screenshot`, `desktop`) with their
+/// stored settings. The screen tools connect to the display on first use, so registering them
+/// on a machine without one costs nothing; their calls then say no display is available.
 fn register_builtin_tools(
     registry: &Registry,
     stored: &osprey_db::Settings,
     paths: &PathGuard,
 ) -> anyhow::Result<()> {
+    let (screenshot, desktop) = ScreenTools::new(desktop_config(paths.data_dir()));
+    registry.register_domain(screenshot);
+    registry.register_domain(desktop);
     registry.register_domain(FileTool::new(paths.clone()));
     registry.register_domain(ShellTool::new(ShellConfig {
         extra_env: settings::read(stored, settings::SHELL_EXTRA_ENV),
