@@ -1,5 +1,100 @@
-//! The app platform: manifests, `.napp` packing and extraction, ed25519 signing, sandboxed sidecar
-//! launch, the supervisor and watcher, the hook dispatcher, install/update, the store client and
-//! the `app` tool. It must not depend on the agent crate or on Tauri.
+//! The app platform: manifests (parse and validate, the permission taxonomy), `.napp` packing and
+//! hostile-archive-safe extraction, ed25519 signing and verification, binary validation; later the
+//! sandboxed sidecar launch, the supervisor and watcher, the hook dispatcher, install/update, the
+//! store client and the `app` tool. It must not depend on the agent crate or on Tauri; it reaches
+//! the registry only through `osprey-tools`' traits.
 //!
-//! Status: not built yet (see the app platform issue).
+//! Every refusal is an [`Error`] with a stable [`Error::code`] (`package_rejected`,
+//! `manifest_invalid`, `signature_invalid`, `binary_invalid`, ...) and, where it applies, a stable
+//! reason code next to a message for people.
+
+pub mod binary;
+pub mod manifest;
+pub mod napp;
+pub mod permissions;
+pub mod signing;
+
+use std::path::PathBuf;
+
+pub use binary::{BinaryFormat, BinaryProblem, validate_binary};
+pub use manifest::{Capability, Manifest};
+pub use napp::{Limits, Rejection, StagedPackage};
+pub use signing::{KeyPair, PublicKey, SignatureFailure, Signatures};
+
+/// Everything the app platform refuses or fails at.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A `.napp` archive was refused; nothing of it was kept.
+    #[error("package_rejected ({}): {reason}", reason.code())]
+    PackageRejected { reason: Rejection },
+    /// `manifest.json` is not valid: which field, and why.
+    #[error("manifest_invalid: {field}: {reason}")]
+    ManifestInvalid { field: String, reason: String },
+    /// The signatures do not check out.
+    #[error("signature_invalid ({}): {reason}", reason.code())]
+    SignatureInvalid { reason: SignatureFailure },
+    /// An app binary that must not be run.
+    #[error("binary_invalid ({}): {}: {problem}", problem.code(), path.display())]
+    BinaryInvalid {
+        path: PathBuf,
+        problem: BinaryProblem,
+    },
+    /// A key file that cannot be used.
+    #[error("key_invalid: {0}")]
+    KeyInvalid(String),
+    /// An app with this id is already installed (or something else occupies its directory).
+    #[error("already_installed: {0}")]
+    AlreadyInstalled(String),
+    /// The file system failed under us.
+    #[error("io: {context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// The stable code the UI and scripts branch on.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::PackageRejected { .. } => "package_rejected",
+            Error::ManifestInvalid { .. } => "manifest_invalid",
+            Error::SignatureInvalid { .. } => "signature_invalid",
+            Error::BinaryInvalid { .. } => "binary_invalid",
+            Error::KeyInvalid(_) => "key_invalid",
+            Error::AlreadyInstalled(_) => "already_installed",
+            Error::Io { .. } => "io",
+        }
+    }
+
+    /// The stable reason within the code, where there is one.
+    pub fn reason(&self) -> Option<&'static str> {
+        match self {
+            Error::PackageRejected { reason } => Some(reason.code()),
+            Error::SignatureInvalid { reason } => Some(reason.code()),
+            Error::BinaryInvalid { problem, .. } => Some(problem.code()),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Error {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn rejected(reason: Rejection) -> Error {
+        Error::PackageRejected { reason }
+    }
+
+    pub(crate) fn manifest(field: impl Into<String>, reason: impl Into<String>) -> Error {
+        Error::ManifestInvalid {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

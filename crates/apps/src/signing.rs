@@ -1,0 +1,419 @@
+//! Package signing: `signatures.json` holds the signer's key id, the algorithm (`ed25519`), the
+//! binary's SHA-256, a signature over the binary and a signature over the exact bytes of
+//! `manifest.json`. Verification uses strict ed25519 (`verify_strict`: canonical S, no small-order
+//! keys or points) and refuses every mismatch with `signature_invalid` and a stable reason.
+//!
+//! The binary signature is over `osprey-napp-binary-v1:` followed by the binary's SHA-256 digest,
+//! so a 500 MB binary is hashed as a stream rather than held in memory, and a binary signature
+//! can never be mistaken for a manifest one (a manifest is JSON and starts with `{`).
+
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::{Error, Result};
+
+pub const ALGORITHM: &str = "ed25519";
+const BINARY_CONTEXT: &[u8] = b"osprey-napp-binary-v1:";
+/// The group order L, little-endian: a signature's S must be below it.
+const GROUP_ORDER: [u8; 32] = [
+    0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+];
+
+/// The contents of `signatures.json`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Signatures {
+    pub key_id: String,
+    pub algorithm: String,
+    /// Lowercase hex.
+    pub binary_sha256: String,
+    /// Base64 (standard alphabet, padded) of the 64-byte signature.
+    pub binary_signature: String,
+    pub manifest_signature: String,
+}
+
+impl Signatures {
+    pub fn parse(bytes: &[u8]) -> Result<Signatures> {
+        serde_json::from_slice(bytes).map_err(|e| Error::SignatureInvalid {
+            reason: SignatureFailure::Malformed(e.to_string()),
+        })
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+/// Why verification refused a package.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SignatureFailure {
+    /// `signatures.json` is not the expected JSON object.
+    Malformed(String),
+    UnsupportedAlgorithm(String),
+    /// Signed by a key other than the trusted one.
+    KeyIdMismatch {
+        expected: String,
+        found: String,
+    },
+    /// A signature that is not 64 bytes of valid base64 (truncated, padded wrongly, ...).
+    Encoding {
+        field: &'static str,
+    },
+    /// A signature whose S is not reduced modulo the group order.
+    NonCanonical {
+        field: &'static str,
+    },
+    ManifestSignature,
+    BinaryHash,
+    BinarySignature,
+}
+
+impl SignatureFailure {
+    pub fn code(&self) -> &'static str {
+        match self {
+            SignatureFailure::Malformed(_) => "signatures_malformed",
+            SignatureFailure::UnsupportedAlgorithm(_) => "unsupported_algorithm",
+            SignatureFailure::KeyIdMismatch { .. } => "key_id_mismatch",
+            SignatureFailure::Encoding { .. } => "signature_encoding",
+            SignatureFailure::NonCanonical { .. } => "signature_non_canonical",
+            SignatureFailure::ManifestSignature => "manifest_signature_mismatch",
+            SignatureFailure::BinaryHash => "binary_hash_mismatch",
+            SignatureFailure::BinarySignature => "binary_signature_mismatch",
+        }
+    }
+}
+
+impl fmt::Display for SignatureFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SignatureFailure::Malformed(why) => write!(f, "signatures.json is malformed: {why}"),
+            SignatureFailure::UnsupportedAlgorithm(name) => {
+                write!(
+                    f,
+                    "algorithm `{name}` is not supported (expected `{ALGORITHM}`)"
+                )
+            }
+            SignatureFailure::KeyIdMismatch { expected, found } => {
+                write!(
+                    f,
+                    "signed by key `{found}`, but the trusted key is `{expected}`"
+                )
+            }
+            SignatureFailure::Encoding { field } => {
+                write!(f, "`{field}` is not a base64-encoded 64-byte signature")
+            }
+            SignatureFailure::NonCanonical { field } => {
+                write!(f, "`{field}` is not in canonical form")
+            }
+            SignatureFailure::ManifestSignature => {
+                f.write_str("the manifest signature does not match manifest.json")
+            }
+            SignatureFailure::BinaryHash => {
+                f.write_str("the binary's SHA-256 does not match binary_sha256")
+            }
+            SignatureFailure::BinarySignature => {
+                f.write_str("the binary signature does not match the binary")
+            }
+        }
+    }
+}
+
+fn failure(reason: SignatureFailure) -> Error {
+    Error::SignatureInvalid { reason }
+}
+
+/// A publisher's (or the store's) signing key.
+pub struct KeyPair {
+    signing: SigningKey,
+}
+
+impl fmt::Debug for KeyPair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyPair")
+            .field("key_id", &self.public().key_id())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SecretKeyFile {
+    algorithm: String,
+    key_id: String,
+    secret_key: String,
+    public_key: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PublicKeyFile {
+    algorithm: String,
+    key_id: String,
+    public_key: String,
+}
+
+impl KeyPair {
+    /// A new key from the operating system's random source.
+    pub fn generate() -> Result<KeyPair> {
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed)
+            .map_err(|e| Error::KeyInvalid(format!("no randomness for a key: {e}")))?;
+        Ok(KeyPair {
+            signing: SigningKey::from_bytes(&seed),
+        })
+    }
+
+    pub fn from_seed(seed: [u8; 32]) -> KeyPair {
+        KeyPair {
+            signing: SigningKey::from_bytes(&seed),
+        }
+    }
+
+    pub fn public(&self) -> PublicKey {
+        PublicKey {
+            key: self.signing.verifying_key(),
+        }
+    }
+
+    /// The secret key file (JSON). Keep it private: whoever has it can sign as this publisher.
+    pub fn to_secret_json(&self) -> String {
+        let public = self.public();
+        let file = SecretKeyFile {
+            algorithm: ALGORITHM.into(),
+            key_id: public.key_id(),
+            secret_key: STANDARD.encode(self.signing.to_bytes()),
+            public_key: STANDARD.encode(public.key.to_bytes()),
+        };
+        serde_json::to_string_pretty(&file).unwrap_or_default()
+    }
+
+    pub fn from_secret_json(text: &str) -> Result<KeyPair> {
+        let file: SecretKeyFile = serde_json::from_str(text)
+            .map_err(|e| Error::KeyInvalid(format!("not a secret key file: {e}")))?;
+        if file.algorithm != ALGORITHM {
+            return Err(Error::KeyInvalid(format!("algorithm `{}`", file.algorithm)));
+        }
+        let seed: [u8; 32] = decode_exact(&file.secret_key)
+            .ok_or_else(|| Error::KeyInvalid("secret_key is not 32 bytes of base64".into()))?;
+        let pair = KeyPair::from_seed(seed);
+        let public = pair.public();
+        if STANDARD.encode(public.key.to_bytes()) != file.public_key
+            || public.key_id() != file.key_id
+        {
+            return Err(Error::KeyInvalid(
+                "public_key or key_id does not belong to secret_key".into(),
+            ));
+        }
+        Ok(pair)
+    }
+
+    /// Signs a package's manifest bytes and binary file.
+    pub fn sign(&self, manifest: &[u8], binary: &Path) -> Result<Signatures> {
+        let digest = sha256_file(binary)?;
+        Ok(Signatures {
+            key_id: self.public().key_id(),
+            algorithm: ALGORITHM.into(),
+            binary_sha256: hex::encode(digest),
+            binary_signature: STANDARD
+                .encode(self.signing.sign(&binary_message(&digest)).to_bytes()),
+            manifest_signature: STANDARD.encode(self.signing.sign(manifest).to_bytes()),
+        })
+    }
+}
+
+/// A key packages are verified against: the store's current key, or a publisher's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublicKey {
+    key: VerifyingKey,
+}
+
+impl PublicKey {
+    /// Refuses weak (small-order) keys, which would let forged signatures verify.
+    pub fn from_bytes(bytes: &[u8; 32]) -> Result<PublicKey> {
+        let key = VerifyingKey::from_bytes(bytes)
+            .map_err(|e| Error::KeyInvalid(format!("not an ed25519 public key: {e}")))?;
+        if key.is_weak() {
+            return Err(Error::KeyInvalid("a small-order (weak) public key".into()));
+        }
+        Ok(PublicKey { key })
+    }
+
+    pub fn from_base64(text: &str) -> Result<PublicKey> {
+        let bytes: [u8; 32] = decode_exact(text)
+            .ok_or_else(|| Error::KeyInvalid("public key is not 32 bytes of base64".into()))?;
+        PublicKey::from_bytes(&bytes)
+    }
+
+    pub fn to_base64(&self) -> String {
+        STANDARD.encode(self.key.to_bytes())
+    }
+
+    /// The first 16 hex digits of the SHA-256 of the key's bytes.
+    pub fn key_id(&self) -> String {
+        hex::encode(&Sha256::digest(self.key.to_bytes())[..8])
+    }
+
+    pub fn to_json(&self) -> String {
+        let file = PublicKeyFile {
+            algorithm: ALGORITHM.into(),
+            key_id: self.key_id(),
+            public_key: self.to_base64(),
+        };
+        serde_json::to_string_pretty(&file).unwrap_or_default()
+    }
+
+    /// Reads a public key file, or the public half of a secret key file.
+    pub fn from_json(text: &str) -> Result<PublicKey> {
+        let (algorithm, key_id, public_key) = match serde_json::from_str::<PublicKeyFile>(text) {
+            Ok(file) => (file.algorithm, file.key_id, file.public_key),
+            Err(_) => {
+                let file: SecretKeyFile = serde_json::from_str(text)
+                    .map_err(|e| Error::KeyInvalid(format!("not a key file: {e}")))?;
+                (file.algorithm, file.key_id, file.public_key)
+            }
+        };
+        if algorithm != ALGORITHM {
+            return Err(Error::KeyInvalid(format!("algorithm `{algorithm}`")));
+        }
+        let key = PublicKey::from_base64(&public_key)?;
+        if key.key_id() != key_id {
+            return Err(Error::KeyInvalid("key_id does not match public_key".into()));
+        }
+        Ok(key)
+    }
+
+    /// Verifies a package: `signatures` (the bytes of signatures.json) over `manifest` (the exact
+    /// bytes of manifest.json) and the binary file at `binary`.
+    pub fn verify(&self, signatures: &[u8], manifest: &[u8], binary: &Path) -> Result<()> {
+        let signatures = Signatures::parse(signatures)?;
+        if signatures.algorithm != ALGORITHM {
+            return Err(failure(SignatureFailure::UnsupportedAlgorithm(
+                signatures.algorithm,
+            )));
+        }
+        let expected = self.key_id();
+        if signatures.key_id != expected {
+            return Err(failure(SignatureFailure::KeyIdMismatch {
+                expected,
+                found: signatures.key_id,
+            }));
+        }
+        let manifest_signature =
+            decode_signature(&signatures.manifest_signature, "manifest_signature")?;
+        let binary_signature = decode_signature(&signatures.binary_signature, "binary_signature")?;
+        self.key
+            .verify_strict(manifest, &manifest_signature)
+            .map_err(|_| failure(SignatureFailure::ManifestSignature))?;
+        let digest = sha256_file(binary)?;
+        if hex::encode(digest) != signatures.binary_sha256 {
+            return Err(failure(SignatureFailure::BinaryHash));
+        }
+        self.key
+            .verify_strict(&binary_message(&digest), &binary_signature)
+            .map_err(|_| failure(SignatureFailure::BinarySignature))
+    }
+}
+
+fn decode_exact<const N: usize>(text: &str) -> Option<[u8; N]> {
+    STANDARD.decode(text).ok()?.try_into().ok()
+}
+
+fn decode_signature(text: &str, field: &'static str) -> Result<Signature> {
+    let bytes: [u8; 64] =
+        decode_exact(text).ok_or_else(|| failure(SignatureFailure::Encoding { field }))?;
+    // verify_strict refuses these too; checking first gives the refusal its own reason.
+    if !scalar_is_canonical(&bytes[32..]) {
+        return Err(failure(SignatureFailure::NonCanonical { field }));
+    }
+    Ok(Signature::from_bytes(&bytes))
+}
+
+/// S < L, comparing little-endian from the most significant byte.
+fn scalar_is_canonical(s: &[u8]) -> bool {
+    for (byte, order) in s.iter().rev().zip(GROUP_ORDER.iter().rev()) {
+        if byte != order {
+            return byte < order;
+        }
+    }
+    false
+}
+
+fn binary_message(digest: &[u8; 32]) -> Vec<u8> {
+    let mut message = BINARY_CONTEXT.to_vec();
+    message.extend_from_slice(digest);
+    message
+}
+
+/// Streams a file through SHA-256.
+pub fn sha256_file(path: &Path) -> Result<[u8; 32]> {
+    let mut file =
+        std::fs::File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 256 * 1024];
+    loop {
+        let read = file
+            .read(&mut buffer)
+            .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+    }
+    Ok(hasher.finalize().into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_order_is_not_canonical_and_below_is() {
+        assert!(!scalar_is_canonical(&GROUP_ORDER));
+        let mut below = GROUP_ORDER;
+        below[0] -= 1;
+        assert!(scalar_is_canonical(&below));
+        assert!(scalar_is_canonical(&[0u8; 32]));
+        assert!(!scalar_is_canonical(&[0xFF; 32]));
+    }
+
+    #[test]
+    fn key_files_round_trip_and_refuse_mismatches() {
+        let pair = KeyPair::generate().unwrap();
+        let again = KeyPair::from_secret_json(&pair.to_secret_json()).unwrap();
+        assert_eq!(again.public(), pair.public());
+        assert_eq!(
+            PublicKey::from_json(&pair.public().to_json()).unwrap(),
+            pair.public()
+        );
+        assert_eq!(
+            PublicKey::from_json(&pair.to_secret_json()).unwrap(),
+            pair.public()
+        );
+        assert_eq!(pair.public().key_id().len(), 16);
+
+        let other = KeyPair::generate().unwrap();
+        let mut forged: serde_json::Value = serde_json::from_str(&pair.to_secret_json()).unwrap();
+        forged["public_key"] = other.public().to_base64().into();
+        assert_eq!(
+            KeyPair::from_secret_json(&forged.to_string())
+                .unwrap_err()
+                .code(),
+            "key_invalid"
+        );
+        // The identity point is a small-order key.
+        let mut identity = [0u8; 32];
+        identity[0] = 1;
+        assert_eq!(
+            PublicKey::from_bytes(&identity).unwrap_err().code(),
+            "key_invalid"
+        );
+    }
+}
