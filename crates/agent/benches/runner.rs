@@ -84,7 +84,7 @@ impl Provider for Replay {
         "replay"
     }
     fn stream(&self, _request: ChatRequest) -> BoxFuture<'_, osprey_agent::Result<EventStream>> {
-        let events = if self.calls.fetch_add(1, Ordering::Relaxed) % 2 == 0 {
+        let events = if self.calls.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
             tool_step()
         } else {
             answer_step()
