@@ -102,7 +102,27 @@ impl Field {
     }
 }
 
+impl Resource {
+    /// `read, write, edit`: for messages that name the valid choices.
+    fn action_list(&self) -> String {
+        self.actions
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 impl Domain {
+    /// `bash, process, session`: for messages that name the valid choices.
+    fn resource_list(&self) -> String {
+        self.resources
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
         Domain {
             name: name.into(),
@@ -202,7 +222,7 @@ impl Domain {
                 "type": "string",
                 "enum": resource_names,
                 "description": self.resources.iter().map(|r| {
-                    format!("{}: {}", r.name, r.actions.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", "))
+                    format!("{}: {}", r.name, r.action_list())
                 }).collect::<Vec<_>>().join("; "),
             }),
         );
@@ -306,11 +326,7 @@ impl Domain {
                 format!(
                     "{} has no resource `{name}`; use one of: {}",
                     self.name,
-                    self.resources
-                        .iter()
-                        .map(|r| r.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    self.resource_list()
                 )
             })?),
             None => None,
@@ -327,11 +343,7 @@ impl Domain {
                             "{} resource `{}` has no action `{a}`; its actions are: {}",
                             self.name,
                             r.name,
-                            r.actions
-                                .iter()
-                                .map(|x| x.name.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
+                            r.action_list()
                         )
                     })?;
                 (r, action)
@@ -345,11 +357,7 @@ impl Domain {
                     "{} resource `{}` needs an `action`: one of {}",
                     self.name,
                     r.name,
-                    r.actions
-                        .iter()
-                        .map(|x| x.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    r.action_list()
                 ));
             }
             (None, Some(a)) => self.infer_resource(&a, &input)?,
@@ -532,17 +540,7 @@ impl Domain {
     fn describe_actions(&self) -> String {
         self.resources
             .iter()
-            .map(|r| {
-                format!(
-                    "{} ({})",
-                    r.name,
-                    r.actions
-                        .iter()
-                        .map(|a| a.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            })
+            .map(|r| format!("{} ({})", r.name, r.action_list()))
             .collect::<Vec<_>>()
             .join("; ")
     }
