@@ -40,6 +40,23 @@ impl Ollama {
         self
     }
 
+    /// The version of the Ollama server answering at `base_url` (the default port when `None`)
+    /// within `timeout`, or `None`: how "local first" finds a server to offer.
+    pub async fn probe(base_url: Option<&str>, timeout: std::time::Duration) -> Option<String> {
+        let base = base_url.unwrap_or(DEFAULT_BASE_URL).trim_end_matches('/');
+        let client = reqwest::Client::builder().timeout(timeout).build().ok()?;
+        let response = client
+            .get(format!("{base}/api/version"))
+            .send()
+            .await
+            .ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let body: Value = response.json().await.ok()?;
+        body["version"].as_str().map(String::from)
+    }
+
     /// The request body for `request`.
     pub fn body(request: &ChatRequest) -> Value {
         let mut messages = Vec::new();
