@@ -2,6 +2,7 @@
 //! call goes through the same registry, policy and safeguard as the desktop app.
 
 mod chat;
+mod napp;
 mod prompt;
 mod see;
 
@@ -60,6 +61,8 @@ enum Command {
     Chat(chat::ChatArgs),
     /// Snapshot a window or the screen: print its elements with IDs, write the annotated image.
     See(see::SeeArgs),
+    /// Publish apps: `osprey napp keygen | pack <dir> | sign --key | verify --key`.
+    Napp(napp::NappArgs),
 }
 
 #[derive(Args, Debug)]
@@ -185,6 +188,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Chat(args) => chat::run(cli.data_dir, args).await,
         Command::See(args) => see::run(cli.data_dir, args).await,
+        Command::Napp(args) => napp::run(args),
         Command::Info => {
             let core = open(cli.data_dir, None, None)?;
             println!("{}", serde_json::to_string_pretty(&core.info())?);
