@@ -31,7 +31,9 @@ pub const MESSAGE_POST_RECEIVE: &str = "message.post_receive";
 pub const SESSION_MESSAGE_APPEND: &str = "session.message_append";
 /// Filter: the system prompt's sections (`{session_id, sections: [{name, text}]}`).
 pub const PROMPT_SYSTEM_SECTIONS: &str = "prompt.system_sections";
-/// Filter: steering text injected between steps (not wired yet: no steering source exists).
+/// Filter: steering before each model call (`{session_id, step, steering: []}`); the strings a
+/// subscriber puts in `steering` are added to the request's last user message for this call only
+/// (not persisted: steering is guidance for the moment, not conversation).
 pub const STEERING_GENERATE: &str = "steering.generate";
 /// Filters for the memory layer (not wired yet: memory is not built).
 pub const MEMORY_PRE_STORE: &str = "memory.pre_store";
@@ -282,6 +284,7 @@ impl Runner {
                 tools: tools.clone(),
                 max_tokens: config.max_tokens,
             };
+            self.steer(turn, step, &mut request).await;
             self.pre_send(turn, &mut request).await;
 
             let streamed = self.stream_step(turn, request).await?;
@@ -379,6 +382,35 @@ impl Runner {
             }
         }
         prompt::render(&sections)
+    }
+
+    async fn steer(&self, turn: &TurnRequest, step: u32, request: &mut ChatRequest) {
+        let hooks = self.hooks();
+        if !hooks.has_subscribers(STEERING_GENERATE) {
+            return;
+        }
+        let payload = json!({"session_id": turn.session_id, "step": step, "steering": []});
+        let outcome = hooks.apply_filter(STEERING_GENERATE, payload).await;
+        let texts: Vec<String> = outcome.payload["steering"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str())
+            .filter(|t| !t.trim().is_empty())
+            .map(String::from)
+            .collect();
+        if texts.is_empty() {
+            return;
+        }
+        if let Some(last) = request
+            .messages
+            .iter_mut()
+            .rev()
+            .find(|m| m.role == Role::User)
+        {
+            last.content
+                .extend(texts.into_iter().map(|text| Part::Text { text }));
+        }
     }
 
     async fn pre_send(&self, turn: &TurnRequest, request: &mut ChatRequest) {

@@ -13,6 +13,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use osprey_agent::runner::{
     MESSAGE_POST_RECEIVE, MESSAGE_PRE_SEND, PROMPT_SYSTEM_SECTIONS, SESSION_MESSAGE_APPEND,
+    STEERING_GENERATE,
 };
 use osprey_agent::{AgentEvent, Runner, RunnerConfig, TurnRequest, TurnStop};
 use osprey_db::Database;
@@ -581,4 +582,100 @@ async fn a_history_cut_off_mid_call_is_repaired_before_the_next_turn() {
     assert_eq!(messages[2]["content"][0]["tool_use_id"], "toolu_lost");
     assert_eq!(messages[2]["content"][0]["is_error"], true);
     assert_eq!(messages[2]["content"][1]["text"], "hello?");
+}
+
+/// Adds a steering line before every model call.
+struct Steering;
+
+impl HookDispatcher for Steering {
+    fn has_subscribers(&self, hook: &str) -> bool {
+        hook == STEERING_GENERATE
+    }
+    fn apply_filter<'a>(
+        &'a self,
+        _hook: &'a str,
+        mut payload: Value,
+    ) -> BoxFuture<'a, FilterOutcome> {
+        Box::pin(async move {
+            let step = payload["step"].as_u64().unwrap();
+            payload["steering"] = json!([format!("(steering for step {step})")]);
+            FilterOutcome {
+                payload,
+                handled: false,
+            }
+        })
+    }
+    fn do_action<'a>(&'a self, _hook: &'a str, _payload: Value) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+}
+
+#[tokio::test]
+async fn steering_reaches_the_model_but_not_the_session() {
+    let fx = fixture();
+    let wire = Wire::Anthropic;
+    let server = Server::start(vec![
+        wire.turn("", &[call("toolu_1", "look", "x")]),
+        wire.turn("Done.", &[]),
+    ])
+    .await;
+    let runner = runner(&fx, wire, &server.url(), 8);
+    runner.set_hooks(Arc::new(Steering));
+    runner.run_turn(TurnRequest::new("st", "go")).await.unwrap();
+    let seen = server.seen();
+    let first = &seen[0].body["messages"][0]["content"];
+    assert_eq!(first[1]["text"], "(steering for step 1)", "{first}");
+    let second = &seen[1].body["messages"][2]["content"];
+    assert_eq!(second[0]["type"], "tool_result");
+    assert_eq!(second[1]["text"], "(steering for step 2)", "{second}");
+    let stored = serde_json::to_string(
+        &fx.db
+            .sessions()
+            .messages("st")
+            .unwrap()
+            .into_iter()
+            .map(|m| m.content)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    assert!(!stored.contains("steering"), "{stored}");
+}
+
+/// Never answers; says when it has been asked.
+struct SilentApprover {
+    asked: Arc<Notify>,
+}
+
+impl Approver for SilentApprover {
+    fn ask(&self, _request: ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
+        self.asked.notify_one();
+        Box::pin(futures::future::pending())
+    }
+}
+
+#[tokio::test]
+async fn cancelling_while_an_approval_is_pending_ends_the_turn() {
+    let fx = fixture();
+    let wire = Wire::OpenAi;
+    let server = Server::start(vec![wire.turn("", &[call("c1", "change", "x")])]).await;
+    let runner = runner(&fx, wire, &server.url(), 8);
+    let asked = Arc::new(Notify::new());
+    let mut turn = TurnRequest::new("ap", "change it");
+    turn.approver = Some(Arc::new(SilentApprover {
+        asked: asked.clone(),
+    }));
+    let cancel = turn.cancel.clone();
+    let task = tokio::spawn(async move { runner.run_turn(turn).await });
+    tokio::time::timeout(Duration::from_secs(10), asked.notified())
+        .await
+        .expect("the approver is asked");
+    cancel.cancel();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("the turn ends promptly")
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.stop, TurnStop::Cancelled);
+    let calls = fx.db.sessions().tool_calls("ap").unwrap();
+    assert_eq!(calls[0].code.as_deref(), Some("cancelled"));
 }
