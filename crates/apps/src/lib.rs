@@ -2,7 +2,8 @@
 //! hostile-archive-safe extraction, ed25519 signing and verification, binary validation; later the
 //! sandboxed sidecar launch, the supervisor and watcher, the hook dispatcher, install/update, the
 //! store client and the `app` tool. It must not depend on the agent crate or on Tauri; it reaches
-//! the registry only through `osprey-tools`' traits.
+//! the registry only through `osprey-tools`' traits. The runtime is Unix-only for now (Unix
+//! sockets, process groups); Windows needs a named-pipe transport first.
 //!
 //! Every refusal is an [`Error`] with a stable [`Error::code`] (`package_rejected`,
 //! `manifest_invalid`, `signature_invalid`, `binary_invalid`, ...) and, where it applies, a stable
@@ -12,6 +13,8 @@ pub mod binary;
 pub mod manifest;
 pub mod napp;
 pub mod permissions;
+#[cfg(unix)]
+pub mod runtime;
 pub mod signing;
 
 use std::path::PathBuf;
@@ -39,6 +42,14 @@ pub enum Error {
         path: PathBuf,
         problem: BinaryProblem,
     },
+    /// An app could not be launched or is not healthy; `reason` is stable (`spawn`, `exited`,
+    /// `startup_timeout`, `peer_mismatch`, `unhealthy`, `socket_path_occupied`, ...).
+    #[error("launch_failed ({reason}): {id}: {message}")]
+    LaunchFailed {
+        id: String,
+        reason: &'static str,
+        message: String,
+    },
     /// A key file that cannot be used.
     #[error("key_invalid: {0}")]
     KeyInvalid(String),
@@ -62,6 +73,7 @@ impl Error {
             Error::ManifestInvalid { .. } => "manifest_invalid",
             Error::SignatureInvalid { .. } => "signature_invalid",
             Error::BinaryInvalid { .. } => "binary_invalid",
+            Error::LaunchFailed { .. } => "launch_failed",
             Error::KeyInvalid(_) => "key_invalid",
             Error::AlreadyInstalled(_) => "already_installed",
             Error::Io { .. } => "io",
@@ -74,6 +86,7 @@ impl Error {
             Error::PackageRejected { reason } => Some(reason.code()),
             Error::SignatureInvalid { reason } => Some(reason.code()),
             Error::BinaryInvalid { problem, .. } => Some(problem.code()),
+            Error::LaunchFailed { reason, .. } => Some(reason),
             _ => None,
         }
     }
