@@ -10,6 +10,7 @@
 //! reason code next to a message for people.
 
 pub mod binary;
+pub mod hooks;
 pub mod manifest;
 pub mod napp;
 pub mod permissions;
