@@ -9,6 +9,7 @@
 //! `manifest_invalid`, `signature_invalid`, `binary_invalid`, ...) and, where it applies, a stable
 //! reason code next to a message for people.
 
+pub mod app_tools;
 pub mod binary;
 pub mod hooks;
 pub mod manifest;
