@@ -12,6 +12,8 @@
 pub mod app_tools;
 pub mod binary;
 pub mod hooks;
+pub mod install;
+pub mod layout;
 pub mod manifest;
 pub mod napp;
 pub mod permissions;
@@ -22,6 +24,7 @@ pub mod signing;
 use std::path::PathBuf;
 
 pub use binary::{BinaryFormat, BinaryProblem, validate_binary};
+pub use install::{InstallOutcome, InstalledApp, Installer};
 pub use manifest::{Capability, Manifest};
 pub use napp::{Limits, Rejection, StagedPackage};
 pub use signing::{KeyPair, PublicKey, SignatureFailure, Signatures};
@@ -58,6 +61,12 @@ pub enum Error {
     /// An app with this id is already installed (or something else occupies its directory).
     #[error("already_installed: {0}")]
     AlreadyInstalled(String),
+    /// No app with this id is installed.
+    #[error("not_installed: {0}")]
+    NotInstalled(String),
+    /// There is no staged update to approve or reject.
+    #[error("no_pending_update: {0}")]
+    NoPendingUpdate(String),
     /// The file system failed under us.
     #[error("io: {context}: {source}")]
     Io {
@@ -78,6 +87,8 @@ impl Error {
             Error::LaunchFailed { .. } => "launch_failed",
             Error::KeyInvalid(_) => "key_invalid",
             Error::AlreadyInstalled(_) => "already_installed",
+            Error::NotInstalled(_) => "not_installed",
+            Error::NoPendingUpdate(_) => "no_pending_update",
             Error::Io { .. } => "io",
         }
     }

@@ -29,10 +29,7 @@ pub use process::{kill_orphans, process_gone};
 use crate::manifest::{Capability, Manifest};
 use crate::{Error, Result};
 
-pub const SOCKET_FILE: &str = "app.sock";
-pub const PID_FILE: &str = ".pid";
-pub const DATA_DIR: &str = "data";
-pub const LOGS_DIR: &str = "logs";
+pub use crate::layout::{DATA_DIR, LOGS_DIR, PID_FILE, SOCKET_FILE};
 /// The only variables of Osprey's environment an app sees (besides its six `OSPREY_APP_*`).
 pub const INHERITED_ENV: [&str; 6] = ["PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ"];
 
@@ -103,6 +100,13 @@ impl Launcher {
             return Err(Error::manifest(
                 "id",
                 format!("`{}` is installed under `{id}`", manifest.id),
+            ));
+        }
+        if let Ok(reason) = std::fs::read_to_string(dir.join(crate::install::QUARANTINE_MARKER)) {
+            return Err(launch_failed(
+                id,
+                "quarantined",
+                format!("quarantined: {reason}"),
             ));
         }
         let binary = process::check_binary(&dir)?;

@@ -69,6 +69,12 @@ impl StagedPackage {
     /// that name (an installed app, a file, a symlink): an update swaps directories explicitly.
     pub fn commit(self) -> Result<PathBuf> {
         let destination = self.apps_dir.join(&self.manifest.id);
+        self.commit_to(destination)
+    }
+
+    /// Renames the staging directory to `destination`, which must be free and on the same file
+    /// system (an update staged for approval goes to `<apps dir>/.pending/<id>`).
+    pub fn commit_to(self, destination: PathBuf) -> Result<PathBuf> {
         if std::fs::symlink_metadata(&destination).is_ok() {
             return Err(Error::AlreadyInstalled(self.manifest.id.clone()));
         }

@@ -118,18 +118,9 @@ pub(crate) fn running_pid(app_dir: &Path) -> Option<u32> {
     (!process_gone(raw) && runs_app_binary(raw, app_dir)).then_some(raw)
 }
 
-/// The app's executable: `binary`, else `app`.
-pub(crate) fn binary_path(app_dir: &Path) -> std::path::PathBuf {
-    BINARY_NAMES
-        .iter()
-        .map(|name| app_dir.join(name))
-        .find(|path| std::fs::symlink_metadata(path).is_ok())
-        .unwrap_or_else(|| app_dir.join(BINARY_NAMES[0]))
-}
-
 /// Validates the binary before every launch (it may have changed since install).
 pub(crate) fn check_binary(app_dir: &Path) -> crate::Result<std::path::PathBuf> {
-    let path = binary_path(app_dir);
+    let path = crate::layout::binary_path(app_dir);
     validate_binary(&path, crate::binary::MAX_BINARY_BYTES)?;
     Ok(path)
 }

@@ -1,0 +1,345 @@
+//! Installed apps on disk: install (extract, verify, validate, place), update (swap in place
+//! when no permission is added, otherwise stage in `.pending/` until the person approves),
+//! uninstall, quarantine, sideload and unsideload, and the listing the UI and CLI show.
+//!
+//! The running process is not this module's business: after an update or quarantine the caller
+//! (the supervisor) restarts or stops the app.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::manifest::Manifest;
+use crate::napp::{self, Limits, MANIFEST, StagedPackage};
+use crate::signing::PublicKey;
+use crate::{Error, Result};
+
+/// Where updates that add permissions wait for approval: `<apps>/.pending/<id>/`.
+pub const PENDING_DIR: &str = ".pending";
+/// Marks a quarantined app: it keeps its data/ and logs/, loses its binary and is not launched.
+pub const QUARANTINE_MARKER: &str = ".quarantined";
+const KEPT_DIRS: [&str; 2] = [crate::layout::DATA_DIR, crate::layout::LOGS_DIR];
+
+/// What an install did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum InstallOutcome {
+    /// A new app.
+    Installed { id: String, version: String },
+    /// Replaced an installed version (no new permissions); data/ and logs/ kept. Restart it.
+    Updated {
+        id: String,
+        from_version: String,
+        version: String,
+    },
+    /// The update asks for more permissions: staged until approved; the old version stays.
+    PendingApproval {
+        id: String,
+        version: String,
+        new_permissions: Vec<String>,
+    },
+}
+
+/// One installed app, as listed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct InstalledApp {
+    pub manifest: Manifest,
+    pub path: PathBuf,
+    /// A symlink to a project directory: signatures were never checked.
+    pub sideloaded: bool,
+    pub quarantined: Option<String>,
+    /// The permissions a staged update would add.
+    pub pending_permissions: Option<Vec<String>>,
+}
+
+/// The apps directory's installed apps.
+#[derive(Clone, Debug)]
+pub struct Installer {
+    apps_dir: PathBuf,
+    limits: Limits,
+}
+
+impl Installer {
+    pub fn new(apps_dir: impl Into<PathBuf>) -> Installer {
+        Installer {
+            apps_dir: apps_dir.into(),
+            limits: Limits::default(),
+        }
+    }
+
+    pub fn with_limits(mut self, limits: Limits) -> Installer {
+        self.limits = limits;
+        self
+    }
+
+    pub fn apps_dir(&self) -> &Path {
+        &self.apps_dir
+    }
+
+    /// Installs or updates from a `.napp` stream signed by `key`. Nothing is placed unless the
+    /// package passes every check; a refused package leaves nothing behind.
+    pub fn install(&self, archive: impl Read, key: &PublicKey) -> Result<InstallOutcome> {
+        let staged = napp::extract(archive, &self.apps_dir, &self.limits, true)?;
+        staged.verify(key)?;
+        let id = staged.manifest().id.clone();
+        let version = staged.manifest().version.clone();
+        let destination = self.apps_dir.join(&id);
+        let Ok(meta) = std::fs::symlink_metadata(&destination) else {
+            staged.commit()?;
+            return Ok(InstallOutcome::Installed { id, version });
+        };
+        if !meta.is_dir() {
+            return Err(Error::AlreadyInstalled(format!(
+                "{id} is sideloaded or its path is occupied; unsideload it first"
+            )));
+        }
+        let installed = read_manifest(&destination)?;
+        let new_permissions: Vec<String> = staged
+            .manifest()
+            .permissions
+            .iter()
+            .filter(|p| !installed.permissions.contains(p))
+            .cloned()
+            .collect();
+        if new_permissions.is_empty() {
+            self.swap_in(staged_dir(staged)?, &destination)?;
+            return Ok(InstallOutcome::Updated {
+                id,
+                from_version: installed.version,
+                version,
+            });
+        }
+        let pending = self.pending_path(&id);
+        std::fs::create_dir_all(self.apps_dir.join(PENDING_DIR))
+            .map_err(|e| Error::io("create .pending", e))?;
+        remove_dir(&pending)?;
+        staged.commit_to(pending)?;
+        Ok(InstallOutcome::PendingApproval {
+            id,
+            version,
+            new_permissions,
+        })
+    }
+
+    /// Swaps a staged update in, keeping data/ and logs/. Restart the app afterwards.
+    pub fn approve_update(&self, id: &str) -> Result<Manifest> {
+        let pending = self.pending_path(id);
+        if !pending.is_dir() {
+            return Err(no_pending(id));
+        }
+        let manifest = read_manifest(&pending)?;
+        self.swap_in(pending, &self.apps_dir.join(id))?;
+        Ok(manifest)
+    }
+
+    /// Drops a staged update; the installed version stays as it is.
+    pub fn reject_update(&self, id: &str) -> Result<()> {
+        let pending = self.pending_path(id);
+        if !pending.is_dir() {
+            return Err(no_pending(id));
+        }
+        remove_dir(&pending)
+    }
+
+    /// Removes the app, its data and logs, and any staged update. A sideloaded app loses only
+    /// its link; the project directory is not touched. Stop the app first.
+    pub fn uninstall(&self, id: &str) -> Result<()> {
+        let path = self.app_path(id)?;
+        remove_dir(&self.pending_path(id))?;
+        let meta = std::fs::symlink_metadata(&path).map_err(|_| not_installed(id))?;
+        if meta.file_type().is_symlink() {
+            std::fs::remove_file(&path)
+                .map_err(|e| Error::io(format!("unlink {}", path.display()), e))
+        } else {
+            remove_dir(&path)
+        }
+    }
+
+    /// Quarantines an app (revoked, or misbehaving): its binary is removed, data/ and logs/ are
+    /// kept, and the marker (with `reason`) stops it from being launched. Stop it first.
+    pub fn quarantine(&self, id: &str, reason: &str) -> Result<()> {
+        let path = self.app_path(id)?;
+        if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+            return Err(not_installed(id));
+        }
+        for name in napp::BINARY_NAMES {
+            let binary = path.join(name);
+            if std::fs::symlink_metadata(&binary).is_ok() {
+                std::fs::remove_file(&binary)
+                    .map_err(|e| Error::io(format!("remove {}", binary.display()), e))?;
+            }
+        }
+        std::fs::write(path.join(QUARANTINE_MARKER), reason)
+            .map_err(|e| Error::io("write the quarantine marker", e))
+    }
+
+    /// Links a project directory in as an app, without signatures (for developers). The manifest
+    /// and binary are validated; the app is flagged as sideloaded wherever it is listed.
+    pub fn sideload(&self, project_dir: &Path) -> Result<Manifest> {
+        let project = std::fs::canonicalize(project_dir)
+            .map_err(|e| Error::io(format!("resolve {}", project_dir.display()), e))?;
+        let manifest = read_manifest(&project)?;
+        crate::binary::validate_binary(&crate::layout::binary_path(&project), self.limits.binary)?;
+        let link = self.apps_dir.join(&manifest.id);
+        if std::fs::symlink_metadata(&link).is_ok() {
+            return Err(Error::AlreadyInstalled(manifest.id.clone()));
+        }
+        symlink_dir(&project, &link)?;
+        Ok(manifest)
+    }
+
+    /// Removes a sideload link (never an installed app).
+    pub fn unsideload(&self, id: &str) -> Result<()> {
+        let path = self.app_path(id)?;
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => std::fs::remove_file(&path)
+                .map_err(|e| Error::io(format!("unlink {}", path.display()), e)),
+            Ok(_) => Err(Error::AlreadyInstalled(format!(
+                "{id} is installed, not sideloaded"
+            ))),
+            Err(_) => Err(not_installed(id)),
+        }
+    }
+
+    /// Every app in the apps directory, sorted by id. Entries whose manifest cannot be read are
+    /// skipped (and logged): one broken app must not hide the others.
+    pub fn list(&self) -> Vec<InstalledApp> {
+        let Ok(entries) = std::fs::read_dir(&self.apps_dir) else {
+            return Vec::new();
+        };
+        let mut apps: Vec<InstalledApp> = entries
+            .flatten()
+            .filter(|entry| !entry.file_name().to_string_lossy().starts_with('.'))
+            .filter_map(|entry| {
+                let path = entry.path();
+                let manifest = match read_manifest(&path) {
+                    Ok(manifest) => manifest,
+                    Err(error) => {
+                        tracing::warn!(path = %path.display(), "skipping an app: {error}");
+                        return None;
+                    }
+                };
+                let sideloaded = entry.file_type().is_ok_and(|t| t.is_symlink());
+                let quarantined = std::fs::read_to_string(path.join(QUARANTINE_MARKER)).ok();
+                let pending_permissions =
+                    read_manifest(&self.pending_path(&manifest.id))
+                        .ok()
+                        .map(|pending| {
+                            pending
+                                .permissions
+                                .into_iter()
+                                .filter(|p| !manifest.permissions.contains(p))
+                                .collect()
+                        });
+                Some(InstalledApp {
+                    manifest,
+                    path,
+                    sideloaded,
+                    quarantined,
+                    pending_permissions,
+                })
+            })
+            .collect();
+        apps.sort_by(|a, b| a.manifest.id.cmp(&b.manifest.id));
+        apps
+    }
+
+    fn pending_path(&self, id: &str) -> PathBuf {
+        self.apps_dir.join(PENDING_DIR).join(id)
+    }
+
+    /// `<apps>/<id>` for a syntactically valid id (never `..` or a path).
+    fn app_path(&self, id: &str) -> Result<PathBuf> {
+        let valid = !id.is_empty()
+            && !id.starts_with('.')
+            && id.bytes().all(|b| {
+                b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'_')
+            })
+            && !id.contains("..");
+        if valid {
+            Ok(self.apps_dir.join(id))
+        } else {
+            Err(not_installed(id))
+        }
+    }
+
+    /// Replaces `destination`'s contents with `new_dir`'s, moving data/ and logs/ across.
+    fn swap_in(&self, new_dir: PathBuf, destination: &Path) -> Result<()> {
+        for kept in KEPT_DIRS {
+            let old = destination.join(kept);
+            let new = new_dir.join(kept);
+            if std::fs::symlink_metadata(&old).is_ok_and(|m| m.is_dir())
+                && std::fs::symlink_metadata(&new).is_err()
+            {
+                std::fs::rename(&old, &new)
+                    .map_err(|e| Error::io(format!("keep {}", old.display()), e))?;
+            }
+        }
+        let retired = tempfile::Builder::new()
+            .prefix(".retired-")
+            .tempdir_in(&self.apps_dir)
+            .map_err(|e| Error::io("create a directory for the old version", e))?;
+        let old_version = retired.path().join("app");
+        std::fs::rename(destination, &old_version)
+            .map_err(|e| Error::io(format!("move {} aside", destination.display()), e))?;
+        if let Err(e) = std::fs::rename(&new_dir, destination) {
+            // Put the old version back rather than leave no app at all.
+            let _ = std::fs::rename(&old_version, destination);
+            return Err(Error::io(
+                format!("move the update into {}", destination.display()),
+                e,
+            ));
+        }
+        // `retired` drops here and removes the old version.
+        Ok(())
+    }
+}
+
+fn staged_dir(staged: StagedPackage) -> Result<PathBuf> {
+    // Keep the staging directory (inside the apps dir, same file system) for the swap.
+    let parent = staged
+        .path()
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let name = format!(".update-{}", staged.manifest().id);
+    let target = parent.join(name);
+    remove_dir(&target)?;
+    staged.commit_to(target)
+}
+
+pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest> {
+    let path = dir.join(MANIFEST);
+    let bytes =
+        std::fs::read(&path).map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+    Manifest::parse(&bytes)
+}
+
+fn remove_dir(path: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(format!("remove {}", path.display()), e)),
+    }
+}
+
+#[cfg(unix)]
+fn symlink_dir(target: &Path, link: &Path) -> Result<()> {
+    std::os::unix::fs::symlink(target, link)
+        .map_err(|e| Error::io(format!("link {}", link.display()), e))
+}
+
+#[cfg(windows)]
+fn symlink_dir(target: &Path, link: &Path) -> Result<()> {
+    std::os::windows::fs::symlink_dir(target, link)
+        .map_err(|e| Error::io(format!("link {}", link.display()), e))
+}
+
+fn not_installed(id: &str) -> Error {
+    Error::NotInstalled(id.to_owned())
+}
+
+fn no_pending(id: &str) -> Error {
+    Error::NoPendingUpdate(id.to_owned())
+}

@@ -1,0 +1,21 @@
+//! The layout of an installed app's directory, `<data>/apps/<id>/`: manifest.json, the binary,
+//! signatures.json, SKILL.md, ui/, data/ (the app's own, kept across updates), logs/, and the
+//! run files app.sock and .pid.
+
+use std::path::{Path, PathBuf};
+
+use crate::napp::BINARY_NAMES;
+
+pub const DATA_DIR: &str = "data";
+pub const LOGS_DIR: &str = "logs";
+pub const SOCKET_FILE: &str = "app.sock";
+pub const PID_FILE: &str = ".pid";
+
+/// The app's executable: `binary`, else `app`.
+pub fn binary_path(app_dir: &Path) -> PathBuf {
+    BINARY_NAMES
+        .iter()
+        .map(|name| app_dir.join(name))
+        .find(|path| std::fs::symlink_metadata(path).is_ok())
+        .unwrap_or_else(|| app_dir.join(BINARY_NAMES[0]))
+}
