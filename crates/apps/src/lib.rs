@@ -11,6 +11,8 @@
 
 pub mod app_tools;
 pub mod binary;
+#[cfg(unix)]
+pub mod capabilities;
 pub mod hooks;
 pub mod install;
 pub mod layout;
@@ -20,6 +22,8 @@ pub mod permissions;
 #[cfg(unix)]
 pub mod runtime;
 pub mod signing;
+#[cfg(unix)]
+pub mod supervisor;
 
 use std::path::PathBuf;
 

@@ -260,6 +260,11 @@ impl RunningApp {
         })
     }
 
+    /// A receiver that changes to `Some` when the process exits (for watchers).
+    pub fn exit_watch(&self) -> watch::Receiver<Option<Option<ExitStatus>>> {
+        self.exit.clone()
+    }
+
     /// The exit status once the process has exited.
     pub fn exited(&self) -> Option<Option<ExitStatus>> {
         *self.exit.borrow()

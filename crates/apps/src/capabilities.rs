@@ -1,0 +1,87 @@
+//! Registering a running app's capabilities through their adapters: tools into the registry,
+//! hook subscriptions into the dispatcher. The supervisor attaches after every (re)launch and
+//! detaches when it gives up or the app is stopped. (UI, gateway, comm, channel and schedule
+//! adapters plug in here as they are built.)
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use osprey_tools::Registry;
+
+use crate::Result;
+use crate::app_tools::register_tools;
+use crate::hooks::AppHooks;
+use crate::manifest::Capability;
+use crate::runtime::RunningApp;
+
+/// Where a running app's capabilities go. Implemented by [`Capabilities`]; tests record calls.
+pub trait CapabilityHost: Send + Sync + 'static {
+    /// Registers (or re-registers, after a restart) what the app provides.
+    fn attach<'a>(&'a self, app: &'a RunningApp) -> BoxFuture<'a, Result<()>>;
+    /// Removes everything the app registered.
+    fn detach(&self, app_id: &str);
+}
+
+/// The real host: the tool registry and the hook dispatcher.
+#[derive(Clone)]
+pub struct Capabilities {
+    registry: Registry,
+    hooks: AppHooks,
+    tools: Arc<Mutex<HashMap<String, Vec<String>>>>,
+}
+
+impl std::fmt::Debug for Capabilities {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Capabilities").finish_non_exhaustive()
+    }
+}
+
+impl Capabilities {
+    pub fn new(registry: Registry, hooks: AppHooks) -> Capabilities {
+        Capabilities {
+            registry,
+            hooks,
+            tools: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// The tools `app_id` has in the registry.
+    pub fn tools_of(&self, app_id: &str) -> Vec<String> {
+        let tools = self.tools.lock().unwrap_or_else(|e| e.into_inner());
+        tools.get(app_id).cloned().unwrap_or_default()
+    }
+}
+
+impl CapabilityHost for Capabilities {
+    fn attach<'a>(&'a self, app: &'a RunningApp) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let manifest = app.manifest();
+            if manifest.tools().next().is_some() {
+                let previous = self.tools_of(&manifest.id);
+                let registration =
+                    register_tools(&self.registry, manifest, app.channel(), &previous).await?;
+                for (name, reason) in &registration.refused {
+                    tracing::warn!(app = %manifest.id, tool = %name, "tool refused: {reason}");
+                }
+                let mut tools = self.tools.lock().unwrap_or_else(|e| e.into_inner());
+                tools.insert(manifest.id.clone(), registration.registered);
+            }
+            if manifest.provides.contains(&Capability::Hooks) {
+                self.hooks.register(manifest, app.channel()).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn detach(&self, app_id: &str) {
+        let removed = {
+            let mut tools = self.tools.lock().unwrap_or_else(|e| e.into_inner());
+            tools.remove(app_id).unwrap_or_default()
+        };
+        for name in removed {
+            self.registry.unregister(&name);
+        }
+        self.hooks.deregister(app_id);
+    }
+}
