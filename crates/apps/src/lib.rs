@@ -24,6 +24,8 @@ pub mod runtime;
 pub mod signing;
 #[cfg(unix)]
 pub mod supervisor;
+#[cfg(unix)]
+pub mod watcher;
 
 use std::path::PathBuf;
 

@@ -79,8 +79,23 @@ pub enum AppState {
 
 enum Request {
     Launch(String, oneshot::Sender<Result<u32>>),
+    Reload {
+        id: String,
+        suppress_within: Option<Duration>,
+        reply: oneshot::Sender<Result<Reload>>,
+    },
     Stop(String, oneshot::Sender<Result<()>>),
     Status(oneshot::Sender<Vec<(String, AppState)>>),
+}
+
+/// What a reload did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reload {
+    /// Started (it was not running) or restarted; the new pid.
+    Started(u32),
+    /// Skipped: the supervisor is restarting it, or (re)started it within the suppression
+    /// window, so the file changes were its own doing.
+    Suppressed,
 }
 
 /// A handle on the supervisor task. Cheap to clone; the task ends when the token is cancelled
@@ -130,6 +145,21 @@ impl Supervisor {
         answer.await.map_err(|_| gone())?
     }
 
+    /// Restarts an app whose files changed (or starts it, if it is not running or was given up
+    /// on). With `suppress_within`, a reload is skipped when the supervisor is already restarting
+    /// the app or (re)started it less than that long ago: the watcher passes its debounce so the
+    /// changes an install or a restart made do not restart the app twice.
+    pub async fn reload(&self, id: &str, suppress_within: Option<Duration>) -> Result<Reload> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Request::Reload {
+            id: id.to_owned(),
+            suppress_within,
+            reply,
+        })
+        .await?;
+        answer.await.map_err(|_| gone())?
+    }
+
     /// Stops an app and stops supervising it.
     pub async fn stop(&self, id: &str) -> Result<()> {
         let (reply, answer) = oneshot::channel();
@@ -158,6 +188,8 @@ fn gone() -> Error {
 
 struct Supervised {
     running: Option<RunningApp>,
+    /// When the current process was started.
+    started_at: Instant,
     /// When each restart in the last hour happened.
     restarts: VecDeque<Instant>,
     restart_at: Option<Instant>,
@@ -219,6 +251,14 @@ impl Task {
                 let result = self.launch(&id).await;
                 let _ = reply.send(result);
             }
+            Request::Reload {
+                id,
+                suppress_within,
+                reply,
+            } => {
+                let result = self.reload(&id, suppress_within).await;
+                let _ = reply.send(result);
+            }
             Request::Stop(id, reply) => {
                 let result = if self.apps.contains_key(&id) {
                     self.stop_app(&id).await;
@@ -259,6 +299,7 @@ impl Task {
             id.to_owned(),
             Supervised {
                 running: Some(running),
+                started_at: Instant::now(),
                 restarts: VecDeque::new(),
                 restart_at: None,
                 gave_up: false,
@@ -269,6 +310,44 @@ impl Task {
             pid,
         });
         Ok(pid)
+    }
+
+    async fn reload(&mut self, id: &str, suppress_within: Option<Duration>) -> Result<Reload> {
+        let Some(app) = self.apps.get_mut(id) else {
+            return self.launch(id).await.map(Reload::Started);
+        };
+        if app.gave_up {
+            // New files are a new chance (a developer fixed the crash).
+            self.apps.remove(id);
+            return self.launch(id).await.map(Reload::Started);
+        }
+        if let Some(window) = suppress_within
+            && (app.restart_at.is_some() || app.started_at.elapsed() < window)
+        {
+            return Ok(Reload::Suppressed);
+        }
+        if let Some(running) = app.running.take() {
+            running.stop().await;
+        }
+        match self.start(id).await {
+            Ok(running) => {
+                let pid = running.pid();
+                if let Some(app) = self.apps.get_mut(id) {
+                    app.running = Some(running);
+                    app.started_at = Instant::now();
+                    app.restart_at = None;
+                }
+                let _ = self.events.send(SupervisorEvent::Restarted {
+                    id: id.to_owned(),
+                    pid,
+                });
+                Ok(Reload::Started(pid))
+            }
+            Err(error) => {
+                self.failed(id, error.to_string()).await;
+                Err(error)
+            }
+        }
     }
 
     /// Launches, attaches capabilities, and watches for the exit.
@@ -366,6 +445,7 @@ impl Task {
                     let pid = running.pid();
                     if let Some(app) = self.apps.get_mut(&id) {
                         app.running = Some(running);
+                        app.started_at = Instant::now();
                     }
                     let _ = self.events.send(SupervisorEvent::Restarted { id, pid });
                 }
