@@ -82,6 +82,24 @@ impl Installer {
     pub fn install(&self, archive: impl Read, key: &PublicKey) -> Result<InstallOutcome> {
         let staged = napp::extract(archive, &self.apps_dir, &self.limits, true)?;
         staged.verify(key)?;
+        self.place(staged)
+    }
+
+    /// Installs or updates from a store package, verified against the store's current key
+    /// (cached, refreshed once when the package names another key).
+    pub async fn install_from_store(
+        &self,
+        archive: impl Read,
+        trust: &crate::trust::Trust,
+    ) -> Result<InstallOutcome> {
+        let staged = napp::extract(archive, &self.apps_dir, &self.limits, true)?;
+        trust.verify(&staged).await?;
+        self.place(staged)
+    }
+
+    /// Places a verified package: a new app, an in-place update, or an update staged for
+    /// approval.
+    fn place(&self, staged: StagedPackage) -> Result<InstallOutcome> {
         let id = staged.manifest().id.clone();
         let version = staged.manifest().version.clone();
         let destination = self.apps_dir.join(&id);

@@ -24,6 +24,7 @@ pub mod runtime;
 pub mod signing;
 #[cfg(unix)]
 pub mod supervisor;
+pub mod trust;
 #[cfg(unix)]
 pub mod watcher;
 
@@ -67,6 +68,16 @@ pub enum Error {
     /// An app with this id is already installed (or something else occupies its directory).
     #[error("already_installed: {0}")]
     AlreadyInstalled(String),
+    /// The store revoked this app.
+    #[error("revoked: {id}: {reason}")]
+    Revoked { id: String, reason: String },
+    /// The revocation list cannot be fetched and the cached one is too old: store apps are not
+    /// launched (fail closed).
+    #[error("revocation_unavailable: {0}")]
+    RevocationUnavailable(String),
+    /// The store could not be reached or answered wrongly.
+    #[error("store_unavailable: {0}")]
+    StoreUnavailable(String),
     /// No app with this id is installed.
     #[error("not_installed: {0}")]
     NotInstalled(String),
@@ -94,6 +105,9 @@ impl Error {
             Error::KeyInvalid(_) => "key_invalid",
             Error::AlreadyInstalled(_) => "already_installed",
             Error::NotInstalled(_) => "not_installed",
+            Error::Revoked { .. } => "revoked",
+            Error::RevocationUnavailable(_) => "revocation_unavailable",
+            Error::StoreUnavailable(_) => "store_unavailable",
             Error::NoPendingUpdate(_) => "no_pending_update",
             Error::Io { .. } => "io",
         }

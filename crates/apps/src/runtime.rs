@@ -67,6 +67,7 @@ impl Default for LaunchOptions {
 pub struct Launcher {
     apps_dir: PathBuf,
     options: LaunchOptions,
+    trust: Option<Arc<crate::trust::Trust>>,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
@@ -75,8 +76,16 @@ impl Launcher {
         Launcher {
             apps_dir: apps_dir.into(),
             options,
+            trust: None,
             locks: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Store apps are checked against the revocation list before every launch (sideloaded apps
+    /// are not store apps).
+    pub fn with_trust(mut self, trust: Arc<crate::trust::Trust>) -> Launcher {
+        self.trust = Some(trust);
+        self
     }
 
     pub fn apps_dir(&self) -> &Path {
@@ -101,6 +110,12 @@ impl Launcher {
                 "id",
                 format!("`{}` is installed under `{id}`", manifest.id),
             ));
+        }
+        let sideloaded = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
+        if let Some(trust) = &self.trust
+            && !sideloaded
+        {
+            trust.check_launch(&manifest.id, &manifest.version).await?;
         }
         if let Ok(reason) = std::fs::read_to_string(dir.join(crate::install::QUARANTINE_MARKER)) {
             return Err(launch_failed(
