@@ -214,12 +214,23 @@ impl AppHooks {
     }
 
     fn snapshot(&self, hook: &str) -> Arc<[Subscriber]> {
+        self.subscribed(hook).unwrap_or_else(|| Arc::from([]))
+    }
+
+    /// The subscribers of `hook`, without allocating when there are none.
+    fn subscribed(&self, hook: &str) -> Option<Arc<[Subscriber]>> {
         let table = self.inner.table.read().unwrap_or_else(|e| e.into_inner());
-        table.get(hook).cloned().unwrap_or_else(|| Arc::from([]))
+        table.get(hook).cloned()
     }
 
     async fn filter(&self, hook: &str, mut payload: Value) -> FilterOutcome {
-        for subscriber in self.snapshot(hook).iter() {
+        let Some(subscribers) = self.subscribed(hook) else {
+            return FilterOutcome {
+                payload,
+                handled: false,
+            };
+        };
+        for subscriber in subscribers.iter() {
             if subscriber.kind != HookKind::Filter || subscriber.breaker.is_open() {
                 continue;
             }

@@ -22,6 +22,7 @@ pub mod permissions;
 #[cfg(unix)]
 pub mod runtime;
 pub mod signing;
+pub mod store_client;
 #[cfg(unix)]
 pub mod supervisor;
 pub mod trust;

@@ -1,0 +1,150 @@
+//! The store client: the store's signing key and revocation list (a [`TrustSource`]), the
+//! catalog, and installing from the store. Downloads stream to a temporary file in the apps
+//! directory, capped at 600 MB counted on the bytes received, and are verified before anything
+//! is extracted into place; the temporary file is gone afterwards either way.
+
+use std::io::{Seek, SeekFrom, Write};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use crate::install::{InstallOutcome, Installer};
+use crate::napp::Rejection;
+use crate::trust::{Revocation, Trust, TrustSource};
+use crate::{Error, Result};
+
+/// The largest download accepted.
+pub const MAX_DOWNLOAD_BYTES: u64 = 600 * 1024 * 1024;
+
+#[derive(Clone, Debug)]
+pub struct StoreClient {
+    base: String,
+    http: reqwest::Client,
+    max_download: u64,
+}
+
+impl StoreClient {
+    /// `base` is the store's root URL, e.g. `http://127.0.0.1:8787`.
+    pub fn new(base: impl Into<String>) -> StoreClient {
+        StoreClient {
+            base: base.into().trim_end_matches('/').to_owned(),
+            http: reqwest::Client::builder()
+                .connect_timeout(std::time::Duration::from_secs(10))
+                .build()
+                .unwrap_or_default(),
+            max_download: MAX_DOWNLOAD_BYTES,
+        }
+    }
+
+    pub fn with_max_download(mut self, bytes: u64) -> StoreClient {
+        self.max_download = bytes;
+        self
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}/api/v1/apps{path}", self.base)
+    }
+
+    async fn get(&self, path: &str) -> Result<reqwest::Response> {
+        let response = self
+            .http
+            .get(self.url(path))
+            .send()
+            .await
+            .map_err(|e| Error::StoreUnavailable(e.to_string()))?;
+        if !response.status().is_success() {
+            let status = response.status();
+            let body = response.text().await.unwrap_or_default();
+            return Err(Error::StoreUnavailable(format!("{status}: {body}")));
+        }
+        Ok(response)
+    }
+
+    /// A catalog page: `query` searches; `page` starts at 1.
+    pub async fn catalog(&self, query: &str, page: u32) -> Result<Value> {
+        let path = format!(
+            "?q={}&page={page}",
+            query
+                .bytes()
+                .map(|b| if b.is_ascii_alphanumeric() {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                })
+                .collect::<String>()
+        );
+        self.get(&path)
+            .await?
+            .json()
+            .await
+            .map_err(|e| Error::StoreUnavailable(e.to_string()))
+    }
+
+    /// Downloads the app's latest package into a temporary file inside `dir`.
+    pub async fn download(&self, id: &str, dir: &std::path::Path) -> Result<std::fs::File> {
+        if !id.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'_')
+        }) {
+            return Err(Error::NotInstalled(format!("`{id}` is not an app id")));
+        }
+        let mut response = self.get(&format!("/{id}/download")).await?;
+        // Unlinked at once: nothing is left behind whatever happens next.
+        let mut file =
+            tempfile::tempfile_in(dir).map_err(|e| Error::io("create a download file", e))?;
+        let mut received = 0u64;
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| Error::StoreUnavailable(e.to_string()))?
+        {
+            received += chunk.len() as u64;
+            if received > self.max_download {
+                return Err(Error::PackageRejected {
+                    reason: Rejection::TotalTooLarge {
+                        limit: self.max_download,
+                    },
+                });
+            }
+            file.write_all(&chunk)
+                .map_err(|e| Error::io("write the download", e))?;
+        }
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| Error::io("rewind the download", e))?;
+        Ok(file)
+    }
+
+    /// Downloads, verifies against the store key and installs (or stages an update of) `id`.
+    pub async fn install(
+        &self,
+        id: &str,
+        installer: &Installer,
+        trust: &Trust,
+    ) -> Result<InstallOutcome> {
+        let file = self.download(id, installer.apps_dir()).await?;
+        installer
+            .install_from_store(std::io::BufReader::new(file), trust)
+            .await
+    }
+}
+
+impl TrustSource for StoreClient {
+    fn signing_key(&self) -> BoxFuture<'_, Result<String>> {
+        Box::pin(async move {
+            self.get("/signing-key")
+                .await?
+                .text()
+                .await
+                .map_err(|e| Error::StoreUnavailable(e.to_string()))
+        })
+    }
+
+    fn revocations(&self) -> BoxFuture<'_, Result<Vec<Revocation>>> {
+        Box::pin(async move {
+            self.get("/revocations")
+                .await?
+                .json()
+                .await
+                .map_err(|e| Error::StoreUnavailable(e.to_string()))
+        })
+    }
+}

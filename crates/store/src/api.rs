@@ -1,0 +1,291 @@
+//! The HTTP API, under `/api/v1/apps`.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use osprey_apps::napp::{self, Limits};
+use osprey_apps::trust::Revocation;
+use serde::Deserialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::catalog::{self, AppEntry, Listing, Review};
+use crate::{Error, Result, Store};
+
+/// The largest package accepted for publishing (the download cap clients use is 600 MB).
+const MAX_PUBLISH_BYTES: usize = 600 * 1024 * 1024;
+const DEFAULT_PER_PAGE: u32 = 20;
+const MAX_PER_PAGE: u32 = 100;
+
+pub(crate) fn router(store: Store) -> Router {
+    Router::new()
+        .route(
+            "/api/v1/apps",
+            get(list)
+                .post(publish)
+                .layer(DefaultBodyLimit::max(MAX_PUBLISH_BYTES)),
+        )
+        .route("/api/v1/apps/featured", get(featured))
+        .route("/api/v1/apps/popular", get(popular))
+        .route("/api/v1/apps/signing-key", get(signing_key))
+        .route("/api/v1/apps/revocations", get(revocations))
+        .route("/api/v1/apps/{id}", get(app))
+        .route("/api/v1/apps/{id}/download", get(download))
+        .route("/api/v1/apps/{id}/revoke", post(revoke))
+        .route("/api/v1/apps/{id}/feature", post(feature))
+        .route("/api/v1/apps/{id}/reviews", get(reviews).post(add_review))
+        .with_state(store)
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            Error::Unauthorized => StatusCode::UNAUTHORIZED,
+            Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::VersionExists(_) => StatusCode::CONFLICT,
+            Error::InvalidRequest(_) => StatusCode::BAD_REQUEST,
+            Error::Package(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Error::Database(_) | Error::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        let reason = match &self {
+            Error::Package(inner) => inner.reason(),
+            _ => None,
+        };
+        let body = json!({"code": self.code(), "reason": reason, "message": self.to_string()});
+        (status, Json(body)).into_response()
+    }
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or_default()
+}
+
+fn with_db<T>(store: &Store, f: impl FnOnce(&rusqlite::Connection) -> Result<T>) -> Result<T> {
+    let db = store.inner.db.lock().unwrap_or_else(|e| e.into_inner());
+    f(&db)
+}
+
+fn require_admin(store: &Store, headers: &HeaderMap) -> Result<()> {
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    let expected = store.inner.admin_token.as_bytes();
+    // Compare without stopping at the first difference.
+    let same = given.len() == expected.len()
+        && given
+            .bytes()
+            .zip(expected)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    if same && !expected.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Unauthorized)
+    }
+}
+
+#[derive(Deserialize)]
+struct Page {
+    q: Option<String>,
+    page: Option<u32>,
+    per_page: Option<u32>,
+}
+
+fn page_of(store: &Store, listing: Listing<'_>, page: &Page) -> Result<Json<serde_json::Value>> {
+    let number = page.page.unwrap_or(1).max(1);
+    let per_page = page
+        .per_page
+        .unwrap_or(DEFAULT_PER_PAGE)
+        .clamp(1, MAX_PER_PAGE);
+    let (apps, total) = with_db(store, |db| catalog::list(db, listing, number, per_page))?;
+    Ok(Json(
+        json!({"apps": apps, "total": total, "page": number, "per_page": per_page}),
+    ))
+}
+
+async fn list(State(store): State<Store>, Query(page): Query<Page>) -> Result<impl IntoResponse> {
+    let listing = match page.q.as_deref().filter(|q| !q.is_empty()) {
+        Some(query) => Listing::Search(query),
+        None => Listing::All,
+    };
+    page_of(&store, listing, &page)
+}
+
+async fn featured(
+    State(store): State<Store>,
+    Query(page): Query<Page>,
+) -> Result<impl IntoResponse> {
+    page_of(&store, Listing::Featured, &page)
+}
+
+async fn popular(
+    State(store): State<Store>,
+    Query(page): Query<Page>,
+) -> Result<impl IntoResponse> {
+    page_of(&store, Listing::Popular, &page)
+}
+
+async fn app(State(store): State<Store>, Path(id): Path<String>) -> Result<Json<AppEntry>> {
+    with_db(&store, |db| catalog::get(db, &id)).map(Json)
+}
+
+async fn signing_key(State(store): State<Store>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        store.public_key_json(),
+    )
+}
+
+async fn revocations(State(store): State<Store>) -> Result<Json<Vec<Revocation>>> {
+    with_db(&store, catalog::revocations).map(Json)
+}
+
+#[derive(Deserialize)]
+struct PublishOptions {
+    #[serde(default)]
+    featured: bool,
+}
+
+async fn publish(
+    State(store): State<Store>,
+    headers: HeaderMap,
+    Query(options): Query<PublishOptions>,
+    body: Bytes,
+) -> Result<(StatusCode, Json<AppEntry>)> {
+    require_admin(&store, &headers)?;
+    let entry =
+        tokio::task::spawn_blocking(move || publish_blocking(&store, &body, options.featured))
+            .await
+            .map_err(|e| Error::Io(std::io::Error::other(e)))??;
+    Ok((StatusCode::CREATED, Json(entry)))
+}
+
+/// Unpacks the upload with every install-time check, signs it with the store key, and stores
+/// the signed package as the app's latest version.
+fn publish_blocking(store: &Store, body: &[u8], featured: bool) -> Result<AppEntry> {
+    let work = tempfile::tempdir_in(store.blobs())?;
+    let staged = napp::extract(body, work.path(), &Limits::default(), false)?;
+    let signatures = store
+        .inner
+        .key
+        .sign(staged.manifest_bytes(), &staged.binary_path())?;
+    let signatures_path = staged.path().join(napp::SIGNATURES);
+    let _ = std::fs::remove_file(&signatures_path);
+    std::fs::write(&signatures_path, signatures.to_json())?;
+    let manifest = staged.manifest().clone();
+    let blob = store
+        .blobs()
+        .join(format!("{}-{}.napp", manifest.id, manifest.version));
+    if blob.exists() {
+        return Err(Error::VersionExists(format!(
+            "{} {} is already published",
+            manifest.id, manifest.version
+        )));
+    }
+    napp::pack_to_file(staged.path(), &blob)?;
+    let bytes = std::fs::read(&blob)?;
+    let entry = AppEntry {
+        id: manifest.id.clone(),
+        name: manifest.name.clone(),
+        description: manifest.description.clone(),
+        version: manifest.version.clone(),
+        size: bytes.len() as u64,
+        sha256: hex::encode(Sha256::digest(&bytes)),
+        permissions: manifest.permissions.clone(),
+        published_at: now(),
+        downloads: 0,
+        featured,
+        rating: None,
+    };
+    if let Err(error) = with_db(store, |db| catalog::upsert(db, &entry)) {
+        let _ = std::fs::remove_file(&blob);
+        return Err(error);
+    }
+    with_db(store, |db| catalog::get(db, &entry.id))
+}
+
+async fn download(State(store): State<Store>, Path(id): Path<String>) -> Result<Response> {
+    let entry = with_db(&store, |db| catalog::get(db, &id))?;
+    let path = store
+        .blobs()
+        .join(format!("{}-{}.napp", entry.id, entry.version));
+    let file = tokio::fs::File::open(&path).await?;
+    let length = file.metadata().await?.len();
+    with_db(&store, |db| catalog::count_download(db, &id))?;
+    let body = Body::from_stream(tokio_util::io::ReaderStream::new(file));
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
+            (header::CONTENT_LENGTH, length.to_string()),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+#[derive(Deserialize)]
+struct RevokeRequest {
+    version: Option<String>,
+    reason: String,
+}
+
+async fn revoke(
+    State(store): State<Store>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Json(request): Json<RevokeRequest>,
+) -> Result<StatusCode> {
+    require_admin(&store, &headers)?;
+    let revocation = Revocation {
+        id,
+        version: request.version,
+        reason: request.reason,
+    };
+    with_db(&store, |db| catalog::revoke(db, &revocation, now()))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+struct FeatureRequest {
+    featured: bool,
+}
+
+async fn feature(
+    State(store): State<Store>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Json(request): Json<FeatureRequest>,
+) -> Result<StatusCode> {
+    require_admin(&store, &headers)?;
+    with_db(&store, |db| {
+        catalog::set_featured(db, &id, request.featured)
+    })?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn reviews(State(store): State<Store>, Path(id): Path<String>) -> Result<Json<Vec<Review>>> {
+    with_db(&store, |db| {
+        catalog::get(db, &id)?;
+        catalog::reviews(db, &id)
+    })
+    .map(Json)
+}
+
+async fn add_review(
+    State(store): State<Store>,
+    Path(id): Path<String>,
+    Json(review): Json<Review>,
+) -> Result<StatusCode> {
+    with_db(&store, |db| catalog::add_review(db, &id, &review, now()))?;
+    Ok(StatusCode::CREATED)
+}

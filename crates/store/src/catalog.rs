@@ -1,0 +1,256 @@
+//! The store's database: apps (latest version of each), revocations and reviews.
+
+use osprey_apps::trust::Revocation;
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+pub(crate) fn create_schema(db: &Connection) -> Result<()> {
+    db.execute_batch(
+        "PRAGMA journal_mode = WAL;
+         CREATE TABLE IF NOT EXISTS apps (
+             id TEXT PRIMARY KEY,
+             name TEXT NOT NULL,
+             description TEXT NOT NULL,
+             version TEXT NOT NULL,
+             size INTEGER NOT NULL,
+             sha256 TEXT NOT NULL,
+             permissions TEXT NOT NULL,
+             published_at INTEGER NOT NULL,
+             downloads INTEGER NOT NULL DEFAULT 0,
+             featured INTEGER NOT NULL DEFAULT 0
+         );
+         CREATE TABLE IF NOT EXISTS revocations (
+             id TEXT NOT NULL,
+             version TEXT,
+             reason TEXT NOT NULL,
+             revoked_at INTEGER NOT NULL
+         );
+         CREATE TABLE IF NOT EXISTS reviews (
+             app_id TEXT NOT NULL,
+             author TEXT NOT NULL,
+             rating INTEGER NOT NULL,
+             body TEXT NOT NULL,
+             created_at INTEGER NOT NULL
+         );",
+    )?;
+    Ok(())
+}
+
+/// One app in the catalog.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AppEntry {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub version: String,
+    pub size: u64,
+    pub sha256: String,
+    pub permissions: Vec<String>,
+    pub published_at: i64,
+    pub downloads: u64,
+    pub featured: bool,
+    /// Mean rating, when there are reviews.
+    pub rating: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Review {
+    pub author: String,
+    pub rating: u8,
+    pub body: String,
+    #[serde(default)]
+    pub created_at: i64,
+}
+
+const SELECT: &str = "SELECT id, name, description, version, size, sha256, permissions,
+    published_at, downloads, featured,
+    (SELECT AVG(rating) FROM reviews WHERE reviews.app_id = apps.id) FROM apps";
+
+fn entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<AppEntry> {
+    let permissions: String = row.get(6)?;
+    Ok(AppEntry {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        description: row.get(2)?,
+        version: row.get(3)?,
+        size: row.get::<_, i64>(4)? as u64,
+        sha256: row.get(5)?,
+        permissions: serde_json::from_str(&permissions).unwrap_or_default(),
+        published_at: row.get(7)?,
+        downloads: row.get::<_, i64>(8)? as u64,
+        featured: row.get::<_, i64>(9)? != 0,
+        rating: row.get(10)?,
+    })
+}
+
+pub(crate) fn upsert(db: &Connection, app: &AppEntry) -> Result<()> {
+    let existing: Option<String> = db
+        .query_row("SELECT version FROM apps WHERE id = ?1", [&app.id], |row| {
+            row.get(0)
+        })
+        .optional()?;
+    if existing.as_deref() == Some(app.version.as_str()) {
+        return Err(Error::VersionExists(format!(
+            "{} {} is already published",
+            app.id, app.version
+        )));
+    }
+    db.execute(
+        "INSERT INTO apps (id, name, description, version, size, sha256, permissions, published_at, featured)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+         ON CONFLICT(id) DO UPDATE SET name = ?2, description = ?3, version = ?4, size = ?5,
+             sha256 = ?6, permissions = ?7, published_at = ?8, featured = MAX(featured, ?9)",
+        params![
+            app.id,
+            app.name,
+            app.description,
+            app.version,
+            app.size as i64,
+            app.sha256,
+            serde_json::to_string(&app.permissions).unwrap_or_default(),
+            app.published_at,
+            app.featured as i64,
+        ],
+    )?;
+    Ok(())
+}
+
+pub(crate) fn get(db: &Connection, id: &str) -> Result<AppEntry> {
+    db.query_row(&format!("{SELECT} WHERE id = ?1"), [id], entry)
+        .optional()?
+        .ok_or_else(|| Error::NotFound(format!("no app `{id}`")))
+}
+
+/// Which slice of the catalog.
+pub(crate) enum Listing<'a> {
+    All,
+    Search(&'a str),
+    Featured,
+    Popular,
+}
+
+/// (entries on the page, total matching).
+pub(crate) fn list(
+    db: &Connection,
+    listing: Listing<'_>,
+    page: u32,
+    per_page: u32,
+) -> Result<(Vec<AppEntry>, u64)> {
+    let (filter, order, pattern) = match listing {
+        Listing::All => ("1 = 1", "name COLLATE NOCASE, id", None),
+        Listing::Search(query) => (
+            "(id LIKE ?1 ESCAPE '\\' OR name LIKE ?1 ESCAPE '\\' OR description LIKE ?1 ESCAPE '\\')",
+            "name COLLATE NOCASE, id",
+            Some(format!(
+                "%{}%",
+                query
+                    .replace('\\', "\\\\")
+                    .replace('%', "\\%")
+                    .replace('_', "\\_")
+            )),
+        ),
+        Listing::Featured => ("featured = 1", "name COLLATE NOCASE, id", None),
+        Listing::Popular => ("1 = 1", "downloads DESC, id", None),
+    };
+    let offset = i64::from(page.saturating_sub(1)) * i64::from(per_page);
+    let sql = format!(
+        "{SELECT} WHERE {filter} ORDER BY {order} LIMIT {} OFFSET {offset}",
+        per_page
+    );
+    let count_sql = format!("SELECT COUNT(*) FROM apps WHERE {filter}");
+    let mut statement = db.prepare(&sql)?;
+    let (entries, total) = match &pattern {
+        Some(pattern) => (
+            statement
+                .query_map([pattern], entry)?
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+            db.query_row(&count_sql, [pattern], |row| row.get::<_, i64>(0))?,
+        ),
+        None => (
+            statement
+                .query_map([], entry)?
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+            db.query_row(&count_sql, [], |row| row.get::<_, i64>(0))?,
+        ),
+    };
+    Ok((entries, total as u64))
+}
+
+pub(crate) fn count_download(db: &Connection, id: &str) -> Result<()> {
+    db.execute(
+        "UPDATE apps SET downloads = downloads + 1 WHERE id = ?1",
+        [id],
+    )?;
+    Ok(())
+}
+
+pub(crate) fn set_featured(db: &Connection, id: &str, featured: bool) -> Result<()> {
+    let changed = db.execute(
+        "UPDATE apps SET featured = ?2 WHERE id = ?1",
+        params![id, featured as i64],
+    )?;
+    if changed == 0 {
+        return Err(Error::NotFound(format!("no app `{id}`")));
+    }
+    Ok(())
+}
+
+pub(crate) fn revoke(db: &Connection, revocation: &Revocation, now: i64) -> Result<()> {
+    db.execute(
+        "INSERT INTO revocations (id, version, reason, revoked_at) VALUES (?1, ?2, ?3, ?4)",
+        params![revocation.id, revocation.version, revocation.reason, now],
+    )?;
+    Ok(())
+}
+
+pub(crate) fn revocations(db: &Connection) -> Result<Vec<Revocation>> {
+    let mut statement =
+        db.prepare("SELECT id, version, reason FROM revocations ORDER BY revoked_at, rowid")?;
+    let rows = statement
+        .query_map([], |row| {
+            Ok(Revocation {
+                id: row.get(0)?,
+                version: row.get(1)?,
+                reason: row.get(2)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+pub(crate) fn add_review(db: &Connection, app_id: &str, review: &Review, now: i64) -> Result<()> {
+    get(db, app_id)?;
+    if !(1..=5).contains(&review.rating) {
+        return Err(Error::InvalidRequest("rating must be 1 to 5".into()));
+    }
+    if review.author.trim().is_empty() || review.author.len() > 100 || review.body.len() > 10_000 {
+        return Err(Error::InvalidRequest(
+            "author (1-100) and body (at most 10,000 bytes) required".into(),
+        ));
+    }
+    db.execute(
+        "INSERT INTO reviews (app_id, author, rating, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![app_id, review.author, review.rating, review.body, now],
+    )?;
+    Ok(())
+}
+
+pub(crate) fn reviews(db: &Connection, app_id: &str) -> Result<Vec<Review>> {
+    let mut statement = db.prepare(
+        "SELECT author, rating, body, created_at FROM reviews WHERE app_id = ?1
+         ORDER BY created_at DESC, rowid DESC",
+    )?;
+    let rows = statement
+        .query_map([app_id], |row| {
+            Ok(Review {
+                author: row.get(0)?,
+                rating: row.get(1)?,
+                body: row.get(2)?,
+                created_at: row.get(3)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}

@@ -1,0 +1,339 @@
+//! The store server on a loopback port with the real client: publish, catalog, reviews,
+//! download, install into an apps directory, launch, revoke, and the refusals.
+
+use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use osprey_apps::runtime::{LaunchOptions, Launcher};
+use osprey_apps::store_client::StoreClient;
+use osprey_apps::trust::Trust;
+use osprey_apps::{InstallOutcome, Installer, napp};
+use osprey_store::{Store, StoreConfig};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+const TOKEN: &str = "admin-secret";
+
+fn fixture_binary(package: &str) -> PathBuf {
+    static BUILT: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(path) = built.get_or_insert_with(HashMap::new).get(package) {
+        return path.clone();
+    }
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let output = Command::new(env!("CARGO"))
+        .args(["build", "-p", package, "--message-format=json"])
+        .current_dir(&workspace)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run cargo build");
+    assert!(output.status.success());
+    let executable = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == package)
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .expect("an executable");
+    built
+        .get_or_insert_with(HashMap::new)
+        .insert(package.to_owned(), executable.clone());
+    executable
+}
+
+struct Running {
+    root: TempDir,
+    base: String,
+    http: reqwest::Client,
+}
+
+async fn start() -> Running {
+    let root = tempfile::tempdir().unwrap();
+    let store = Store::open(StoreConfig {
+        data_dir: root.path().join("store"),
+        admin_token: TOKEN.into(),
+    })
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(store.serve(listener));
+    std::fs::create_dir(root.path().join("apps")).unwrap();
+    Running {
+        root,
+        base,
+        http: reqwest::Client::new(),
+    }
+}
+
+impl Running {
+    fn apps(&self) -> PathBuf {
+        self.root.path().join("apps")
+    }
+
+    /// An unsigned package of an app project (the store signs what it publishes).
+    fn package(&self, id: &str, version: &str, description: &str, binary: &[u8]) -> Vec<u8> {
+        let project = self.root.path().join(format!("{id}-{version}"));
+        std::fs::create_dir_all(&project).unwrap();
+        let manifest = json!({
+            "id": id, "name": id.to_uppercase(), "version": version,
+            "description": description, "provides": ["tool:convert"]
+        });
+        std::fs::write(project.join("manifest.json"), manifest.to_string()).unwrap();
+        std::fs::write(project.join("SKILL.md"), "# skill\n").unwrap();
+        std::fs::write(project.join("binary"), binary).unwrap();
+        std::fs::set_permissions(
+            project.join("binary"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        let mut bytes = Vec::new();
+        napp::pack(&project, &mut bytes).unwrap();
+        bytes
+    }
+
+    async fn publish(&self, bytes: Vec<u8>, token: &str) -> (u16, Value) {
+        let response = self
+            .http
+            .post(format!("{}/api/v1/apps", self.base))
+            .bearer_auth(token)
+            .body(bytes)
+            .send()
+            .await
+            .unwrap();
+        (
+            response.status().as_u16(),
+            response.json().await.unwrap_or(Value::Null),
+        )
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        self.http
+            .get(format!("{}/api/v1/apps{path}", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+}
+
+const FAKE_ELF: &[u8] = b"\x7FELF\x02\x01\x01\x00fixture binary";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publish_install_launch_and_revoke_through_the_store() {
+    let store = start().await;
+    let binary = std::fs::read(fixture_binary("osprey-fixture-unit-converter")).unwrap();
+    let (status, published) = store
+        .publish(
+            store.package("units", "1.0.0", "Converts units", &binary),
+            TOKEN,
+        )
+        .await;
+    assert_eq!(status, 201, "{published}");
+    assert_eq!(published["version"], "1.0.0");
+
+    let client = StoreClient::new(&store.base);
+    let trust = Arc::new(Trust::new(
+        client.clone(),
+        store.root.path().join("trust"),
+        Duration::from_secs(7 * 86400),
+    ));
+    let installer = Installer::new(store.apps());
+    let outcome = client.install("units", &installer, &trust).await.unwrap();
+    assert_eq!(
+        outcome,
+        InstallOutcome::Installed {
+            id: "units".into(),
+            version: "1.0.0".into()
+        }
+    );
+    let names: Vec<String> = std::fs::read_dir(store.apps())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["units"], "no download or staging file left");
+    assert_eq!(store.get("/units").await["downloads"], 1);
+
+    let launcher = Launcher::new(
+        store.apps(),
+        LaunchOptions {
+            echo_logs: false,
+            ..LaunchOptions::default()
+        },
+    )
+    .with_trust(Arc::clone(&trust));
+    launcher.launch("units").await.unwrap().stop().await;
+
+    // Revoked at the store: a fresh list quarantines it and launches are refused.
+    let response = store
+        .http
+        .post(format!("{}/api/v1/apps/units/revoke", store.base))
+        .bearer_auth(TOKEN)
+        .json(&json!({"reason": "malware"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 204);
+    let trust = Arc::new(Trust::new(
+        client.clone(),
+        store.root.path().join("trust-fresh"),
+        Duration::from_secs(7 * 86400),
+    ));
+    assert_eq!(trust.sweep(&installer).await.unwrap(), ["units"]);
+    let launcher = Launcher::new(store.apps(), LaunchOptions::default()).with_trust(trust);
+    assert_eq!(
+        launcher.launch("units").await.unwrap_err().code(),
+        "revoked"
+    );
+}
+
+#[tokio::test]
+async fn publishing_is_refused_without_the_token_or_for_hostile_packages() {
+    let store = start().await;
+    let (status, body) = store
+        .publish(store.package("units", "1.0.0", "", FAKE_ELF), "wrong")
+        .await;
+    assert_eq!((status, body["code"].as_str()), (401, Some("unauthorized")));
+
+    // A package with a symlink entry.
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    let mut header = tar::Header::new_ustar();
+    header.set_entry_type(tar::EntryType::Symlink);
+    header.set_path("ui").unwrap();
+    header.set_link_name("/etc").unwrap();
+    header.set_size(0);
+    header.set_cksum();
+    builder.append(&header, std::io::empty()).unwrap();
+    let hostile = builder.into_inner().unwrap().finish().unwrap();
+    let (status, body) = store.publish(hostile, TOKEN).await;
+    assert_eq!(status, 422);
+    assert_eq!(body["code"], "package_rejected");
+    assert_eq!(body["reason"], "link");
+
+    let (status, _) = store
+        .publish(store.package("units", "1.0.0", "", FAKE_ELF), TOKEN)
+        .await;
+    assert_eq!(status, 201);
+    let (status, body) = store
+        .publish(store.package("units", "1.0.0", "", FAKE_ELF), TOKEN)
+        .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("version_exists"))
+    );
+}
+
+#[tokio::test]
+async fn catalog_search_paging_popular_and_reviews() {
+    let store = start().await;
+    for (id, description) in [
+        ("alpha", "weather forecasts"),
+        ("bravo", "unit conversion"),
+        ("charlie", "weather radar"),
+    ] {
+        let (status, _) = store
+            .publish(store.package(id, "1.0.0", description, FAKE_ELF), TOKEN)
+            .await;
+        assert_eq!(status, 201);
+    }
+    let page = store.get("?per_page=2&page=2").await;
+    assert_eq!(page["total"], 3);
+    assert_eq!(page["apps"].as_array().unwrap().len(), 1);
+    assert_eq!(page["apps"][0]["id"], "charlie");
+
+    let found = store.get("?q=weather").await;
+    let ids: Vec<&str> = found["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["alpha", "charlie"]);
+    assert_eq!(
+        store.get("?q=100%25").await["total"],
+        0,
+        "LIKE wildcards are literal"
+    );
+
+    let client = StoreClient::new(&store.base);
+    assert_eq!(client.catalog("radar", 1).await.unwrap()["total"], 1);
+    for _ in 0..2 {
+        client.download("bravo", store.root.path()).await.unwrap();
+    }
+    assert_eq!(store.get("/popular").await["apps"][0]["id"], "bravo");
+
+    let response = store
+        .http
+        .post(format!("{}/api/v1/apps/bravo/feature", store.base))
+        .bearer_auth(TOKEN)
+        .json(&json!({"featured": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 204);
+    assert_eq!(store.get("/featured").await["apps"][0]["id"], "bravo");
+
+    for (rating, author) in [(5, "ana"), (2, "bo")] {
+        let response = store
+            .http
+            .post(format!("{}/api/v1/apps/bravo/reviews", store.base))
+            .json(&json!({"author": author, "rating": rating, "body": "ok"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 201);
+    }
+    let response = store
+        .http
+        .post(format!("{}/api/v1/apps/bravo/reviews", store.base))
+        .json(&json!({"author": "cy", "rating": 9, "body": "!"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    assert_eq!(
+        store.get("/bravo/reviews").await.as_array().unwrap().len(),
+        2
+    );
+    assert_eq!(store.get("/bravo").await["rating"], 3.5);
+    assert_eq!(store.get("/nope").await["code"], "not_found");
+}
+
+#[tokio::test]
+async fn downloads_are_capped_on_the_bytes_received() {
+    let store = start().await;
+    // 128 KB that does not compress, so the package itself is larger than the cap.
+    let mut binary = FAKE_ELF.to_vec();
+    let mut state = 88_172_645_463_325_252u64;
+    for _ in 0..16 * 1024 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        binary.extend_from_slice(&state.to_le_bytes());
+    }
+    let (status, _) = store
+        .publish(store.package("units", "1.0.0", "", &binary), TOKEN)
+        .await;
+    assert_eq!(status, 201);
+    let client = StoreClient::new(&store.base).with_max_download(32 * 1024);
+    let trust = Trust::new(
+        client.clone(),
+        store.root.path().join("trust"),
+        Duration::from_secs(3600),
+    );
+    let installer = Installer::new(store.apps());
+    let error = client
+        .install("units", &installer, &trust)
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "package_rejected");
+    assert_eq!(error.reason(), Some("total_too_large"));
+    assert_eq!(std::fs::read_dir(store.apps()).unwrap().count(), 0);
+}
