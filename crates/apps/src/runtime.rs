@@ -395,12 +395,26 @@ impl RunningApp {
         }
         std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
             .map_err(|e| Error::io(format!("chmod {}", socket.display()), e))?;
-        let remaining = deadline
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_secs(1));
-        let channel = osprey_rpc::connect_checked(socket, Some(self.pid), remaining)
-            .await
-            .map_err(|error| launch_failed(&id, error.code(), error.to_string()))?;
+        // The socket file exists from bind(), a moment before listen(): a refused connection
+        // is retried until the startup deadline (a peer mismatch is not).
+        let channel = loop {
+            let remaining = deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(500));
+            match osprey_rpc::connect_checked(socket, Some(self.pid), remaining).await {
+                Ok(channel) => break channel,
+                Err(error @ osprey_rpc::Error::PeerMismatch { .. }) => {
+                    return Err(launch_failed(&id, error.code(), error.to_string()));
+                }
+                Err(error) => {
+                    if Instant::now() >= deadline || self.exited().is_some() {
+                        return Err(launch_failed(&id, error.code(), error.to_string()));
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_millis(100));
+                }
+            }
+        };
         self.channel = Some(channel);
         self.health().await
     }
