@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use osprey_rpc::v1::hook_service_server::HookServiceServer;
 use osprey_rpc::v1::tool_service_server::ToolServiceServer;
+use osprey_rpc::v1::ui_service_server::UiServiceServer;
 use serde_json::Value;
 
 use crate::hooks::{Filter, HookServer, Subscription};
 use crate::tool::{Tool, ToolServer};
+use crate::ui::{UiHandler, UiRequest, UiResponse, UiServer};
 use crate::{Error, Result, SOCKET_ENV};
 
 /// How long calls in flight may finish after SIGTERM. Osprey sends SIGKILL 2 s after SIGTERM.
@@ -21,6 +23,7 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
 pub struct App {
     tools: Vec<Tool>,
     subscriptions: Vec<Subscription>,
+    ui: Option<UiHandler>,
 }
 
 impl App {
@@ -57,6 +60,19 @@ impl App {
         self
     }
 
+    /// Handle the UI's `/api/*` requests (declare `ui` in the manifest; the static `ui/` files
+    /// are served by Osprey).
+    pub fn ui<F, Fut>(mut self, handler: F) -> App
+    where
+        F: Fn(UiRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = UiResponse> + Send + 'static,
+    {
+        self.ui = Some(std::sync::Arc::new(move |request| {
+            Box::pin(handler(request))
+        }));
+        self
+    }
+
     /// Starts a tokio runtime and [`App::serve`]s on it: the whole `main` of a typical app.
     pub fn run(self) -> Result<()> {
         tokio::runtime::Builder::new_multi_thread()
@@ -83,7 +99,7 @@ impl App {
         path: &Path,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<()> {
-        if self.tools.is_empty() && self.subscriptions.is_empty() {
+        if self.tools.is_empty() && self.subscriptions.is_empty() && self.ui.is_none() {
             return Err(Error::NothingToServe);
         }
         let settings = Arc::new(RwLock::new(Value::Object(Default::default())));
@@ -98,11 +114,18 @@ impl App {
                 subscriptions: self.subscriptions,
             })
         });
+        let ui = self.ui.map(|handler| {
+            UiServiceServer::new(UiServer {
+                handler,
+                settings: Arc::clone(&settings),
+            })
+        });
         let listener = osprey_rpc::bind(path)?;
         let (fired, shutdown_fired) = tokio::sync::oneshot::channel::<()>();
         let server = tonic::transport::Server::builder()
             .add_optional_service(tools)
             .add_optional_service(hooks)
+            .add_optional_service(ui)
             .serve_with_incoming_shutdown(osprey_rpc::incoming(listener), async move {
                 shutdown.await;
                 let _ = fired.send(());

@@ -1,6 +1,6 @@
 //! What an app author links to write an Osprey app in a few lines: declare tools and hook
 //! subscriptions on an [`App`], then [`App::run`]. The SDK reads `OSPREY_APP_SOCK`, serves the app
-//! protocol (`ToolService`, `HookService`) on that Unix socket, answers health checks, keeps the
+//! protocol (`ToolService`, `HookService`, `UIService`) on that Unix socket, answers health checks, keeps the
 //! settings Osprey pushes with `Configure`, and on SIGTERM (or SIGINT) stops accepting calls,
 //! finishes the ones in flight, removes the socket and returns.
 //!
@@ -17,15 +17,18 @@
 //! ```
 //!
 //! This crate holds no Osprey policy (permissions, approval, supervision are Osprey's side) and
-//! must not depend on any Osprey crate but `osprey-rpc`.
+//! must not depend on any Osprey crate but `osprey-rpc`. Serving needs Unix sockets (the
+//! Windows transport is not built yet).
 
 mod app;
 mod hooks;
 mod tool;
+mod ui;
 
 pub use app::{App, SHUTDOWN_GRACE};
 pub use hooks::{Filter, HookKind};
 pub use tool::{Call, Output, Tool};
+pub use ui::{UiRequest, UiResponse};
 
 /// The environment variable naming the socket the app must serve on.
 pub const SOCKET_ENV: &str = "OSPREY_APP_SOCK";
@@ -38,7 +41,7 @@ pub enum Error {
     #[error("missing_socket_env: {SOCKET_ENV} is not set; Osprey sets it when it launches an app")]
     MissingSocketEnv,
     /// The app declared nothing to serve.
-    #[error("nothing_to_serve: declare at least one tool or hook")]
+    #[error("nothing_to_serve: declare at least one tool, hook or UI handler")]
     NothingToServe,
     /// Binding the socket failed.
     #[error(transparent)]

@@ -26,6 +26,7 @@ pub mod store_client;
 #[cfg(unix)]
 pub mod supervisor;
 pub mod trust;
+pub mod ui;
 #[cfg(unix)]
 pub mod watcher;
 
