@@ -28,6 +28,7 @@ pub trait CapabilityHost: Send + Sync + 'static {
 pub struct Capabilities {
     registry: Registry,
     hooks: AppHooks,
+    settings: Option<crate::settings::SettingsStore>,
     tools: Arc<Mutex<HashMap<String, Vec<String>>>>,
 }
 
@@ -42,8 +43,15 @@ impl Capabilities {
         Capabilities {
             registry,
             hooks,
+            settings: None,
             tools: Arc::new(Mutex::new(HashMap::new())),
         }
+    }
+
+    /// Push each app's saved settings with `Configure` after every (re)launch.
+    pub fn with_settings(mut self, settings: crate::settings::SettingsStore) -> Capabilities {
+        self.settings = Some(settings);
+        self
     }
 
     /// The tools `app_id` has in the registry.
@@ -69,6 +77,13 @@ impl CapabilityHost for Capabilities {
             }
             if manifest.provides.contains(&Capability::Hooks) {
                 self.hooks.register(manifest, app.channel()).await?;
+            }
+            if let Some(settings) = &self.settings {
+                let values = settings.read(&manifest.id);
+                if let Err(error) = crate::settings::push(app.channel(), manifest, &values).await {
+                    // Saved settings the app now refuses must not keep it from running.
+                    tracing::warn!(app = %manifest.id, "settings not applied: {error}");
+                }
             }
             Ok(())
         })

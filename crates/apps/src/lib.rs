@@ -10,6 +10,8 @@
 //! reason code next to a message for people.
 
 pub mod app_tools;
+#[cfg(unix)]
+pub mod apps_tool;
 pub mod binary;
 #[cfg(unix)]
 pub mod capabilities;
@@ -21,6 +23,7 @@ pub mod napp;
 pub mod permissions;
 #[cfg(unix)]
 pub mod runtime;
+pub mod settings;
 pub mod signing;
 pub mod store_client;
 #[cfg(unix)]
@@ -80,6 +83,9 @@ pub enum Error {
     /// The store could not be reached or answered wrongly.
     #[error("store_unavailable: {0}")]
     StoreUnavailable(String),
+    /// The app (or Osprey) refused the settings; the message is for the person.
+    #[error("settings_rejected: {0}")]
+    SettingsRejected(String),
     /// No app with this id is installed.
     #[error("not_installed: {0}")]
     NotInstalled(String),
@@ -107,6 +113,7 @@ impl Error {
             Error::KeyInvalid(_) => "key_invalid",
             Error::AlreadyInstalled(_) => "already_installed",
             Error::NotInstalled(_) => "not_installed",
+            Error::SettingsRejected(_) => "settings_rejected",
             Error::Revoked { .. } => "revoked",
             Error::RevocationUnavailable(_) => "revocation_unavailable",
             Error::StoreUnavailable(_) => "store_unavailable",

@@ -86,6 +86,10 @@ enum Request {
     },
     Stop(String, oneshot::Sender<Result<()>>),
     Status(oneshot::Sender<Vec<(String, AppState)>>),
+    Channel(
+        String,
+        oneshot::Sender<Option<(crate::manifest::Manifest, tonic::transport::Channel)>>,
+    ),
 }
 
 /// What a reload did.
@@ -165,6 +169,16 @@ impl Supervisor {
         let (reply, answer) = oneshot::channel();
         self.send(Request::Stop(id.to_owned(), reply)).await?;
         answer.await.map_err(|_| gone())?
+    }
+
+    /// The manifest and gRPC channel of a running app (for settings pushes and UI requests).
+    pub async fn channel(
+        &self,
+        id: &str,
+    ) -> Result<Option<(crate::manifest::Manifest, tonic::transport::Channel)>> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Request::Channel(id.to_owned(), reply)).await?;
+        answer.await.map_err(|_| gone())
     }
 
     pub async fn status(&self) -> Result<Vec<(String, AppState)>> {
@@ -267,6 +281,14 @@ impl Task {
                     Err(Error::NotInstalled(format!("{id} is not running")))
                 };
                 let _ = reply.send(result);
+            }
+            Request::Channel(id, reply) => {
+                let running = self
+                    .apps
+                    .get(&id)
+                    .and_then(|app| app.running.as_ref())
+                    .map(|running| (running.manifest().clone(), running.channel()));
+                let _ = reply.send(running);
             }
             Request::Status(reply) => {
                 let mut status: Vec<(String, AppState)> = self

@@ -1,0 +1,128 @@
+//! Per-app settings: a JSON object per app in `<apps>/.settings/<id>.json` (outside the app's
+//! directory, so updates and quarantine keep it and the app cannot rewrite it), pushed to the
+//! running app with `Configure` at launch and whenever it changes.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use osprey_rpc::v1::ConfigureRequest;
+use serde_json::{Map, Value};
+use tonic::transport::Channel;
+
+use crate::manifest::{Capability, Manifest};
+use crate::{Error, Result};
+
+const SETTINGS_DIR: &str = ".settings";
+const CONFIGURE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest settings object kept for one app.
+const MAX_SETTINGS_BYTES: usize = 256 * 1024;
+
+#[derive(Clone, Debug)]
+pub struct SettingsStore {
+    dir: PathBuf,
+}
+
+impl SettingsStore {
+    pub fn new(apps_dir: impl Into<PathBuf>) -> SettingsStore {
+        SettingsStore {
+            dir: apps_dir.into().join(SETTINGS_DIR),
+        }
+    }
+
+    /// The app's settings (an empty object when none were saved).
+    pub fn read(&self, id: &str) -> Value {
+        std::fs::read(self.dir.join(format!("{id}.json")))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+            .filter(Value::is_object)
+            .unwrap_or_else(|| Value::Object(Map::new()))
+    }
+
+    /// Merges `values` (a JSON object; `null` removes a key) into the saved settings and returns
+    /// the result.
+    pub fn update(&self, id: &str, values: &Value) -> Result<Value> {
+        let Some(changes) = values.as_object() else {
+            return Err(Error::SettingsRejected(
+                "settings must be a JSON object".into(),
+            ));
+        };
+        let mut settings = self.read(id);
+        if let Some(current) = settings.as_object_mut() {
+            for (key, value) in changes {
+                if value.is_null() {
+                    current.remove(key);
+                } else {
+                    current.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        let bytes = serde_json::to_vec_pretty(&settings).unwrap_or_default();
+        if bytes.len() > MAX_SETTINGS_BYTES {
+            return Err(Error::SettingsRejected(format!(
+                "settings larger than {MAX_SETTINGS_BYTES} bytes"
+            )));
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|e| Error::io("create .settings", e))?;
+        let temp = self.dir.join(format!(".{id}.json.tmp"));
+        std::fs::write(&temp, bytes).map_err(|e| Error::io("write settings", e))?;
+        std::fs::rename(&temp, self.dir.join(format!("{id}.json")))
+            .map_err(|e| Error::io("write settings", e))?;
+        Ok(settings)
+    }
+}
+
+/// Pushes `settings` to a running app through its primary service's `Configure`. An app that
+/// refuses them answers with a message for the person (`settings_rejected`).
+pub async fn push(channel: Channel, manifest: &Manifest, settings: &Value) -> Result<()> {
+    use osprey_rpc::v1::{
+        channel_service_client::ChannelServiceClient, comm_service_client::CommServiceClient,
+        gateway_service_client::GatewayServiceClient,
+        schedule_service_client::ScheduleServiceClient, tool_service_client::ToolServiceClient,
+        ui_service_client::UiServiceClient,
+    };
+    let request = ConfigureRequest {
+        settings_json: settings.to_string(),
+    };
+    let call = async {
+        match manifest.provides.first() {
+            // Hook apps have no Configure.
+            Some(Capability::Hooks) => Ok(None),
+            Some(Capability::Gateway) => GatewayServiceClient::new(channel)
+                .configure(request)
+                .await
+                .map(Some),
+            Some(Capability::Comm) => CommServiceClient::new(channel)
+                .configure(request)
+                .await
+                .map(Some),
+            Some(Capability::Channel(_)) => ChannelServiceClient::new(channel)
+                .configure(request)
+                .await
+                .map(Some),
+            Some(Capability::Ui) => UiServiceClient::new(channel)
+                .configure(request)
+                .await
+                .map(Some),
+            Some(Capability::Schedule) => ScheduleServiceClient::new(channel)
+                .configure(request)
+                .await
+                .map(Some),
+            _ => ToolServiceClient::new(channel)
+                .configure(request)
+                .await
+                .map(Some),
+        }
+    };
+    let answer = tokio::time::timeout(CONFIGURE_TIMEOUT, call)
+        .await
+        .map_err(|_| Error::SettingsRejected("the app did not answer Configure in time".into()))?
+        .map_err(|status| {
+            Error::SettingsRejected(format!("Configure failed: {}", status.message()))
+        })?;
+    match answer.map(tonic::Response::into_inner) {
+        Some(response) if !response.error.is_empty() => {
+            Err(Error::SettingsRejected(response.error))
+        }
+        _ => Ok(()),
+    }
+}
