@@ -170,6 +170,23 @@ fn tool_call(c: &mut Criterion) {
             })
         })
     });
+    // The same call straight over gRPC, without the registry's layers.
+    let mut client = osprey_rpc::v1::tool_service_client::ToolServiceClient::new(app.channel());
+    group.bench_function("tool_call_grpc_direct", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let response = client
+                    .execute(osprey_rpc::v1::ExecuteRequest {
+                        tool: "convert".into(),
+                        input_json: r#"{"value": 3, "from": "km", "to": "mi"}"#.into(),
+                        context: None,
+                    })
+                    .await
+                    .unwrap();
+                black_box(response)
+            })
+        })
+    });
     group.bench_function("unix_socket_echo", |b| {
         b.iter(|| {
             rt.block_on(async {
