@@ -391,14 +391,21 @@ impl Task {
     }
 
     async fn check_health(&mut self) {
-        let mut failed = Vec::new();
-        for (id, app) in &self.apps {
-            if let Some(running) = &app.running
-                && let Err(error) = running.health().await
-            {
-                failed.push((id.clone(), error.to_string()));
-            }
-        }
+        // All at once: one hung app must not delay the others' checks by its 5 s deadline.
+        let checks = self.apps.iter().filter_map(|(id, app)| {
+            app.running.as_ref().map(|running| async move {
+                running
+                    .health()
+                    .await
+                    .err()
+                    .map(|error| (id.clone(), error.to_string()))
+            })
+        });
+        let failed: Vec<(String, String)> = futures::future::join_all(checks)
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
         for (id, reason) in failed {
             self.failed(&id, reason).await;
         }
