@@ -4,11 +4,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use osprey_rpc::v1::gateway_service_server::GatewayServiceServer;
 use osprey_rpc::v1::hook_service_server::HookServiceServer;
 use osprey_rpc::v1::tool_service_server::ToolServiceServer;
 use osprey_rpc::v1::ui_service_server::UiServiceServer;
 use serde_json::Value;
 
+use crate::gateway::{Events, GatewayHandler, GatewayServer};
 use crate::hooks::{Filter, HookServer, Subscription};
 use crate::tool::{Tool, ToolServer};
 use crate::ui::{UiHandler, UiRequest, UiResponse, UiServer};
@@ -24,6 +26,7 @@ pub struct App {
     tools: Vec<Tool>,
     subscriptions: Vec<Subscription>,
     ui: Option<UiHandler>,
+    gateway: Option<GatewayHandler>,
 }
 
 impl App {
@@ -73,6 +76,19 @@ impl App {
         self
     }
 
+    /// Serve model turns (declare `gateway` and a `network:` permission in the manifest). The
+    /// handler sends the turn's events and hands `Events` back when it is done.
+    pub fn gateway<F, Fut>(mut self, handler: F) -> App
+    where
+        F: Fn(osprey_rpc::v1::GatewayRequest, Events) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Events> + Send + 'static,
+    {
+        self.gateway = Some(std::sync::Arc::new(move |request, events| {
+            Box::pin(handler(request, events))
+        }));
+        self
+    }
+
     /// Starts a tokio runtime and [`App::serve`]s on it: the whole `main` of a typical app.
     pub fn run(self) -> Result<()> {
         tokio::runtime::Builder::new_multi_thread()
@@ -99,7 +115,11 @@ impl App {
         path: &Path,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<()> {
-        if self.tools.is_empty() && self.subscriptions.is_empty() && self.ui.is_none() {
+        if self.tools.is_empty()
+            && self.subscriptions.is_empty()
+            && self.ui.is_none()
+            && self.gateway.is_none()
+        {
             return Err(Error::NothingToServe);
         }
         let settings = Arc::new(RwLock::new(Value::Object(Default::default())));
@@ -120,12 +140,19 @@ impl App {
                 settings: Arc::clone(&settings),
             })
         });
+        let gateway = self.gateway.map(|handler| {
+            GatewayServiceServer::new(GatewayServer {
+                handler,
+                settings: Arc::clone(&settings),
+            })
+        });
         let listener = osprey_rpc::bind(path)?;
         let (fired, shutdown_fired) = tokio::sync::oneshot::channel::<()>();
         let server = tonic::transport::Server::builder()
             .add_optional_service(tools)
             .add_optional_service(hooks)
             .add_optional_service(ui)
+            .add_optional_service(gateway)
             .serve_with_incoming_shutdown(osprey_rpc::incoming(listener), async move {
                 shutdown.await;
                 let _ = fired.send(());

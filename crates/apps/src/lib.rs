@@ -15,6 +15,7 @@ pub mod apps_tool;
 pub mod binary;
 #[cfg(unix)]
 pub mod capabilities;
+pub mod gateway;
 pub mod hooks;
 pub mod install;
 pub mod layout;
