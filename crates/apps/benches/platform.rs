@@ -271,8 +271,30 @@ fn install_20mb(c: &mut Criterion) {
     group.finish();
 }
 
+/// What start-up must do before the registry is ready (apps then launch in the background):
+/// list 150 installed apps, reading and validating each manifest.
+fn list_150_apps(c: &mut Criterion) {
+    let root = tempfile::tempdir().unwrap();
+    for index in 0..150 {
+        let dir = root.path().join(format!("app-{index:03}"));
+        std::fs::create_dir(&dir).unwrap();
+        let manifest = json!({
+            "id": format!("app-{index:03}"), "name": format!("App {index}"), "version": "1.0.0",
+            "description": "A benchmark app", "provides": ["tool:convert", "ui"],
+            "permissions": ["network:api.example.com", "storage:read"]
+        });
+        std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+    }
+    let installer = Installer::new(root.path());
+    assert_eq!(installer.list().len(), 150);
+    let mut group = c.benchmark_group("apps");
+    group.bench_function("list_150_apps", |b| b.iter(|| black_box(installer.list())));
+    group.finish();
+}
+
 criterion_group!(
     benches,
+    list_150_apps,
     hooks_without_subscribers,
     launch_to_healthy,
     tool_call,
