@@ -1,10 +1,12 @@
 //! `osprey`: the headless shell of Osprey's core, for power users, scripts and tests. Every tool
 //! call goes through the same registry, policy and safeguard as the desktop app.
 
+mod app;
 mod chat;
 mod napp;
 mod prompt;
 mod see;
+mod store;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -63,6 +65,10 @@ enum Command {
     See(see::SeeArgs),
     /// Publish apps: `osprey napp keygen | pack <dir> | sign --key | verify --key`.
     Napp(napp::NappArgs),
+    /// Installed apps: `osprey app install <file.napp | id> | list | remove | sideload <dir> | ...`.
+    App(app::AppArgs),
+    /// The app store server: `osprey store serve [--addr 127.0.0.1:8787] [--dir DIR]`.
+    Store(store::StoreArgs),
 }
 
 #[derive(Args, Debug)]
@@ -189,6 +195,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chat(args) => chat::run(cli.data_dir, args).await,
         Command::See(args) => see::run(cli.data_dir, args).await,
         Command::Napp(args) => napp::run(args),
+        Command::App(args) => app::run(cli.data_dir, args).await,
+        Command::Store(args) => store::run(cli.data_dir, args).await,
         Command::Info => {
             let core = open(cli.data_dir, None, None)?;
             println!("{}", serde_json::to_string_pretty(&core.info())?);

@@ -1,0 +1,344 @@
+//! `osprey app install | list | remove | sideload | unsideload | approve-update | reject-update`:
+//! the installed apps in `<data>/apps/`, managed through the same installer the desktop app uses.
+//!
+//! Store packages are verified against the store's signing key and checked against its
+//! revocation list (both cached in `<data>/trust/`, so an install of a file works offline while
+//! the cache is fresh enough). Refusals print `osprey: <code>: <message>` (or `{ok, code, ...}`
+//! with `--json`) and exit with 3; other failures exit with 1.
+//!
+//! `launch` and `stop` need the supervisor, which lives in the desktop app: the command line
+//! says so rather than start an app it could not watch over.
+
+use std::io::{Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use futures::future::BoxFuture;
+use osprey_apps::store_client::StoreClient;
+use osprey_apps::trust::{Revocation, Trust, TrustSource};
+use osprey_apps::{InstallOutcome, Installer, Limits, napp};
+use serde_json::{Value, json};
+
+/// Exit code for something Osprey refused (same as a refused tool call).
+const EXIT_REFUSED: u8 = 3;
+/// Exit code for a failure to run.
+const EXIT_FAILED: u8 = 1;
+/// The store URL when `--store` is not given.
+const STORE_URL_ENV: &str = "OSPREY_STORE_URL";
+/// How old a cached revocation list may be when the store cannot be reached.
+const MAX_REVOCATION_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+#[derive(Args, Debug)]
+pub struct AppArgs {
+    #[command(subcommand)]
+    action: AppAction,
+    /// Print one JSON object instead of readable text.
+    #[arg(long, global = true)]
+    json: bool,
+    /// The store's root URL (default: $OSPREY_STORE_URL).
+    #[arg(long, global = true, value_name = "URL")]
+    store: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum AppAction {
+    /// Install (or update) an app from a signed `.napp` file or by its store id.
+    Install {
+        /// A `.napp` file (a path ending in `.napp`, or any existing file) or a store app id.
+        source: String,
+    },
+    /// List the installed apps, with their sideloaded, quarantined and pending-update flags.
+    List,
+    /// Start an app (the desktop app does this; the command line has no supervisor).
+    Launch { id: String },
+    /// Stop an app (the desktop app does this; the command line has no supervisor).
+    Stop { id: String },
+    /// Remove an app with its data, logs and any staged update (a sideload loses its link only).
+    Remove { id: String },
+    /// Link a project directory in as an app, without signatures (for developers).
+    Sideload { dir: PathBuf },
+    /// Remove a sideload link (the project directory is not touched).
+    Unsideload { id: String },
+    /// Swap in a staged update that asks for new permissions.
+    ApproveUpdate { id: String },
+    /// Drop a staged update; the installed version stays.
+    RejectUpdate { id: String },
+}
+
+/// The outer error is a failure to run; the inner one is Osprey refusing, with its code.
+type Outcome = anyhow::Result<Result<Value, osprey_apps::Error>>;
+
+pub async fn run(data_dir: Option<PathBuf>, args: AppArgs) -> anyhow::Result<ExitCode> {
+    let json = args.json;
+    let data = osprey_core::resolve_data_dir(data_dir.as_deref());
+    let installer = Installer::new(data.join("apps"));
+    let outcome = match args.action {
+        AppAction::Install { source } => {
+            install(&data, &installer, &source, store_url(args.store)).await
+        }
+        AppAction::List => Ok(Ok(list(&installer))),
+        AppAction::Launch { id } | AppAction::Stop { id } => {
+            let message = format!(
+                "starting and stopping apps ({id}) works from the desktop app, which supervises \
+                 them (restarts, health checks, shutdown); the command line has no supervisor"
+            );
+            return report_failure(json, "unsupported", &message);
+        }
+        AppAction::Remove { id } => Ok(installer.uninstall(&id).map(|()| {
+            json!({"id": id, "message": format!("removed {id} with its data and logs")})
+        })),
+        AppAction::Sideload { dir } => sideload(&installer, &dir),
+        AppAction::Unsideload { id } => Ok(installer.unsideload(&id).map(|()| {
+            json!({"id": id, "message": format!("unsideloaded {id} (the project directory is untouched)")})
+        })),
+        AppAction::ApproveUpdate { id } => Ok(installer.approve_update(&id).map(|manifest| {
+            json!({
+                "id": manifest.id,
+                "version": manifest.version,
+                "permissions": manifest.permissions,
+                "message": format!(
+                    "approved: {} {} is installed; restart it to run the new version",
+                    manifest.id, manifest.version
+                ),
+            })
+        })),
+        AppAction::RejectUpdate { id } => Ok(installer.reject_update(&id).map(|()| {
+            json!({"id": id, "message": format!("rejected the staged update of {id}; the installed version stays")})
+        })),
+    };
+    match outcome {
+        Ok(Ok(mut report)) => {
+            if json {
+                report["ok"] = Value::Bool(true);
+                report["code"] = Value::Null;
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!("{}", report["message"].as_str().unwrap_or_default());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(Err(error)) => {
+            let code = error.code();
+            let reason = error.reason();
+            let message = describe(&error);
+            let exit = if refusal(&error) {
+                EXIT_REFUSED
+            } else {
+                EXIT_FAILED
+            };
+            if json {
+                let report =
+                    json!({"ok": false, "code": code, "reason": reason, "message": message});
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                eprintln!("osprey: {code}: {message}");
+            }
+            Ok(ExitCode::from(exit))
+        }
+        Err(error) => report_failure(json, "failed", &format!("{error:#}")),
+    }
+}
+
+fn report_failure(json: bool, code: &str, message: &str) -> anyhow::Result<ExitCode> {
+    if json {
+        let report = json!({"ok": false, "code": code, "reason": null, "message": message});
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        eprintln!("osprey: {code}: {message}");
+    }
+    Ok(ExitCode::from(EXIT_FAILED))
+}
+
+/// Osprey refusing (exit 3), as opposed to failing to run (exit 1).
+fn refusal(error: &osprey_apps::Error) -> bool {
+    use osprey_apps::Error as E;
+    !matches!(
+        error,
+        E::StoreUnavailable(_) | E::Io { .. } | E::LaunchFailed { .. }
+    )
+}
+
+/// The error's text without its leading code: `reason: detail`, or the detail.
+fn describe(error: &osprey_apps::Error) -> String {
+    let text = error.to_string();
+    let rest = text.strip_prefix(error.code()).unwrap_or(&text);
+    let rest = match error.reason() {
+        Some(reason) => rest
+            .strip_prefix(&format!(" ({reason})"))
+            .map(|detail| format!("{reason}{detail}"))
+            .unwrap_or_else(|| rest.to_owned()),
+        None => rest.to_owned(),
+    };
+    rest.trim_start_matches([':', ' ']).to_owned()
+}
+
+fn store_url(flag: Option<String>) -> Option<String> {
+    flag.or_else(|| std::env::var(STORE_URL_ENV).ok())
+        .filter(|url| !url.trim().is_empty())
+}
+
+/// The store as a trust source, or none: then only the cached key and list are used.
+struct Source(Option<StoreClient>);
+
+impl Source {
+    fn client(&self) -> osprey_apps::Result<&StoreClient> {
+        self.0.as_ref().ok_or_else(|| {
+            osprey_apps::Error::StoreUnavailable(format!(
+                "no store configured: pass --store URL or set {STORE_URL_ENV}"
+            ))
+        })
+    }
+}
+
+impl TrustSource for Source {
+    fn signing_key(&self) -> BoxFuture<'_, osprey_apps::Result<String>> {
+        Box::pin(async move { self.client()?.signing_key().await })
+    }
+
+    fn revocations(&self) -> BoxFuture<'_, osprey_apps::Result<Vec<Revocation>>> {
+        Box::pin(async move { self.client()?.revocations().await })
+    }
+}
+
+async fn install(
+    data: &Path,
+    installer: &Installer,
+    source: &str,
+    store: Option<String>,
+) -> Outcome {
+    std::fs::create_dir_all(installer.apps_dir())
+        .with_context(|| format!("creating {}", installer.apps_dir().display()))?;
+    let client = store.as_deref().map(StoreClient::new);
+    let trust = Trust::new(
+        Source(client.clone()),
+        data.join("trust"),
+        MAX_REVOCATION_AGE,
+    );
+    let path = Path::new(source);
+    let mut file = if source.ends_with(".napp") || path.is_file() {
+        std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?
+    } else {
+        let Some(client) = &client else {
+            return Ok(Err(osprey_apps::Error::StoreUnavailable(format!(
+                "`{source}` is not a file, and no store is configured to install it from: pass \
+                 --store URL or set {STORE_URL_ENV}"
+            ))));
+        };
+        match client.download(source, installer.apps_dir()).await {
+            Ok(file) => file,
+            Err(error) => return Ok(Err(error)),
+        }
+    };
+
+    // Verify and check the revocation list before anything is placed: a revoked app is refused,
+    // and so is any store app when no recent enough list is known (fail closed).
+    let staged = match napp::extract(
+        std::io::BufReader::new(&file),
+        installer.apps_dir(),
+        &Limits::default(),
+        true,
+    ) {
+        Ok(staged) => staged,
+        Err(error) => return Ok(Err(error)),
+    };
+    if let Err(error) = trust.verify(&staged).await {
+        return Ok(Err(error));
+    }
+    let manifest = staged.manifest().clone();
+    drop(staged);
+    if let Err(error) = trust.check_launch(&manifest.id, &manifest.version).await {
+        return Ok(Err(error));
+    }
+
+    file.seek(SeekFrom::Start(0))
+        .context("rewinding the package")?;
+    let outcome = match installer
+        .install_from_store(std::io::BufReader::new(file), &trust)
+        .await
+    {
+        Ok(outcome) => outcome,
+        Err(error) => return Ok(Err(error)),
+    };
+    let message = match &outcome {
+        InstallOutcome::Installed { id, version } => format!("installed {id} {version}"),
+        InstallOutcome::Updated {
+            id,
+            from_version,
+            version,
+        } => format!("updated {id} from {from_version} to {version}; restart it to run it"),
+        InstallOutcome::PendingApproval {
+            id,
+            version,
+            new_permissions,
+        } => format!(
+            "{id} {version} asks for new permissions ({}): staged until approved with \
+             `osprey app approve-update {id}` (or `reject-update`); the installed version stays",
+            new_permissions.join(", ")
+        ),
+    };
+    let mut report = serde_json::to_value(&outcome)?;
+    report["message"] = Value::String(message);
+    Ok(Ok(report))
+}
+
+fn list(installer: &Installer) -> Value {
+    let apps = installer.list();
+    let mut lines = Vec::new();
+    let entries: Vec<Value> = apps
+        .iter()
+        .map(|app| {
+            let manifest = &app.manifest;
+            let mut line = format!("{} {} ({})", manifest.id, manifest.version, manifest.name);
+            if app.sideloaded {
+                line.push_str(" [sideloaded]");
+            }
+            if let Some(reason) = &app.quarantined {
+                line.push_str(&format!(" [quarantined: {}]", reason.trim()));
+            }
+            if let Some(permissions) = &app.pending_permissions {
+                line.push_str(&format!(
+                    " [update pending approval: {}]",
+                    permissions.join(", ")
+                ));
+            }
+            lines.push(line);
+            json!({
+                "id": manifest.id,
+                "name": manifest.name,
+                "version": manifest.version,
+                "path": app.path,
+                "sideloaded": app.sideloaded,
+                "quarantined": app.quarantined.is_some(),
+                "quarantine_reason": app.quarantined,
+                "pending_update": app.pending_permissions.is_some(),
+                "pending_permissions": app.pending_permissions,
+            })
+        })
+        .collect();
+    let message = if lines.is_empty() {
+        "no apps installed".to_owned()
+    } else {
+        lines.join("\n")
+    };
+    json!({"apps": entries, "message": message})
+}
+
+fn sideload(installer: &Installer, dir: &Path) -> Outcome {
+    std::fs::create_dir_all(installer.apps_dir())
+        .with_context(|| format!("creating {}", installer.apps_dir().display()))?;
+    Ok(installer.sideload(dir).map(|manifest| {
+        json!({
+            "id": manifest.id,
+            "version": manifest.version,
+            "message": format!(
+                "sideloaded {} {} from {} (unsigned: for development only)",
+                manifest.id,
+                manifest.version,
+                dir.display()
+            ),
+        })
+    }))
+}

@@ -1,0 +1,99 @@
+//! `osprey store serve`: runs the app store server (osprey-store) until Ctrl-C or SIGTERM. It
+//! prints the address it listens on first, so scripts and tests can bind port 0 and read it.
+//! Publishing, featuring and revoking need the admin token from $OSPREY_STORE_ADMIN_TOKEN; without
+//! one they are refused and the store only serves its catalog.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use osprey_store::{Store, StoreConfig};
+
+const ADMIN_TOKEN_ENV: &str = "OSPREY_STORE_ADMIN_TOKEN";
+
+#[derive(Args, Debug)]
+pub struct StoreArgs {
+    #[command(subcommand)]
+    action: StoreAction,
+}
+
+#[derive(Subcommand, Debug)]
+enum StoreAction {
+    /// Serve the store's API under /api/v1/apps until interrupted.
+    Serve {
+        /// The address to listen on (port 0 picks a free port; the chosen one is printed).
+        #[arg(long, default_value = "127.0.0.1:8787")]
+        addr: String,
+        /// Where the store keeps store.db, blobs/ and its signing key (default: <data>/store).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}
+
+pub async fn run(data_dir: Option<PathBuf>, args: StoreArgs) -> anyhow::Result<ExitCode> {
+    match args.action {
+        StoreAction::Serve { addr, dir } => serve(data_dir, &addr, dir).await,
+    }
+}
+
+async fn serve(
+    data_dir: Option<PathBuf>,
+    addr: &str,
+    dir: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    let dir =
+        dir.unwrap_or_else(|| osprey_core::resolve_data_dir(data_dir.as_deref()).join("store"));
+    let admin_token = std::env::var(ADMIN_TOKEN_ENV).unwrap_or_default();
+    let store = Store::open(StoreConfig {
+        data_dir: dir.clone(),
+        admin_token: admin_token.clone(),
+    })
+    .map_err(|e| anyhow::anyhow!("opening the store in {}: {e}", dir.display()))?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("listening on {addr}"))?;
+    let local = listener
+        .local_addr()
+        .context("reading the listening address")?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "osprey store: listening on http://{local}")?;
+        writeln!(out, "osprey store: data in {}", dir.display())?;
+        if admin_token.is_empty() {
+            writeln!(
+                out,
+                "osprey store: publishing is disabled (set {ADMIN_TOKEN_ENV} to enable it)"
+            )?;
+        }
+        out.flush()?;
+    }
+    tokio::select! {
+        result = store.serve(listener) => {
+            result.context("serving the store")?;
+        }
+        signal = shutdown_signal() => {
+            signal?;
+            eprintln!("osprey store: shutting down");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Ctrl-C, or SIGTERM on Unix.
+async fn shutdown_signal() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("installing the SIGTERM handler")?;
+        tokio::select! {
+            result = tokio::signal::ctrl_c() => result.context("waiting for Ctrl-C"),
+            _ = term.recv() => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")
+    }
+}
