@@ -1,0 +1,505 @@
+//! `osprey app` and `osprey store serve` as a person runs them: a real store served by the
+//! `osprey` binary on a loopback port, packages signed with that store's key, installs from a
+//! file and by store id, the listing flags, updates waiting for approval, removal, sideloading,
+//! and the refusals with their stable codes and exit status 3 leaving nothing in `<data>/apps`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use osprey_apps::{KeyPair, Limits, napp};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+const TOKEN: &str = "test-admin-token";
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// `osprey store serve` as a child process, on a port it picked.
+struct ServedStore {
+    child: Child,
+    url: String,
+    dir: PathBuf,
+}
+
+impl ServedStore {
+    fn start(root: &Path) -> ServedStore {
+        let dir = root.join("store");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_osprey"))
+            .args(["store", "serve", "--addr", "127.0.0.1:0", "--dir"])
+            .arg(&dir)
+            .arg("--data-dir")
+            .arg(root.join("store-data"))
+            .env("OSPREY_STORE_ADMIN_TOKEN", TOKEN)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("osprey store serve starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (lines, received) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + DEADLINE;
+        let url = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match received.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(url) = line.strip_prefix("osprey store: listening on ") {
+                        break url.trim().to_owned();
+                    }
+                }
+                Err(error) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("the store did not print its address in time: {error}");
+                }
+            }
+        };
+        ServedStore { child, url, dir }
+    }
+
+    /// The store's secret key, which it signs published packages with.
+    fn key(&self) -> KeyPair {
+        let text = std::fs::read_to_string(self.dir.join("signing-key.json")).unwrap();
+        KeyPair::from_secret_json(&text).unwrap()
+    }
+
+    /// `METHOD path` with the admin token, over plain HTTP/1.1; returns the status code.
+    fn admin_request(&self, method: &str, path: &str, content_type: &str, body: &[u8]) -> u16 {
+        let authority = self.url.trim_start_matches("http://");
+        let mut stream = std::net::TcpStream::connect(authority).unwrap();
+        stream.set_read_timeout(Some(DEADLINE)).unwrap();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {TOKEN}\r\n\
+             Content-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(body).unwrap();
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).unwrap();
+        let response = String::from_utf8_lossy(&response);
+        response
+            .split_whitespace()
+            .nth(1)
+            .and_then(|status| status.parse().ok())
+            .unwrap_or_else(|| panic!("no status in {response}"))
+    }
+
+    /// Publishes an unsigned package (the store signs it).
+    fn publish(&self, package: &Path) {
+        let body = std::fs::read(package).unwrap();
+        let status = self.admin_request("POST", "/api/v1/apps", "application/octet-stream", &body);
+        assert_eq!(status, 201, "publishing {}", package.display());
+    }
+
+    fn revoke(&self, id: &str, reason: &str) {
+        let body = json!({"reason": reason}).to_string();
+        let status = self.admin_request(
+            "POST",
+            &format!("/api/v1/apps/{id}/revoke"),
+            "application/json",
+            body.as_bytes(),
+        );
+        assert_eq!(status, 204, "revoking {id}");
+    }
+}
+
+impl Drop for ServedStore {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Fixture {
+    root: TempDir,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        Fixture {
+            root: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.root.path()
+    }
+
+    fn apps(&self) -> PathBuf {
+        self.path().join("data/apps")
+    }
+
+    /// Everything in `<data>/apps`, hidden entries included.
+    fn apps_entries(&self) -> Vec<String> {
+        match std::fs::read_dir(self.apps()) {
+            Ok(entries) => entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// An app project directory.
+    fn project(&self, id: &str, version: &str, permissions: &[&str]) -> PathBuf {
+        let dir = self.path().join(format!("{id}-{version}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let manifest = json!({
+            "id": id,
+            "name": "Units",
+            "version": version,
+            "provides": ["tool:convert"],
+            "permissions": permissions,
+        });
+        std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+        std::fs::write(dir.join("SKILL.md"), format!("# {id} {version}\n")).unwrap();
+        std::fs::write(dir.join("binary"), b"\x7FELF\x02\x01\x01\x00rest").unwrap();
+        std::fs::set_permissions(dir.join("binary"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        dir
+    }
+
+    /// An unsigned package of a project.
+    fn package(&self, id: &str, version: &str, permissions: &[&str]) -> PathBuf {
+        let project = self.project(id, version, permissions);
+        let out = self.path().join(format!("{id}-{version}.napp"));
+        napp::pack_to_file(&project, &out).unwrap();
+        out
+    }
+
+    /// A package of a project signed with `key`.
+    fn signed(&self, id: &str, version: &str, permissions: &[&str], key: &KeyPair) -> PathBuf {
+        let package = self.package(id, version, permissions);
+        napp::sign_package(&package, key, &package).unwrap();
+        package
+    }
+
+    /// Runs `osprey --data-dir <root>/data <args> --json`: exit code, the JSON report, stderr.
+    fn osprey(&self, args: &[&str]) -> (i32, Value, String) {
+        let output = self.command(args).arg("--json").output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let report = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+        (
+            output.status.code().unwrap_or(-1),
+            report,
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    /// Runs without `--json`: exit code, stdout, stderr.
+    fn osprey_text(&self, args: &[&str]) -> (i32, String, String) {
+        let output = self.command(args).output().unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_osprey"));
+        command
+            .current_dir(self.path())
+            .env_remove("OSPREY_STORE_URL")
+            .arg("--data-dir")
+            .arg(self.path().join("data"))
+            .args(args);
+        command
+    }
+
+    fn listed(&self) -> Vec<Value> {
+        let (code, report, stderr) = self.osprey(&["app", "list"]);
+        assert_eq!(code, 0, "{stderr}");
+        report["apps"].as_array().unwrap().clone()
+    }
+}
+
+fn text(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn install_from_a_file_and_by_store_id_then_list_and_remove() {
+    let fixture = Fixture::new();
+    let store = ServedStore::start(fixture.path());
+    let url = store.url.as_str();
+
+    // A file signed with the store's key, verified against the key the store serves.
+    let package = fixture.signed("com.example.units", "1.0.0", &[], &store.key());
+    let (code, report, stderr) =
+        fixture.osprey(&["app", "install", text(&package), "--store", url]);
+    assert_eq!(code, 0, "{stderr} {report}");
+    assert_eq!(report["ok"], true);
+    assert_eq!(report["outcome"], "installed");
+    assert_eq!(report["id"], "com.example.units");
+    assert_eq!(report["version"], "1.0.0");
+
+    // By store id: published unsigned, signed by the store, downloaded and verified.
+    let clock = fixture.package("com.example.clock", "0.3.0", &[]);
+    store.publish(&clock);
+    let (code, report, stderr) =
+        fixture.osprey(&["app", "install", "com.example.clock", "--store", url]);
+    assert_eq!(code, 0, "{stderr} {report}");
+    assert_eq!(report["outcome"], "installed");
+    assert_eq!(report["id"], "com.example.clock");
+
+    let listed = fixture.listed();
+    let ids: Vec<&str> = listed.iter().map(|a| a["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["com.example.clock", "com.example.units"]);
+    for app in &listed {
+        assert_eq!(app["sideloaded"], false);
+        assert_eq!(app["quarantined"], false);
+        assert_eq!(app["pending_update"], false);
+    }
+    let (code, stdout, _) = fixture.osprey_text(&["app", "list"]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("com.example.units 1.0.0"), "{stdout}");
+
+    let (code, report, stderr) = fixture.osprey(&["app", "remove", "com.example.units"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["ok"], true);
+    let (code, _, _) = fixture.osprey(&["app", "remove", "com.example.clock"]);
+    assert_eq!(code, 0);
+    assert!(fixture.listed().is_empty());
+    assert!(
+        fixture.apps_entries().is_empty(),
+        "{:?}",
+        fixture.apps_entries()
+    );
+
+    // Removing what is not installed is refused with its code.
+    let (code, stdout, stderr) = fixture.osprey_text(&["app", "remove", "com.example.units"]);
+    assert_eq!(code, 3, "{stdout}");
+    assert!(
+        stderr.starts_with("osprey: not_installed: com.example.units"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_tampered_package_is_refused_and_leaves_nothing_behind() {
+    let fixture = Fixture::new();
+    let store = ServedStore::start(fixture.path());
+    let url = store.url.as_str();
+    let package = fixture.signed("com.example.units", "1.0.0", &[], &store.key());
+
+    // Unpack the signed package, change the manifest, pack it again with the old signatures.
+    let work = tempfile::tempdir().unwrap();
+    let staged = napp::extract(
+        BufReader::new(std::fs::File::open(&package).unwrap()),
+        work.path(),
+        &Limits::default(),
+        true,
+    )
+    .unwrap();
+    let manifest = json!({
+        "id": "com.example.units",
+        "name": "Units",
+        "version": "1.0.0",
+        "provides": ["tool:convert"],
+        "permissions": ["network:evil.example.com"],
+    });
+    std::fs::write(staged.path().join("manifest.json"), manifest.to_string()).unwrap();
+    let tampered = fixture.path().join("tampered.napp");
+    napp::pack_to_file(staged.path(), &tampered).unwrap();
+
+    let (code, report, _) = fixture.osprey(&["app", "install", text(&tampered), "--store", url]);
+    assert_eq!(code, 3, "{report}");
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["code"], "signature_invalid");
+    let (code, _, stderr) =
+        fixture.osprey_text(&["app", "install", text(&tampered), "--store", url]);
+    assert_eq!(code, 3);
+    assert!(
+        stderr.starts_with("osprey: signature_invalid: "),
+        "{stderr}"
+    );
+    assert!(
+        fixture.apps_entries().is_empty(),
+        "{:?}",
+        fixture.apps_entries()
+    );
+
+    // Signed by someone else's key: refused the same way.
+    let other = KeyPair::generate().unwrap();
+    let foreign = fixture.signed("com.example.other", "1.0.0", &[], &other);
+    let (code, report, _) = fixture.osprey(&["app", "install", text(&foreign), "--store", url]);
+    assert_eq!(code, 3, "{report}");
+    assert_eq!(report["code"], "signature_invalid");
+    assert_eq!(report["reason"], "key_id_mismatch");
+
+    // Not signed at all: the package itself is rejected, with the reason.
+    let unsigned = fixture.package("com.example.plain", "1.0.0", &[]);
+    let (code, report, _) = fixture.osprey(&["app", "install", text(&unsigned), "--store", url]);
+    assert_eq!(code, 3, "{report}");
+    assert_eq!(report["code"], "package_rejected");
+    assert_eq!(report["reason"], "missing_file");
+    assert!(
+        fixture.apps_entries().is_empty(),
+        "{:?}",
+        fixture.apps_entries()
+    );
+}
+
+#[test]
+fn a_revoked_app_is_refused() {
+    let fixture = Fixture::new();
+    let store = ServedStore::start(fixture.path());
+    let url = store.url.as_str();
+    let clock = fixture.package("com.example.clock", "0.3.0", &[]);
+    store.publish(&clock);
+    store.revoke("com.example.clock", "malware");
+    let (code, report, _) =
+        fixture.osprey(&["app", "install", "com.example.clock", "--store", url]);
+    assert_eq!(code, 3, "{report}");
+    assert_eq!(report["code"], "revoked");
+    assert!(
+        report["message"].as_str().unwrap().contains("malware"),
+        "{report}"
+    );
+    assert!(
+        fixture.apps_entries().is_empty(),
+        "{:?}",
+        fixture.apps_entries()
+    );
+}
+
+#[test]
+fn without_a_store_nothing_is_trusted() {
+    let fixture = Fixture::new();
+    let key = KeyPair::generate().unwrap();
+    let package = fixture.signed("com.example.units", "1.0.0", &[], &key);
+    // No --store, no cached key: the signing key cannot be known.
+    let (code, report, _) = fixture.osprey(&["app", "install", text(&package)]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["code"], "store_unavailable");
+    assert!(
+        fixture.apps_entries().is_empty(),
+        "{:?}",
+        fixture.apps_entries()
+    );
+}
+
+#[test]
+fn an_update_adding_permissions_waits_for_approval() {
+    let fixture = Fixture::new();
+    let store = ServedStore::start(fixture.path());
+    let url = store.url.as_str();
+    let key = store.key();
+    let v1 = fixture.signed("com.example.units", "1.0.0", &[], &key);
+    let v2 = fixture.signed(
+        "com.example.units",
+        "2.0.0",
+        &["network:api.example.com"],
+        &key,
+    );
+    let (code, _, stderr) = fixture.osprey(&["app", "install", text(&v1), "--store", url]);
+    assert_eq!(code, 0, "{stderr}");
+
+    let (code, report, stderr) = fixture.osprey(&["app", "install", text(&v2), "--store", url]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["outcome"], "pending_approval");
+    assert_eq!(
+        report["new_permissions"],
+        json!(["network:api.example.com"])
+    );
+    let listed = fixture.listed();
+    assert_eq!(listed[0]["version"], "1.0.0");
+    assert_eq!(listed[0]["pending_update"], true);
+    assert_eq!(
+        listed[0]["pending_permissions"],
+        json!(["network:api.example.com"])
+    );
+
+    let (code, _, stderr) = fixture.osprey(&["app", "reject-update", "com.example.units"]);
+    assert_eq!(code, 0, "{stderr}");
+    let listed = fixture.listed();
+    assert_eq!(listed[0]["version"], "1.0.0");
+    assert_eq!(listed[0]["pending_update"], false);
+    let (code, report, _) = fixture.osprey(&["app", "approve-update", "com.example.units"]);
+    assert_eq!(code, 3);
+    assert_eq!(report["code"], "no_pending_update");
+
+    let (code, report, stderr) = fixture.osprey(&["app", "install", text(&v2), "--store", url]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["outcome"], "pending_approval");
+    let (code, report, stderr) = fixture.osprey(&["app", "approve-update", "com.example.units"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["version"], "2.0.0");
+    let listed = fixture.listed();
+    assert_eq!(listed[0]["version"], "2.0.0");
+    assert_eq!(listed[0]["pending_update"], false);
+}
+
+#[test]
+fn sideload_and_unsideload_leave_the_project_alone() {
+    let fixture = Fixture::new();
+    let project = fixture.project("com.example.dev", "0.1.0", &[]);
+    let (code, report, stderr) = fixture.osprey(&["app", "sideload", text(&project)]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(report["id"], "com.example.dev");
+    let listed = fixture.listed();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["id"], "com.example.dev");
+    assert_eq!(listed[0]["sideloaded"], true);
+    let (_, stdout, _) = fixture.osprey_text(&["app", "list"]);
+    assert!(stdout.contains("[sideloaded]"), "{stdout}");
+
+    // Twice is refused.
+    let (code, report, _) = fixture.osprey(&["app", "sideload", text(&project)]);
+    assert_eq!(code, 3);
+    assert_eq!(report["code"], "already_installed");
+
+    let (code, _, stderr) = fixture.osprey(&["app", "unsideload", "com.example.dev"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(fixture.listed().is_empty());
+    assert!(project.join("manifest.json").is_file());
+    assert!(project.join("binary").is_file());
+    let (code, report, _) = fixture.osprey(&["app", "unsideload", "com.example.dev"]);
+    assert_eq!(code, 3);
+    assert_eq!(report["code"], "not_installed");
+}
+
+#[test]
+fn launch_and_stop_point_to_the_desktop_app() {
+    let fixture = Fixture::new();
+    for action in ["launch", "stop"] {
+        let (code, stdout, stderr) = fixture.osprey_text(&["app", action, "com.example.units"]);
+        assert_eq!(code, 1, "{stdout}");
+        assert!(
+            stderr.starts_with("osprey: unsupported: ") && stderr.contains("desktop app"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn store_serve_stops_on_sigterm() {
+    let fixture = Fixture::new();
+    let mut store = ServedStore::start(fixture.path());
+    let status = Command::new("kill")
+        .args(["-TERM", &store.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + DEADLINE;
+    let exit = loop {
+        if let Some(exit) = store.child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the store did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(exit.success(), "{exit:?}");
+}
