@@ -263,6 +263,17 @@ fn install_from_a_file_and_by_store_id_then_list_and_remove() {
     assert_eq!(code, 0);
     assert!(stdout.contains("com.example.units 1.0.0"), "{stdout}");
 
+    // Quarantined (as the revocation sweep does): flagged with its reason, and removable.
+    osprey_apps::Installer::new(fixture.apps())
+        .quarantine("com.example.units", "revoked: test")
+        .unwrap();
+    let listed = fixture.listed();
+    assert_eq!(listed[1]["id"], "com.example.units");
+    assert_eq!(listed[1]["quarantined"], true);
+    assert_eq!(listed[1]["quarantine_reason"], "revoked: test");
+    let (_, stdout, _) = fixture.osprey_text(&["app", "list"]);
+    assert!(stdout.contains("[quarantined: revoked: test]"), "{stdout}");
+
     let (code, report, stderr) = fixture.osprey(&["app", "remove", "com.example.units"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["ok"], true);
