@@ -6,6 +6,7 @@
 
 mod audit;
 mod grants;
+mod memory;
 mod migrations;
 mod sessions;
 mod settings;
@@ -17,6 +18,9 @@ use rusqlite::Connection;
 
 pub use audit::{AuditEntry, AuditLog, AuditQuery};
 pub use grants::{Grants, StoredGrant};
+pub use memory::{
+    DEFAULT_NAMESPACE, Memory, MemoryHit, MemoryLayer, MemoryQuery, MemoryRow, NewMemory, fts_query,
+};
 pub use sessions::{NewSession, SessionRow, Sessions, StoredMessage, StoredToolCall};
 pub use settings::Settings;
 
@@ -166,6 +170,10 @@ impl Database {
 
     pub fn sessions(&self) -> Sessions {
         Sessions::new(self.clone())
+    }
+
+    pub fn memory(&self) -> Memory {
+        Memory::new(self.clone())
     }
 
     /// Runs `f` on the connection. Keep it short: every repository shares this lock.

@@ -83,6 +83,38 @@ const STEPS: &[&str] = &[
     );
     CREATE INDEX tool_calls_session ON tool_calls(session_id, id);
     "#,
+    // 3: memory (tacit / daily / entity layers, namespaces) with an FTS5 index over title and
+    // content. The index is external-content (`content='memories'`), so the text is stored once;
+    // the triggers keep it in step with every insert, update and delete.
+    r#"
+    CREATE TABLE memories (
+        id          INTEGER PRIMARY KEY,
+        layer       TEXT NOT NULL CHECK (layer IN ('tacit', 'daily', 'entity')),
+        namespace   TEXT NOT NULL DEFAULT 'default',
+        key         TEXT,
+        content     TEXT NOT NULL,
+        created_ms  INTEGER NOT NULL,
+        updated_ms  INTEGER NOT NULL
+    );
+    CREATE UNIQUE INDEX memories_key ON memories(namespace, key) WHERE key IS NOT NULL;
+    CREATE INDEX memories_list ON memories(namespace, layer, updated_ms);
+
+    CREATE VIRTUAL TABLE memories_fts USING fts5(
+        key, content, content='memories', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts(rowid, key, content) VALUES (new.id, new.key, new.content);
+    END;
+    CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, key, content)
+            VALUES ('delete', old.id, old.key, old.content);
+    END;
+    CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, key, content)
+            VALUES ('delete', old.id, old.key, old.content);
+        INSERT INTO memories_fts(rowid, key, content) VALUES (new.id, new.key, new.content);
+    END;
+    "#,
 ];
 
 pub(crate) const LATEST: i64 = STEPS.len() as i64;
