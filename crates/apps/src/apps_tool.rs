@@ -42,7 +42,8 @@ impl AppsTool {
     }
 
     async fn list(&self) -> Result<Value> {
-        let states = self.supervisor.status().await?;
+        // With no supervisor running (the command line, or after shutdown) nothing runs.
+        let states = self.supervisor.status().await.unwrap_or_default();
         let apps: Vec<Value> = self
             .installer
             .list()

@@ -104,9 +104,14 @@ pub enum Reload {
 
 /// A handle on the supervisor task. Cheap to clone; the task ends when the token is cancelled
 /// (stopping every app) or every handle is dropped.
+///
+/// A handle can exist before its task runs ([`Supervisor::idle`], then [`Supervisor::run`]): the
+/// composition root hands it to the `app` tool when it opens, without a runtime or processes,
+/// and starts the task later. Until then (and after the task ended) requests fail at once with
+/// `supervisor_stopped` instead of waiting.
 #[derive(Clone)]
 pub struct Supervisor {
-    requests: mpsc::Sender<Request>,
+    requests: Arc<std::sync::RwLock<Option<mpsc::Sender<Request>>>>,
     events: broadcast::Sender<SupervisorEvent>,
 }
 
@@ -117,25 +122,58 @@ impl std::fmt::Debug for Supervisor {
 }
 
 impl Supervisor {
+    /// Starts the task on the current tokio runtime and returns its handle.
     pub fn start(
         launcher: Launcher,
         host: Arc<dyn CapabilityHost>,
         config: SupervisorConfig,
         cancel: CancellationToken,
     ) -> Supervisor {
-        let (requests, receiver) = mpsc::channel(64);
+        let supervisor = Supervisor::idle();
+        supervisor.run(launcher, host, config, cancel);
+        supervisor
+    }
+
+    /// A handle with no task behind it yet: needs no runtime; requests fail with
+    /// `supervisor_stopped` until [`Supervisor::run`].
+    pub fn idle() -> Supervisor {
         let (events, _) = broadcast::channel(256);
+        Supervisor {
+            requests: Arc::new(std::sync::RwLock::new(None)),
+            events,
+        }
+    }
+
+    /// Starts the task behind this handle (and its clones) on the current tokio runtime. A task
+    /// already behind it is replaced: it stops its apps once its requests channel closes.
+    pub fn run(
+        &self,
+        launcher: Launcher,
+        host: Arc<dyn CapabilityHost>,
+        config: SupervisorConfig,
+        cancel: CancellationToken,
+    ) {
+        let (requests, receiver) = mpsc::channel(64);
         let (exits, exit_receiver) = mpsc::unbounded_channel();
         let task = Task {
             launcher,
             host,
             config,
             apps: HashMap::new(),
-            events: events.clone(),
+            events: self.events.clone(),
             exits,
         };
         tokio::spawn(task.run(receiver, exit_receiver, cancel));
-        Supervisor { requests, events }
+        *self.requests.write().unwrap_or_else(|e| e.into_inner()) = Some(requests);
+    }
+
+    /// Whether a task is behind this handle and still taking requests.
+    pub fn is_running(&self) -> bool {
+        self.requests
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|requests| !requests.is_closed())
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<SupervisorEvent> {
@@ -188,7 +226,13 @@ impl Supervisor {
     }
 
     async fn send(&self, request: Request) -> Result<()> {
-        self.requests.send(request).await.map_err(|_| gone())
+        let requests = self
+            .requests
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(gone)?;
+        requests.send(request).await.map_err(|_| gone())
     }
 }
 

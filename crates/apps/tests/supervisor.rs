@@ -217,3 +217,41 @@ async fn cancelling_the_supervisor_stops_every_app() {
         Some("supervisor_stopped")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_handle_refuses_at_once_then_runs_once_started() {
+    let apps = Apps::new();
+    apps.install(
+        "units",
+        &fixture_binary("osprey-fixture-unit-converter"),
+        json!({"provides": ["tool:convert"]}),
+    );
+    let supervisor = Supervisor::idle();
+    assert!(!supervisor.is_running());
+    let refused = supervisor.status().await.unwrap_err();
+    assert_eq!(refused.reason(), Some("supervisor_stopped"));
+
+    let registry = registry(apps.dir().as_path());
+    let host = Arc::new(Capabilities::new(registry.clone(), AppHooks::default()));
+    let cancel = CancellationToken::new();
+    let clone = supervisor.clone();
+    supervisor.run(apps.launcher(), host, fast(), cancel.clone());
+    assert!(clone.is_running());
+    let pid = clone.launch("units").await.unwrap();
+    assert_eq!(
+        supervisor.status().await.unwrap(),
+        [("units".to_owned(), AppState::Running { pid })]
+    );
+    assert!(registry.names().contains(&"convert".to_owned()));
+
+    cancel.cancel();
+    let started = Instant::now();
+    while !runtime::process_gone(pid) {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "app still running"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!registry.names().contains(&"convert".to_owned()));
+}
