@@ -7,12 +7,14 @@
 //! [`Provider`] and hands over the hook dispatcher; every tool call goes through
 //! `osprey_tools::Registry::execute`, never around it.
 
+pub mod agent_tool;
 pub mod message;
 pub mod provider;
 pub mod runner;
 
 use std::time::Duration;
 
+pub use agent_tool::AgentTool;
 pub use message::{ChatRequest, Message, Part, Role, StopReason, StreamEvent, ToolSpec, Usage};
 pub use provider::anthropic::Anthropic;
 pub use provider::ollama::Ollama;
