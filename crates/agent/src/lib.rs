@@ -11,6 +11,7 @@ pub mod agent_tool;
 pub mod message;
 pub mod provider;
 pub mod runner;
+pub mod skills;
 
 use std::time::Duration;
 

@@ -1,0 +1,655 @@
+//! Skills: instructions the agent pulls in when a task calls for them. Each skill is a folder
+//! holding a `SKILL.md` whose frontmatter names it, says what it is for and lists the phrases
+//! that trigger it:
+//!
+//! ```text
+//! ---
+//! name: pdf-forms
+//! description: Fill in PDF forms
+//! triggers: [pdf form, fill in the form]
+//! ---
+//! The instructions...
+//! ```
+//!
+//! Skills come from three kinds of directory, later ones overriding earlier ones by name:
+//! bundled, then apps', then the person's own. Start-up must not wait on thousands of them, so
+//! [`SkillCatalog::new`] only records the directories; the index (every frontmatter) is built on
+//! first use or by [`SkillCatalog::warm_in_background`], once.
+//!
+//! [`ActiveSkills`] keeps what the prompt carries: at most [`MAX_ACTIVE`] skills and
+//! [`BUDGET_CHARS`] characters of instructions in all, each for [`AUTO_TTL`] turns after a
+//! trigger matched ([`MANUAL_TTL`] when loaded by hand).
+//!
+//! The frontmatter is parsed by hand rather than with a YAML crate: Osprey reads three keys
+//! (two strings and a list of strings), `serde_yaml` is deprecated and its forks are young, and
+//! a full YAML parser is more attack surface and start-up cost than this needs. The subset
+//! understood: `key: value` with plain, single- or double-quoted values; `>` / `|` block
+//! scalars; lists in flow (`[a, "b, c"]`) or block (`- a`) style; `#` comments. Other keys are
+//! ignored.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// The file each skill folder holds.
+pub const SKILL_FILE: &str = "SKILL.md";
+/// At most this many skills are active at once.
+pub const MAX_ACTIVE: usize = 4;
+/// The active skills' instructions, in characters, in all.
+pub const BUDGET_CHARS: usize = 16_000;
+/// Turns a skill stays in the prompt after its trigger matched.
+pub const AUTO_TTL: u32 = 4;
+/// Turns a skill stays in the prompt after being loaded by hand.
+pub const MANUAL_TTL: u32 = 6;
+
+/// Where a skill came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SkillSource {
+    Bundled,
+    /// Shipped by the named app.
+    App(String),
+    User,
+}
+
+/// A directory of skill folders.
+#[derive(Clone, Debug)]
+pub struct SkillDir {
+    pub path: PathBuf,
+    pub source: SkillSource,
+}
+
+impl SkillDir {
+    pub fn new(path: impl Into<PathBuf>, source: SkillSource) -> Self {
+        SkillDir {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// What the frontmatter says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Frontmatter {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub triggers: Vec<String>,
+}
+
+/// One indexed skill (the instructions stay on disk until loaded).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkillMeta {
+    pub name: String,
+    pub description: String,
+    pub triggers: Vec<String>,
+    pub path: PathBuf,
+    pub source: SkillSource,
+}
+
+/// A loaded skill.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skill {
+    pub meta: SkillMeta,
+    pub body: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SkillError {
+    #[error("no skill named `{0}`")]
+    NotFound(String),
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error(
+        "skill `{name}` has {chars} characters of instructions, more than the {budget} the prompt allows"
+    )]
+    TooLarge {
+        name: String,
+        chars: usize,
+        budget: usize,
+    },
+}
+
+/// Splits a SKILL.md into its frontmatter and body. A file without frontmatter has an empty one.
+pub fn parse_skill(text: &str) -> Result<(Frontmatter, &str), String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
+        return Ok((Frontmatter::default(), text));
+    };
+    let mut offset = 0;
+    let mut end = None;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end() == "---" || line.trim_end() == "..." {
+            end = Some((offset, offset + line.len()));
+            break;
+        }
+        offset += line.len();
+    }
+    let (yaml_end, body_start) = end.ok_or("the frontmatter has no closing `---`")?;
+    let front = parse_frontmatter(&rest[..yaml_end])?;
+    Ok((front, rest[body_start..].trim_start_matches(['\r', '\n'])))
+}
+
+fn parse_frontmatter(yaml: &str) -> Result<Frontmatter, String> {
+    let lines: Vec<&str> = yaml.lines().collect();
+    let mut front = Frontmatter::default();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        i += 1;
+        if line.trim().is_empty()
+            || line.trim_start().starts_with('#')
+            || line.starts_with([' ', '\t'])
+        {
+            continue;
+        }
+        let Some((key, value)) = line.split_once(':') else {
+            return Err(format!("frontmatter line {i} is not `key: value`"));
+        };
+        let key = key.trim();
+        let value = strip_comment(value).trim();
+        // The indented lines that belong to this key.
+        let start = i;
+        while i < lines.len()
+            && (lines[i].starts_with([' ', '\t'])
+                || lines[i].trim_start().starts_with("- ")
+                || lines[i].trim().is_empty())
+        {
+            i += 1;
+        }
+        let nested = &lines[start..i];
+        match key {
+            "name" => front.name = Some(scalar(value, nested)?).filter(|s| !s.is_empty()),
+            "description" => {
+                front.description = Some(scalar(value, nested)?).filter(|s| !s.is_empty())
+            }
+            "triggers" => front.triggers = list(value, nested)?,
+            _ => {}
+        }
+    }
+    Ok(front)
+}
+
+fn strip_comment(value: &str) -> &str {
+    // A ` #` outside quotes starts a comment.
+    let mut quote = None;
+    for (idx, c) in value.char_indices() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, '#') if idx == 0 || value[..idx].ends_with([' ', '\t']) => return &value[..idx],
+            _ => {}
+        }
+    }
+    value
+}
+
+fn unquote(value: &str) -> Result<String, String> {
+    let v = value.trim();
+    if let Some(inner) = v.strip_prefix('"') {
+        let inner = inner.strip_suffix('"').ok_or("unterminated double quote")?;
+        let mut out = String::new();
+        let mut chars = inner.chars();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                match chars.next() {
+                    Some('n') => out.push('\n'),
+                    Some('t') => out.push('\t'),
+                    Some(other) => out.push(other),
+                    None => return Err("dangling backslash".into()),
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        Ok(out)
+    } else if let Some(inner) = v.strip_prefix('\'') {
+        let inner = inner
+            .strip_suffix('\'')
+            .ok_or("unterminated single quote")?;
+        Ok(inner.replace("''", "'"))
+    } else {
+        Ok(v.to_string())
+    }
+}
+
+fn scalar(value: &str, nested: &[&str]) -> Result<String, String> {
+    let indented = || nested.iter().map(|l| l.trim()).filter(|l| !l.is_empty());
+    match value {
+        v if v.starts_with('>') => Ok(indented().collect::<Vec<_>>().join(" ")),
+        v if v.starts_with('|') => Ok(indented().collect::<Vec<_>>().join("\n")),
+        "" => Ok(indented().collect::<Vec<_>>().join(" ")),
+        v => {
+            // A plain scalar may continue on indented lines.
+            let mut out = unquote(v)?;
+            for more in indented() {
+                out.push(' ');
+                out.push_str(more);
+            }
+            Ok(out)
+        }
+    }
+}
+
+fn list(value: &str, nested: &[&str]) -> Result<Vec<String>, String> {
+    let items = if let Some(flow) = value.strip_prefix('[') {
+        let flow = flow.strip_suffix(']').ok_or("unterminated `[` list")?;
+        split_flow(flow)?
+    } else if value.is_empty() {
+        nested
+            .iter()
+            .filter_map(|l| l.trim().strip_prefix('-'))
+            .map(|item| unquote(strip_comment(item)))
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        // A single string, or a comma-separated one.
+        split_flow(value)?
+    };
+    Ok(items.into_iter().filter(|t| !t.trim().is_empty()).collect())
+}
+
+fn split_flow(flow: &str) -> Result<Vec<String>, String> {
+    let mut items = Vec::new();
+    let mut current = String::new();
+    let mut quote = None;
+    for c in flow.chars() {
+        match (quote, c) {
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                current.push(c);
+            }
+            (Some(q), c) if c == q => {
+                quote = None;
+                current.push(c);
+            }
+            (None, ',') => items.push(unquote(&std::mem::take(&mut current))?),
+            _ => current.push(c),
+        }
+    }
+    if quote.is_some() {
+        return Err("unterminated quote in a list".into());
+    }
+    items.push(unquote(&current)?);
+    Ok(items)
+}
+
+/// Lower-cased words separated by single spaces, padded with a space each side, so a phrase
+/// matches on word boundaries with one `contains`.
+fn normalise(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(' ');
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        for c in word.chars().flat_map(char::to_lowercase) {
+            out.push(c);
+        }
+        out.push(' ');
+    }
+    out
+}
+
+struct Index {
+    skills: Vec<SkillMeta>,
+    by_name: HashMap<String, usize>,
+    /// Normalised triggers with the skill they belong to.
+    triggers: Vec<(String, usize)>,
+    /// Files that could not be read or parsed (skipped, reported here).
+    problems: Vec<String>,
+}
+
+/// The skills on disk. Cheap to create; the index is built once, on first use.
+#[derive(Clone)]
+pub struct SkillCatalog {
+    inner: Arc<CatalogInner>,
+}
+
+struct CatalogInner {
+    dirs: Vec<SkillDir>,
+    index: OnceLock<Index>,
+}
+
+impl std::fmt::Debug for SkillCatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SkillCatalog")
+            .field("dirs", &self.inner.dirs)
+            .field("indexed", &self.is_indexed())
+            .finish()
+    }
+}
+
+impl SkillCatalog {
+    /// A catalog over `dirs`, in precedence order (later ones override earlier ones by name).
+    /// Touches no file.
+    pub fn new(dirs: Vec<SkillDir>) -> Self {
+        SkillCatalog {
+            inner: Arc::new(CatalogInner {
+                dirs,
+                index: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// Whether the index has been built.
+    pub fn is_indexed(&self) -> bool {
+        self.inner.index.get().is_some()
+    }
+
+    /// Builds the index on a background thread so the first use finds it ready. Returns the
+    /// thread's handle (joining it is optional).
+    pub fn warm_in_background(&self) -> std::thread::JoinHandle<()> {
+        let catalog = self.clone();
+        std::thread::spawn(move || {
+            catalog.index();
+        })
+    }
+
+    fn index(&self) -> &Index {
+        self.inner
+            .index
+            .get_or_init(|| build_index(&self.inner.dirs))
+    }
+
+    /// Every skill, sorted by name.
+    pub fn list(&self) -> Vec<SkillMeta> {
+        let mut skills = self.index().skills.clone();
+        skills.sort_by(|a, b| a.name.cmp(&b.name));
+        skills
+    }
+
+    pub fn len(&self) -> usize {
+        self.index().skills.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Files skipped because they could not be read or parsed.
+    pub fn problems(&self) -> Vec<String> {
+        self.index().problems.clone()
+    }
+
+    pub fn get(&self, name: &str) -> Option<SkillMeta> {
+        let index = self.index();
+        index.by_name.get(name).map(|&i| index.skills[i].clone())
+    }
+
+    /// Reads a skill's instructions from disk.
+    pub fn load(&self, name: &str) -> Result<Skill, SkillError> {
+        let meta = self
+            .get(name)
+            .ok_or_else(|| SkillError::NotFound(name.to_string()))?;
+        let text = std::fs::read_to_string(&meta.path).map_err(|source| SkillError::Read {
+            path: meta.path.clone(),
+            source,
+        })?;
+        let (_, body) = parse_skill(&text).map_err(|message| SkillError::Invalid {
+            path: meta.path.clone(),
+            message,
+        })?;
+        Ok(Skill {
+            body: body.to_string(),
+            meta,
+        })
+    }
+
+    /// The skills whose triggers appear in `message` (whole words, any case), in catalog order,
+    /// each once.
+    pub fn matching(&self, message: &str) -> Vec<SkillMeta> {
+        let index = self.index();
+        let text = normalise(message);
+        let mut hits: Vec<usize> = index
+            .triggers
+            .iter()
+            .filter(|(trigger, _)| text.contains(trigger.as_str()))
+            .map(|&(_, i)| i)
+            .collect();
+        hits.sort_unstable();
+        hits.dedup();
+        hits.into_iter().map(|i| index.skills[i].clone()).collect()
+    }
+}
+
+fn build_index(dirs: &[SkillDir]) -> Index {
+    let mut skills: Vec<SkillMeta> = Vec::new();
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    let mut problems = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir.path) else {
+            continue;
+        };
+        let mut folders: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        folders.sort();
+        for folder in folders {
+            let path = folder.join(SKILL_FILE);
+            let text = match std::fs::read_to_string(&path) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => continue,
+                Err(e) => {
+                    problems.push(format!("{}: {e}", path.display()));
+                    continue;
+                }
+            };
+            match parse_skill(&text) {
+                Ok((front, body)) => {
+                    let name = front.name.unwrap_or_else(|| {
+                        folder
+                            .file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default()
+                    });
+                    let description = front.description.unwrap_or_else(|| {
+                        body.lines()
+                            .map(|l| l.trim_start_matches('#').trim())
+                            .find(|l| !l.is_empty())
+                            .unwrap_or_default()
+                            .to_string()
+                    });
+                    let meta = SkillMeta {
+                        name: name.clone(),
+                        description,
+                        triggers: front.triggers,
+                        path,
+                        source: dir.source.clone(),
+                    };
+                    match by_name.get(&name) {
+                        Some(&i) => skills[i] = meta,
+                        None => {
+                            by_name.insert(name, skills.len());
+                            skills.push(meta);
+                        }
+                    }
+                }
+                Err(message) => problems.push(format!("{}: {message}", path.display())),
+            }
+        }
+    }
+    let triggers = skills
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| {
+            s.triggers
+                .iter()
+                .map(|t| normalise(t))
+                .filter(|t| !t.trim().is_empty())
+                .map(move |t| (t, i))
+        })
+        .collect();
+    Index {
+        skills,
+        by_name,
+        triggers,
+        problems,
+    }
+}
+
+/// One skill in the prompt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActiveSkill {
+    pub name: String,
+    pub body: String,
+    /// Turns left, counting the current one.
+    pub turns_left: u32,
+    pub manual: bool,
+}
+
+/// The skills the prompt carries, within the count and character budget.
+#[derive(Clone, Debug)]
+pub struct ActiveSkills {
+    active: Vec<ActiveSkill>,
+    max_active: usize,
+    budget_chars: usize,
+}
+
+impl Default for ActiveSkills {
+    fn default() -> Self {
+        ActiveSkills::new(MAX_ACTIVE, BUDGET_CHARS)
+    }
+}
+
+impl ActiveSkills {
+    pub fn new(max_active: usize, budget_chars: usize) -> Self {
+        ActiveSkills {
+            active: Vec::new(),
+            max_active,
+            budget_chars,
+        }
+    }
+
+    pub fn active(&self) -> &[ActiveSkill] {
+        &self.active
+    }
+
+    pub fn chars(&self) -> usize {
+        self.active.iter().map(|a| a.body.chars().count()).sum()
+    }
+
+    /// Puts a skill in the prompt for [`AUTO_TTL`] turns ([`MANUAL_TTL`] when `manual`). An
+    /// active skill gets its turns renewed (never shortened). To make room, the skills with the
+    /// fewest turns left go first. Returns the names evicted.
+    pub fn activate(&mut self, skill: &Skill, manual: bool) -> Result<Vec<String>, SkillError> {
+        let ttl = if manual { MANUAL_TTL } else { AUTO_TTL };
+        let chars = skill.body.chars().count();
+        if chars > self.budget_chars {
+            return Err(SkillError::TooLarge {
+                name: skill.meta.name.clone(),
+                chars,
+                budget: self.budget_chars,
+            });
+        }
+        if let Some(existing) = self.active.iter_mut().find(|a| a.name == skill.meta.name) {
+            existing.turns_left = existing.turns_left.max(ttl);
+            existing.manual |= manual;
+            existing.body = skill.body.clone();
+        } else {
+            self.active.push(ActiveSkill {
+                name: skill.meta.name.clone(),
+                body: skill.body.clone(),
+                turns_left: ttl,
+                manual,
+            });
+        }
+        let mut evicted = Vec::new();
+        while self.active.len() > self.max_active || self.chars() > self.budget_chars {
+            // Oldest-expiring first, never the one just activated.
+            let victim = self
+                .active
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| a.name != skill.meta.name)
+                .min_by_key(|(_, a)| a.turns_left)
+                .map(|(i, _)| i);
+            match victim {
+                Some(i) => evicted.push(self.active.remove(i).name),
+                None => break,
+            }
+        }
+        Ok(evicted)
+    }
+
+    /// Takes a skill out of the prompt; whether it was in.
+    pub fn deactivate(&mut self, name: &str) -> bool {
+        let before = self.active.len();
+        self.active.retain(|a| a.name != name);
+        before != self.active.len()
+    }
+
+    /// Activates the catalog's skills whose triggers appear in `message` (a turn's start).
+    /// Skills that cannot be read are skipped and returned as problems.
+    pub fn match_message(&mut self, catalog: &SkillCatalog, message: &str) -> Vec<String> {
+        let mut problems = Vec::new();
+        for meta in catalog.matching(message) {
+            if self.active.iter().any(|a| a.name == meta.name) {
+                if let Some(a) = self.active.iter_mut().find(|a| a.name == meta.name) {
+                    a.turns_left = a.turns_left.max(AUTO_TTL);
+                }
+                continue;
+            }
+            match catalog
+                .load(&meta.name)
+                .and_then(|s| self.activate(&s, false))
+            {
+                Ok(_) => {}
+                Err(e) => problems.push(e.to_string()),
+            }
+        }
+        problems
+    }
+
+    /// A turn ended: every skill loses one turn, and those with none left leave the prompt.
+    pub fn end_turn(&mut self) {
+        for a in &mut self.active {
+            a.turns_left = a.turns_left.saturating_sub(1);
+        }
+        self.active.retain(|a| a.turns_left > 0);
+    }
+
+    /// The text of the system prompt's `skills` section (empty when none is active).
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for a in &self.active {
+            if !out.is_empty() {
+                out.push_str("\n\n");
+            }
+            out.push_str(&format!("## Skill: {}\n{}", a.name, a.body.trim_end()));
+        }
+        out
+    }
+}
+
+/// Writes a SKILL.md (tests, and the skill tool's create later).
+pub fn write_skill(
+    dir: &Path,
+    folder: &str,
+    front: &Frontmatter,
+    body: &str,
+) -> std::io::Result<PathBuf> {
+    let quote = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
+    let mut text = String::from("---\n");
+    if let Some(name) = &front.name {
+        text.push_str(&format!("name: {}\n", quote(name)));
+    }
+    if let Some(description) = &front.description {
+        text.push_str(&format!("description: {}\n", quote(description)));
+    }
+    if !front.triggers.is_empty() {
+        let items: Vec<String> = front.triggers.iter().map(|t| quote(t)).collect();
+        text.push_str(&format!("triggers: [{}]\n", items.join(", ")));
+    }
+    text.push_str("---\n");
+    text.push_str(body);
+    let folder = dir.join(folder);
+    std::fs::create_dir_all(&folder)?;
+    let path = folder.join(SKILL_FILE);
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
