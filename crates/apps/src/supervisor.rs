@@ -167,6 +167,19 @@ impl Supervisor {
         *self.requests.write().unwrap_or_else(|e| e.into_inner()) = Some(requests);
     }
 
+    /// Resolves once no task is behind this handle any more: after cancellation, when the task
+    /// has stopped every app. At once for an idle handle.
+    pub async fn stopped(&self) {
+        let requests = self
+            .requests
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(requests) = requests {
+            requests.closed().await;
+        }
+    }
+
     /// Whether a task is behind this handle and still taking requests.
     pub fn is_running(&self) -> bool {
         self.requests

@@ -245,13 +245,10 @@ async fn an_idle_handle_refuses_at_once_then_runs_once_started() {
     assert!(registry.names().contains(&"convert".to_owned()));
 
     cancel.cancel();
-    let started = Instant::now();
-    while !runtime::process_gone(pid) {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "app still running"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    tokio::time::timeout(Duration::from_secs(10), supervisor.stopped())
+        .await
+        .expect("the supervisor stops within 10 s");
+    assert!(!supervisor.is_running());
+    assert!(runtime::process_gone(pid));
     assert!(!registry.names().contains(&"convert".to_owned()));
 }

@@ -3,6 +3,7 @@
 //! desktop app and the `osprey` CLI) call. It emits events on channels; it must not know Tauri.
 
 pub mod agent;
+pub mod apps;
 pub mod settings;
 
 use std::path::{Path, PathBuf};
@@ -49,6 +50,8 @@ struct Inner {
     data_dir: PathBuf,
     db: Database,
     registry: Registry,
+    #[cfg(unix)]
+    apps: apps::AppPlatform,
 }
 
 impl std::fmt::Debug for Core {
@@ -126,11 +129,15 @@ impl Core {
             output_cap: osprey_tools::registry::DEFAULT_OUTPUT_CAP,
         });
         register_builtin_tools(&registry, &stored, &paths)?;
+        #[cfg(unix)]
+        let apps = apps::AppPlatform::open(&data_dir, &registry)?;
         Ok(Core {
             inner: Arc::new(Inner {
                 data_dir,
                 db,
                 registry,
+                #[cfg(unix)]
+                apps,
             }),
         })
     }
@@ -153,6 +160,30 @@ impl Core {
             data_dir: self.inner.data_dir.display().to_string(),
             tools: self.inner.registry.names(),
         }
+    }
+
+    /// Starts the installed apps in the background on the current tokio runtime (kills orphans
+    /// of a previous run, starts the supervisor and the watcher, launches every installed,
+    /// non-quarantined app; each app's tools and hooks appear as it becomes healthy) and returns
+    /// at once. Only the desktop app calls it; a second call does nothing. Fails outside a tokio
+    /// runtime; on platforms without the app runtime it does nothing.
+    pub fn start_apps(&self) -> anyhow::Result<()> {
+        #[cfg(unix)]
+        self.inner.apps.start()?;
+        Ok(())
+    }
+
+    /// Stops every running app and the watcher; returns once they are gone. Dropping the last
+    /// `Core` handle stops them too, without waiting.
+    pub async fn stop_apps(&self) {
+        #[cfg(unix)]
+        self.inner.apps.stop().await;
+    }
+
+    /// The app platform (supervisor, apps directory).
+    #[cfg(unix)]
+    pub fn apps(&self) -> &apps::AppPlatform {
+        &self.inner.apps
     }
 
     /// Runs one tool call through the registry with the given origin and a 10-minute deadline.

@@ -1,0 +1,283 @@
+//! Wiring the app platform into the core. [`Core::open`](crate::Core::open) builds only what
+//! needs no process, runtime or network ([`AppPlatform::open`]): `<data>/apps`, the hook
+//! dispatcher on the registry, the `app` tool (backed by an idle supervisor handle) and the
+//! capability host. [`Core::start_apps`](crate::Core::start_apps) (the desktop app, once) kills
+//! orphans of a previous run, starts the supervisor and the watcher and launches every installed,
+//! non-quarantined app in the background; each app's tools and hooks are registered as it
+//! becomes healthy. [`Core::stop_apps`](crate::Core::stop_apps) stops them all; dropping the last
+//! `Core` cancels them too. The command line never starts apps: it has no supervisor to watch
+//! over them, and its `app` tool lists them as not running.
+
+use std::path::{Path, PathBuf};
+
+/// The store URL, as the command line reads it too.
+pub const STORE_URL_ENV: &str = "OSPREY_STORE_URL";
+
+#[cfg(unix)]
+pub use platform::AppPlatform;
+
+/// The apps directory of a data directory.
+pub fn apps_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("apps")
+}
+
+#[cfg(unix)]
+mod platform {
+    use std::path::{Path, PathBuf};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use anyhow::Context;
+    use futures::future::BoxFuture;
+    use osprey_apps::Installer;
+    use osprey_apps::apps_tool::AppsTool;
+    use osprey_apps::capabilities::Capabilities;
+    use osprey_apps::hooks::AppHooks;
+    use osprey_apps::runtime::{LaunchOptions, Launcher, kill_orphans};
+    use osprey_apps::settings::SettingsStore;
+    use osprey_apps::store_client::StoreClient;
+    use osprey_apps::supervisor::{Supervisor, SupervisorConfig};
+    use osprey_apps::trust::{Revocation, Trust, TrustSource};
+    use osprey_apps::watcher::{AppWatcher, watch};
+    use osprey_tools::Registry;
+    use tokio_util::sync::CancellationToken;
+
+    use super::STORE_URL_ENV;
+
+    /// How old a cached revocation list may be when the store cannot be reached before store
+    /// apps are refused (the command line uses the same).
+    const MAX_REVOCATION_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+    /// How long the watcher waits for an app's files to be quiet before restarting it.
+    const WATCH_DEBOUNCE: Duration = Duration::from_millis(500);
+
+    /// The app platform as the core holds it: cheap handles, and the running part once started.
+    pub struct AppPlatform {
+        apps_dir: PathBuf,
+        installer: Installer,
+        supervisor: Supervisor,
+        capabilities: Arc<Capabilities>,
+        trust: Arc<Trust>,
+        config: SupervisorConfig,
+        launch: LaunchOptions,
+        running: Mutex<Option<Running>>,
+    }
+
+    /// What `start_apps` started: cancelled by `stop_apps` or when the core is dropped.
+    struct Running {
+        cancel: CancellationToken,
+        watcher: Arc<Mutex<Option<AppWatcher>>>,
+    }
+
+    impl std::fmt::Debug for AppPlatform {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("AppPlatform")
+                .field("apps_dir", &self.apps_dir)
+                .finish_non_exhaustive()
+        }
+    }
+
+    /// The store as a trust source, or none: then only the cached key and list are used.
+    struct Source(Option<StoreClient>);
+
+    impl Source {
+        fn client(&self) -> osprey_apps::Result<&StoreClient> {
+            self.0.as_ref().ok_or_else(|| {
+                osprey_apps::Error::StoreUnavailable(format!(
+                    "no store configured: set {STORE_URL_ENV}"
+                ))
+            })
+        }
+    }
+
+    impl TrustSource for Source {
+        fn signing_key(&self) -> BoxFuture<'_, osprey_apps::Result<String>> {
+            Box::pin(async move { self.client()?.signing_key().await })
+        }
+
+        fn revocations(&self) -> BoxFuture<'_, osprey_apps::Result<Vec<Revocation>>> {
+            Box::pin(async move { self.client()?.revocations().await })
+        }
+    }
+
+    impl AppPlatform {
+        /// Builds the platform without starting anything: creates `<data>/apps`, sets the hook
+        /// dispatcher on `registry` and registers the `app` tool. Reads no app directory.
+        pub fn open(data_dir: &Path, registry: &Registry) -> anyhow::Result<AppPlatform> {
+            let apps_dir = super::apps_dir(data_dir);
+            std::fs::create_dir_all(&apps_dir)
+                .with_context(|| format!("creating {}", apps_dir.display()))?;
+            let store = std::env::var(STORE_URL_ENV)
+                .ok()
+                .filter(|url| !url.trim().is_empty())
+                .map(StoreClient::new);
+            let trust = Arc::new(Trust::new(
+                Source(store.clone()),
+                data_dir.join("trust"),
+                MAX_REVOCATION_AGE,
+            ));
+            let hooks = AppHooks::default();
+            registry.set_hooks(Arc::new(hooks.clone()));
+            let settings = SettingsStore::new(&apps_dir);
+            let capabilities = Arc::new(
+                Capabilities::new(registry.clone(), hooks).with_settings(settings.clone()),
+            );
+            let installer = Installer::new(&apps_dir);
+            let supervisor = Supervisor::idle();
+            registry.register_domain(AppsTool::new(
+                installer.clone(),
+                supervisor.clone(),
+                settings,
+                store.map(|client| (client, Arc::clone(&trust))),
+            ));
+            Ok(AppPlatform {
+                apps_dir,
+                installer,
+                supervisor,
+                capabilities,
+                trust,
+                config: SupervisorConfig::default(),
+                launch: LaunchOptions::default(),
+                running: Mutex::new(None),
+            })
+        }
+
+        pub fn apps_dir(&self) -> &Path {
+            &self.apps_dir
+        }
+
+        pub fn supervisor(&self) -> &Supervisor {
+            &self.supervisor
+        }
+
+        /// Starts the apps in the background on the current tokio runtime and returns at once;
+        /// a second call while they run does nothing. Fails only outside a tokio runtime.
+        pub fn start(&self) -> anyhow::Result<()> {
+            let runtime = tokio::runtime::Handle::try_current()
+                .context("starting apps needs a tokio runtime")?;
+            let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+            if running.is_some() {
+                return Ok(());
+            }
+            let cancel = CancellationToken::new();
+            let watcher = Arc::new(Mutex::new(None));
+            let launcher = Launcher::new(&self.apps_dir, self.launch.clone())
+                .with_trust(Arc::clone(&self.trust));
+            let job = StartJob {
+                apps_dir: self.apps_dir.clone(),
+                installer: self.installer.clone(),
+                supervisor: self.supervisor.clone(),
+                capabilities: Arc::clone(&self.capabilities),
+                config: self.config.clone(),
+                launcher,
+                cancel: cancel.clone(),
+                watcher: Arc::clone(&watcher),
+            };
+            runtime.spawn(job.run());
+            *running = Some(Running { cancel, watcher });
+            Ok(())
+        }
+
+        /// Stops every app (SIGTERM, grace, SIGKILL; capabilities removed) and the watcher, and
+        /// returns once the supervisor has finished. Nothing to do if the apps were not started.
+        pub async fn stop(&self) {
+            let running = self
+                .running
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            let Some(running) = running else {
+                return;
+            };
+            running.cancel.cancel();
+            running
+                .watcher
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            self.supervisor.stopped().await;
+        }
+    }
+
+    impl Drop for AppPlatform {
+        fn drop(&mut self) {
+            // The supervisor task (if any) stops its apps once cancelled.
+            if let Some(running) = self
+                .running
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+            {
+                running.cancel.cancel();
+            }
+        }
+    }
+
+    /// The background half of `start`.
+    struct StartJob {
+        apps_dir: PathBuf,
+        installer: Installer,
+        supervisor: Supervisor,
+        capabilities: Arc<Capabilities>,
+        config: SupervisorConfig,
+        launcher: Launcher,
+        cancel: CancellationToken,
+        watcher: Arc<Mutex<Option<AppWatcher>>>,
+    }
+
+    impl StartJob {
+        async fn run(self) {
+            let apps_dir = self.apps_dir.clone();
+            // Orphans first, so no launch finds its app still running from before.
+            let orphans = tokio::task::spawn_blocking(move || kill_orphans(&apps_dir))
+                .await
+                .unwrap_or_default();
+            if !orphans.is_empty() {
+                tracing::warn!(?orphans, "killed apps left running by a previous run");
+            }
+            if self.cancel.is_cancelled() {
+                return;
+            }
+            self.supervisor.run(
+                self.launcher,
+                self.capabilities,
+                self.config,
+                self.cancel.clone(),
+            );
+            match watch(
+                &self.apps_dir,
+                self.supervisor.clone(),
+                WATCH_DEBOUNCE,
+                self.cancel.clone(),
+            ) {
+                Ok(watcher) => {
+                    let mut slot = self.watcher.lock().unwrap_or_else(|e| e.into_inner());
+                    // Stopped meanwhile: drop the watcher rather than keep it.
+                    if !self.cancel.is_cancelled() {
+                        *slot = Some(watcher);
+                    }
+                }
+                Err(error) => tracing::warn!("apps are not watched for changes: {error}"),
+            }
+            let installer = self.installer.clone();
+            let installed = tokio::task::spawn_blocking(move || installer.list())
+                .await
+                .unwrap_or_default();
+            let launches = installed
+                .into_iter()
+                .filter(|app| app.quarantined.is_none())
+                .map(|app| {
+                    let supervisor = self.supervisor.clone();
+                    async move {
+                        let id = app.manifest.id;
+                        if let Err(error) = supervisor.launch(&id).await {
+                            tracing::warn!(app = %id, "not launched: {error}");
+                        }
+                    }
+                });
+            tokio::select! {
+                () = self.cancel.cancelled() => {}
+                _ = futures::future::join_all(launches) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! The app platform wired into the core: `Core::open` builds it without launching anything,
+//! `start_apps` launches the installed apps in the background with their tools reaching the
+//! registry, `stop_apps` leaves no process behind.
+#![cfg(unix)]
+
+use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use osprey_apps::install::QUARANTINE_MARKER;
+use osprey_apps::runtime::{PID_FILE, process_gone};
+use osprey_apps::supervisor::AppState;
+use osprey_apps::{Installer, napp};
+use osprey_core::{Core, CoreOptions, PolicyOverride};
+use osprey_tools::Level;
+use osprey_types::Origin;
+use serde_json::{Value, json};
+
+/// Builds a fixture package once per test binary and returns its executable, as cargo reports it
+/// (the same approach as the app platform's own tests).
+fn fixture_binary(package: &str) -> PathBuf {
+    static BUILT: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(path) = built.get_or_insert_with(HashMap::new).get(package) {
+        return path.clone();
+    }
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let output = Command::new(env!("CARGO"))
+        .args(["build", "-p", package, "--message-format=json"])
+        .current_dir(&workspace)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run cargo build");
+    assert!(output.status.success(), "building {package} failed");
+    let executable = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|message| message["reason"] == "compiler-artifact")
+        .filter(|message| message["target"]["name"] == package)
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+        .unwrap_or_else(|| panic!("cargo reported no executable for {package}"));
+    built
+        .get_or_insert_with(HashMap::new)
+        .insert(package.to_owned(), executable.clone());
+    executable
+}
+
+/// Writes an app project (manifest, SKILL.md, binary) into `dir`.
+fn project(dir: &Path, id: &str, provides: Value, binary: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let manifest = json!({
+        "id": id,
+        "name": format!("Fixture {id}"),
+        "version": "0.3.0",
+        "provides": provides,
+    });
+    std::fs::write(dir.join(napp::MANIFEST), manifest.to_string()).unwrap();
+    std::fs::write(dir.join("SKILL.md"), "# fixture\n").unwrap();
+    std::fs::copy(binary, dir.join("binary")).unwrap();
+    std::fs::set_permissions(dir.join("binary"), std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn open(data: &Path) -> Core {
+    Core::open(CoreOptions {
+        data_dir: Some(data.to_path_buf()),
+        policy: Some(PolicyOverride {
+            level: Some(Level::Full),
+            ask: None,
+        }),
+    })
+    .unwrap()
+}
+
+async fn until(what: &str, deadline: Duration, mut condition: impl AsyncFnMut() -> bool) {
+    let started = Instant::now();
+    while !condition().await {
+        assert!(started.elapsed() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn app_list(core: &Core) -> Vec<Value> {
+    let result = core
+        .call_tool(Origin::User, "app", json!({"action": "list"}))
+        .await;
+    assert!(!result.is_error, "{result:?}");
+    let listed: Value = serde_json::from_str(&result.text_content()).unwrap();
+    listed["apps"].as_array().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn started_apps_serve_their_tools_through_the_core_and_stop_cleanly() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let binary = fixture_binary("osprey-fixture-unit-converter");
+    let core = open(&data);
+    assert!(core.registry().names().contains(&"app".to_owned()));
+    let installer = Installer::new(data.join("apps"));
+    // Sideloaded: no store signatures to check against.
+    project(
+        &root.path().join("units"),
+        "units",
+        json!(["tool:convert"]),
+        &binary,
+    );
+    installer.sideload(&root.path().join("units")).unwrap();
+    // Sorts before `units`, so its launch request is handled first.
+    let quarantined = root.path().join("aaa-quarantined");
+    project(
+        &quarantined,
+        "aaa-quarantined",
+        json!(["tool:convert"]),
+        &binary,
+    );
+    installer.sideload(&quarantined).unwrap();
+    std::fs::write(quarantined.join(QUARANTINE_MARKER), "test").unwrap();
+
+    // Opening launches nothing.
+    assert!(!core.registry().names().contains(&"convert".to_owned()));
+    assert!(!core.apps().supervisor().is_running());
+
+    let started = Instant::now();
+    core.start_apps().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "start_apps must not wait for launches"
+    );
+    let registry = core.registry().clone();
+    until("the convert tool", Duration::from_secs(30), async || {
+        registry.names().contains(&"convert".to_owned())
+    })
+    .await;
+
+    let result = core
+        .call_tool(
+            Origin::User,
+            "convert",
+            json!({"value": 2, "from": "lb", "to": "kg"}),
+        )
+        .await;
+    assert!(!result.is_error, "{result:?}");
+    let value = serde_json::from_str::<Value>(&result.text_content()).unwrap()["value"]
+        .as_f64()
+        .unwrap();
+    assert!((value - 0.907_184_74).abs() < 1e-9);
+
+    let status = core.apps().supervisor().status().await.unwrap();
+    let pid = match status.as_slice() {
+        [(id, AppState::Running { pid })] if id == "units" => *pid,
+        other => panic!("only units runs, not {other:?}"),
+    };
+    assert!(!quarantined.join(PID_FILE).exists());
+    let listed = app_list(&core).await;
+    let units = listed.iter().find(|app| app["id"] == "units").unwrap();
+    assert_eq!(units["state"]["running"], true);
+
+    // A second start changes nothing.
+    core.start_apps().unwrap();
+    assert_eq!(core.apps().supervisor().status().await.unwrap(), status);
+
+    tokio::time::timeout(Duration::from_secs(20), core.stop_apps())
+        .await
+        .expect("stop_apps returns within 20 s");
+    assert!(process_gone(pid), "the app process is gone");
+    assert!(!root.path().join("units").join(PID_FILE).exists());
+    assert!(!core.registry().names().contains(&"convert".to_owned()));
+    // With the supervisor stopped, the app tool still lists the apps, as not running.
+    let listed = app_list(&core).await;
+    assert_eq!(listed.len(), 2);
+    assert!(listed.iter().all(|app| app["state"]["running"] == false));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opening_with_150_installed_apps_launches_nothing_and_lists_them_all() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let apps = data.join("apps");
+    // Installed as copies (the listing reads manifests only; nothing is launched).
+    let binary = Path::new("/bin/true");
+    for n in 0..150 {
+        let id = format!("app-{n:03}");
+        project(&apps.join(&id), &id, json!(["tool:fixture"]), binary);
+    }
+    let core = open(&data);
+    assert!(!core.apps().supervisor().is_running());
+    let listed = app_list(&core).await;
+    assert_eq!(listed.len(), 150);
+    let ids: Vec<&str> = listed.iter().filter_map(|app| app["id"].as_str()).collect();
+    let expected: Vec<String> = (0..150).map(|n| format!("app-{n:03}")).collect();
+    assert_eq!(ids, expected);
+    assert!(listed.iter().all(|app| app["state"]["running"] == false));
+    for id in &expected {
+        assert!(!apps.join(id).join(PID_FILE).exists());
+    }
+}
+
+#[test]
+fn start_apps_outside_a_runtime_is_an_error_not_a_panic() {
+    let root = tempfile::tempdir().unwrap();
+    let core = open(root.path());
+    let error = core.start_apps().unwrap_err();
+    assert!(format!("{error:#}").contains("tokio runtime"), "{error:#}");
+}
