@@ -67,6 +67,14 @@ pub fn run() {
             if let Err(error) = tray::create(app.handle()) {
                 tracing::warn!("no tray icon: {error}");
             }
+            // Apps launch in the background on Tauri's tokio runtime; the window never waits.
+            if let Ok(core) = tauri::Manager::state::<CoreState>(app).core().cloned() {
+                tauri::async_runtime::spawn(async move {
+                    if let Err(error) = core.start_apps() {
+                        tracing::warn!("apps not started: {error:#}");
+                    }
+                });
+            }
             Ok(())
         })
         .run(tauri::generate_context!());
