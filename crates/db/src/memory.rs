@@ -615,4 +615,35 @@ mod tests {
             100
         );
     }
+
+    #[test]
+    fn a_version_two_database_gains_memory_and_keeps_its_sessions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("osprey.db");
+        {
+            let c = rusqlite::Connection::open(&path).unwrap();
+            for (i, sql) in crate::migrations::STEPS.iter().take(2).enumerate() {
+                c.execute_batch(sql).unwrap();
+                c.pragma_update(None, "user_version", i as i64 + 1).unwrap();
+            }
+            c.execute(
+                "INSERT INTO sessions (id, origin, created_ms, updated_ms) VALUES ('s', 'user', 1, 1)",
+                [],
+            )
+            .unwrap();
+        }
+        let db = Database::open(&path).unwrap();
+        assert_eq!(db.schema_version().unwrap(), crate::migrations::LATEST);
+        assert!(db.sessions().get("s").unwrap().is_some());
+        db.memory()
+            .store(&note(MemoryLayer::Tacit, "a", None, "upgraded"))
+            .unwrap();
+        assert_eq!(
+            db.memory()
+                .search("upgraded", &MemoryQuery::default())
+                .unwrap()
+                .len(),
+            1
+        );
+    }
 }

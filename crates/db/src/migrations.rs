@@ -8,7 +8,7 @@ use rusqlite::Connection;
 use crate::{Error, Result};
 
 /// The schema steps in order; step `i` brings the file from version `i` to `i + 1`.
-const STEPS: &[&str] = &[
+pub(crate) const STEPS: &[&str] = &[
     // 1: audit log, grants, settings.
     r#"
     CREATE TABLE audit (
