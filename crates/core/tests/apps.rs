@@ -48,15 +48,17 @@ fn fixture_binary(package: &str) -> PathBuf {
     executable
 }
 
-/// Writes an app project (manifest, SKILL.md, binary) into `dir`.
-fn project(dir: &Path, id: &str, provides: Value, binary: &Path) {
+/// Writes an app project (manifest with `extra` fields, SKILL.md, binary) into `dir`.
+fn project(dir: &Path, id: &str, extra: Value, binary: &Path) {
     std::fs::create_dir_all(dir).unwrap();
-    let manifest = json!({
+    let mut manifest = json!({
         "id": id,
         "name": format!("Fixture {id}"),
         "version": "0.3.0",
-        "provides": provides,
     });
+    for (key, value) in extra.as_object().unwrap() {
+        manifest[key] = value.clone();
+    }
     std::fs::write(dir.join(napp::MANIFEST), manifest.to_string()).unwrap();
     std::fs::write(dir.join("SKILL.md"), "# fixture\n").unwrap();
     std::fs::copy(binary, dir.join("binary")).unwrap();
@@ -103,7 +105,7 @@ async fn started_apps_serve_their_tools_through_the_core_and_stop_cleanly() {
     project(
         &root.path().join("units"),
         "units",
-        json!(["tool:convert"]),
+        json!({"provides": ["tool:convert"]}),
         &binary,
     );
     installer.sideload(&root.path().join("units")).unwrap();
@@ -112,7 +114,7 @@ async fn started_apps_serve_their_tools_through_the_core_and_stop_cleanly() {
     project(
         &quarantined,
         "aaa-quarantined",
-        json!(["tool:convert"]),
+        json!({"provides": ["tool:convert"]}),
         &binary,
     );
     installer.sideload(&quarantined).unwrap();
@@ -182,7 +184,12 @@ async fn opening_with_150_installed_apps_launches_nothing_and_lists_them_all() {
     let binary = Path::new("/bin/true");
     for n in 0..150 {
         let id = format!("app-{n:03}");
-        project(&apps.join(&id), &id, json!(["tool:fixture"]), binary);
+        project(
+            &apps.join(&id),
+            &id,
+            json!({"provides": ["tool:fixture"]}),
+            binary,
+        );
     }
     let core = open(&data);
     assert!(!core.apps().supervisor().is_running());
@@ -203,4 +210,53 @@ fn start_apps_outside_a_runtime_is_an_error_not_a_panic() {
     let core = open(root.path());
     let error = core.start_apps().unwrap_err();
     assert!(format!("{error:#}").contains("tokio runtime"), "{error:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_started_hook_app_filters_tool_calls_made_through_the_core() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let core = open(&data);
+    let guard = root.path().join("guard");
+    project(
+        &guard,
+        "guard",
+        json!({
+            "provides": ["hooks"],
+            "permissions": ["hook:tool.pre_execute", "hook:session.message_append"],
+        }),
+        &fixture_binary("osprey-fixture-hooks-app"),
+    );
+    Installer::new(data.join("apps")).sideload(&guard).unwrap();
+
+    core.start_apps().unwrap();
+    // The supervisor reports an app running only after its hooks are registered.
+    let supervisor = core.apps().supervisor().clone();
+    until(
+        "the guard app running",
+        Duration::from_secs(30),
+        async || {
+            matches!(
+                supervisor.status().await.as_deref(),
+                Ok([(id, AppState::Running { .. })]) if id == "guard"
+            )
+        },
+    )
+    .await;
+
+    let forbidden = json!({"command": "echo forbidden"});
+    let result = core
+        .call_tool(Origin::User, "shell", forbidden.clone())
+        .await;
+    assert!(result.is_error, "{result:?}");
+    assert!(
+        result.text_content().contains("refused by hooks-app"),
+        "{result:?}"
+    );
+
+    tokio::time::timeout(Duration::from_secs(20), core.stop_apps())
+        .await
+        .expect("stop_apps returns within 20 s");
+    let result = core.call_tool(Origin::User, "shell", forbidden).await;
+    assert!(!result.is_error, "{result:?}");
 }
