@@ -77,9 +77,21 @@ pub fn run() {
             }
             Ok(())
         })
-        .run(tauri::generate_context!());
-    if let Err(error) = result {
-        eprintln!("osprey-desktop: {error}");
-        std::process::exit(1);
-    }
+        .build(tauri::generate_context!());
+    let app = match result {
+        Ok(app) => app,
+        Err(error) => {
+            eprintln!("osprey-desktop: {error}");
+            std::process::exit(1);
+        }
+    };
+    app.run(|handle, event| {
+        // Stop the apps' processes before the process ends, so none is left to be found as an
+        // orphan at the next start.
+        if let tauri::RunEvent::Exit = event
+            && let Ok(core) = tauri::Manager::state::<CoreState>(handle).core()
+        {
+            tauri::async_runtime::block_on(core.stop_apps());
+        }
+    });
 }

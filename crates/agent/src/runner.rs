@@ -35,7 +35,8 @@ pub const PROMPT_SYSTEM_SECTIONS: &str = "prompt.system_sections";
 /// subscriber puts in `steering` are added to the request's last user message for this call only
 /// (not persisted: steering is guidance for the moment, not conversation).
 pub const STEERING_GENERATE: &str = "steering.generate";
-/// Filters for the memory layer (not wired yet: memory is not built).
+/// Filters for the memory layer, called by the `agent` tool's memory resource
+/// (`agent_tool.rs`).
 pub const MEMORY_PRE_STORE: &str = "memory.pre_store";
 pub const MEMORY_PRE_RECALL: &str = "memory.pre_recall";
 
