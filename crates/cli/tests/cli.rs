@@ -359,3 +359,15 @@ fn see_without_a_display_says_what_is_missing() {
     let run = osprey(data.path(), &["see", "--window", "x", "--screen"], None);
     assert_eq!(run.code, 2, "one target at a time: {}", run.stderr);
 }
+
+#[test]
+fn memories_stored_by_one_run_are_found_by_the_next() {
+    let data = tempfile::tempdir().unwrap();
+    let store = r#"{"resource": "memory", "action": "store", "layer": "entity", "content": "Ada prefers tea over coffee"}"#;
+    let run = osprey(data.path(), &["tool", "agent", store], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let search = r#"{"resource": "memory", "action": "search", "query": "coffee?"}"#;
+    let run = osprey(data.path(), &["tool", "agent", search], None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("Ada prefers tea"), "{}", run.stdout);
+}

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use osprey_agent::AgentTool;
 use osprey_db::Database;
 use osprey_screen::{DesktopConfig, ScreenTools};
 use osprey_tools::file::FileTool;
@@ -131,6 +132,8 @@ impl Core {
         register_builtin_tools(&registry, &stored, &paths)?;
         #[cfg(unix)]
         let apps = apps::AppPlatform::open(&data_dir, &registry)?;
+        // After the apps' dispatcher is in place, so memory hooks reach hook apps.
+        registry.register_domain(AgentTool::new(&db).with_hooks(registry.hooks()));
         Ok(Core {
             inner: Arc::new(Inner {
                 data_dir,

@@ -195,6 +195,12 @@ impl Registry {
             .collect()
     }
 
+    /// The hook dispatcher calls go through now (tools with hook points of their own, like the
+    /// agent's memory, call the same one).
+    pub fn hooks(&self) -> Arc<dyn HookDispatcher> {
+        lock_read(&self.inner.hooks).clone()
+    }
+
     pub fn set_hooks(&self, hooks: Arc<dyn HookDispatcher>) {
         *lock_write(&self.inner.hooks) = hooks;
     }
