@@ -100,6 +100,37 @@ pub fn png_dimensions(bytes: &[u8]) -> Result<(u32, u32)> {
     Ok((width, height))
 }
 
+/// Builds a workspace package (a fixture app) once per test process and returns its executable
+/// as cargo reports it. Safe from inside `cargo test`: cargo holds no build lock while tests run.
+pub fn fixture_binary(package: &str) -> PathBuf {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    static BUILT: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(path) = built.get_or_insert_with(HashMap::new).get(package) {
+        return path.clone();
+    }
+    let output = std::process::Command::new(env!("CARGO"))
+        .args(["build", "-p", package, "--message-format=json"])
+        .current_dir(workspace_root())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("run cargo build");
+    assert!(output.status.success(), "building {package} failed");
+    let executable = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|message| message["reason"] == "compiler-artifact")
+        .filter(|message| message["target"]["name"] == package)
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+        .unwrap_or_else(|| panic!("cargo reported no executable for {package}"));
+    built
+        .get_or_insert_with(HashMap::new)
+        .insert(package.to_owned(), executable.clone());
+    executable
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

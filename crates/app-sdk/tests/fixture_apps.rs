@@ -2,10 +2,8 @@
 //! serve on the socket named by `OSPREY_APP_SOCK`, answer calls over it, and exit cleanly on
 //! SIGTERM, removing their socket.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
@@ -22,33 +20,7 @@ use tonic::transport::Channel;
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
-/// Builds a fixture package once per test binary and returns its executable, as cargo reports it.
-fn fixture_binary(package: &str) -> PathBuf {
-    static BUILT: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(path) = built.get_or_insert_with(HashMap::new).get(package) {
-        return path.clone();
-    }
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let output = Command::new(env!("CARGO"))
-        .args(["build", "-p", package, "--message-format=json"])
-        .current_dir(&workspace)
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("run cargo build");
-    assert!(output.status.success(), "building {package} failed");
-    let executable = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|message| message["reason"] == "compiler-artifact")
-        .filter(|message| message["target"]["name"] == package)
-        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-        .unwrap_or_else(|| panic!("cargo reported no executable for {package}"));
-    built
-        .get_or_insert_with(HashMap::new)
-        .insert(package.to_owned(), executable.clone());
-    executable
-}
+use osprey_tests::fixture_binary;
 
 /// A fixture app running with a clean environment; killed on drop if a test fails midway.
 struct RunningApp {

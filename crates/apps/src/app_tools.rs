@@ -144,6 +144,17 @@ impl AppTool {
                     format!("app `{}` did not answer in time", self.app_id),
                 );
             }
+            // tonic's own timeout (from `set_timeout`) can fire a moment before ours; a failure
+            // at or past the deadline is the deadline's doing.
+            Ok(Err(status))
+                if status.code() == tonic::Code::DeadlineExceeded
+                    || Instant::now() >= ctx.deadline =>
+            {
+                return ToolResult::error(
+                    ErrorCode::Timeout,
+                    format!("app `{}` did not answer in time", self.app_id),
+                );
+            }
             Ok(Err(status)) => {
                 return ToolResult::error(
                     ErrorCode::ToolFailed,

@@ -3,11 +3,8 @@
 //! registry, `stop_apps` leaves no process behind.
 #![cfg(unix)]
 
-use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use osprey_apps::install::QUARANTINE_MARKER;
@@ -19,34 +16,7 @@ use osprey_tools::Level;
 use osprey_types::Origin;
 use serde_json::{Value, json};
 
-/// Builds a fixture package once per test binary and returns its executable, as cargo reports it
-/// (the same approach as the app platform's own tests).
-fn fixture_binary(package: &str) -> PathBuf {
-    static BUILT: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(path) = built.get_or_insert_with(HashMap::new).get(package) {
-        return path.clone();
-    }
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let output = Command::new(env!("CARGO"))
-        .args(["build", "-p", package, "--message-format=json"])
-        .current_dir(&workspace)
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("run cargo build");
-    assert!(output.status.success(), "building {package} failed");
-    let executable = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|message| message["reason"] == "compiler-artifact")
-        .filter(|message| message["target"]["name"] == package)
-        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-        .unwrap_or_else(|| panic!("cargo reported no executable for {package}"));
-    built
-        .get_or_insert_with(HashMap::new)
-        .insert(package.to_owned(), executable.clone());
-    executable
-}
+use osprey_tests::fixture_binary;
 
 /// Writes an app project (manifest with `extra` fields, SKILL.md, binary) into `dir`.
 fn project(dir: &Path, id: &str, extra: Value, binary: &Path) {

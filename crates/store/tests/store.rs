@@ -1,11 +1,9 @@
 //! The store server on a loopback port with the real client: publish, catalog, reviews,
 //! download, install into an apps directory, launch, revoke, and the refusals.
 
-use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use osprey_apps::runtime::{LaunchOptions, Launcher};
@@ -18,31 +16,7 @@ use tempfile::TempDir;
 
 const TOKEN: &str = "admin-secret";
 
-fn fixture_binary(package: &str) -> PathBuf {
-    static BUILT: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(path) = built.get_or_insert_with(HashMap::new).get(package) {
-        return path.clone();
-    }
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let output = Command::new(env!("CARGO"))
-        .args(["build", "-p", package, "--message-format=json"])
-        .current_dir(&workspace)
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("run cargo build");
-    assert!(output.status.success());
-    let executable = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == package)
-        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-        .expect("an executable");
-    built
-        .get_or_insert_with(HashMap::new)
-        .insert(package.to_owned(), executable.clone());
-    executable
-}
+use osprey_tests::fixture_binary;
 
 struct Running {
     root: TempDir,
