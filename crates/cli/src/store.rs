@@ -51,6 +51,9 @@ async fn serve(
         admin_token: admin_token.clone(),
     })
     .map_err(|e| anyhow::anyhow!("opening the store in {}: {e}", dir.display()))?;
+    // Listen for SIGTERM and Ctrl-C before announcing the address: whoever reads the address
+    // may signal at once, and an unhandled SIGTERM would kill the process uncleanly.
+    let shutdown = shutdown_signal()?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("listening on {addr}"))?;
@@ -73,27 +76,33 @@ async fn serve(
         result = store.serve(listener) => {
             result.context("serving the store")?;
         }
-        signal = shutdown_signal() => {
-            signal?;
+        () = shutdown => {
             eprintln!("osprey store: shutting down");
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Ctrl-C, or SIGTERM on Unix.
-async fn shutdown_signal() -> anyhow::Result<()> {
+/// Ctrl-C, or SIGTERM on Unix. The handlers are installed when this is called, so signals that
+/// arrive before the returned future is first polled are not lost.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
     {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("installing the SIGTERM handler")?;
-        tokio::select! {
-            result = tokio::signal::ctrl_c() => result.context("waiting for Ctrl-C"),
-            _ = term.recv() => Ok(()),
-        }
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        let mut interrupt =
+            signal(SignalKind::interrupt()).context("installing the Ctrl-C handler")?;
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+        })
     }
     #[cfg(not(unix))]
     {
-        tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
     }
 }
