@@ -59,7 +59,12 @@ impl Desktop {
                     snapshot.id
                 ))
             })?;
-        if current.role != element.role || current.name != element.name {
+        let same_name = if element.name_from_contents {
+            current.name.trim().is_empty()
+        } else {
+            current.name == element.name
+        };
+        if current.role != element.role || !same_name {
             return Err(Error::Stale(format!(
                 "{} has changed: it is now a {:?} named {:?}",
                 describe(&element),

@@ -22,6 +22,10 @@ pub struct Element {
     #[serde(skip_deserializing, default)]
     pub kind: &'static str,
     pub name: String,
+    /// True when the element has no name of its own and `name` is the text of its contents
+    /// (so a live re-check expects the element itself to be still unnamed).
+    #[serde(default)]
+    pub name_from_contents: bool,
     pub value: Option<String>,
     /// Screen bounds.
     pub bounds: Rect,
@@ -148,11 +152,17 @@ pub fn assign_ids(tree: &AccessibilityTree, visible_area: Rect) -> Vec<Element> 
             let counter = &mut counters[(prefix as u8 - b'A') as usize];
             *counter += 1;
             let node = &tree.nodes[index];
+            let unnamed = node.name.trim().is_empty();
             Element {
                 id: format!("{prefix}{counter}"),
                 role: node.role,
                 kind: kind(node.role),
-                name: node.name.clone(),
+                name: if unnamed {
+                    name_from_descendants(tree, index)
+                } else {
+                    node.name.clone()
+                },
+                name_from_contents: unnamed,
                 value: node.value.clone(),
                 bounds,
                 states: node.states,
@@ -161,6 +171,38 @@ pub fn assign_ids(tree: &AccessibilityTree, visible_area: Rect) -> Vec<Element> 
             }
         })
         .collect()
+}
+
+/// A name for an element that has none of its own, from the text of what it contains: a GTK
+/// list row or a web link often carries its text in child labels. Descendants in document
+/// order (which is reading order for rows and links), a few levels deep, at most three pieces.
+fn name_from_descendants(tree: &AccessibilityTree, index: usize) -> String {
+    const MAX_DEPTH: u32 = 3;
+    const MAX_PIECES: usize = 3;
+    let mut pieces: Vec<&str> = Vec::new();
+    let mut stack: Vec<(usize, u32)> = tree.nodes[index]
+        .children
+        .iter()
+        .rev()
+        .map(|&child| (child, 1))
+        .collect();
+    while let Some((child, depth)) = stack.pop() {
+        let Some(node) = tree.nodes.get(child) else {
+            continue;
+        };
+        let text = node.name.trim();
+        if !text.is_empty() {
+            if !pieces.contains(&text) {
+                pieces.push(text);
+            }
+            if pieces.len() == MAX_PIECES {
+                break;
+            }
+        } else if depth < MAX_DEPTH {
+            stack.extend(node.children.iter().rev().map(|&c| (c, depth + 1)));
+        }
+    }
+    pieces.join(" ")
 }
 
 fn quoted(text: &str, limit: usize) -> String {
@@ -290,6 +332,27 @@ mod tests {
             elements[4].line(),
             r#"C1 checkbox "check" (0,200 20x20) unchecked"#
         );
+    }
+
+    #[test]
+    fn unnamed_elements_take_the_text_of_what_they_contain() {
+        let mut row = node(Role::ListItem, "", Rect::new(0, 0, 200, 20));
+        row.children = vec![1, 3];
+        let mut cell = node(Role::GenericContainer, "", Rect::new(0, 0, 200, 20));
+        cell.children = vec![2];
+        cell.actions.clear();
+        let mut label = node(Role::Label, "Apple", Rect::new(0, 0, 50, 20));
+        label.actions.clear();
+        let mut price = node(Role::Label, "1.20", Rect::new(60, 0, 50, 20));
+        price.actions.clear();
+        let named = node(Role::Button, "Buy", Rect::new(0, 40, 50, 20));
+        let elements = assign_ids(
+            &tree(vec![row, cell, label, price, named]),
+            Rect::new(0, 0, 300, 300),
+        );
+        let names: Vec<&str> = elements.iter().map(|e| e.name.as_str()).collect();
+        // In document order, through the unnamed cell.
+        assert_eq!(names, ["Apple 1.20", "Buy"]);
     }
 
     #[test]

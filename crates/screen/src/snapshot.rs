@@ -264,6 +264,7 @@ mod tests {
                     role: accesskit::Role::Button,
                     kind: "button",
                     name: format!("name of {id}"),
+                    name_from_contents: false,
                     value: None,
                     bounds: Rect::new(0, 0, 10, 10),
                     states: States::default(),

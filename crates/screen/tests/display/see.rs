@@ -32,6 +32,14 @@ fn see_assigns_ids_in_reading_order_and_lists_them() {
         .map(|e| e.id.as_str())
         .collect();
     assert_eq!(list_items, ["I1", "I2", "I3"]);
+    // GTK list rows have no name of their own: they are named by the labels they hold.
+    assert_eq!(by_id("I1").name, "Apple");
+    assert_eq!(by_id("I3").name, "Cherry");
+    assert!(
+        seen.text.contains(r#"I2 list item "Banana""#),
+        "{}",
+        seen.text
+    );
     // Reading order: by 10 px band, then left to right.
     for pair in snapshot.elements.windows(2) {
         let (a, b) = (pair[0].bounds, pair[1].bounds);
