@@ -19,8 +19,8 @@ use osprey_agent::{
 };
 use osprey_tools::domain::Domain;
 use osprey_tools::{
-    ApprovalNeed, AuditSink, Call, CallFacts, DomainTool, FieldType, Level, OriginRules, PathGuard,
-    Policy, PolicyConfig, Registry, RegistryConfig, Safeguard, ToolContext,
+    ApprovalNeed, Call, CallFacts, DomainTool, FieldType, Level, Policy, Registry, RegistryConfig,
+    ToolContext,
 };
 use osprey_types::ToolResult;
 use tokio::sync::{Notify, mpsc};
@@ -122,18 +122,8 @@ impl Provider for FirstToken {
 
 fn registry(dir: &std::path::Path) -> Registry {
     let registry = Registry::new(RegistryConfig {
-        policy: Policy::new(
-            PolicyConfig {
-                level: Level::Full,
-                ..Default::default()
-            },
-            None,
-        )
-        .unwrap(),
-        origin_rules: OriginRules::none(),
-        safeguard: Safeguard::new(PathGuard::new(None, dir.to_path_buf())),
-        audit: AuditSink::discard(),
         output_cap: 64 * 1024,
+        ..RegistryConfig::new(Policy::at_level(Level::Full), dir)
     });
     for i in 0..30 {
         registry.register_domain(Noop {

@@ -20,8 +20,8 @@ use osprey_db::Database;
 use osprey_tools::domain::Domain;
 use osprey_tools::hooks::{FilterOutcome, HookDispatcher};
 use osprey_tools::{
-    ApprovalNeed, Approver, AuditSink, Call, CallFacts, DomainTool, FieldType, OriginRules,
-    PathGuard, Policy, PolicyConfig, Registry, RegistryConfig, Safeguard, ToolContext,
+    ApprovalNeed, Approver, Call, CallFacts, DomainTool, FieldType, Level, PathGuard, Policy,
+    Registry, RegistryConfig, Safeguard, ToolContext,
 };
 use osprey_types::{ApprovalAnswer, ApprovalRequest, ErrorCode, Origin, ToolResult};
 use serde_json::{Value, json};
@@ -104,11 +104,9 @@ fn fixture() -> Fixture {
     let db = Database::open_in(dir.path()).unwrap();
     let paths = PathGuard::new(Some(dir.path().join("home")), dir.path().join("data"));
     let registry = Registry::new(RegistryConfig {
-        policy: Policy::new(PolicyConfig::default(), None).unwrap(),
-        origin_rules: OriginRules::none(),
         safeguard: Safeguard::new(paths),
-        audit: AuditSink::discard(),
         output_cap: 64 * 1024,
+        ..RegistryConfig::new(Policy::at_level(Level::Allowlist), dir.path().join("data"))
     });
     let waiting = Arc::new(Notify::new());
     registry.register_domain(Probe::new(waiting.clone()));

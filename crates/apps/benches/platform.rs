@@ -14,10 +14,7 @@ use osprey_apps::app_tools::register_tools;
 use osprey_apps::hooks::AppHooks;
 use osprey_apps::runtime::{LaunchOptions, Launcher};
 use osprey_apps::{Installer, KeyPair, napp};
-use osprey_tools::{
-    AuditSink, HookDispatcher, Level, OriginRules, PathGuard, Policy, PolicyConfig, Registry,
-    RegistryConfig, Safeguard, ToolContext,
-};
+use osprey_tools::{HookDispatcher, Level, Policy, Registry, RegistryConfig, ToolContext};
 use osprey_types::Origin;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -110,20 +107,10 @@ fn tool_call(c: &mut Criterion) {
     let root = tempfile::tempdir().unwrap();
     install_fixture(root.path(), "units", &binary);
     let rt = runtime();
-    let registry = Registry::new(RegistryConfig {
-        policy: Policy::new(
-            PolicyConfig {
-                level: Level::Full,
-                ..PolicyConfig::default()
-            },
-            None,
-        )
-        .unwrap(),
-        origin_rules: OriginRules::none(),
-        safeguard: Safeguard::new(PathGuard::new(None, root.path().to_path_buf())),
-        audit: AuditSink::discard(),
-        output_cap: osprey_tools::registry::DEFAULT_OUTPUT_CAP,
-    });
+    let registry = Registry::new(RegistryConfig::new(
+        Policy::at_level(Level::Full),
+        root.path(),
+    ));
     let launcher = Launcher::new(root.path(), quiet());
     let app = rt.block_on(launcher.launch("units")).unwrap();
     rt.block_on(register_tools(

@@ -7,31 +7,11 @@ mod fixtures;
 use std::time::Duration;
 
 use osprey_apps::app_tools::register_tools;
-use osprey_tools::{
-    AuditSink, Level, OriginRules, PathGuard, Policy, PolicyConfig, Registry, RegistryConfig,
-    Safeguard, ToolContext,
-};
+use osprey_tools::ToolContext;
 use osprey_types::{ErrorCode, Origin};
 use serde_json::{Value, json};
 
-use fixtures::{Apps, fixture_binary};
-
-fn registry(data: &std::path::Path) -> Registry {
-    Registry::new(RegistryConfig {
-        policy: Policy::new(
-            PolicyConfig {
-                level: Level::Full,
-                ..PolicyConfig::default()
-            },
-            None,
-        )
-        .unwrap(),
-        origin_rules: OriginRules::none(),
-        safeguard: Safeguard::new(PathGuard::new(None, data.to_path_buf())),
-        audit: AuditSink::discard(),
-        output_cap: osprey_tools::registry::DEFAULT_OUTPUT_CAP,
-    })
-}
+use fixtures::{Apps, fixture_binary, registry};
 
 fn ctx(timeout: Duration) -> ToolContext {
     ToolContext::new(Origin::User, timeout)

@@ -14,15 +14,12 @@ use osprey_apps::hooks::AppHooks;
 use osprey_apps::runtime::{self, Launcher};
 use osprey_apps::settings::SettingsStore;
 use osprey_apps::supervisor::{Supervisor, SupervisorConfig};
-use osprey_tools::{
-    AuditSink, Level, OriginRules, PathGuard, Policy, PolicyConfig, Registry, RegistryConfig,
-    Safeguard, ToolContext,
-};
+use osprey_tools::{Registry, ToolContext};
 use osprey_types::{ErrorCode, Origin, ToolResult};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use fixtures::{Apps, fixture_binary};
+use fixtures::{Apps, fixture_binary, registry};
 
 async fn app_tool(registry: &Registry, input: Value) -> ToolResult {
     let ctx = ToolContext::new(Origin::User, Duration::from_secs(30));
@@ -42,20 +39,7 @@ async fn the_app_tool_manages_apps_through_the_registry() {
         &fixture_binary("osprey-fixture-unit-converter"),
         json!({"provides": ["tool:convert"], "description": "Converts units"}),
     );
-    let registry = Registry::new(RegistryConfig {
-        policy: Policy::new(
-            PolicyConfig {
-                level: Level::Full,
-                ..PolicyConfig::default()
-            },
-            None,
-        )
-        .unwrap(),
-        origin_rules: OriginRules::none(),
-        safeguard: Safeguard::new(PathGuard::new(None, apps.dir())),
-        audit: AuditSink::discard(),
-        output_cap: osprey_tools::registry::DEFAULT_OUTPUT_CAP,
-    });
+    let registry = registry(&apps.dir());
     let settings = SettingsStore::new(apps.dir());
     let host =
         Capabilities::new(registry.clone(), AppHooks::default()).with_settings(settings.clone());

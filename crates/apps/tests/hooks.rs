@@ -12,8 +12,7 @@ use futures::future::BoxFuture;
 use osprey_apps::hooks::{AppHooks, HookKind};
 use osprey_apps::runtime::RunningApp;
 use osprey_tools::{
-    AuditSink, Call, CallFacts, HookDispatcher, OriginRules, PathGuard, Policy, PolicyConfig,
-    Registry, RegistryConfig, Safeguard, Tool, ToolContext,
+    Call, CallFacts, HookDispatcher, Level, Policy, Registry, RegistryConfig, Tool, ToolContext,
 };
 use osprey_types::{Origin, ToolResult};
 use serde_json::{Value, json};
@@ -281,13 +280,10 @@ impl Tool for Echo {
 async fn the_registry_calls_through_the_app_hooks() {
     let hooked = hooked().await;
     let data = tempfile::tempdir().unwrap();
-    let registry = Registry::new(RegistryConfig {
-        policy: Policy::new(PolicyConfig::default(), None).unwrap(),
-        origin_rules: OriginRules::none(),
-        safeguard: Safeguard::new(PathGuard::new(None, data.path().to_path_buf())),
-        audit: AuditSink::discard(),
-        output_cap: osprey_tools::registry::DEFAULT_OUTPUT_CAP,
-    });
+    let registry = Registry::new(RegistryConfig::new(
+        Policy::at_level(Level::Allowlist),
+        data.path(),
+    ));
     registry.register(Arc::new(Echo {
         schema: json!({"type": "object"}),
     }));

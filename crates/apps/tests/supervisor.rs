@@ -13,33 +13,13 @@ use osprey_apps::capabilities::Capabilities;
 use osprey_apps::hooks::AppHooks;
 use osprey_apps::runtime::{self, Launcher};
 use osprey_apps::supervisor::{AppState, Supervisor, SupervisorConfig, SupervisorEvent};
-use osprey_tools::{
-    AuditSink, Level, OriginRules, PathGuard, Policy, PolicyConfig, Registry, RegistryConfig,
-    Safeguard, ToolContext,
-};
+use osprey_tools::{Registry, ToolContext};
 use osprey_types::Origin;
 use serde_json::json;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use fixtures::{Apps, fixture_binary};
-
-fn registry(data: &std::path::Path) -> Registry {
-    Registry::new(RegistryConfig {
-        policy: Policy::new(
-            PolicyConfig {
-                level: Level::Full,
-                ..PolicyConfig::default()
-            },
-            None,
-        )
-        .unwrap(),
-        origin_rules: OriginRules::none(),
-        safeguard: Safeguard::new(PathGuard::new(None, data.to_path_buf())),
-        audit: AuditSink::discard(),
-        output_cap: osprey_tools::registry::DEFAULT_OUTPUT_CAP,
-    })
-}
+use fixtures::{Apps, fixture_binary, registry};
 
 fn fast() -> SupervisorConfig {
     SupervisorConfig {

@@ -54,6 +54,21 @@ pub struct RegistryConfig {
     pub output_cap: usize,
 }
 
+impl RegistryConfig {
+    /// A registry that guards `data_dir` as Osprey's data and has no home directory to protect:
+    /// the policy as given, no origin denies, no audit, the default output cap. Override fields
+    /// with struct update syntax where a caller needs more (the core builds every field itself).
+    pub fn new(policy: Policy, data_dir: impl Into<std::path::PathBuf>) -> Self {
+        RegistryConfig {
+            policy,
+            origin_rules: OriginRules::none(),
+            safeguard: Safeguard::new(crate::PathGuard::new(None, data_dir.into())),
+            audit: AuditSink::discard(),
+            output_cap: DEFAULT_OUTPUT_CAP,
+        }
+    }
+}
+
 /// What a call would meet, without running it (`osprey tool --check`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]

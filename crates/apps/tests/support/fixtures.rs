@@ -67,3 +67,11 @@ pub async fn until(what: &str, deadline: Duration, mut condition: impl FnMut() -
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// A registry at policy level `full` that guards `data` as Osprey's data.
+pub fn registry(data: &Path) -> osprey_tools::Registry {
+    osprey_tools::Registry::new(osprey_tools::RegistryConfig::new(
+        osprey_tools::Policy::at_level(osprey_tools::Level::Full),
+        data,
+    ))
+}

@@ -277,6 +277,16 @@ impl std::fmt::Debug for Policy {
 pub type GrantError = osprey_db::Error;
 
 impl Policy {
+    /// A policy at `level` with the default ask mode and lists, keeping grants in memory only
+    /// (tests, benchmarks, throwaway registries).
+    pub fn at_level(level: Level) -> Self {
+        let config = PolicyConfig {
+            level,
+            ..PolicyConfig::default()
+        };
+        Self::new(config, None).expect("a policy without a grant store cannot fail to load")
+    }
+
     /// A policy whose grants persist in `store` (loaded now).
     pub fn new(config: PolicyConfig, store: Option<Grants>) -> Result<Self, GrantError> {
         let grants = match &store {
