@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod apps;
+pub mod events;
 pub mod settings;
 
 use std::path::{Path, PathBuf};
@@ -51,6 +52,7 @@ struct Inner {
     data_dir: PathBuf,
     db: Database,
     registry: Registry,
+    events: events::EventBus,
     #[cfg(unix)]
     apps: apps::AppPlatform,
 }
@@ -130,6 +132,8 @@ impl Core {
             output_cap: osprey_tools::registry::DEFAULT_OUTPUT_CAP,
         });
         register_builtin_tools(&registry, &stored, &paths)?;
+        // Before the subsystems, so each can keep a handle to emit on.
+        let events = events::EventBus::new();
         #[cfg(unix)]
         let apps = apps::AppPlatform::open(&data_dir, &registry)?;
         // After the apps' dispatcher is in place, so memory hooks reach hook apps.
@@ -139,6 +143,7 @@ impl Core {
                 data_dir,
                 db,
                 registry,
+                events,
                 #[cfg(unix)]
                 apps,
             }),
@@ -155,6 +160,21 @@ impl Core {
 
     pub fn registry(&self) -> &Registry {
         &self.inner.registry
+    }
+
+    /// Events emitted from now on (chat streaming, approvals, app states).
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<events::CoreEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// Tells every subscriber; never blocks.
+    pub fn emit(&self, event: events::CoreEvent) {
+        self.inner.events.emit(event);
+    }
+
+    /// The bus itself, for parts of the core that emit from their own tasks.
+    pub fn events(&self) -> &events::EventBus {
+        &self.inner.events
     }
 
     pub fn info(&self) -> CoreInfo {

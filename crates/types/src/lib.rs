@@ -286,6 +286,112 @@ pub struct UiError {
     pub message: String,
 }
 
+/// Something the core tells its shells as it happens (the desktop forwards each one to the UI as
+/// a Tauri event named `core-event`). Tagged by `type`; the UI switches on it. New variants may be
+/// added at any time, so a listener must ignore types it does not know.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum CoreEvent {
+    /// A turn began on this session (the person's message is stored).
+    ChatTurnStarted { session_id: String },
+    /// Streamed text of the model's reply.
+    ChatTextDelta { session_id: String, text: String },
+    /// Streamed reasoning of the model (shown collapsed).
+    ChatThinkingDelta { session_id: String, text: String },
+    ChatToolCallStarted {
+        session_id: String,
+        call_id: String,
+        name: String,
+        input: serde_json::Value,
+    },
+    ChatToolCallFinished {
+        session_id: String,
+        call_id: String,
+        name: String,
+        result: ToolResult,
+    },
+    /// The turn ended normally; `stop` is `end_turn`, `max_tokens`, `step_limit`, `cancelled` or
+    /// the provider's own reason.
+    ChatTurnFinished {
+        session_id: String,
+        stop: String,
+        text: String,
+    },
+    /// The turn ended with an error; `code` is stable (`auth`, `rate_limited`, `overloaded`,
+    /// `context_too_long`, `network`, `provider_error`, `provider_unavailable`, ...).
+    ChatTurnFailed {
+        session_id: String,
+        code: String,
+        message: String,
+    },
+    /// A tool call waits for the person's answer until `deadline_ms` (Unix milliseconds), when it
+    /// is denied.
+    ApprovalRequested {
+        request: ApprovalRequest,
+        // A JSON number on the wire (milliseconds fit a double exactly).
+        #[ts(type = "number")]
+        deadline_ms: i64,
+    },
+    /// A pending approval is no longer pending.
+    ApprovalResolved {
+        request_id: String,
+        resolution: ApprovalResolution,
+    },
+    /// An app's state changed (launched, failed, gave up, quarantined, update staged, ...).
+    AppStateChanged { app: AppStatus },
+}
+
+/// How a pending approval ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ApprovalResolution {
+    /// Someone answered.
+    Answered { answer: ApprovalAnswer },
+    /// Nobody answered in time: denied.
+    TimedOut,
+    /// The call stopped waiting (its turn was cancelled).
+    Withdrawn,
+}
+
+/// Where an installed app stands, as the Apps page shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum AppRunState {
+    /// Installed, not running (apps not started, or stopped).
+    Stopped,
+    Launching,
+    Running,
+    /// Failed; a restart is scheduled.
+    Restarting,
+    /// Too many restarts: stopped, its capabilities removed.
+    GaveUp,
+    /// Revoked or otherwise quarantined: kept data, not launched.
+    Quarantined,
+    /// Store apps are refused because the revocation list cannot be fetched and the cache is too
+    /// old (fail closed); `reason` says why.
+    RevocationUnavailable,
+    /// The launch was refused or failed for another reason; `reason` says why.
+    Failed,
+}
+
+/// One installed app with its state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct AppStatus {
+    pub id: String,
+    pub name: String,
+    pub version: String,
+    pub description: String,
+    pub state: AppRunState,
+    /// Why it is in that state (the failure, the quarantine reason, ...).
+    pub reason: Option<String>,
+    /// A symlink to a project directory: signatures were never checked.
+    pub sideloaded: bool,
+    /// The permissions a staged update would add, waiting for approve or reject.
+    pub pending_permissions: Option<Vec<String>>,
+    /// Serves a UI (`osprey-app://<id>/`).
+    pub has_ui: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

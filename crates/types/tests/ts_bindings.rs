@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use osprey_types::{
-    ApprovalAnswer, ApprovalRequest, ContentBlock, CoreInfo, ErrorCode, GrantDuration, GrantScope,
-    Origin, ToolResult, UiError,
+    AppRunState, AppStatus, ApprovalAnswer, ApprovalRequest, ApprovalResolution, ContentBlock,
+    CoreEvent, CoreInfo, ErrorCode, GrantDuration, GrantScope, Origin, ToolResult, UiError,
 };
 use ts_rs::{Config, TS};
 
@@ -48,6 +48,10 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<ApprovalAnswer>(&config, &mut index);
     export::<CoreInfo>(&config, &mut index);
     export::<UiError>(&config, &mut index);
+    export::<CoreEvent>(&config, &mut index);
+    export::<ApprovalResolution>(&config, &mut index);
+    export::<AppStatus>(&config, &mut index);
+    export::<AppRunState>(&config, &mut index);
 
     index.sort();
     let mut index_ts = String::from(
