@@ -8,6 +8,7 @@ mod audit;
 mod grants;
 mod memory;
 mod migrations;
+mod reminders;
 mod sessions;
 mod settings;
 
@@ -20,6 +21,10 @@ pub use audit::{AuditEntry, AuditLog, AuditQuery};
 pub use grants::{Grants, StoredGrant};
 pub use memory::{
     DEFAULT_NAMESPACE, Memory, MemoryHit, MemoryLayer, MemoryQuery, MemoryRow, NewMemory, fts_query,
+};
+pub use reminders::{
+    NewReminder, NextRun, ReminderKind, ReminderRow, ReminderRun, Reminders, RunFinish, RunOutcome,
+    RunStart, RunTrigger,
 };
 pub use sessions::{NewSession, SessionRow, Sessions, StoredMessage, StoredToolCall};
 pub use settings::Settings;
@@ -174,6 +179,10 @@ impl Database {
 
     pub fn memory(&self) -> Memory {
         Memory::new(self.clone())
+    }
+
+    pub fn reminders(&self) -> Reminders {
+        Reminders::new(self.clone())
     }
 
     /// Runs `f` on the connection. Keep it short: every repository shares this lock.

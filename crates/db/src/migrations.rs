@@ -115,6 +115,42 @@ pub(crate) const STEPS: &[&str] = &[
         INSERT INTO memories_fts(rowid, key, content) VALUES (new.id, new.key, new.content);
     END;
     "#,
+    // 4: reminders (one-shot and cron) and the history of their runs. `next_run_ms` is NULL once
+    // a one-shot has fired; `enabled = 0` is paused. `session_id` has no foreign key on purpose: a
+    // reminder may name a session that is created only when it first fires, and it outlives the
+    // deletion of its session (it then runs in a new one).
+    r#"
+    CREATE TABLE reminders (
+        id          INTEGER PRIMARY KEY,
+        session_id  TEXT,
+        title       TEXT NOT NULL,
+        prompt      TEXT NOT NULL,
+        kind        TEXT NOT NULL CHECK (kind IN ('one_shot', 'cron')),
+        schedule    TEXT NOT NULL,
+        timezone    TEXT NOT NULL,
+        next_run_ms INTEGER,
+        enabled     INTEGER NOT NULL DEFAULT 1,
+        origin      TEXT NOT NULL,
+        created_ms  INTEGER NOT NULL,
+        updated_ms  INTEGER NOT NULL,
+        last_run_ms INTEGER
+    );
+    CREATE INDEX reminders_due ON reminders(next_run_ms) WHERE enabled = 1 AND next_run_ms IS NOT NULL;
+
+    CREATE TABLE reminder_runs (
+        id           INTEGER PRIMARY KEY,
+        reminder_id  INTEGER NOT NULL REFERENCES reminders(id) ON DELETE CASCADE,
+        trigger      TEXT NOT NULL,
+        scheduled_ms INTEGER,
+        started_ms   INTEGER NOT NULL,
+        finished_ms  INTEGER,
+        outcome      TEXT NOT NULL CHECK (outcome IN ('running', 'ok', 'error', 'interrupted')),
+        session_id   TEXT,
+        error        TEXT,
+        output       TEXT
+    );
+    CREATE INDEX reminder_runs_reminder ON reminder_runs(reminder_id, id);
+    "#,
 ];
 
 pub(crate) const LATEST: i64 = STEPS.len() as i64;
