@@ -398,7 +398,7 @@ impl Registry {
             analysis: analysis.as_ref(),
             must_ask: sensitive_read.as_deref(),
         };
-        let decision = match self.inner.policy.evaluate(&subject) {
+        let decision = match self.inner.policy.evaluate_capped(&subject, ctx.level_cap) {
             Verdict::Allow(reason) => reason.as_str().to_string(),
             Verdict::Deny(message) => {
                 return refuse(Refusal::new(ErrorCode::PolicyDenied, message));
@@ -665,6 +665,7 @@ impl ToolContext {
             cancel: tokio_util::sync::CancellationToken::new(),
             deadline: Instant::now() + timeout,
             approver: None,
+            level_cap: None,
         }
     }
 

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::Domain;
-use crate::security::policy::Approver;
+use crate::security::policy::{Approver, Level};
 
 /// One call after the registry has resolved its name and validated `resource`/`action`.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -89,6 +89,10 @@ pub struct ToolContext {
     pub deadline: Instant,
     /// Who answers approval questions for this call; when `None` the registry's default broker.
     pub approver: Option<Arc<dyn Approver>>,
+    /// The loosest policy level this call may be judged at; the registry's policy applies the
+    /// stricter of its own level and this. Sub-agents carry their parent's (or a stricter) cap so
+    /// a child is never judged more loosely than its parent.
+    pub level_cap: Option<Level>,
 }
 
 impl std::fmt::Debug for ToolContext {

@@ -46,6 +46,22 @@ pub enum AskMode {
     Always,
 }
 
+impl Level {
+    /// The stricter of the two levels (deny, then allowlist, then full).
+    pub fn stricter(self, other: Level) -> Level {
+        let rank = |level: Level| match level {
+            Level::Deny => 0,
+            Level::Allowlist => 1,
+            Level::Full => 2,
+        };
+        if rank(other) < rank(self) {
+            other
+        } else {
+            self
+        }
+    }
+}
+
 impl FromStr for Level {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -317,11 +333,22 @@ impl Policy {
 
     /// Decides allow, ask or deny.
     pub fn evaluate(&self, subject: &Subject<'_>) -> Verdict {
+        self.evaluate_capped(subject, None)
+    }
+
+    /// Decides as [`Policy::evaluate`] with the level lowered to `cap` when the cap is stricter
+    /// (a sub-agent's calls are judged at most as loosely as its parent's). A cap never raises.
+    pub fn evaluate_capped(&self, subject: &Subject<'_>, cap: Option<Level>) -> Verdict {
         let facts = subject.facts;
         if facts.approval == ApprovalNeed::None {
             return Verdict::Allow(AllowReason::ReadOnly);
         }
-        let config = self.config();
+        let mut config = self.config();
+        if let Some(cap) = cap
+            && cap.stricter(config.level) != config.level
+        {
+            Arc::make_mut(&mut config).level = cap;
+        }
         if config.level == Level::Deny {
             return Verdict::Deny(format!(
                 "the approval policy is at level `deny`, which lets no call that changes something run ({})",
@@ -914,5 +941,44 @@ mod tests {
         assert!(glob_match("npm run *:test", "npm run unit:test"));
         assert!(glob_match("ls", "ls"));
         assert!(!glob_match("ls", "ls -la"));
+    }
+
+    #[test]
+    fn a_level_cap_only_tightens() {
+        let capped = |policy: &Policy, cap: Option<Level>| {
+            let facts = shell_facts("touch /tmp/x");
+            let analysis = analyze("touch /tmp/x");
+            policy.evaluate_capped(
+                &Subject {
+                    tool: "shell",
+                    resource: Some("bash"),
+                    action: Some("exec"),
+                    session_id: None,
+                    facts: &facts,
+                    analysis: Some(&analysis),
+                    must_ask: None,
+                },
+                cap,
+            )
+        };
+        let full = policy(Level::Full, AskMode::OnMiss, &[]);
+        assert_eq!(capped(&full, None), Verdict::Allow(AllowReason::Full));
+        assert_eq!(
+            capped(&full, Some(Level::Full)),
+            Verdict::Allow(AllowReason::Full)
+        );
+        assert!(matches!(
+            capped(&full, Some(Level::Allowlist)),
+            Verdict::Ask(_)
+        ));
+        assert!(matches!(capped(&full, Some(Level::Deny)), Verdict::Deny(_)));
+        // A looser cap than the policy's own level changes nothing.
+        let strict = policy(Level::Deny, AskMode::OnMiss, &[]);
+        assert!(matches!(
+            capped(&strict, Some(Level::Full)),
+            Verdict::Deny(_)
+        ));
+        assert_eq!(Level::Full.stricter(Level::Allowlist), Level::Allowlist);
+        assert_eq!(Level::Deny.stricter(Level::Full), Level::Deny);
     }
 }
