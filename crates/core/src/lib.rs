@@ -3,7 +3,9 @@
 //! desktop app and the `osprey` CLI) call. It emits events on channels; it must not know Tauri.
 
 pub mod agent;
+pub mod approvals;
 pub mod apps;
+pub mod secrets;
 pub mod events;
 pub mod settings;
 
@@ -53,6 +55,7 @@ struct Inner {
     db: Database,
     registry: Registry,
     events: events::EventBus,
+    approvals: approvals::ApprovalBroker,
     #[cfg(unix)]
     apps: apps::AppPlatform,
 }
@@ -143,6 +146,10 @@ impl Core {
                 data_dir,
                 db,
                 registry,
+                approvals: approvals::ApprovalBroker::new(
+                    events.clone(),
+                    approvals::DEFAULT_TIMEOUT,
+                ),
                 events,
                 #[cfg(unix)]
                 apps,
@@ -162,6 +169,12 @@ impl Core {
         &self.inner.registry
     }
 
+    /// The secret store for provider keys: the OS keyring, else a 0600 file in the data dir
+    /// (`OSPREY_SECRETS=file` forces the file).
+    pub fn secrets(&self) -> secrets::Secrets {
+        secrets::Secrets::new(&self.inner.data_dir, secrets::Backend::from_environment())
+    }
+
     /// Events emitted from now on (chat streaming, approvals, app states).
     pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<events::CoreEvent> {
         self.inner.events.subscribe()
@@ -175,6 +188,21 @@ impl Core {
     /// The bus itself, for parts of the core that emit from their own tasks.
     pub fn events(&self) -> &events::EventBus {
         &self.inner.events
+    }
+
+    /// The approval broker: questions the UI answers (see [`Core::attach_approvals`]).
+    pub fn approvals(&self) -> &approvals::ApprovalBroker {
+        &self.inner.approvals
+    }
+
+    /// Makes the broker the registry's default approver, so calls whose context names no
+    /// approver ask the UI (and are denied after the broker's timeout). Only a shell with a UI
+    /// listening to the events calls this; without it such calls are refused at once, which is
+    /// what the CLI wants when it has no terminal to ask on.
+    pub fn attach_approvals(&self) {
+        self.inner
+            .registry
+            .set_approver(Some(Arc::new(self.inner.approvals.clone())));
     }
 
     pub fn info(&self) -> CoreInfo {

@@ -1,0 +1,252 @@
+//! The approval broker through the real registry and a real shell command: a question is
+//! announced as an event and listed as pending, the answer runs the call, a timeout denies it,
+//! "always this session" skips the next question of that session only, and a cancelled call
+//! withdraws its question. Every outcome is in the audit log.
+
+use std::path::Path;
+use std::time::Duration;
+
+use osprey_core::{Core, CoreOptions};
+use osprey_db::AuditQuery;
+use osprey_tools::ToolContext;
+use osprey_types::{ApprovalAnswer, ApprovalResolution, CoreEvent, ErrorCode, Origin, ToolResult};
+use serde_json::json;
+use tokio::sync::broadcast;
+
+fn open(data: &Path) -> Core {
+    // The stored default policy: allowlist level, ask on a miss. `touch` is no safe bin.
+    let core = Core::open(CoreOptions {
+        data_dir: Some(data.to_path_buf()),
+        policy: None,
+    })
+    .unwrap();
+    core.attach_approvals();
+    core
+}
+
+fn touch(target: &Path) -> serde_json::Value {
+    json!({"resource": "bash", "action": "exec", "command": format!("touch {}", target.display())})
+}
+
+fn context(session: &str) -> ToolContext {
+    ToolContext::new(Origin::User, Duration::from_secs(60)).with_session(session)
+}
+
+/// The next event of the wanted kind, skipping others, within 10 s.
+async fn next_event(
+    events: &mut broadcast::Receiver<CoreEvent>,
+    wanted: impl Fn(&CoreEvent) -> bool,
+) -> CoreEvent {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let event = events.recv().await.expect("event bus closed");
+            if wanted(&event) {
+                return event;
+            }
+        }
+    })
+    .await
+    .expect("no such event within 10 s")
+}
+
+fn is_request(event: &CoreEvent) -> bool {
+    matches!(event, CoreEvent::ApprovalRequested { .. })
+}
+
+fn is_resolution(event: &CoreEvent) -> bool {
+    matches!(event, CoreEvent::ApprovalResolved { .. })
+}
+
+fn requested_id(event: CoreEvent) -> (String, String, i64) {
+    match event {
+        CoreEvent::ApprovalRequested {
+            request,
+            deadline_ms,
+        } => (request.id, request.summary, deadline_ms),
+        other => panic!("not a request: {other:?}"),
+    }
+}
+
+fn decisions(core: &Core, session: &str) -> Vec<(String, Option<String>)> {
+    core.registry().audit().flush();
+    let mut rows = core
+        .db()
+        .audit()
+        .list(&AuditQuery {
+            session_id: Some(session.into()),
+            ..AuditQuery::default()
+        })
+        .unwrap();
+    rows.reverse();
+    rows.into_iter().map(|r| (r.decision, r.code)).collect()
+}
+
+#[tokio::test]
+async fn an_answered_question_runs_the_call_and_is_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = open(&dir.path().join("data"));
+    let mut events = core.subscribe();
+    let target = dir.path().join("answered");
+
+    let call = tokio::spawn({
+        let core = core.clone();
+        let input = touch(&target);
+        async move { core.call_tool_with(&context("s1"), "shell", input).await }
+    });
+    let (id, summary, deadline_ms) = requested_id(next_event(&mut events, is_request).await);
+    assert!(summary.contains("touch"), "summary: {summary}");
+    let now = osprey_db::now_ms();
+    assert!(deadline_ms > now && deadline_ms <= now + 120_000);
+    let pending = core.approvals().pending();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].request.id, id);
+    assert!(!target.exists(), "ran before the answer");
+
+    core.approvals().answer(&id, ApprovalAnswer::Once).unwrap();
+    let result: ToolResult = call.await.unwrap();
+    assert!(!result.is_error, "{result:?}");
+    assert!(target.exists());
+    match next_event(&mut events, is_resolution).await {
+        CoreEvent::ApprovalResolved {
+            request_id,
+            resolution,
+        } => {
+            assert_eq!(request_id, id);
+            assert_eq!(
+                resolution,
+                ApprovalResolution::Answered {
+                    answer: ApprovalAnswer::Once
+                }
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(core.approvals().pending().is_empty());
+    // A second answer to the same question is refused with a clear error.
+    let error = core
+        .approvals()
+        .answer(&id, ApprovalAnswer::Once)
+        .unwrap_err();
+    assert_eq!(error.code(), "approval_not_pending");
+    assert!(error.to_string().contains(&id));
+    assert_eq!(decisions(&core, "s1"), [("ask:once".to_string(), None)]);
+}
+
+#[tokio::test]
+async fn an_unanswered_question_is_denied_at_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = open(&dir.path().join("data"));
+    core.approvals().set_timeout(Duration::from_millis(300));
+    let mut events = core.subscribe();
+    let target = dir.path().join("timed-out");
+
+    let result = core
+        .call_tool_with(&context("s2"), "shell", touch(&target))
+        .await;
+    assert!(result.is_error);
+    assert_eq!(result.code, Some(ErrorCode::ApprovalDenied));
+    assert!(!target.exists());
+    let (id, _, _) = requested_id(next_event(&mut events, is_request).await);
+    match next_event(&mut events, is_resolution).await {
+        CoreEvent::ApprovalResolved {
+            request_id,
+            resolution,
+        } => {
+            assert_eq!(request_id, id);
+            assert_eq!(resolution, ApprovalResolution::TimedOut);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(core.approvals().pending().is_empty());
+    let audited = decisions(&core, "s2");
+    assert_eq!(audited.len(), 1);
+    assert_eq!(audited[0].1.as_deref(), Some("approval_denied"));
+}
+
+#[tokio::test]
+async fn always_this_session_skips_the_next_question_in_that_session_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = open(&dir.path().join("data"));
+    let mut events = core.subscribe();
+    let target = dir.path().join("always");
+
+    let first = tokio::spawn({
+        let core = core.clone();
+        let input = touch(&target);
+        async move { core.call_tool_with(&context("s3"), "shell", input).await }
+    });
+    let (id, _, _) = requested_id(next_event(&mut events, is_request).await);
+    core.approvals()
+        .answer(&id, ApprovalAnswer::AlwaysThisSession)
+        .unwrap();
+    assert!(!first.await.unwrap().is_error);
+
+    // Same call, same session: runs with nobody asked (a short timeout would deny it otherwise).
+    core.approvals().set_timeout(Duration::from_millis(200));
+    std::fs::remove_file(&target).unwrap();
+    let again = core
+        .call_tool_with(&context("s3"), "shell", touch(&target))
+        .await;
+    assert!(!again.is_error, "{again:?}");
+    assert!(target.exists());
+
+    // Another session is asked again (and, unanswered, denied).
+    std::fs::remove_file(&target).unwrap();
+    let other = core
+        .call_tool_with(&context("s4"), "shell", touch(&target))
+        .await;
+    assert_eq!(other.code, Some(ErrorCode::ApprovalDenied));
+    assert!(!target.exists());
+
+    let mut asked = 0;
+    while let Ok(event) = events.try_recv() {
+        asked += usize::from(is_request(&event));
+    }
+    // The first question was consumed above; only session s4's came after it.
+    assert_eq!(asked, 1);
+    assert_eq!(
+        decisions(&core, "s3"),
+        [
+            ("ask:session".to_string(), None),
+            ("allow:session".to_string(), None)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_call_withdraws_its_question() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = open(&dir.path().join("data"));
+    let mut events = core.subscribe();
+    let target = dir.path().join("cancelled");
+    let ctx = context("s5");
+    let cancel = ctx.cancel.clone();
+
+    let call = tokio::spawn({
+        let core = core.clone();
+        let input = touch(&target);
+        async move { core.call_tool_with(&ctx, "shell", input).await }
+    });
+    let (id, _, _) = requested_id(next_event(&mut events, is_request).await);
+    cancel.cancel();
+    let result = call.await.unwrap();
+    assert_eq!(result.code, Some(ErrorCode::Cancelled));
+    match next_event(&mut events, is_resolution).await {
+        CoreEvent::ApprovalResolved {
+            request_id,
+            resolution,
+        } => {
+            assert_eq!(request_id, id);
+            assert_eq!(resolution, ApprovalResolution::Withdrawn);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(core.approvals().pending().is_empty());
+    // The UI's late click finds nothing to answer and nothing runs.
+    assert!(core.approvals().answer(&id, ApprovalAnswer::Once).is_err());
+    assert!(!target.exists());
+    assert_eq!(
+        decisions(&core, "s5"),
+        [("cancelled".to_string(), Some("cancelled".to_string()))]
+    );
+}
