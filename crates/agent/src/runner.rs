@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use osprey_db::{NewSession, Sessions};
 use osprey_tools::hooks::{HookDispatcher, NoHooks};
-use osprey_tools::{Approver, Registry, ToolContext};
+use osprey_tools::{Approver, Level, Registry, ToolContext};
 use osprey_types::{ErrorCode, Origin, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
@@ -79,6 +79,9 @@ pub struct TurnRequest {
     pub cancel: CancellationToken,
     /// Where live events go (UI, CLI); `None` to run quietly.
     pub events: Option<UnboundedSender<AgentEvent>>,
+    /// The loosest policy level this turn's tool calls may be judged at (a sub-agent's turn
+    /// carries its parent's cap; see `ToolContext::level_cap`).
+    pub level_cap: Option<Level>,
 }
 
 impl TurnRequest {
@@ -90,6 +93,7 @@ impl TurnRequest {
             approver: None,
             cancel: CancellationToken::new(),
             events: None,
+            level_cap: None,
         }
     }
 }
@@ -578,6 +582,7 @@ impl Runner {
             .with_session(turn.session_id.clone());
         ctx.cancel = turn.cancel.child_token();
         ctx.approver = turn.approver.clone();
+        ctx.level_cap = turn.level_cap;
         if ctx.cancel.is_cancelled() {
             return ToolResult::error(
                 ErrorCode::Cancelled,
