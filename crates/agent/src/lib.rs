@@ -11,6 +11,7 @@ pub mod agent_tool;
 pub mod message;
 pub mod provider;
 pub mod runner;
+pub mod skill_tool;
 pub mod skills;
 
 use std::time::Duration;
@@ -22,6 +23,8 @@ pub use provider::ollama::Ollama;
 pub use provider::openai::OpenAi;
 pub use provider::{Assembler, EventStream, Provider, RetryPolicy, Sleeper};
 pub use runner::{AgentEvent, Runner, RunnerConfig, TurnOutcome, TurnRequest, TurnStop};
+pub use skill_tool::SkillTool;
+pub use skills::Skills;
 
 /// What can go wrong talking to a model or running a turn. Provider errors are classified so the
 /// runner (and the person) can tell what to do about them.

@@ -3,14 +3,22 @@
 //! parallel, each with the session's origin, approver and the turn's cancellation), persist and
 //! feed back the results, until the model ends its turn or the step limit is reached.
 //! Cancellation is honoured at every await. Hook points run only when someone subscribes.
+//!
+//! Context: the prompt carries the installed apps, the session's active skills (triggers matched
+//! on each message) and relevant memory (see `prompt.rs`); before each model call the history is
+//! measured (`tokens.rs`) and, near the model's window, old screenshots are dropped and then
+//! older turns summarized (`compaction.rs`).
 
+pub mod compaction;
 pub mod prompt;
+pub mod tokens;
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
-use osprey_db::{NewSession, Sessions};
+use futures::future::BoxFuture;
+use osprey_db::{Memory, NewSession, Sessions};
 use osprey_tools::hooks::{HookDispatcher, NoHooks};
 use osprey_tools::{Approver, Level, Registry, ToolContext};
 use osprey_types::{ErrorCode, Origin, ToolResult};
@@ -20,8 +28,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::message::{ChatRequest, Message, Part, Role, StopReason, StreamEvent, ToolSpec, Usage};
 use crate::provider::{Assembler, Provider};
+use crate::skills::Skills;
 use crate::{Error, Result};
-use prompt::Section;
+use compaction::{SUMMARY_INSTRUCTIONS, SUMMARY_ROLE, Transcript};
+use prompt::{MemoryBudget, Section};
+use tokens::ImageCost;
 
 /// Filter: the outgoing request (`{session_id, system, messages}`); may rewrite both.
 pub const MESSAGE_PRE_SEND: &str = "message.pre_send";
@@ -51,6 +62,15 @@ pub struct RunnerConfig {
     pub identity: String,
     /// Deadline for each tool call.
     pub tool_timeout: Duration,
+    /// The model's context window in tokens; `None`: by the model's name
+    /// ([`tokens::default_context_window`]).
+    pub context_window: Option<u64>,
+    /// Compact when a request's estimate reaches this share of the window.
+    pub compact_threshold: f64,
+    /// Turns kept word for word when older ones are summarized.
+    pub keep_turns: usize,
+    /// How much memory the prompt carries.
+    pub memory: MemoryBudget,
 }
 
 impl Default for RunnerConfig {
@@ -63,9 +83,21 @@ impl Default for RunnerConfig {
                        tools; say briefly what you did."
                 .into(),
             tool_timeout: Duration::from_secs(600),
+            context_window: None,
+            compact_threshold: 0.8,
+            keep_turns: 4,
+            memory: MemoryBudget {
+                tacit: 10,
+                recalled: 5,
+                chars: 4_000,
+            },
         }
     }
 }
+
+/// The installed-apps section of the prompt, asked for at each turn (apps come and go); core
+/// supplies it.
+pub type AppsSection = Arc<dyn Fn() -> BoxFuture<'static, String> + Send + Sync>;
 
 /// One turn to run.
 #[derive(Clone)]
@@ -118,6 +150,15 @@ pub enum AgentEvent {
         usage: Usage,
         stop: Option<StopReason>,
     },
+    /// The history neared the context window and was made smaller before a model call.
+    Compacted {
+        /// Tool-result images replaced by a note (the newest is kept).
+        images_dropped: usize,
+        /// Messages replaced by a summary (0 when dropping images was enough).
+        messages_summarized: usize,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
 }
 
 /// Why a turn ended.
@@ -156,7 +197,16 @@ struct Inner {
     registry: Registry,
     sessions: Sessions,
     hooks: RwLock<Arc<dyn HookDispatcher>>,
+    sources: RwLock<Sources>,
     config: RunnerConfig,
+}
+
+/// Where the prompt's apps, skills and memory sections come from.
+#[derive(Clone, Default)]
+struct Sources {
+    skills: Option<Skills>,
+    memory: Option<Memory>,
+    apps: Option<AppsSection>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -187,6 +237,7 @@ impl Runner {
                 registry,
                 sessions,
                 hooks: RwLock::new(Arc::new(NoHooks)),
+                sources: RwLock::new(Sources::default()),
                 config,
             }),
         }
@@ -194,6 +245,37 @@ impl Runner {
 
     pub fn set_hooks(&self, hooks: Arc<dyn HookDispatcher>) {
         *self.inner.hooks.write().unwrap_or_else(|e| e.into_inner()) = hooks;
+    }
+
+    /// The skills whose triggers and active set fill the prompt's `skills` section (per
+    /// session, kept in memory by [`Skills`]).
+    pub fn set_skills(&self, skills: Skills) {
+        self.write_sources().skills = Some(skills);
+    }
+
+    /// The memory recalled into the prompt's `memory` section.
+    pub fn set_memory(&self, memory: Memory) {
+        self.write_sources().memory = Some(memory);
+    }
+
+    /// The installed-apps section, asked for at each turn.
+    pub fn set_installed_apps(&self, apps: AppsSection) {
+        self.write_sources().apps = Some(apps);
+    }
+
+    fn write_sources(&self) -> std::sync::RwLockWriteGuard<'_, Sources> {
+        self.inner
+            .sources
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn sources(&self) -> Sources {
+        self.inner
+            .sources
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn hooks(&self) -> Arc<dyn HookDispatcher> {
@@ -208,29 +290,41 @@ impl Runner {
         &self.inner.config
     }
 
-    /// The session's stored conversation, repaired so every tool call has a result (a crash or
-    /// a failure between persisting a call and its result would otherwise leave a history the
-    /// providers reject).
+    /// The session's conversation as the model sees it: from the latest summary on (see
+    /// `compaction.rs`), repaired so every tool call has a result (a crash or a failure between
+    /// persisting a call and its result would otherwise leave a history the providers reject).
     pub fn history(&self, session_id: &str) -> Result<Vec<Message>> {
-        Ok(repair_history(self.stored_history(session_id)?))
+        Ok(self.transcript(session_id)?.messages)
     }
 
-    fn stored_history(&self, session_id: &str) -> Result<Vec<Message>> {
-        self.inner
-            .sessions
-            .messages(session_id)?
-            .into_iter()
-            .map(|stored| {
-                let role = match stored.role.as_str() {
-                    "assistant" => Role::Assistant,
-                    _ => Role::User,
-                };
-                let content: Vec<Part> = serde_json::from_value(stored.content).map_err(|e| {
-                    Error::Protocol(format!("stored message {} is unreadable: {e}", stored.seq))
-                })?;
-                Ok(Message { role, content })
-            })
-            .collect()
+    fn transcript(&self, session_id: &str) -> Result<Transcript> {
+        let rows = self.inner.sessions.messages(session_id)?;
+        let summary = rows.iter().rev().find(|r| r.role == SUMMARY_ROLE);
+        let mut items: Vec<(Message, i64)> = Vec::with_capacity(rows.len() + 1);
+        let mut through = 0;
+        if let Some(row) = summary {
+            through = row.content["through_seq"].as_i64().unwrap_or(0);
+            let text = row.content["summary"].as_str().unwrap_or_default();
+            items.push((compaction::summary_message(text), through));
+        }
+        for stored in rows {
+            if stored.role == SUMMARY_ROLE || stored.seq <= through {
+                continue;
+            }
+            let role = match stored.role.as_str() {
+                "assistant" => Role::Assistant,
+                _ => Role::User,
+            };
+            let content: Vec<Part> = serde_json::from_value(stored.content).map_err(|e| {
+                Error::Protocol(format!("stored message {} is unreadable: {e}", stored.seq))
+            })?;
+            items.push((Message { role, content }, stored.seq));
+        }
+        let mut transcript = Transcript::default();
+        for (message, seq) in repair_indexed(items) {
+            transcript.push(message, seq);
+        }
+        Ok(transcript)
     }
 
     /// Runs one turn to its end. Provider failures end the turn with an error (the session is
@@ -246,6 +340,9 @@ impl Runner {
         })?;
         sessions.set_status(&turn.session_id, "running")?;
         let outcome = self.play(&turn).await;
+        if let Some(skills) = &self.sources().skills {
+            skills.end_turn(&turn.session_id);
+        }
         let status = match &outcome {
             Ok(o) if o.stop == TurnStop::Cancelled => "cancelled",
             Ok(_) => "idle",
@@ -258,13 +355,10 @@ impl Runner {
 
     async fn play(&self, turn: &TurnRequest) -> Result<TurnOutcome> {
         let config = &self.inner.config;
-        let mut messages = Vec::new();
-        for message in self.history(&turn.session_id)? {
-            push_merged(&mut messages, message);
-        }
+        let mut transcript = self.transcript(&turn.session_id)?;
         let user = Message::user_text(&turn.input);
-        self.persist(turn, &user, None).await?;
-        push_merged(&mut messages, user);
+        let user_seq = self.persist(turn, &user, None).await?;
+        transcript.push(user, user_seq);
 
         let tools: Vec<ToolSpec> = self
             .inner
@@ -282,10 +376,12 @@ impl Runner {
         let mut total = Usage::default();
         let mut last_text = String::new();
         for step in 1..=config.max_steps {
+            self.fit_context(turn, &system, &tools, &mut transcript)
+                .await?;
             let mut request = ChatRequest {
                 model: config.model.clone(),
                 system: system.clone(),
-                messages: messages.clone(),
+                messages: transcript.messages.clone(),
                 tools: tools.clone(),
                 max_tokens: config.max_tokens,
             };
@@ -321,7 +417,7 @@ impl Runner {
             self.post_receive(turn, &mut reply).await;
             let seq = self.persist(turn, &reply, Some(usage)).await?;
             last_text = reply.text();
-            push_merged(&mut messages, reply.clone());
+            transcript.push(reply.clone(), seq);
             emit(
                 turn,
                 AgentEvent::StepFinished {
@@ -354,8 +450,8 @@ impl Runner {
                 role: Role::User,
                 content: results,
             };
-            self.persist(turn, &feedback, None).await?;
-            push_merged(&mut messages, feedback);
+            let feedback_seq = self.persist(turn, &feedback, None).await?;
+            transcript.push(feedback, feedback_seq);
             if turn.cancel.is_cancelled() {
                 return Ok(TurnOutcome {
                     stop: TurnStop::Cancelled,
@@ -374,7 +470,22 @@ impl Runner {
     }
 
     async fn system_prompt(&self, turn: &TurnRequest, tools: &[ToolSpec]) -> String {
-        let mut sections = prompt::default_sections(&self.inner.config.identity, tools);
+        let sources = self.sources();
+        let apps = match &sources.apps {
+            Some(apps) => apps().await,
+            None => String::new(),
+        };
+        let skills = sources
+            .skills
+            .as_ref()
+            .map(|s| s.begin_turn(&turn.session_id, &turn.input))
+            .unwrap_or_default();
+        let memory = match &sources.memory {
+            Some(memory) => self.memory_section(turn, memory).await,
+            None => String::new(),
+        };
+        let mut sections =
+            prompt::sections(&self.inner.config.identity, tools, &apps, &skills, &memory);
         let hooks = self.hooks();
         if hooks.has_subscribers(PROMPT_SYSTEM_SECTIONS) {
             let payload = json!({"session_id": turn.session_id, "sections": sections});
@@ -387,6 +498,162 @@ impl Runner {
             }
         }
         prompt::render(&sections)
+    }
+
+    /// Memory for the prompt. A `memory.pre_recall` subscriber sees `{action: "prompt", query,
+    /// limit, origin, session_id}` first and may rewrite the query, or answer itself
+    /// (`handled`, with the memories' texts in `memories`).
+    async fn memory_section(&self, turn: &TurnRequest, memory: &Memory) -> String {
+        let budget = self.inner.config.memory;
+        let mut query = turn.input.clone();
+        let hooks = self.hooks();
+        if hooks.has_subscribers(MEMORY_PRE_RECALL) {
+            let payload = json!({
+                "action": "prompt",
+                "query": query,
+                "limit": budget.recalled,
+                "origin": turn.origin.as_str(),
+                "session_id": turn.session_id,
+            });
+            let outcome = hooks.apply_filter(MEMORY_PRE_RECALL, payload).await;
+            if outcome.handled {
+                let texts: Vec<String> = outcome.payload["memories"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|m| m.as_str().or_else(|| m["content"].as_str()))
+                    .map(String::from)
+                    .collect();
+                return prompt::memory_text(&[], &texts, budget.chars);
+            }
+            if let Some(rewritten) = outcome.payload["query"].as_str() {
+                query = rewritten.to_string();
+            }
+        }
+        prompt::memory_section(memory, &query, budget)
+    }
+
+    /// Before a model call: when the request's estimate reaches the threshold of the window,
+    /// drop old screenshots, then summarize older turns (persisted as a summary row).
+    async fn fit_context(
+        &self,
+        turn: &TurnRequest,
+        system: &str,
+        tools: &[ToolSpec],
+        transcript: &mut Transcript,
+    ) -> Result<()> {
+        let config = &self.inner.config;
+        let provider = self.inner.provider.name();
+        let window = config
+            .context_window
+            .unwrap_or_else(|| tokens::default_context_window(provider, &config.model));
+        let limit = (window as f64 * config.compact_threshold) as u64;
+        let images = ImageCost::for_provider(provider);
+        let fixed = tokens::text_tokens(system) + tokens::tools_tokens(tools);
+        let measure = |messages: &[Message]| -> u64 {
+            fixed
+                + messages
+                    .iter()
+                    .map(|m| tokens::message_tokens(m, images))
+                    .sum::<u64>()
+        };
+        let before = measure(&transcript.messages);
+        if before < limit {
+            return Ok(());
+        }
+        let images_dropped = compaction::drop_old_images(&mut transcript.messages);
+        let mut after = measure(&transcript.messages);
+        let mut messages_summarized = 0;
+        if after >= limit {
+            // Room for the summary itself (about 400 words).
+            let summary_allowance = 800;
+            let cut = compaction::choose_cut(&transcript.messages, config.keep_turns, |cut| {
+                measure(&transcript.messages[cut..]) + summary_allowance < limit
+            });
+            if let Some(cut) = cut {
+                // The summarizer sees at most half the window of transcript.
+                let max_chars = (window as usize / 2).saturating_mul(4);
+                match self
+                    .summarize(turn, &transcript.messages[..cut], max_chars)
+                    .await
+                {
+                    Ok(summary) => {
+                        let through = transcript.seqs[cut - 1];
+                        let content = json!({"summary": summary, "through_seq": through});
+                        self.inner.sessions.append_message(
+                            &turn.session_id,
+                            SUMMARY_ROLE,
+                            &content,
+                            None,
+                        )?;
+                        transcript.replace_head(cut, &summary);
+                        messages_summarized = cut;
+                        after = measure(&transcript.messages);
+                    }
+                    Err(Error::Cancelled) => return Err(Error::Cancelled),
+                    Err(error) => {
+                        // The call may still fit, or fail with a clear context error.
+                        tracing::warn!(%error, "summarizing older turns failed; sending as is");
+                    }
+                }
+            }
+        }
+        if images_dropped > 0 || messages_summarized > 0 {
+            emit(
+                turn,
+                AgentEvent::Compacted {
+                    images_dropped,
+                    messages_summarized,
+                    tokens_before: before,
+                    tokens_after: after,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Asks the model for a summary of `messages` (no tools, its own instructions).
+    async fn summarize(
+        &self,
+        turn: &TurnRequest,
+        messages: &[Message],
+        max_chars: usize,
+    ) -> Result<String> {
+        let request = ChatRequest {
+            model: self.inner.config.model.clone(),
+            system: SUMMARY_INSTRUCTIONS.to_string(),
+            messages: vec![Message::user_text(format!(
+                "Summarize this conversation so far:\n\n{}",
+                compaction::transcript_text(messages, max_chars)
+            ))],
+            tools: Vec::new(),
+            max_tokens: self.inner.config.max_tokens.min(2_048),
+        };
+        let mut assembler = Assembler::new();
+        let mut stream = tokio::select! {
+            biased;
+            _ = turn.cancel.cancelled() => return Err(Error::Cancelled),
+            stream = self.inner.provider.stream(request) => stream?,
+        };
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = turn.cancel.cancelled() => return Err(Error::Cancelled),
+                next = stream.next() => next,
+            };
+            match next {
+                None => break,
+                Some(Err(error)) => return Err(error),
+                Some(Ok(event)) => assembler.push(&event),
+            }
+        }
+        let summary = assembler.text();
+        if summary.trim().is_empty() {
+            return Err(Error::Protocol(
+                "the model returned an empty summary".into(),
+            ));
+        }
+        Ok(summary)
     }
 
     async fn steer(&self, turn: &TurnRequest, step: u32, request: &mut ChatRequest) {
@@ -593,39 +860,42 @@ impl Runner {
     }
 }
 
-/// Appends `message`, merging it into the last one when both have the same role (after a failed
-/// or cut-off turn two user messages can follow each other; not every provider accepts that).
-fn push_merged(messages: &mut Vec<Message>, message: Message) {
-    match messages.last_mut() {
-        Some(last) if last.role == message.role => last.content.extend(message.content),
-        _ => messages.push(message),
-    }
-}
-
 /// Gives every tool call without a result an error result saying it was interrupted, placed in
 /// the user message right after the call (created when missing).
 pub fn repair_history(messages: Vec<Message>) -> Vec<Message> {
-    let mut repaired: Vec<Message> = Vec::with_capacity(messages.len());
+    repair_indexed(messages.into_iter().map(|m| (m, 0)).collect())
+        .into_iter()
+        .map(|(m, _)| m)
+        .collect()
+}
+
+/// [`repair_history`] over messages paired with their stored seq (a created message takes the
+/// seq of the call before it).
+fn repair_indexed(messages: Vec<(Message, i64)>) -> Vec<(Message, i64)> {
+    let mut repaired: Vec<(Message, i64)> = Vec::with_capacity(messages.len());
     let mut messages = messages.into_iter().peekable();
-    while let Some(message) = messages.next() {
+    while let Some((message, seq)) = messages.next() {
         let call_ids: Vec<String> = message
             .tool_calls()
             .map(|(id, _, _)| id.to_string())
             .collect();
         let is_assistant = message.role == Role::Assistant;
-        repaired.push(message);
+        repaired.push((message, seq));
         if !is_assistant || call_ids.is_empty() {
             continue;
         }
-        let mut next = match messages.peek() {
-            Some(m) if m.role == Role::User => messages.next().unwrap_or_else(|| Message {
-                role: Role::User,
-                content: Vec::new(),
-            }),
-            _ => Message {
-                role: Role::User,
-                content: Vec::new(),
-            },
+        let empty = || {
+            (
+                Message {
+                    role: Role::User,
+                    content: Vec::new(),
+                },
+                seq,
+            )
+        };
+        let (mut next, next_seq) = match messages.peek() {
+            Some((m, _)) if m.role == Role::User => messages.next().unwrap_or_else(empty),
+            _ => empty(),
         };
         let answered = |id: &str| {
             next.content
@@ -645,7 +915,7 @@ pub fn repair_history(messages: Vec<Message>) -> Vec<Message> {
             .collect();
         // Results go first in the message (Anthropic requires it).
         next.content.splice(0..0, missing);
-        repaired.push(next);
+        repaired.push((next, next_seq));
     }
     repaired
 }

@@ -11,14 +11,20 @@
 //! The instructions...
 //! ```
 //!
-//! Skills come from three kinds of directory, later ones overriding earlier ones by name:
-//! bundled, then apps', then the person's own. Start-up must not wait on thousands of them, so
-//! [`SkillCatalog::new`] only records the directories; the index (every frontmatter) is built on
-//! first use or by [`SkillCatalog::warm_in_background`], once.
+//! Skills come from three kinds of place, later ones overriding earlier ones by name: bundled
+//! (compiled into Osprey from `crates/agent/skills/`, see [`BUNDLED`]), then apps'
+//! (`<data>/apps/<app-id>/SKILL.md`), then the person's own (`<data>/skills/<name>/SKILL.md`).
+//! Start-up must not wait on thousands of them, so [`SkillCatalog::new`] only records the
+//! directories; the index (every frontmatter) is built on first use or by
+//! [`SkillCatalog::warm_in_background`], and again after [`SkillCatalog::refresh`] (the skill
+//! tool calls it after writing).
 //!
 //! [`ActiveSkills`] keeps what the prompt carries: at most [`MAX_ACTIVE`] skills and
 //! [`BUDGET_CHARS`] characters of instructions in all, each for [`AUTO_TTL`] turns after a
-//! trigger matched ([`MANUAL_TTL`] when loaded by hand).
+//! trigger matched ([`MANUAL_TTL`] when loaded by hand). [`Skills`] holds the catalog and one
+//! active set per session, shared by the runner (triggers, the prompt section, turn counting) and
+//! the `skill` tool (`load`). The active sets live in memory only: a restart forgets them, which
+//! costs at most a few turns of a skill the next trigger brings back.
 //!
 //! The frontmatter is parsed by hand rather than with a YAML crate: Osprey reads three keys
 //! (two strings and a list of strings), `serde_yaml` is deprecated and its forks are young, and
@@ -29,7 +35,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 
 /// The file each skill folder holds.
 pub const SKILL_FILE: &str = "SKILL.md";
@@ -42,6 +48,18 @@ pub const AUTO_TTL: u32 = 4;
 /// Turns a skill stays in the prompt after being loaded by hand.
 pub const MANUAL_TTL: u32 = 6;
 
+/// The skills shipped with Osprey, compiled in: `(folder, SKILL.md text)`.
+pub const BUNDLED: &[(&str, &str)] = &[
+    (
+        "skill-authoring",
+        include_str!("../skills/skill-authoring/SKILL.md"),
+    ),
+    (
+        "desktop-automation",
+        include_str!("../skills/desktop-automation/SKILL.md"),
+    ),
+];
+
 /// Where a skill came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SkillSource {
@@ -51,11 +69,24 @@ pub enum SkillSource {
     User,
 }
 
+impl SkillSource {
+    /// `bundled`, `app` or `user`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SkillSource::Bundled => "bundled",
+            SkillSource::App(_) => "app",
+            SkillSource::User => "user",
+        }
+    }
+}
+
 /// A directory of skill folders.
 #[derive(Clone, Debug)]
 pub struct SkillDir {
     pub path: PathBuf,
     pub source: SkillSource,
+    /// Each folder is an app (`<data>/apps/<id>/SKILL.md`): its skill's source is that app.
+    pub folder_is_app: bool,
 }
 
 impl SkillDir {
@@ -63,6 +94,16 @@ impl SkillDir {
         SkillDir {
             path: path.into(),
             source,
+            folder_is_app: false,
+        }
+    }
+
+    /// The apps directory: every installed app's `SKILL.md`.
+    pub fn apps(path: impl Into<PathBuf>) -> Self {
+        SkillDir {
+            path: path.into(),
+            source: SkillSource::App(String::new()),
+            folder_is_app: true,
         }
     }
 }
@@ -110,6 +151,13 @@ pub enum SkillError {
         name: String,
         chars: usize,
         budget: usize,
+    },
+    #[error("{0}")]
+    Refused(String),
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
     },
 }
 
@@ -298,6 +346,8 @@ fn normalise(text: &str) -> String {
 
 struct Index {
     skills: Vec<SkillMeta>,
+    /// The compiled-in text of bundled skills, by skill index.
+    embedded: HashMap<usize, &'static str>,
     by_name: HashMap<String, usize>,
     /// Normalised triggers with the skill they belong to.
     triggers: Vec<(String, usize)>,
@@ -313,7 +363,10 @@ pub struct SkillCatalog {
 
 struct CatalogInner {
     dirs: Vec<SkillDir>,
-    index: OnceLock<Index>,
+    bundled: &'static [(&'static str, &'static str)],
+    /// Built on first use; the lock is held while building so concurrent first uses wait for
+    /// one build instead of each walking the disk.
+    index: Mutex<Option<Arc<Index>>>,
 }
 
 impl std::fmt::Debug for SkillCatalog {
@@ -329,17 +382,41 @@ impl SkillCatalog {
     /// A catalog over `dirs`, in precedence order (later ones override earlier ones by name).
     /// Touches no file.
     pub fn new(dirs: Vec<SkillDir>) -> Self {
+        Self::with_bundled(&[], dirs)
+    }
+
+    /// A catalog over compiled-in skills (`(folder, text)`, lowest precedence) and `dirs`.
+    pub fn with_bundled(
+        bundled: &'static [(&'static str, &'static str)],
+        dirs: Vec<SkillDir>,
+    ) -> Self {
         SkillCatalog {
             inner: Arc::new(CatalogInner {
                 dirs,
-                index: OnceLock::new(),
+                bundled,
+                index: Mutex::new(None),
             }),
         }
     }
 
     /// Whether the index has been built.
     pub fn is_indexed(&self) -> bool {
-        self.inner.index.get().is_some()
+        self.inner
+            .index
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// Forgets the index so the next use reads the directories again (after a skill was
+    /// written or removed).
+    pub fn refresh(&self) {
+        *self.inner.index.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// The directories, in precedence order.
+    pub fn dirs(&self) -> &[SkillDir] {
+        &self.inner.dirs
     }
 
     /// Builds the index on a background thread so the first use finds it ready. Returns the
@@ -351,10 +428,10 @@ impl SkillCatalog {
         })
     }
 
-    fn index(&self) -> &Index {
-        self.inner
-            .index
-            .get_or_init(|| build_index(&self.inner.dirs))
+    fn index(&self) -> Arc<Index> {
+        let mut slot = self.inner.index.lock().unwrap_or_else(|e| e.into_inner());
+        slot.get_or_insert_with(|| Arc::new(build_index(self.inner.bundled, &self.inner.dirs)))
+            .clone()
     }
 
     /// Every skill, sorted by name.
@@ -384,13 +461,19 @@ impl SkillCatalog {
 
     /// Reads a skill's instructions from disk.
     pub fn load(&self, name: &str) -> Result<Skill, SkillError> {
-        let meta = self
+        let index = self.index();
+        let i = *index
+            .by_name
             .get(name)
             .ok_or_else(|| SkillError::NotFound(name.to_string()))?;
-        let text = std::fs::read_to_string(&meta.path).map_err(|source| SkillError::Read {
-            path: meta.path.clone(),
-            source,
-        })?;
+        let meta = index.skills[i].clone();
+        let text = match index.embedded.get(&i) {
+            Some(text) => (*text).to_string(),
+            None => std::fs::read_to_string(&meta.path).map_err(|source| SkillError::Read {
+                path: meta.path.clone(),
+                source,
+            })?,
+        };
         let (_, body) = parse_skill(&text).map_err(|message| SkillError::Invalid {
             path: meta.path.clone(),
             message,
@@ -418,10 +501,23 @@ impl SkillCatalog {
     }
 }
 
-fn build_index(dirs: &[SkillDir]) -> Index {
+fn build_index(bundled: &'static [(&'static str, &'static str)], dirs: &[SkillDir]) -> Index {
     let mut skills: Vec<SkillMeta> = Vec::new();
     let mut by_name: HashMap<String, usize> = HashMap::new();
+    let mut embedded = HashMap::new();
     let mut problems = Vec::new();
+    for (folder, text) in bundled {
+        let path = PathBuf::from("<bundled>").join(folder).join(SKILL_FILE);
+        match parse_skill(text) {
+            Ok((front, body)) => {
+                let meta = skill_meta(front, body, folder, path, SkillSource::Bundled);
+                embedded.insert(skills.len(), *text);
+                by_name.insert(meta.name.clone(), skills.len());
+                skills.push(meta);
+            }
+            Err(message) => problems.push(format!("{}: {message}", path.display())),
+        }
+    }
     for dir in dirs {
         let Ok(entries) = std::fs::read_dir(&dir.path) else {
             continue;
@@ -441,30 +537,23 @@ fn build_index(dirs: &[SkillDir]) -> Index {
             };
             match parse_skill(&text) {
                 Ok((front, body)) => {
-                    let name = front.name.unwrap_or_else(|| {
-                        folder
-                            .file_name()
-                            .map(|n| n.to_string_lossy().into_owned())
-                            .unwrap_or_default()
-                    });
-                    let description = front.description.unwrap_or_else(|| {
-                        body.lines()
-                            .map(|l| l.trim_start_matches('#').trim())
-                            .find(|l| !l.is_empty())
-                            .unwrap_or_default()
-                            .to_string()
-                    });
-                    let meta = SkillMeta {
-                        name: name.clone(),
-                        description,
-                        triggers: front.triggers,
-                        path,
-                        source: dir.source.clone(),
+                    let folder_name = folder
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let source = if dir.folder_is_app {
+                        SkillSource::App(folder_name.clone())
+                    } else {
+                        dir.source.clone()
                     };
-                    match by_name.get(&name) {
-                        Some(&i) => skills[i] = meta,
+                    let meta = skill_meta(front, body, &folder_name, path, source);
+                    match by_name.get(&meta.name) {
+                        Some(&i) => {
+                            embedded.remove(&i);
+                            skills[i] = meta;
+                        }
                         None => {
-                            by_name.insert(name, skills.len());
+                            by_name.insert(meta.name.clone(), skills.len());
                             skills.push(meta);
                         }
                     }
@@ -486,9 +575,34 @@ fn build_index(dirs: &[SkillDir]) -> Index {
         .collect();
     Index {
         skills,
+        embedded,
         by_name,
         triggers,
         problems,
+    }
+}
+
+fn skill_meta(
+    front: Frontmatter,
+    body: &str,
+    folder: &str,
+    path: PathBuf,
+    source: SkillSource,
+) -> SkillMeta {
+    let name = front.name.unwrap_or_else(|| folder.to_string());
+    let description = front.description.unwrap_or_else(|| {
+        body.lines()
+            .map(|l| l.trim_start_matches('#').trim())
+            .find(|l| !l.is_empty())
+            .unwrap_or_default()
+            .to_string()
+    });
+    SkillMeta {
+        name,
+        description,
+        triggers: front.triggers,
+        path,
+        source,
     }
 }
 
@@ -586,8 +700,17 @@ impl ActiveSkills {
     /// Activates the catalog's skills whose triggers appear in `message` (a turn's start).
     /// Skills that cannot be read are skipped and returned as problems.
     pub fn match_message(&mut self, catalog: &SkillCatalog, message: &str) -> Vec<String> {
+        self.activate_matched(catalog, catalog.matching(message))
+    }
+
+    /// Activates skills already matched (see [`SkillCatalog::matching`]) for [`AUTO_TTL`] turns.
+    pub fn activate_matched(
+        &mut self,
+        catalog: &SkillCatalog,
+        matched: Vec<SkillMeta>,
+    ) -> Vec<String> {
         let mut problems = Vec::new();
-        for meta in catalog.matching(message) {
+        for meta in matched {
             if self.active.iter().any(|a| a.name == meta.name) {
                 if let Some(a) = self.active.iter_mut().find(|a| a.name == meta.name) {
                     a.turns_left = a.turns_left.max(AUTO_TTL);
@@ -626,14 +749,34 @@ impl ActiveSkills {
     }
 }
 
-/// Writes a SKILL.md (tests, and the skill tool's create later).
+/// Writes a SKILL.md (tests and fixtures; the skill tool writes atomically, see
+/// `skill_tool.rs`).
 pub fn write_skill(
     dir: &Path,
     folder: &str,
     front: &Frontmatter,
     body: &str,
 ) -> std::io::Result<PathBuf> {
-    let quote = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
+    let text = render_skill(front, body);
+    let folder = dir.join(folder);
+    std::fs::create_dir_all(&folder)?;
+    let path = folder.join(SKILL_FILE);
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+/// A SKILL.md's text: the frontmatter (values double-quoted, so any text round-trips through
+/// [`parse_skill`]), then the body.
+pub fn render_skill(front: &Frontmatter, body: &str) -> String {
+    let quote = |s: &str| {
+        format!(
+            "\"{}\"",
+            s.replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\n', "\\n")
+                .replace('\t', "\\t")
+        )
+    };
     let mut text = String::from("---\n");
     if let Some(name) = &front.name {
         text.push_str(&format!("name: {}\n", quote(name)));
@@ -647,9 +790,153 @@ pub fn write_skill(
     }
     text.push_str("---\n");
     text.push_str(body);
-    let folder = dir.join(folder);
-    std::fs::create_dir_all(&folder)?;
-    let path = folder.join(SKILL_FILE);
-    std::fs::write(&path, text)?;
-    Ok(path)
+    text
+}
+
+/// The catalog and each session's active skills, shared by the runner and the `skill` tool.
+/// Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Skills {
+    inner: Arc<SkillsInner>,
+}
+
+#[derive(Debug)]
+struct SkillsInner {
+    catalog: SkillCatalog,
+    /// Where the person's skills are written; `None` when the catalog has none (read-only).
+    user_dir: Option<PathBuf>,
+    sessions: Mutex<HashMap<String, ActiveSkills>>,
+}
+
+impl Skills {
+    pub fn new(catalog: SkillCatalog, user_dir: Option<PathBuf>) -> Self {
+        Skills {
+            inner: Arc::new(SkillsInner {
+                catalog,
+                user_dir,
+                sessions: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The standard places for a data directory: the bundled skills, `<data>/apps/*/SKILL.md`
+    /// and `<data>/skills/*/SKILL.md`. Touches no file (the index is built on first use).
+    pub fn for_data_dir(data_dir: &Path) -> Self {
+        let user_dir = data_dir.join("skills");
+        let catalog = SkillCatalog::with_bundled(
+            BUNDLED,
+            vec![
+                SkillDir::apps(data_dir.join("apps")),
+                SkillDir::new(&user_dir, SkillSource::User),
+            ],
+        );
+        Skills::new(catalog, Some(user_dir))
+    }
+
+    pub fn catalog(&self) -> &SkillCatalog {
+        &self.inner.catalog
+    }
+
+    pub fn user_dir(&self) -> Option<&Path> {
+        self.inner.user_dir.as_deref()
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, ActiveSkills>> {
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A turn starts: activates the skills whose triggers the message holds and returns the
+    /// `skills` prompt section. Unreadable skills are logged and skipped.
+    pub fn begin_turn(&self, session_id: &str, message: &str) -> String {
+        let catalog = &self.inner.catalog;
+        // Match outside the lock: the first match may build the index.
+        let matched = catalog.matching(message);
+        let mut sessions = self.sessions();
+        if matched.is_empty() {
+            return sessions
+                .get(session_id)
+                .map(ActiveSkills::render)
+                .unwrap_or_default();
+        }
+        let active = sessions.entry(session_id.to_string()).or_default();
+        for problem in active.activate_matched(catalog, matched) {
+            tracing::warn!(%problem, "a triggered skill could not be activated");
+        }
+        active.render()
+    }
+
+    /// A turn ended: every active skill of the session loses a turn.
+    pub fn end_turn(&self, session_id: &str) {
+        let mut sessions = self.sessions();
+        if let Some(active) = sessions.get_mut(session_id) {
+            active.end_turn();
+            if active.active().is_empty() {
+                sessions.remove(session_id);
+            }
+        }
+    }
+
+    /// Loads a skill by hand into the session's prompt ([`MANUAL_TTL`] turns); returns it and
+    /// the names evicted to make room.
+    pub fn load(&self, session_id: &str, name: &str) -> Result<(Skill, Vec<String>), SkillError> {
+        let skill = self.inner.catalog.load(name)?;
+        let evicted = self
+            .sessions()
+            .entry(session_id.to_string())
+            .or_default()
+            .activate(&skill, true)?;
+        Ok((skill, evicted))
+    }
+
+    /// The session's active skills.
+    pub fn active(&self, session_id: &str) -> Vec<ActiveSkill> {
+        self.sessions()
+            .get(session_id)
+            .map(|a| a.active().to_vec())
+            .unwrap_or_default()
+    }
+
+    /// After a skill changed on disk: active copies get the new text (or leave the prompt when
+    /// the skill is gone).
+    pub fn changed(&self, name: &str) {
+        let skill = self.inner.catalog.load(name).ok();
+        for active in self.sessions().values_mut() {
+            if !active.active().iter().any(|a| a.name == name) {
+                continue;
+            }
+            match &skill {
+                Some(skill) => active.replace_body(name, &skill.body),
+                None => {
+                    active.deactivate(name);
+                }
+            }
+        }
+    }
+}
+
+impl ActiveSkills {
+    fn replace_body(&mut self, name: &str, body: &str) {
+        if let Some(a) = self.active.iter_mut().find(|a| a.name == name) {
+            a.body = body.to_string();
+        }
+        // A longer body may break the budget: drop the ones expiring soonest, never this one.
+        while self.chars() > self.budget_chars && self.active.len() > 1 {
+            let victim = self
+                .active
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| a.name != name)
+                .min_by_key(|(_, a)| a.turns_left)
+                .map(|(i, _)| i);
+            match victim {
+                Some(i) => {
+                    self.active.remove(i);
+                }
+                None => break,
+            }
+        }
+    }
 }

@@ -1,6 +1,9 @@
-//! The system prompt, built from named sections so hooks (and later skills and memory) can add,
-//! drop or rewrite them.
+//! The system prompt, built from named sections in this order: `identity`, `tools`, `apps` (the
+//! installed apps, one line each, supplied by core), `skills` (the session's active skills),
+//! `memory` (what is remembered that bears on the message). The `prompt.system_sections` hook
+//! sees them all and may add, drop or rewrite any.
 
+use osprey_db::{Memory, MemoryLayer, MemoryQuery};
 use serde::{Deserialize, Serialize};
 
 use crate::message::ToolSpec;
@@ -21,9 +24,19 @@ impl Section {
     }
 }
 
-/// The built-in sections in order: identity, tools, then the places skills and memory will fill
-/// (empty until those exist, and empty sections are left out of the prompt).
+/// The built-in sections with nothing in apps, skills and memory.
 pub fn default_sections(identity: &str, tools: &[ToolSpec]) -> Vec<Section> {
+    sections(identity, tools, "", "", "")
+}
+
+/// The built-in sections in order (empty sections are left out of the rendered prompt).
+pub fn sections(
+    identity: &str,
+    tools: &[ToolSpec],
+    apps: &str,
+    skills: &str,
+    memory: &str,
+) -> Vec<Section> {
     let mut tool_text = String::new();
     if !tools.is_empty() {
         tool_text.push_str(
@@ -35,12 +48,114 @@ pub fn default_sections(identity: &str, tools: &[ToolSpec]) -> Vec<Section> {
             tool_text.push_str(&format!("- {}: {first_line}\n", tool.name));
         }
     }
+    let skills = if skills.trim().is_empty() {
+        String::new()
+    } else {
+        format!(
+            "# Active skills\nFollow these instructions where they apply to the task.\n\n{skills}"
+        )
+    };
     vec![
         Section::new("identity", identity),
         Section::new("tools", tool_text.trim_end()),
-        Section::new("skills", ""),
-        Section::new("memory", ""),
+        Section::new("apps", apps.trim_end()),
+        Section::new("skills", skills),
+        Section::new("memory", memory.trim_end()),
     ]
+}
+
+/// How much memory the prompt carries.
+#[derive(Clone, Copy, Debug)]
+pub struct MemoryBudget {
+    /// Tacit memories (lasting facts and preferences), most recently updated first.
+    pub tacit: u32,
+    /// Memories recalled by full-text search on the person's message.
+    pub recalled: u32,
+    /// Characters of memory in all (each memory is cut to a quarter of it at most).
+    pub chars: usize,
+}
+
+/// The `memory` section: tacit facts, then memories matching `message`, within `budget`.
+/// Storage errors leave the section empty (logged): a prompt without memory beats no turn.
+pub fn memory_section(memory: &Memory, message: &str, budget: MemoryBudget) -> String {
+    let tacit = memory
+        .list(&MemoryQuery {
+            namespace: None,
+            layer: Some(MemoryLayer::Tacit),
+            limit: Some(budget.tacit),
+            offset: 0,
+        })
+        .unwrap_or_else(|error| {
+            tracing::warn!(%error, "cannot list tacit memories for the prompt");
+            Vec::new()
+        });
+    let recalled = if budget.recalled == 0 {
+        Vec::new()
+    } else {
+        memory
+            .search(
+                message,
+                &MemoryQuery {
+                    namespace: None,
+                    layer: None,
+                    limit: Some(budget.recalled + budget.tacit),
+                    offset: 0,
+                },
+            )
+            .unwrap_or_else(|error| {
+                tracing::warn!(%error, "cannot search memories for the prompt");
+                Vec::new()
+            })
+    };
+    let tacit_ids: Vec<i64> = tacit.iter().map(|m| m.id).collect();
+    let recalled: Vec<String> = recalled
+        .into_iter()
+        .filter(|hit| !tacit_ids.contains(&hit.memory.id))
+        .take(budget.recalled as usize)
+        .map(|hit| hit.memory.content)
+        .collect();
+    let tacit: Vec<String> = tacit.into_iter().map(|m| m.content).collect();
+    memory_text(&tacit, &recalled, budget.chars)
+}
+
+/// The section's text from tacit and recalled contents, within `chars`.
+pub fn memory_text(tacit: &[String], recalled: &[String], chars: usize) -> String {
+    let per_item = (chars / 4).max(80);
+    let mut left = chars;
+    let mut take = |items: &[String]| -> Vec<String> {
+        let mut lines = Vec::new();
+        for item in items {
+            let one_line: String = item.split_whitespace().collect::<Vec<_>>().join(" ");
+            let mut line: String = one_line.chars().take(per_item).collect();
+            if line.len() < one_line.len() {
+                line.push('…');
+            }
+            let cost = line.chars().count() + 3;
+            if cost > left {
+                break;
+            }
+            left -= cost;
+            lines.push(format!("- {line}"));
+        }
+        lines
+    };
+    let tacit = take(tacit);
+    let recalled = take(recalled);
+    if tacit.is_empty() && recalled.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from("# Memory\n");
+    if !tacit.is_empty() {
+        text.push_str("Lasting facts and preferences:\n");
+        text.push_str(&tacit.join("\n"));
+        text.push('\n');
+    }
+    if !recalled.is_empty() {
+        text.push_str("Remembered, and possibly relevant to this message:\n");
+        text.push_str(&recalled.join("\n"));
+        text.push('\n');
+    }
+    text
 }
 
 /// The prompt text: non-empty sections separated by blank lines.
@@ -73,5 +188,22 @@ mod tests {
         );
         assert!(!text.contains("more detail"));
         assert_eq!(render(&default_sections("Me.", &[])), "Me.");
+        let names: Vec<String> = sections("Me.", &tools, "apps", "skill", "memory")
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(names, ["identity", "tools", "apps", "skills", "memory"]);
+    }
+
+    #[test]
+    fn memory_text_stays_within_its_budget() {
+        let tacit = vec!["The person is called Ada".to_string()];
+        let recalled = vec!["x".repeat(1000), "short one".to_string()];
+        let text = memory_text(&tacit, &recalled, 400);
+        assert!(text.contains("- The person is called Ada"), "{text}");
+        assert!(text.contains("- short one"), "{text}");
+        assert!(text.contains('…'));
+        assert!(text.chars().count() < 400 + 120, "{}", text.len());
+        assert_eq!(memory_text(&[], &[], 400), "");
     }
 }
