@@ -11,6 +11,8 @@ mod migrations;
 mod reminders;
 mod sessions;
 mod settings;
+mod subagent_tasks;
+mod work_tasks;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -28,6 +30,8 @@ pub use reminders::{
 };
 pub use sessions::{NewSession, SessionRow, Sessions, StoredMessage, StoredToolCall};
 pub use settings::Settings;
+pub use subagent_tasks::{NewSubAgentTask, SubAgentTask, SubAgentTasks};
+pub use work_tasks::{WorkStatus, WorkTask, WorkTaskChange, WorkTasks};
 
 /// Errors from opening or using the database.
 #[derive(Debug, thiserror::Error)]
@@ -183,6 +187,14 @@ impl Database {
 
     pub fn reminders(&self) -> Reminders {
         Reminders::new(self.clone())
+    }
+
+    pub fn work_tasks(&self) -> WorkTasks {
+        WorkTasks::new(self.clone())
+    }
+
+    pub fn subagent_tasks(&self) -> SubAgentTasks {
+        SubAgentTasks::new(self.clone())
     }
 
     /// Runs `f` on the connection. Keep it short: every repository shares this lock.

@@ -151,6 +151,40 @@ pub(crate) const STEPS: &[&str] = &[
     );
     CREATE INDEX reminder_runs_reminder ON reminder_runs(reminder_id, id);
     "#,
+    // 5: work tasks (the per-session to-do list a model keeps) and sub-agent tasks (a child
+    // session spawned from a parent session). Neither has a foreign key to `sessions`: a work
+    // task can be written by a call outside a stored turn, and a sub-agent's row is written
+    // before its child session exists.
+    r#"
+    CREATE TABLE work_tasks (
+        id          INTEGER PRIMARY KEY,
+        session_id  TEXT NOT NULL,
+        title       TEXT NOT NULL,
+        status      TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'in_progress', 'done')),
+        notes       TEXT,
+        created_ms  INTEGER NOT NULL,
+        updated_ms  INTEGER NOT NULL
+    );
+    CREATE INDEX work_tasks_session ON work_tasks(session_id, id);
+
+    CREATE TABLE subagent_tasks (
+        id                INTEGER PRIMARY KEY,
+        parent_session_id TEXT NOT NULL,
+        session_id        TEXT NOT NULL,
+        depth             INTEGER NOT NULL,
+        prompt            TEXT NOT NULL,
+        model             TEXT,
+        status            TEXT NOT NULL CHECK (status IN
+                              ('running', 'done', 'failed', 'cancelled', 'timed_out', 'interrupted')),
+        result            TEXT,
+        error             TEXT,
+        timeout_ms        INTEGER NOT NULL,
+        created_ms        INTEGER NOT NULL,
+        finished_ms       INTEGER
+    );
+    CREATE INDEX subagent_tasks_parent ON subagent_tasks(parent_session_id, id);
+    CREATE INDEX subagent_tasks_session ON subagent_tasks(session_id);
+    "#,
 ];
 
 pub(crate) const LATEST: i64 = STEPS.len() as i64;
