@@ -79,6 +79,9 @@ pub struct AccessibilityTree {
     pub notes: Vec<String>,
     #[serde(skip)]
     pub elapsed: Duration,
+    /// How many elements came from the application's cache rather than per-element requests.
+    #[serde(skip)]
+    pub from_cache: usize,
 }
 
 /// Bounds on one walk.
@@ -88,6 +91,10 @@ pub struct TreeLimits {
     pub max_nodes: usize,
     /// How long the whole walk may take, from the call.
     pub timeout: Duration,
+    /// Read the application's own cache of its tree in one call where it offers one (AT-SPI's
+    /// Cache interface), fetching per element only what the cache lacks. False forces the
+    /// element-by-element walk (tests compare the two; both give the same tree).
+    pub use_cache: bool,
 }
 
 impl Default for TreeLimits {
@@ -96,6 +103,7 @@ impl Default for TreeLimits {
             max_depth: 48,
             max_nodes: 4000,
             timeout: Duration::from_secs(3),
+            use_cache: true,
         }
     }
 }

@@ -5,6 +5,15 @@
 //! them on the one connection), so a level costs about one round trip to the application rather
 //! than one per request. Subtrees that are not showing (closed menus, hidden pages) are not
 //! entered. The walk stops at the depth, node and time limits and says so in the tree's notes.
+//!
+//! Where the application offers the Cache interface (`org.a11y.atspi.Cache.GetItems`, e.g.
+//! GTK 3 through at-spi2-atk), one call at the start of the walk returns role, name,
+//! description, states, interfaces and the child layout of every cached element; those
+//! elements then need only the requests the cache lacks (screen extents, actions, text or
+//! value, each only when the element has the interface). Elements the cache leaves out
+//! (children of containers that manage their descendants, lists, flow boxes, other processes'
+//! plugs) and elements whose cached child count does not match are fetched in full as before,
+//! so the result is the same tree either way.
 
 mod roles;
 
@@ -32,6 +41,8 @@ const ACTION: &str = "org.a11y.atspi.Action";
 const TEXT: &str = "org.a11y.atspi.Text";
 const VALUE: &str = "org.a11y.atspi.Value";
 const PROPERTIES: &str = "org.freedesktop.DBus.Properties";
+const CACHE: &str = "org.a11y.atspi.Cache";
+const CACHE_PATH: &str = "/org/a11y/atspi/cache";
 /// Screen coordinates for `GetExtents`.
 const COORD_SCREEN: u32 = 0;
 /// Nodes fetched at once. Each has about seven requests in flight; the bus daemon caps pending
@@ -93,6 +104,107 @@ struct Fetched {
     value: Option<String>,
 }
 
+/// One element as the application's cache describes it: `((so)(so)(so)iiassusau)`, the
+/// at-spi2-core 2.46+ layout (object, application, parent, index in parent, child count,
+/// interfaces, name, role, description, states).
+type CacheEntry = (
+    (String, OwnedObjectPath),
+    (String, OwnedObjectPath),
+    (String, OwnedObjectPath),
+    i32,
+    i32,
+    InterfaceSet,
+    String,
+    u32,
+    String,
+    StateSet,
+);
+
+/// What the cache says about one element, with its children when the cache holds all of them.
+struct Cached {
+    role: u32,
+    states: StateSet,
+    interfaces: InterfaceSet,
+    name: String,
+    description: String,
+    children: Option<Vec<(String, OwnedObjectPath)>>,
+}
+
+/// An application's cache, keyed by `(bus name, object path)`.
+#[derive(Default)]
+struct Cache {
+    items: HashMap<(String, String), Cached>,
+}
+
+impl Cache {
+    /// Builds the lookup from `GetItems`'s answer. A node's children count as known only when
+    /// the cache holds exactly as many as the node reports (a container that manages its
+    /// descendants reports -1 and its children are not cached).
+    fn from_entries(entries: Vec<CacheEntry>) -> Cache {
+        let mut by_parent: HashMap<(String, String), Vec<(i32, (String, OwnedObjectPath))>> =
+            HashMap::new();
+        let mut items = HashMap::with_capacity(entries.len());
+        let mut counts = HashMap::with_capacity(entries.len());
+        for (
+            object,
+            _application,
+            parent,
+            index,
+            count,
+            interfaces,
+            name,
+            role,
+            description,
+            states,
+        ) in entries
+        {
+            let key = (object.0.clone(), object.1.to_string());
+            by_parent
+                .entry((parent.0, parent.1.to_string()))
+                .or_default()
+                .push((index, object));
+            counts.insert(key.clone(), count);
+            items.insert(
+                key,
+                Cached {
+                    role,
+                    states,
+                    interfaces,
+                    name,
+                    description,
+                    children: None,
+                },
+            );
+        }
+        for (parent, mut children) in by_parent {
+            let Some(item) = items.get_mut(&parent) else {
+                continue;
+            };
+            let expected = counts.get(&parent).copied().unwrap_or(-1);
+            children.sort_by_key(|(index, _)| *index);
+            let in_order = children
+                .iter()
+                .enumerate()
+                .all(|(position, (index, _))| *index == position as i32);
+            if expected >= 0 && children.len() == expected as usize && in_order {
+                item.children = Some(children.into_iter().map(|(_, child)| child).collect());
+            }
+        }
+        for (key, count) in counts {
+            if count == 0
+                && let Some(item) = items.get_mut(&key)
+            {
+                item.children = Some(Vec::new());
+            }
+        }
+        Cache { items }
+    }
+
+    fn get(&self, destination: &str, path: &str) -> Option<&Cached> {
+        self.items.get(&(destination.to_string(), path.to_string()))
+    }
+}
+
 fn split_ref(node: &NodeRef) -> Result<(&str, &str)> {
     node.0.split_once('|').ok_or_else(|| {
         Error::InvalidInput(format!("{} is not an AT-SPI element reference", node.0))
@@ -116,6 +228,17 @@ fn states_of(set: StateSet) -> States {
         showing: set.contains(State::Showing),
         expanded: set.contains(State::Expanded),
     }
+}
+
+/// `GetActions` gives display names ("Click"); lower-cased they are the action names.
+fn action_names(actions: zbus::Result<Vec<(String, String, String)>>) -> Vec<String> {
+    actions
+        .map(|list| {
+            list.into_iter()
+                .map(|(name, _, _)| name.to_lowercase())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn is_gone(error: &zbus::Error) -> bool {
@@ -197,7 +320,10 @@ impl Shared {
                         .await
                 };
                 match tokio::time::timeout(std::time::Duration::from_secs(10), connect).await {
-                    Ok(Ok(bus)) => Ok(bus),
+                    Ok(Ok(bus)) => {
+                        register_as_client(&bus).await;
+                        Ok(bus)
+                    }
                     Ok(Err(error)) => Err(Error::Accessibility(format!(
                         "cannot reach the AT-SPI accessibility bus through the session bus {}: {error}",
                         self.session_bus_address
@@ -211,6 +337,43 @@ impl Shared {
             })
             .await
             .cloned()
+    }
+}
+
+/// Tells the registry that an assistive technology is listening (as a screen reader does), for
+/// as long as this connection lives. at-spi2-atk (GTK 3) only builds its Cache of the tree and
+/// keeps it current once some client has registered for events; without it `GetItems` does not
+/// exist and every walk goes element by element. The one event asked for (children changed) is
+/// rare and delivered only to connections that match on it, which this one does not.
+/// Best effort: a registry that refuses leaves the walk as it was.
+async fn register_as_client(bus: &Connection) {
+    const REGISTRY: &str = "org.a11y.atspi.Registry";
+    const REGISTRY_PATH: &str = "/org/a11y/atspi/registry";
+    const EVENT: &str = "object:children-changed";
+    // at-spi2-core up to 2.48 takes RegisterEvent(s); later versions RegisterEvent(s, as, s).
+    let Err(first) = bus
+        .call_method(
+            Some(REGISTRY),
+            REGISTRY_PATH,
+            Some(REGISTRY),
+            "RegisterEvent",
+            &(EVENT,),
+        )
+        .await
+    else {
+        return;
+    };
+    if let Err(second) = bus
+        .call_method(
+            Some(REGISTRY),
+            REGISTRY_PATH,
+            Some(REGISTRY),
+            "RegisterEvent",
+            &(EVENT, Vec::<String>::new(), ""),
+        )
+        .await
+    {
+        tracing::debug!(%first, %second, "the AT-SPI registry refused the event registration");
     }
 }
 
@@ -310,8 +473,33 @@ impl AtspiBackend {
         let name = text_property("Name");
         let description = text_property("Description");
         let role = atspi::Role::try_from(role).unwrap_or(atspi::Role::Invalid);
-        // The value only for elements that hold one: editable text and ranges.
-        let value = if interfaces.contains(Interface::Value) {
+        let value = Self::value(bus, destination, path, role, states, interfaces).await;
+        Ok(Fetched {
+            role,
+            states,
+            name,
+            description,
+            children: children.unwrap_or_default(),
+            bounds: if interfaces.contains(Interface::Component) {
+                extents.ok().flatten()
+            } else {
+                None
+            },
+            actions: action_names(actions),
+            value,
+        })
+    }
+
+    /// The text of editable text fields, the current value of ranges; `None` for the rest.
+    async fn value(
+        bus: &Connection,
+        destination: &str,
+        path: &str,
+        role: atspi::Role,
+        states: StateSet,
+        interfaces: InterfaceSet,
+    ) -> Option<String> {
+        if interfaces.contains(Interface::Value) {
             Self::call::<OwnedValue>(
                 bus,
                 destination,
@@ -333,28 +521,88 @@ impl AtspiBackend {
                 .ok()
         } else {
             None
+        }
+    }
+
+    /// A cached element completed with what the cache lacks, each request only when the
+    /// element has the interface, all in flight together.
+    async fn fetch_cached(
+        bus: &Connection,
+        destination: &str,
+        path: &str,
+        cached: &Cached,
+    ) -> zbus::Result<Fetched> {
+        let interfaces = cached.interfaces;
+        let role = atspi::Role::try_from(cached.role).unwrap_or(atspi::Role::Invalid);
+        let children = async {
+            match &cached.children {
+                Some(children) => Ok(children.clone()),
+                None => Self::children(bus, destination, path).await,
+            }
         };
+        let extents = async {
+            if interfaces.contains(Interface::Component) {
+                Self::extents(bus, destination, path).await
+            } else {
+                Ok(None)
+            }
+        };
+        let actions = async {
+            if interfaces.contains(Interface::Action) {
+                Self::call::<Vec<(String, String, String)>>(
+                    bus,
+                    destination,
+                    path,
+                    ACTION,
+                    "GetActions",
+                    &(),
+                )
+                .await
+            } else {
+                Ok(Vec::new())
+            }
+        };
+        let value = Self::value(bus, destination, path, role, cached.states, interfaces);
+        let (children, extents, actions, value) = futures::join!(children, extents, actions, value);
+        // An element that vanished since the cache was read fails every request: treat it as
+        // gone, as the full fetch does.
+        if let Err(error) = &extents
+            && is_gone(error)
+        {
+            return Err(extents.unwrap_err());
+        }
         Ok(Fetched {
             role,
-            states,
-            name,
-            description,
+            states: cached.states,
+            name: cached.name.clone(),
+            description: cached.description.clone(),
             children: children.unwrap_or_default(),
-            bounds: if interfaces.contains(Interface::Component) {
-                extents.ok().flatten()
-            } else {
-                None
-            },
-            // GetActions gives display names ("Click"); lower-cased they are the action names.
-            actions: actions
-                .map(|list| {
-                    list.into_iter()
-                        .map(|(name, _, _)| name.to_lowercase())
-                        .collect()
-                })
-                .unwrap_or_default(),
+            bounds: extents.ok().flatten(),
+            actions: action_names(actions),
             value,
         })
+    }
+
+    /// The application's cache, or `None` when it offers none (or an older layout); the walk
+    /// then fetches every element in full.
+    async fn cache(bus: &Connection, destination: &str) -> Option<Cache> {
+        let entries: Vec<CacheEntry> = match Self::call(
+            bus,
+            destination,
+            CACHE_PATH,
+            CACHE,
+            "GetItems",
+            &(),
+        )
+        .await
+        {
+            Ok(entries) => entries,
+            Err(error) => {
+                tracing::debug!(%destination, %error, "no AT-SPI cache; walking element by element");
+                return None;
+            }
+        };
+        (!entries.is_empty()).then(|| Cache::from_entries(entries))
     }
 
     fn node_from(fetched: &Fetched, node: NodeRef, depth: u32) -> AccessibleNode {
@@ -451,6 +699,22 @@ impl AtspiBackend {
         deadline: Instant,
         tree: &mut AccessibilityTree,
     ) {
+        let cache = if limits.use_cache {
+            match tokio::time::timeout_at(deadline.into(), Self::cache(bus, &root.0)).await {
+                Ok(cache) => cache,
+                Err(_) => {
+                    tree.complete = false;
+                    tree.notes.push(format!(
+                        "the application did not answer within {:?}; the tree is partial (0 elements)",
+                        limits.timeout
+                    ));
+                    return;
+                }
+            }
+        } else {
+            None
+        };
+        let cache = &cache;
         // Level order first (with parent links), pre-order at the end.
         let mut nodes: Vec<AccessibleNode> = Vec::new();
         let mut frontier: Vec<(Option<usize>, String, String, u32)> =
@@ -472,7 +736,12 @@ impl AtspiBackend {
             }
             let mut pending = stream::iter(frontier.into_iter().enumerate().map(
                 |(index, (parent, destination, path, depth))| async move {
-                    let fetched = Self::fetch(bus, &destination, &path).await;
+                    let cached = cache.as_ref().and_then(|c| c.get(&destination, &path));
+                    let fetched = match cached {
+                        Some(cached) => Self::fetch_cached(bus, &destination, &path, cached).await,
+                        None => Self::fetch(bus, &destination, &path).await,
+                    };
+                    let fetched = fetched.map(|f| (f, cached.is_some()));
                     (index, parent, destination, path, depth, fetched)
                 },
             ))
@@ -495,7 +764,10 @@ impl AtspiBackend {
             let mut next = Vec::new();
             for (_, parent, destination, path, depth, fetched) in results {
                 let fetched = match fetched {
-                    Ok(fetched) => fetched,
+                    Ok((fetched, cached)) => {
+                        tree.from_cache += usize::from(cached);
+                        fetched
+                    }
                     Err(_) => {
                         failed += 1;
                         continue;

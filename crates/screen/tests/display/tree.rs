@@ -124,3 +124,56 @@ fn a_hung_application_cannot_stall_the_walk_past_its_deadline() {
         );
     });
 }
+
+#[test]
+fn the_cache_and_the_element_walk_give_the_same_tree() {
+    let (environment, _lock) = environment();
+    let app = FixtureApp::form(environment, "cache", &["--buttons", "6"]);
+    let desktop = environment.desktop();
+    let walk_only = TreeLimits {
+        use_cache: false,
+        ..TreeLimits::default()
+    };
+    let (cached, walked) = block_on(async {
+        // The application builds its cache once the backend has registered as a client (on
+        // connecting); until then walks go element by element.
+        let end = Instant::now() + Duration::from_secs(10);
+        let cached = loop {
+            let tree = desktop
+                .tree(&app.window, TreeLimits::default())
+                .await
+                .unwrap();
+            if tree.from_cache > 0 || Instant::now() > end {
+                break tree;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let walked = desktop.tree(&app.window, walk_only).await.unwrap();
+        (cached, walked)
+    });
+    assert!(
+        cached.complete && walked.complete,
+        "{:?} {:?}",
+        cached.notes,
+        walked.notes
+    );
+    // GTK 3 (at-spi2-atk) caches the window's skeleton: the frame, boxes, grid, entries,
+    // checkbox, combo box, Save/Cancel; list rows and flow box children are fetched in full.
+    assert!(
+        cached.from_cache >= 10,
+        "only {} of {} elements came from the cache",
+        cached.from_cache,
+        cached.nodes.len()
+    );
+    assert!(cached.from_cache < cached.nodes.len());
+    assert_eq!(walked.from_cache, 0);
+    assert_eq!(cached.nodes.len(), walked.nodes.len());
+    for (a, b) in cached.nodes.iter().zip(&walked.nodes) {
+        assert_eq!(a, b, "the two paths differ at {:?}", b.node);
+    }
+    let area = app.window.bounds;
+    assert_eq!(
+        osprey_screen::elements::assign_ids(&cached, area),
+        osprey_screen::elements::assign_ids(&walked, area)
+    );
+}
