@@ -11,6 +11,7 @@ pub mod agent_tool;
 pub mod message;
 pub mod provider;
 pub mod runner;
+pub mod scheduler;
 pub mod skill_tool;
 pub mod skills;
 
@@ -23,6 +24,10 @@ pub use provider::ollama::Ollama;
 pub use provider::openai::OpenAi;
 pub use provider::{Assembler, EventStream, Provider, RetryPolicy, Sleeper};
 pub use runner::{AgentEvent, Runner, RunnerConfig, TurnOutcome, TurnRequest, TurnStop};
+pub use scheduler::{
+    ManualClock, ReminderHandler, ScheduleBackend, ScheduleSlot, Scheduler, SchedulerConfig,
+    SystemClock,
+};
 pub use skill_tool::SkillTool;
 pub use skills::Skills;
 
@@ -55,6 +60,12 @@ pub enum Error {
     Db(#[from] osprey_db::Error),
     #[error("{0}")]
     Config(String),
+    #[error("{0}")]
+    InvalidSchedule(String),
+    #[error("no reminder with id `{0}`: list the reminders to see their ids")]
+    ReminderNotFound(String),
+    #[error("{0}")]
+    SchedulerStopped(String),
 }
 
 impl Error {
@@ -80,6 +91,9 @@ impl Error {
             Error::Cancelled => "cancelled",
             Error::Db(_) => "db",
             Error::Config(_) => "config",
+            Error::InvalidSchedule(_) => "invalid_schedule",
+            Error::ReminderNotFound(_) => "not_found",
+            Error::SchedulerStopped(_) => "scheduler_stopped",
         }
     }
 }
