@@ -11,7 +11,7 @@ use std::sync::Arc;
 use clap::Args;
 use osprey_core::Core;
 use osprey_core::agent::{
-    AgentEvent, ChatOptions, ProviderKind, Runner, TurnOutcome, TurnRequest, TurnStop,
+    AgentEvent, ChatChoice, ProviderKind, Runner, TurnOutcome, TurnRequest, TurnStop,
 };
 use osprey_tools::{AskMode, Level};
 use osprey_types::ToolResult;
@@ -64,32 +64,80 @@ fn new_session_id() -> String {
     format!("chat-{ms}")
 }
 
-fn key_from_environment(kind: ProviderKind) -> Option<String> {
-    kind.key_variable()
-        .and_then(|name| std::env::var(name).ok())
-        .filter(|k| !k.is_empty())
-}
-
 pub async fn run(data_dir: Option<PathBuf>, args: ChatArgs) -> anyhow::Result<ExitCode> {
-    let provider = args.provider.unwrap_or_else(|| {
-        [ProviderKind::Anthropic, ProviderKind::OpenAi]
-            .into_iter()
-            .find(|k| key_from_environment(*k).is_some())
-            .unwrap_or(ProviderKind::Ollama)
-    });
     let core: Core = crate::open(data_dir, args.policy, args.ask)?;
-    let runner = core.chat_runner(&ChatOptions {
-        provider,
-        base_url: args.base_url.clone(),
-        model: args.model.clone(),
-        api_key: key_from_environment(provider),
-        max_steps: args.max_steps,
-    })?;
+    let options = core
+        .resolve_chat(&ChatChoice {
+            provider: args.provider,
+            base_url: args.base_url.clone(),
+            model: args.model.clone(),
+            max_steps: args.max_steps,
+        })
+        .await?;
+    let runner = core.chat_runner(&options)?;
     let session = args.session.clone().unwrap_or_else(new_session_id);
     match args.prompt {
         Some(message) => one_shot(&runner, &session, message).await,
         None => interactive(&runner, &session).await,
     }
+}
+
+/// `osprey config providers`: each provider's settings and whether a key is set, never the key.
+pub async fn print_providers(core: &Core, json: bool) -> anyhow::Result<()> {
+    let stored = core.provider_settings();
+    let resolved = core.resolve_chat(&ChatChoice::default()).await;
+    let mut rows = Vec::new();
+    for kind in ProviderKind::ALL {
+        let entry = stored.entry(kind);
+        let key = match kind.key_variable() {
+            None => "not needed".to_string(),
+            Some(variable) if std::env::var(variable).is_ok_and(|v| !v.is_empty()) => {
+                format!("from ${variable}")
+            }
+            Some(_) if core.provider_key(kind).is_some() => "stored".to_string(),
+            Some(_) => "not set".to_string(),
+        };
+        rows.push(serde_json::json!({
+            "provider": kind.name(),
+            "base_url": entry.base_url,
+            "model": entry.model.clone().unwrap_or_else(|| kind.default_model().to_string()),
+            "key": key,
+        }));
+    }
+    let chat = match &resolved {
+        Ok(options) => serde_json::json!({
+            "provider": options.provider.name(),
+            "base_url": options.base_url,
+            "model": options.model,
+        }),
+        Err(err) => serde_json::json!({"error": format!("{err:#}")}),
+    };
+    if json {
+        let all = serde_json::json!({"providers": rows, "chat": chat});
+        println!("{}", serde_json::to_string_pretty(&all)?);
+        return Ok(());
+    }
+    for row in &rows {
+        println!(
+            "{:<10} model {:<24} key {:<14} base URL {}",
+            row["provider"].as_str().unwrap_or_default(),
+            row["model"].as_str().unwrap_or_default(),
+            row["key"].as_str().unwrap_or_default(),
+            row["base_url"].as_str().unwrap_or("(default)"),
+        );
+    }
+    match resolved {
+        Ok(options) => println!(
+            "chat uses: {} {}",
+            options.provider.name(),
+            options
+                .model
+                .as_deref()
+                .unwrap_or(options.provider.default_model())
+        ),
+        Err(err) => println!("chat uses: nothing yet ({err:#})"),
+    }
+    Ok(())
 }
 
 /// A turn that failed: the agent's error code (`auth`, `rate_limited`, `network`, ...) and

@@ -6,6 +6,7 @@ mod chat;
 mod napp;
 mod prompt;
 mod see;
+mod session;
 mod store;
 
 use std::io::Write;
@@ -22,7 +23,7 @@ use osprey_types::{Origin, ToolResult};
 use serde_json::Value;
 
 /// Exit code for a tool that ran and failed.
-const EXIT_TOOL_FAILED: u8 = 1;
+pub(crate) const EXIT_TOOL_FAILED: u8 = 1;
 /// Exit code for a call a security layer refused (policy, origin, approval, safeguard, SSRF,
 /// sensitive path) or could not accept (unknown tool, invalid input).
 const EXIT_REFUSED: u8 = 3;
@@ -61,6 +62,8 @@ enum Command {
     Info,
     /// Talk to the agent: `osprey chat -p "..."` for one turn, `osprey chat` interactively.
     Chat(chat::ChatArgs),
+    /// Chat sessions: `osprey session list | show <id> | status <id> | clear <id> | delete <id>`.
+    Session(session::SessionArgs),
     /// Snapshot a window or the screen: print its elements with IDs, write the annotated image.
     See(see::SeeArgs),
     /// Publish apps: `osprey napp keygen | pack <dir> | sign --key | verify --key`.
@@ -105,10 +108,19 @@ struct ToolArgs {
 enum ConfigAction {
     /// Print a setting's JSON value.
     Get { key: String },
-    /// Set a setting to a JSON value (a bare word is taken as a string).
+    /// Set a setting to a JSON value (a bare word is taken as a string). Provider settings take
+    /// dotted keys: `provider.default openai`, `provider.openai.base_url URL`,
+    /// `provider.anthropic.model NAME`, `provider.anthropic.api_key -` (the key from standard
+    /// input; it goes to the system keyring, else a private file, never the settings table).
     Set { key: String, value: String },
     /// Remove a setting.
     Unset { key: String },
+    /// Show the model providers: the default, each one's base URL and model, whether a key is
+    /// set (never the key), and whether a local Ollama answers.
+    Providers {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn parse_level(s: &str) -> Result<Level, String> {
@@ -173,6 +185,30 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let core = open(cli.data_dir, None, None)?;
             let settings = core.db().settings();
             match action {
+                ConfigAction::Get { key } if key.ends_with(".api_key") => {
+                    anyhow::bail!(
+                        "keys are never printed; `osprey config providers` shows which are set"
+                    );
+                }
+                ConfigAction::Set { key, value } if key.starts_with("provider.") => {
+                    let value = if value == "-" {
+                        let mut text = String::new();
+                        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                            .context("reading the value from standard input")?;
+                        text.trim().to_string()
+                    } else {
+                        value
+                    };
+                    if let osprey_core::agent::ProviderSettingWritten::Secret(location) =
+                        core.set_provider_setting(&key, &value)?
+                    {
+                        eprintln!("osprey: the key is stored in {location}");
+                    }
+                }
+                ConfigAction::Unset { key } if key.starts_with("provider.") => {
+                    core.set_provider_setting(&key, "")?;
+                }
+                ConfigAction::Providers { json } => chat::print_providers(&core, json).await?,
                 ConfigAction::Get { key } => match settings.get(&key)? {
                     Some(value) => println!("{value}"),
                     None => {
@@ -194,6 +230,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Chat(args) => chat::run(cli.data_dir, args).await,
         Command::See(args) => see::run(cli.data_dir, args).await,
+        Command::Session(args) => session::run(cli.data_dir, args).await,
         Command::Napp(args) => napp::run(args),
         Command::App(args) => app::run(cli.data_dir, args).await,
         Command::Store(args) => store::run(cli.data_dir, args).await,

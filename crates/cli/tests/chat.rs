@@ -169,6 +169,49 @@ fn one_shot_prints_the_final_answer_and_tool_activity_goes_to_stderr() {
     let db = osprey_db::Database::open_in(data.path()).unwrap();
     assert_eq!(db.sessions().messages("s1").unwrap().len(), 4);
     assert_eq!(db.sessions().tool_calls("s1").unwrap()[0].status, "done");
+
+    // `osprey session` shows, then clears, then deletes it.
+    let session = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_osprey"))
+            .arg("--data-dir")
+            .arg(data.path())
+            .arg("session")
+            .args(args)
+            .env_remove("OSPREY_DATA_DIR")
+            .output()
+            .unwrap();
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        (
+            output.status.code().unwrap_or(-1),
+            text(&output.stdout),
+            text(&output.stderr),
+        )
+    };
+    let (code, listed, _) = session(&["list", "--json"]);
+    assert_eq!(code, 0);
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed[0]["id"], "s1");
+    assert_eq!(listed[0]["messages"], 4);
+    assert_eq!(listed[0]["model"], "test-model");
+    let (code, shown, _) = session(&["show", "s1"]);
+    assert_eq!(code, 0);
+    assert!(shown.contains("user: What do my notes say?"), "{shown}");
+    assert!(shown.contains("-> file"), "{shown}");
+    assert!(shown.contains("<- ok: "), "{shown}");
+    assert!(shown.contains("assistant: The notes say alpha."), "{shown}");
+    let (code, _, _) = session(&["clear", "s1"]);
+    assert_eq!(code, 0);
+    let (_, status, _) = session(&["status", "s1", "--json"]);
+    let status: Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(
+        (status["messages"].clone(), status["status"].clone()),
+        (json!(0), json!("idle"))
+    );
+    let (code, _, _) = session(&["delete", "s1"]);
+    assert_eq!(code, 0);
+    let (code, _, error) = session(&["show", "s1"]);
+    assert_eq!(code, 1);
+    assert!(error.contains("no session `s1`"), "{error}");
 }
 
 #[test]

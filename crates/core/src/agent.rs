@@ -1,20 +1,26 @@
-//! Chat through the agent: picks a model provider from the options (key passed in explicitly:
-//! the shells read the environment or settings), and builds a [`Runner`] on the core's registry
-//! and database, so every tool call of a chat meets the same policy and safeguard as any other.
+//! Chat through the agent: which model provider to talk to (the run's choice, else the stored
+//! provider settings, else a key in the environment or the secret store, else a local Ollama
+//! server that answers), and a [`Runner`] on the core's registry and database, so every tool call
+//! of a chat meets the same policy and safeguard as any other.
 
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 pub use osprey_agent::{
     AgentEvent, Provider, Runner, RunnerConfig, TurnOutcome, TurnRequest, TurnStop,
 };
 use osprey_agent::{Anthropic, Ollama, OpenAi};
+use serde::{Deserialize, Serialize};
 
 use crate::Core;
+use crate::secrets::SecretLocation;
+use crate::settings;
 
 /// Which wire format to speak.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     Anthropic,
     /// OpenAI Chat Completions, or any server that speaks it (`--base-url`).
@@ -55,6 +61,127 @@ impl ProviderKind {
             ProviderKind::Ollama => None,
         }
     }
+
+    pub const ALL: [ProviderKind; 3] = [
+        ProviderKind::Anthropic,
+        ProviderKind::OpenAi,
+        ProviderKind::Ollama,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Ollama => "ollama",
+        }
+    }
+
+    /// The secret store's name for this provider's key.
+    pub fn key_secret(self) -> String {
+        format!("{}.api_key", self.name())
+    }
+}
+
+/// One provider's stored settings; unset fields fall back to the provider's defaults.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderEntry {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// The `providers` setting: which provider chat uses by default and each one's base URL and
+/// model. Keys are not here: they live in the secret store.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderSettings {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<ProviderKind>,
+    pub anthropic: ProviderEntry,
+    pub openai: ProviderEntry,
+    pub ollama: ProviderEntry,
+}
+
+impl ProviderSettings {
+    pub fn entry(&self, kind: ProviderKind) -> &ProviderEntry {
+        match kind {
+            ProviderKind::Anthropic => &self.anthropic,
+            ProviderKind::OpenAi => &self.openai,
+            ProviderKind::Ollama => &self.ollama,
+        }
+    }
+
+    fn entry_mut(&mut self, kind: ProviderKind) -> &mut ProviderEntry {
+        match kind {
+            ProviderKind::Anthropic => &mut self.anthropic,
+            ProviderKind::OpenAi => &mut self.openai,
+            ProviderKind::Ollama => &mut self.ollama,
+        }
+    }
+}
+
+/// What a run asks for (CLI flags, the desktop's chat options); everything unset is resolved
+/// by [`Core::resolve_chat`].
+#[derive(Clone, Debug, Default)]
+pub struct ChatChoice {
+    pub provider: Option<ProviderKind>,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub max_steps: Option<u32>,
+}
+
+/// What `osprey config set provider.…` did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProviderSettingWritten {
+    /// Stored in the `providers` setting.
+    Setting,
+    /// A key, stored in the keyring or the private file.
+    Secret(SecretLocation),
+}
+
+/// How long the local Ollama probe waits: it runs before a chat starts, so it must be short.
+const OLLAMA_PROBE_TIMEOUT: Duration = Duration::from_millis(400);
+
+/// The models a local Ollama server offers at `base_url` (`/api/tags`), or `None` when nothing
+/// answers there. Local first: a running Ollama is offered without any setup.
+pub async fn detect_ollama(base_url: &str) -> Option<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Tags {
+        models: Vec<Model>,
+    }
+    #[derive(Deserialize)]
+    struct Model {
+        name: String,
+    }
+    let client = reqwest::Client::builder()
+        .timeout(OLLAMA_PROBE_TIMEOUT)
+        .no_proxy()
+        .build()
+        .ok()?;
+    let url = format!("{}/api/tags", base_url.trim_end_matches('/'));
+    let response = client.get(url).send().await.ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let tags: Tags = response.json().await.ok()?;
+    Some(tags.models.into_iter().map(|m| m.name).collect())
+}
+
+/// Where Ollama listens when nothing says otherwise: `$OLLAMA_HOST` (as Ollama itself reads it),
+/// else its default port on loopback.
+fn default_ollama_url() -> String {
+    match std::env::var("OLLAMA_HOST") {
+        Ok(host) if !host.is_empty() => {
+            if host.contains("://") {
+                host
+            } else {
+                format!("http://{host}")
+            }
+        }
+        _ => osprey_agent::provider::ollama::DEFAULT_BASE_URL.to_string(),
+    }
 }
 
 /// How to build a chat runner.
@@ -76,14 +203,14 @@ pub fn provider(options: &ChatOptions) -> anyhow::Result<Arc<dyn Provider>> {
                 .api_key
                 .clone()
                 .filter(|k| !k.is_empty())
-                .context("the Anthropic provider needs an API key: set ANTHROPIC_API_KEY")?;
+                .context("the Anthropic provider needs an API key: set ANTHROPIC_API_KEY or run `osprey config set provider.anthropic.api_key <key>`")?;
             Arc::new(Anthropic::new(base_url, key))
         }
         ProviderKind::OpenAi => {
             // Local OpenAI-compatible servers need no key; api.openai.com does.
             if base_url.is_none() && options.api_key.as_deref().unwrap_or("").is_empty() {
                 anyhow::bail!(
-                    "the OpenAI provider needs an API key: set OPENAI_API_KEY (or pass --base-url for a local server)"
+                    "the OpenAI provider needs an API key: set OPENAI_API_KEY or run `osprey config set provider.openai.api_key <key>` (or give a base URL for a local server)"
                 );
             }
             Arc::new(OpenAi::new(base_url, options.api_key.clone()))
@@ -93,6 +220,139 @@ pub fn provider(options: &ChatOptions) -> anyhow::Result<Arc<dyn Provider>> {
 }
 
 impl Core {
+    /// The stored provider settings (defaults when unset or invalid).
+    pub fn provider_settings(&self) -> ProviderSettings {
+        settings::read(&self.db().settings(), settings::PROVIDERS)
+    }
+
+    /// Writes one provider setting addressed by a dotted key, as `osprey config set` takes it:
+    /// `provider.default` (anthropic | openai | ollama), `provider.<kind>.model`,
+    /// `provider.<kind>.base_url`, or `provider.<kind>.api_key` (into the secret store, never
+    /// the settings table). An empty value clears the field.
+    pub fn set_provider_setting(
+        &self,
+        key: &str,
+        value: &str,
+    ) -> anyhow::Result<ProviderSettingWritten> {
+        let path = key
+            .strip_prefix("provider.")
+            .with_context(|| format!("`{key}` is not a provider setting"))?;
+        let usage =
+            "use provider.default, provider.<anthropic|openai|ollama>.model, .base_url or .api_key";
+        let mut stored = self.provider_settings();
+        let value = value.trim();
+        if path == "default" {
+            stored.default = if value.is_empty() {
+                None
+            } else {
+                Some(value.parse().map_err(anyhow::Error::msg)?)
+            };
+        } else {
+            let (kind, field) = path
+                .split_once('.')
+                .with_context(|| format!("unknown provider setting `{key}`: {usage}"))?;
+            let kind: ProviderKind = kind.parse().map_err(anyhow::Error::msg)?;
+            let entry = stored.entry_mut(kind);
+            let optional = (!value.is_empty()).then(|| value.to_string());
+            match field {
+                "model" => entry.model = optional,
+                "base_url" => {
+                    if let Some(url) = &optional {
+                        let parsed = reqwest::Url::parse(url).with_context(|| {
+                            format!("`{url}` is not a URL (e.g. http://127.0.0.1:8080/v1)")
+                        })?;
+                        if !matches!(parsed.scheme(), "http" | "https") {
+                            bail!("`{url}` must be an http or https URL");
+                        }
+                    }
+                    entry.base_url = optional;
+                }
+                "api_key" => {
+                    let secrets = self.secrets();
+                    if value.is_empty() {
+                        secrets.remove(&kind.key_secret())?;
+                        return Ok(ProviderSettingWritten::Setting);
+                    }
+                    let location = secrets.set(&kind.key_secret(), value)?;
+                    return Ok(ProviderSettingWritten::Secret(location));
+                }
+                _ => bail!("unknown provider setting `{key}`: {usage}"),
+            }
+        }
+        let value = serde_json::to_value(&stored)?;
+        self.db().settings().set(settings::PROVIDERS, &value)?;
+        Ok(ProviderSettingWritten::Setting)
+    }
+
+    /// The API key for `kind`: its environment variable, else the secret store.
+    pub fn provider_key(&self, kind: ProviderKind) -> Option<String> {
+        kind.key_variable()
+            .and_then(|name| std::env::var(name).ok())
+            .filter(|key| !key.is_empty())
+            .or_else(|| match self.secrets().get(&kind.key_secret()) {
+                Ok(key) => key.filter(|k| !k.is_empty()),
+                Err(err) => {
+                    tracing::warn!(%err, "cannot read the secret store");
+                    None
+                }
+            })
+    }
+
+    /// Fills in everything `choice` leaves open. The provider is the run's choice, else the
+    /// stored default, else the first of Anthropic and OpenAI that has a key, else a local
+    /// Ollama server that answers; with none of those it says how to set one up.
+    pub async fn resolve_chat(&self, choice: &ChatChoice) -> anyhow::Result<ChatOptions> {
+        let stored = self.provider_settings();
+        let kind = match choice.provider.or(stored.default) {
+            Some(kind) => kind,
+            None => match [ProviderKind::Anthropic, ProviderKind::OpenAi]
+                .into_iter()
+                .find(|kind| self.provider_key(*kind).is_some())
+            {
+                Some(kind) => kind,
+                None => ProviderKind::Ollama,
+            },
+        };
+        let entry = stored.entry(kind);
+        let base_url = choice.base_url.clone().or_else(|| entry.base_url.clone());
+        let mut model = choice.model.clone().or_else(|| entry.model.clone());
+        let explicit = choice.provider.is_some() || stored.default.is_some();
+        if kind == ProviderKind::Ollama {
+            let url = base_url.clone().unwrap_or_else(default_ollama_url);
+            match detect_ollama(&url).await {
+                Some(models) => {
+                    // Offer what is installed when the default model is not.
+                    let wanted = model.clone().unwrap_or_else(|| kind.default_model().into());
+                    if model.is_none()
+                        && !models.iter().any(|m| m.split(':').next() == Some(&wanted))
+                    {
+                        model = models.into_iter().next();
+                    }
+                }
+                None if !explicit => bail!(
+                    "no model provider is set up. Set ANTHROPIC_API_KEY or OPENAI_API_KEY, \
+                     store a key with `osprey config set provider.anthropic.api_key <key>`, \
+                     or start Ollama (nothing answered at {url})"
+                ),
+                None => {}
+            }
+            return Ok(ChatOptions {
+                provider: kind,
+                base_url: Some(url),
+                model,
+                api_key: None,
+                max_steps: choice.max_steps,
+            });
+        }
+        Ok(ChatOptions {
+            provider: kind,
+            base_url,
+            model,
+            api_key: self.provider_key(kind),
+            max_steps: choice.max_steps,
+        })
+    }
+
     /// A runner for chat turns on this core's registry and session store.
     pub fn chat_runner(&self, options: &ChatOptions) -> anyhow::Result<Runner> {
         let provider = provider(options)?;

@@ -17,6 +17,10 @@ pub const WEB_ALLOW_LOOPBACK: &str = "web.allow_loopback";
 /// Extra environment variable names passed to shell commands: `["CARGO_HOME", "RUSTUP_HOME"]`.
 pub const SHELL_EXTRA_ENV: &str = "shell.extra_env";
 
+/// Model providers: `{"default": "openai", "openai": {"base_url": "http://127.0.0.1:8080/v1", "model": "qwen3"}}`.
+/// Keys are not stored here but in the secret store (`osprey config set provider.openai.api_key`).
+pub const PROVIDERS: &str = "providers";
+
 /// Every known key with a one-line description.
 pub const KNOWN: &[(&str, &str)] = &[
     (POLICY, "approval policy: level, ask, allowlist, safe_bins"),
@@ -32,6 +36,10 @@ pub const KNOWN: &[(&str, &str)] = &[
         SHELL_EXTRA_ENV,
         "extra environment variable names shell commands may see",
     ),
+    (
+        PROVIDERS,
+        "model providers: {\"default\": \"openai\", \"openai\": {\"base_url\": ..., \"model\": ...}}; also provider.<kind>.model|base_url|api_key",
+    ),
 ];
 
 /// Checks that `value` is valid for `key` before it is stored.
@@ -41,6 +49,7 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
         ORIGIN_RULES => check::<OriginRules>(key, value),
         WEB_ALLOW_LOOPBACK => check::<bool>(key, value),
         SHELL_EXTRA_ENV => check::<Vec<String>>(key, value),
+        PROVIDERS => check::<crate::agent::ProviderSettings>(key, value),
         _ => bail!(
             "unknown setting `{key}`; known settings: {}",
             KNOWN
