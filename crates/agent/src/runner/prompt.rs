@@ -89,12 +89,13 @@ pub fn memory_section(memory: &Memory, message: &str, budget: MemoryBudget) -> S
             tracing::warn!(%error, "cannot list tacit memories for the prompt");
             Vec::new()
         });
-    let recalled = if budget.recalled == 0 {
+    let query = recall_query(message);
+    let recalled = if budget.recalled == 0 || query.is_empty() {
         Vec::new()
     } else {
         memory
             .search(
-                message,
+                &query,
                 &MemoryQuery {
                     namespace: None,
                     layer: None,
@@ -116,6 +117,29 @@ pub fn memory_section(memory: &Memory, message: &str, budget: MemoryBudget) -> S
         .collect();
     let tacit: Vec<String> = tacit.into_iter().map(|m| m.content).collect();
     memory_text(&tacit, &recalled, budget.chars)
+}
+
+/// Words too common to say what a message is about.
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but",
+    "by", "can", "could", "did", "do", "does", "for", "from", "get", "had", "has", "have", "he",
+    "her", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "me", "my", "no",
+    "not", "now", "of", "on", "or", "our", "please", "she", "so", "some", "that", "the", "their",
+    "them", "then", "there", "these", "they", "this", "to", "up", "us", "was", "we", "were",
+    "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
+];
+
+/// The message's words minus the common ones: the memory search ORs its terms, so a `the` would
+/// match nearly every memory.
+pub fn recall_query(message: &str) -> String {
+    message
+        .split(|c: char| !c.is_alphanumeric() && c != '.' && c != '-' && c != '_')
+        .map(|w| w.trim_matches(['.', '-', '_']))
+        .filter(|w| w.chars().count() > 1)
+        .filter(|w| !STOP_WORDS.contains(&w.to_lowercase().as_str()))
+        .take(32)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The section's text from tacit and recalled contents, within `chars`.
@@ -193,6 +217,15 @@ mod tests {
             .map(|s| s.name)
             .collect();
         assert_eq!(names, ["identity", "tools", "apps", "skills", "memory"]);
+    }
+
+    #[test]
+    fn recall_queries_leave_out_common_words() {
+        assert_eq!(
+            recall_query("Where is the staging server? It's at 10.1.2.3."),
+            "staging server 10.1.2.3"
+        );
+        assert_eq!(recall_query("what is it?"), "");
     }
 
     #[test]
