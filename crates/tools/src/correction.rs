@@ -117,6 +117,18 @@ pub fn unknown_tool_message(name: &str, registered: &[String]) -> String {
     format!("There is no tool `{name}`. Available tools: {list}.")
 }
 
+/// The tool a called name means: the name itself when a tool is registered under it (the MCP
+/// client registers other servers' tools as `mcp__<server>__<tool>`), else the name with an MCP
+/// prefix stripped (a model that saw Osprey's tools through an MCP client calls
+/// `mcp__osprey__file`, meaning `file`).
+pub fn resolve_tool_name(name: &str, is_registered: impl Fn(&str) -> bool) -> &str {
+    if is_registered(name) {
+        name
+    } else {
+        strip_mcp_prefix(name)
+    }
+}
+
 /// Strips an MCP prefix (`mcp__osprey__web` -> `web`, `mcp__files__read` -> `read`).
 pub fn strip_mcp_prefix(name: &str) -> &str {
     match name.strip_prefix("mcp__") {
@@ -183,5 +195,21 @@ mod tests {
         assert_eq!(strip_mcp_prefix("mcp__osprey__web"), "web");
         assert_eq!(strip_mcp_prefix("mcp__web"), "web");
         assert_eq!(strip_mcp_prefix("web"), "web");
+    }
+
+    #[test]
+    fn registered_mcp_names_resolve_to_themselves_and_others_are_stripped() {
+        let registered = |name: &str| ["file", "mcp__weather__forecast"].contains(&name);
+        assert_eq!(
+            resolve_tool_name("mcp__weather__forecast", registered),
+            "mcp__weather__forecast"
+        );
+        assert_eq!(resolve_tool_name("mcp__osprey__file", registered), "file");
+        assert_eq!(resolve_tool_name("file", registered), "file");
+        // An unregistered prefixed name is stripped, and then reported unknown by the registry.
+        assert_eq!(
+            resolve_tool_name("mcp__weather__radar", registered),
+            "radar"
+        );
     }
 }

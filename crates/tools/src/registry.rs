@@ -1,7 +1,8 @@
 //! The registry: the set of tools, and [`Registry::execute`], the single choke point every tool
 //! call passes. Its steps run in this order:
 //!
-//! 1. resolve the name (strip an MCP prefix; an unknown name gets the right call and the list);
+//! 1. resolve the name (a registered name as is, else strip an MCP prefix; an unknown name gets
+//!    the right call and the list);
 //! 2. validate `resource`/`action` against the domain table (aliases, inference, defaults);
 //! 3. the `tool.pre_execute` filter (may rewrite the input, which is validated again, or handle
 //!    the call);
@@ -26,7 +27,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::audit::AuditSink;
-use crate::correction::{strip_mcp_prefix, unknown_tool_message};
+use crate::correction::{resolve_tool_name, unknown_tool_message};
 use crate::hooks::{HookDispatcher, NoHooks, TOOL_POST_EXECUTE, TOOL_PRE_EXECUTE};
 use crate::security::Refusal;
 use crate::security::origin::OriginRules;
@@ -304,7 +305,7 @@ impl Registry {
         };
 
         // 1. Name.
-        let name = strip_mcp_prefix(name);
+        let name = resolve_tool_name(name, |n| lock_read(&self.inner.tools).contains_key(n));
         trail.tool = name.to_string();
         let Some(tool) = self.get(name) else {
             return refuse(Refusal::new(

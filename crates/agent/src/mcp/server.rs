@@ -1,0 +1,229 @@
+//! The MCP server: a [`Registry`] seen by an MCP client. `tools/list` is the registry's schemas;
+//! `tools/call` is `Registry::execute` with origin `mcp` and a deadline. Approval questions go
+//! to the approver the server was given, and with none (`osprey mcp serve`) a call that needs
+//! approval is refused and not run: an MCP client cannot approve its own calls.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use osprey_tools::{Approver, Registry, ToolContext};
+use osprey_types::{ApprovalAnswer, ApprovalRequest, ErrorCode, Origin, ToolResult};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool as McpTool,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Notify;
+
+use super::to_mcp_result;
+
+/// How the server runs calls.
+#[derive(Clone)]
+pub struct McpServerOptions {
+    /// Each call's deadline.
+    pub call_timeout: Duration,
+    /// Who answers approval questions; `None` refuses every call that needs approval.
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+impl Default for McpServerOptions {
+    fn default() -> Self {
+        McpServerOptions {
+            call_timeout: Duration::from_secs(600),
+            approver: None,
+        }
+    }
+}
+
+/// One MCP connection's view of the registry. Build one per connection.
+#[derive(Clone)]
+pub struct McpServer {
+    registry: Registry,
+    options: McpServerOptions,
+    /// Woken by the registry when tools come or go; the connection then tells its client.
+    changes: Arc<Notify>,
+    forwarding: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer").finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    pub fn new(registry: Registry, options: McpServerOptions) -> Self {
+        let changes = Arc::new(Notify::new());
+        let weak: Weak<Notify> = Arc::downgrade(&changes);
+        // The registry keeps its listeners for good; a weak handle lets a closed connection's
+        // listener fall silent.
+        registry.on_change(move |_| {
+            if let Some(changes) = weak.upgrade() {
+                changes.notify_one();
+            }
+        });
+        McpServer {
+            registry,
+            options,
+            changes,
+            forwarding: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Serves one client over a byte stream pair (stdin/stdout, a duplex in tests) until it
+    /// disconnects.
+    pub async fn serve_io<R, W>(self, read: R, write: W) -> crate::Result<()>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let running = self
+            .serve((read, write))
+            .await
+            .map_err(|err| crate::Error::Protocol(format!("MCP handshake failed: {err}")))?;
+        running
+            .waiting()
+            .await
+            .map_err(|err| crate::Error::Protocol(format!("the MCP connection failed: {err}")))?;
+        Ok(())
+    }
+
+    /// Serves one client on this process's stdin and stdout (only protocol frames go there).
+    pub async fn serve_stdio(self) -> crate::Result<()> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Starts telling the client about tool list changes, once per connection.
+    fn forward_changes(&self, peer: rmcp::Peer<RoleServer>) {
+        if self.forwarding.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let changes = self.changes.clone();
+        tokio::spawn(async move {
+            loop {
+                changes.notified().await;
+                // Tools often come in bursts (a server connecting registers all of its tools):
+                // one notification for the burst.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                if peer.is_transport_closed() {
+                    break;
+                }
+                if let Err(err) = peer.notify_tool_list_changed().await {
+                    tracing::debug!(%err, "could not send tools/list_changed; stopping");
+                    break;
+                }
+            }
+        });
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        input: serde_json::Value,
+        ct: tokio_util::sync::CancellationToken,
+    ) -> ToolResult {
+        let mut ctx = ToolContext::new(Origin::Mcp, self.options.call_timeout);
+        ctx.cancel = ct;
+        let unattended = Arc::new(Unattended::default());
+        ctx.approver = Some(match &self.options.approver {
+            Some(approver) => approver.clone(),
+            None => unattended.clone(),
+        });
+        let result = self.registry.execute(&ctx, name, input).await;
+        match unattended.asked_about() {
+            Some(summary) if result.code == Some(ErrorCode::ApprovalDenied) => ToolResult::error(
+                ErrorCode::PolicyDenied,
+                format!(
+                    "`{summary}` needs approval under Osprey's policy, and a call over MCP cannot be \
+                     approved (no one is attached to answer), so it was refused and not run. To let \
+                     it through, allow it in Osprey's policy (`osprey config set policy ...`: the \
+                     allowlist, or a higher level) or serve with `--policy full`."
+                ),
+            ),
+            _ => result,
+        }
+    }
+}
+
+/// The approver of a server without one: it records the question and says no.
+#[derive(Default)]
+struct Unattended {
+    asked: std::sync::Mutex<Option<String>>,
+}
+
+impl Unattended {
+    fn asked_about(&self) -> Option<String> {
+        self.asked.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Approver for Unattended {
+    fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
+        *self.asked.lock().unwrap_or_else(|e| e.into_inner()) = Some(request.summary);
+        futures::future::ready(ApprovalAnswer::Deny).boxed()
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("osprey", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Osprey's tools. Calls run under Osprey's approval policy, origin rules and \
+             safeguards; a call that needs a person's approval is refused.",
+        )
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.forward_changes(context.peer);
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.forward_changes(context.peer);
+        let tools = self
+            .registry
+            .schemas()
+            .into_iter()
+            .map(|schema| {
+                let name = schema["name"].as_str().unwrap_or_default().to_string();
+                let description = schema["description"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let input_schema = match &schema["input_schema"] {
+                    serde_json::Value::Object(map) => map.clone(),
+                    _ => serde_json::Map::from_iter([("type".to_string(), "object".into())]),
+                };
+                McpTool::new(name, description, Arc::new(input_schema))
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let input = request
+            .arguments
+            .map(serde_json::Value::Object)
+            .unwrap_or_else(|| serde_json::Value::Object(Default::default()));
+        let result = self.call(&request.name, input, context.ct).await;
+        Ok(CallToolResponse::Complete(to_mcp_result(&result)))
+    }
+}
