@@ -1,17 +1,20 @@
 //! Desktop actions on element IDs or coordinates. An element is looked up in its snapshot and
-//! then checked against the live window: gone or changed means an error asking for a new
-//! snapshot; moved means acting at its new place and saying so. Clicks use the element's own
+//! then checked against the live window: moved means acting at its new place and saying so;
+//! gone, changed or hidden means searching the window again for the same role and name (an
+//! application that rebuilt its widgets) and acting on that, with a note, or, when there is
+//! none, an error asking for a new snapshot. Clicks use the element's own
 //! accessibility action when it offers one (press, click, activate, toggle), which works even
 //! when the element is covered; everything else goes through the pointer and keyboard.
 
 use std::time::{Duration, Instant};
 
 use crate::accessibility::AccessibleNode;
-use crate::desktop::Desktop;
-use crate::elements::Element;
+use crate::desktop::{Desktop, merge_trees};
+use crate::elements::{Element, assign_ids, kind};
 use crate::error::{Error, Result};
 use crate::geometry::{Point, Rect};
 use crate::input::MouseButton;
+use crate::snapshot::Snapshot;
 
 /// Where an action lands.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,44 +43,74 @@ pub struct Located {
 /// Actions that mean "click" to AT-SPI, AX and UIA, in order of preference.
 const CLICK_ACTIONS: [&str; 6] = ["click", "press", "activate", "toggle", "jump", "invoke"];
 
+/// Whether the live element still carries the element's name (an element named from its
+/// contents must still have no name of its own).
+fn same_name(element: &Element, current: &AccessibleNode) -> bool {
+    if element.name_from_contents {
+        current.name.trim().is_empty()
+    } else {
+        current.name == element.name
+    }
+}
+
 fn describe(element: &Element) -> String {
     format!("{} {} {:?}", element.id, element.kind, element.name)
 }
 
 impl Desktop {
-    /// Finds an element of a snapshot and checks it is still there.
+    /// Finds an element of a snapshot and checks it against the live window. When its
+    /// accessible reference is gone, points at something else or is hidden (an application that
+    /// rebuilt its widgets), the element is searched for again in the live tree of the same
+    /// window: the same role and name, the one nearest its old place. Only when none is there
+    /// does the call fail, asking for a new snapshot.
     pub async fn locate(&self, snapshot: Option<&str>, id: &str) -> Result<Located> {
         let (snapshot, element) = self.snapshots().lookup(snapshot, id)?;
-        let current = self
-            .accessibility()
-            .refresh(&element.node)
-            .await?
-            .ok_or_else(|| {
-                Error::Stale(format!(
-                    "{} is no longer in the window (snapshot {})",
+        let window_id = snapshot.window.as_ref().map(|w| w.id);
+        let current = self.accessibility().refresh(&element.node).await?;
+        let problem = match &current {
+            None => Some(format!("{} is no longer in the window", describe(&element))),
+            Some(current) if current.role != element.role || !same_name(&element, current) => {
+                Some(format!(
+                    "{} has changed: it is now a {:?} named {:?}",
                     describe(&element),
-                    snapshot.id
+                    current.role,
+                    current.name
                 ))
-            })?;
-        let same_name = if element.name_from_contents {
-            current.name.trim().is_empty()
-        } else {
-            current.name == element.name
+            }
+            Some(current) if !current.states.showing => {
+                Some(format!("{} is no longer showing", describe(&element)))
+            }
+            Some(_) => None,
         };
-        if current.role != element.role || !same_name {
-            return Err(Error::Stale(format!(
-                "{} has changed: it is now a {:?} named {:?}",
-                describe(&element),
-                current.role,
-                current.name
-            )));
-        }
-        if !current.states.showing {
-            return Err(Error::Stale(format!(
-                "{} is no longer showing",
-                describe(&element)
-            )));
-        }
+        let (Some(current), None) = (current, &problem) else {
+            let problem = problem.unwrap_or_default();
+            return match self.reidentify(&snapshot, &element).await? {
+                Some((found, current)) => {
+                    let bounds = found.bounds;
+                    Ok(Located {
+                        note: Some(format!(
+                            "{problem} (snapshot {}); acted on the {} {:?} now at ({bounds}) instead",
+                            snapshot.id,
+                            kind(found.role),
+                            found.name
+                        )),
+                        element: Element {
+                            id: element.id.clone(),
+                            ..found
+                        },
+                        bounds,
+                        current,
+                        window_id,
+                    })
+                }
+                None => Err(Error::Stale(format!(
+                    "{problem} (snapshot {}), and the window has no {} named {:?} now",
+                    snapshot.id,
+                    kind(element.role),
+                    element.name
+                ))),
+            };
+        };
         let bounds = current.bounds.unwrap_or(element.bounds);
         let note = (bounds != element.bounds).then(|| {
             format!(
@@ -90,8 +123,57 @@ impl Desktop {
             bounds,
             note,
             current,
-            window_id: snapshot.window.as_ref().map(|w| w.id),
+            window_id,
         })
+    }
+
+    /// The element of the snapshot's window (or, for a screen snapshot, of the windows in its
+    /// area) that now has the same role and name, nearest to where the element was.
+    async fn reidentify(
+        &self,
+        snapshot: &Snapshot,
+        element: &Element,
+    ) -> Result<Option<(Element, AccessibleNode)>> {
+        let limits = self.config().tree_limits;
+        let (trees, area) = match &snapshot.window {
+            Some(seen) => {
+                // The window as it is now (it may have moved), found by its id.
+                let id = seen.id;
+                let window = self
+                    .windows()
+                    .await?
+                    .into_iter()
+                    .find(|w| w.id == id)
+                    .unwrap_or_else(|| seen.clone());
+                let tree = self.tree(&window, limits).await?;
+                let area = window.bounds;
+                (vec![(window, tree)], area)
+            }
+            None => (
+                self.visible_trees(snapshot.area, limits).await?,
+                snapshot.area,
+            ),
+        };
+        let (tree, _) = merge_trees(trees);
+        let old_centre = element.bounds.center();
+        let distance = |candidate: &Element| {
+            let centre = candidate.bounds.center();
+            let dx = i64::from(centre.x - old_centre.x);
+            let dy = i64::from(centre.y - old_centre.y);
+            dx * dx + dy * dy
+        };
+        let found = assign_ids(&tree, area)
+            .into_iter()
+            .filter(|candidate| {
+                candidate.role == element.role
+                    && candidate.name == element.name
+                    && candidate.name_from_contents == element.name_from_contents
+            })
+            .min_by_key(distance);
+        Ok(found.and_then(|found| {
+            let node = tree.nodes.iter().find(|n| n.node == found.node)?.clone();
+            Some((found, node))
+        }))
     }
 
     async fn point_of(&self, target: &ActionTarget) -> Result<(Point, String, Option<String>)> {

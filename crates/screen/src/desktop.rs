@@ -306,18 +306,7 @@ impl Desktop {
         let (image, capture_time) = captured?;
         let (trees, tree_time) = trees?;
 
-        let mut notes = Vec::new();
-        let mut merged = AccessibilityTree {
-            complete: true,
-            ..AccessibilityTree::default()
-        };
-        for (window, tree) in trees {
-            for note in &tree.notes {
-                notes.push(format!("{}: {note}", window.title));
-            }
-            merged.complete &= tree.complete;
-            merged.nodes.extend(tree.nodes);
-        }
+        let (merged, notes) = merge_trees(trees);
         let render_start = Instant::now();
         let elements = assign_ids(&merged, area);
         let (mut image, scale) = downscale(&image, options.max_width);
@@ -361,7 +350,7 @@ impl Desktop {
 
     /// Trees of every visible window in `area`, with elements hidden under a higher window
     /// removed (their bounds cleared), walked together under one deadline.
-    async fn visible_trees(
+    pub(crate) async fn visible_trees(
         &self,
         area: Rect,
         limits: TreeLimits,
@@ -394,6 +383,33 @@ impl Desktop {
         }
         Ok(out)
     }
+}
+
+/// One tree of several windows' trees (child links shifted to the merged positions), and their
+/// notes prefixed by the window's title.
+pub(crate) fn merge_trees(
+    trees: Vec<(WindowInfo, AccessibilityTree)>,
+) -> (AccessibilityTree, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut merged = AccessibilityTree {
+        complete: true,
+        ..AccessibilityTree::default()
+    };
+    for (window, tree) in trees {
+        for note in &tree.notes {
+            notes.push(format!("{}: {note}", window.title));
+        }
+        merged.complete &= tree.complete;
+        merged.from_cache += tree.from_cache;
+        let offset = merged.nodes.len();
+        merged.nodes.extend(tree.nodes.into_iter().map(|mut node| {
+            for child in &mut node.children {
+                *child += offset;
+            }
+            node
+        }));
+    }
+    (merged, notes)
 }
 
 fn window_titles(windows: &[WindowInfo]) -> String {

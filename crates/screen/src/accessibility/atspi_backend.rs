@@ -120,6 +120,11 @@ type CacheEntry = (
     StateSet,
 );
 
+/// `(bus name, object path)` as the cache's lookups use it.
+type Key = (String, String);
+/// A reference as D-Bus carries it.
+type ObjectRef = (String, OwnedObjectPath);
+
 /// What the cache says about one element, with its children when the cache holds all of them.
 struct Cached {
     role: u32,
@@ -127,13 +132,13 @@ struct Cached {
     interfaces: InterfaceSet,
     name: String,
     description: String,
-    children: Option<Vec<(String, OwnedObjectPath)>>,
+    children: Option<Vec<ObjectRef>>,
 }
 
 /// An application's cache, keyed by `(bus name, object path)`.
 #[derive(Default)]
 struct Cache {
-    items: HashMap<(String, String), Cached>,
+    items: HashMap<Key, Cached>,
 }
 
 impl Cache {
@@ -141,8 +146,7 @@ impl Cache {
     /// the cache holds exactly as many as the node reports (a container that manages its
     /// descendants reports -1 and its children are not cached).
     fn from_entries(entries: Vec<CacheEntry>) -> Cache {
-        let mut by_parent: HashMap<(String, String), Vec<(i32, (String, OwnedObjectPath))>> =
-            HashMap::new();
+        let mut by_parent: HashMap<Key, Vec<(i32, ObjectRef)>> = HashMap::new();
         let mut items = HashMap::with_capacity(entries.len());
         let mut counts = HashMap::with_capacity(entries.len());
         for (

@@ -114,3 +114,102 @@ fn acting_on_an_element_of_a_closed_window_asks_for_a_new_snapshot() {
         "{error}"
     );
 }
+
+/// The ID the latest snapshot gave the element with this name.
+fn id_named(desktop: &Desktop, name: &str) -> String {
+    let (snapshot, _) = desktop.snapshots().lookup(None, "B1").unwrap();
+    snapshot
+        .elements
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("no {name:?} in {:?}", snapshot.elements))
+        .id
+        .clone()
+}
+
+/// Waits until the element the snapshot knows by `id` is gone from the live tree.
+fn wait_gone(desktop: &Desktop, id: &str) {
+    let (_, element) = desktop.snapshots().lookup(None, id).unwrap();
+    wait_until(&format!("{id}'s accessible object to go"), REACT, || {
+        block_on(desktop.accessibility().refresh(&element.node))
+            .unwrap()
+            .is_none()
+    });
+}
+
+#[test]
+fn an_element_rebuilt_by_its_application_is_found_again_by_role_and_name() {
+    let (environment, _lock) = environment();
+    let app = FixtureApp::form(environment, "rebuild", &["--dynamic"]);
+    let desktop = environment.desktop();
+    see(&desktop, &app);
+    let rebuild = id_named(&desktop, "Rebuild");
+    block_on(desktop.click(&element(&rebuild), MouseButton::Left, 1, false)).unwrap();
+    app.lines.wait_for("rebuilt", REACT, |l| l == "rebuilt");
+    wait_gone(&desktop, &rebuild);
+
+    // The snapshot's reference is dead; the same ID still reaches the new button.
+    let message = block_on(desktop.click(&element(&rebuild), MouseButton::Left, 1, false)).unwrap();
+    assert!(
+        message.contains("is no longer in the window")
+            && message.contains(r#"acted on the button "Rebuild" now at"#),
+        "{message}"
+    );
+    app.lines
+        .wait_for("the second click", REACT, |l| l == "clicked Rebuild");
+    // A real pointer click on the re-identified button lands too.
+    app.lines.wait_for("rebuilt", REACT, |l| l == "rebuilt");
+    let message = block_on(desktop.click(&element(&rebuild), MouseButton::Left, 1, true)).unwrap();
+    assert!(message.starts_with("clicked B"), "{message}");
+    app.lines
+        .wait_for("the pointer click", REACT, |l| l == "clicked Rebuild");
+}
+
+#[test]
+fn an_element_that_moved_is_clicked_at_its_new_place() {
+    let (environment, _lock) = environment();
+    let app = FixtureApp::form(environment, "wander", &["--dynamic"]);
+    let desktop = environment.desktop();
+    see(&desktop, &app);
+    let wander = id_named(&desktop, "Wander");
+    let (_, before) = desktop.snapshots().lookup(None, &wander).unwrap();
+    // A real pointer click: it moves the button to the end of its row.
+    block_on(desktop.click(&element(&wander), MouseButton::Left, 1, true)).unwrap();
+    app.lines.wait_for("wandered", REACT, |l| l == "wandered");
+    wait_until("the button to move", REACT, || {
+        live(&desktop, &wander).bounds != Some(before.bounds)
+    });
+    // The old snapshot's bounds are wrong now; the click goes where the button is.
+    let message = block_on(desktop.click(&element(&wander), MouseButton::Left, 1, true)).unwrap();
+    assert!(
+        message.contains(&format!("{wander} moved from ({})", before.bounds)),
+        "{message}"
+    );
+    app.lines
+        .wait_for("the second click", REACT, |l| l == "clicked Wander");
+}
+
+#[test]
+fn an_element_removed_from_a_live_window_asks_for_a_new_snapshot() {
+    let (environment, _lock) = environment();
+    let app = FixtureApp::form(environment, "vanish", &["--dynamic"]);
+    let desktop = environment.desktop();
+    see(&desktop, &app);
+    let vanish = id_named(&desktop, "Vanish");
+    block_on(desktop.click(&element(&vanish), MouseButton::Left, 1, false)).unwrap();
+    app.lines.wait_for("vanished", REACT, |l| l == "vanished");
+    wait_gone(&desktop, &vanish);
+    let error = block_on(desktop.click(&element(&vanish), MouseButton::Left, 1, false))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(r#"the window has no button named "Vanish" now"#)
+            && error.contains("take a new snapshot"),
+        "{error}"
+    );
+    // Nothing was clicked in its place.
+    assert!(
+        !app.lines.drain().iter().any(|l| l.starts_with("clicked")),
+        "a click reached the application"
+    );
+}
