@@ -357,7 +357,7 @@ impl Core {
     pub fn chat_runner(&self, options: &ChatOptions) -> anyhow::Result<Runner> {
         let provider = provider(options)?;
         let defaults = RunnerConfig::default();
-        Ok(Runner::new(
+        let runner = Runner::new(
             provider,
             self.registry().clone(),
             self.db().sessions(),
@@ -369,7 +369,9 @@ impl Core {
                 max_steps: options.max_steps.unwrap_or(defaults.max_steps),
                 ..defaults
             },
-        ))
+        );
+        self.attach_prompt_sources(&runner);
+        Ok(runner)
     }
 }
 

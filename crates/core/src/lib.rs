@@ -54,6 +54,7 @@ struct Inner {
     data_dir: PathBuf,
     db: Database,
     registry: Registry,
+    skills: osprey_agent::Skills,
     events: events::EventBus,
     approvals: approvals::ApprovalBroker,
     #[cfg(unix)]
@@ -141,11 +142,15 @@ impl Core {
         let apps = apps::AppPlatform::open(&data_dir, &registry)?;
         // After the apps' dispatcher is in place, so memory hooks reach hook apps.
         registry.register_domain(AgentTool::new(&db).with_hooks(registry.hooks()));
+        // Bundled, <data>/apps/*/SKILL.md and <data>/skills: indexed on first use, not here.
+        let skills = osprey_agent::Skills::for_data_dir(&data_dir);
+        registry.register_domain(osprey_agent::SkillTool::new(skills.clone()));
         Ok(Core {
             inner: Arc::new(Inner {
                 data_dir,
                 db,
                 registry,
+                skills,
                 approvals: approvals::ApprovalBroker::new(
                     events.clone(),
                     approvals::DEFAULT_TIMEOUT,
@@ -167,6 +172,31 @@ impl Core {
 
     pub fn registry(&self) -> &Registry {
         &self.inner.registry
+    }
+
+    /// The skills (catalog and each session's active ones) the `skill` tool and chat share.
+    pub fn skills(&self) -> &osprey_agent::Skills {
+        &self.inner.skills
+    }
+
+    /// Gives a chat runner its prompt's sources: the shared skills, the memory database, and the
+    /// installed apps (one line each, asked for at each turn).
+    pub fn attach_prompt_sources(&self, runner: &osprey_agent::Runner) {
+        runner.set_skills(self.inner.skills.clone());
+        runner.set_memory(self.inner.db.memory());
+        #[cfg(unix)]
+        {
+            let installer = osprey_apps::Installer::new(self.inner.apps.apps_dir());
+            let supervisor = self.inner.apps.supervisor().clone();
+            runner.set_installed_apps(Arc::new(move || {
+                let installer = installer.clone();
+                let supervisor = supervisor.clone();
+                Box::pin(async move {
+                    let states = supervisor.status().await.unwrap_or_default();
+                    osprey_apps::apps_tool::installed_apps_prompt(&installer.list(), &states)
+                })
+            }));
+        }
     }
 
     /// The secret store for provider keys: the OS keyring, else a 0600 file in the data dir
