@@ -24,6 +24,7 @@ pub mod napp;
 pub mod permissions;
 #[cfg(unix)]
 pub mod runtime;
+pub mod sandbox;
 pub mod settings;
 pub mod signing;
 pub mod store_client;

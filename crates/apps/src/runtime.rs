@@ -1,8 +1,10 @@
 //! Launching and stopping an installed app as a sandboxed sidecar: per-app launch lock, binary
-//! validation, stale socket removal, `data/` and `logs/`, a sanitized environment, its own
-//! process group, a `.pid` file, a reaper task, logs with rotation, waiting for the socket with
-//! backoff up to the manifest's `startup_timeout`, the socket made 0600, the peer's pid checked
-//! against the child, gRPC over the socket and a health check. Stop is SIGTERM to the group, a
+//! validation, stale socket removal, `data/`, `logs/` and a fresh private `tmp/`, a sanitized
+//! environment, the OS sandbox (the app is started through the `osprey-app-sandbox` launcher,
+//! see [`crate::sandbox`]), its own process group, a `.pid` file, a reaper task, logs with
+//! rotation, waiting for the socket with backoff up to the manifest's `startup_timeout`, the
+//! socket made 0600, the peer's pid checked against the child, gRPC over the socket, a health
+//! check, and the launcher's report of what the kernel enforced. Stop is SIGTERM to the group, a
 //! grace period, then SIGKILL, and the socket and pid file removed.
 //!
 //! Registering capabilities (tools, hooks, UI, gateway) is the caller's next step; supervision
@@ -27,10 +29,12 @@ use tonic::transport::Channel;
 pub use process::{kill_orphans, process_gone};
 
 use crate::manifest::{Capability, Manifest};
+use crate::sandbox::{SandboxOptions, SandboxReport};
 use crate::{Error, Result};
 
 pub use crate::layout::{DATA_DIR, LOGS_DIR, PID_FILE, SOCKET_FILE};
 /// The only variables of Osprey's environment an app sees (besides its six `OSPREY_APP_*`).
+/// `TMPDIR` is always the app's private `tmp/`, whatever Osprey's is.
 pub const INHERITED_ENV: [&str; 6] = ["PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ"];
 
 /// How launches and stops behave.
@@ -46,6 +50,8 @@ pub struct LaunchOptions {
     pub echo_logs: bool,
     /// The values of [`INHERITED_ENV`] passed on (default: Osprey's own, where set).
     pub inherited_env: Vec<(String, OsString)>,
+    /// The OS sandbox: on, with the launcher found beside the executable, by default.
+    pub sandbox: SandboxOptions,
 }
 
 impl Default for LaunchOptions {
@@ -59,6 +65,7 @@ impl Default for LaunchOptions {
                 .iter()
                 .filter_map(|name| std::env::var_os(name).map(|value| ((*name).to_owned(), value)))
                 .collect(),
+            sandbox: SandboxOptions::default(),
         }
     }
 }
@@ -136,11 +143,29 @@ impl Launcher {
         remove_stale_socket(id, &socket)?;
         let data = real_dir(&dir.join(DATA_DIR))?;
         let logs = real_dir(&dir.join(LOGS_DIR))?;
+        let tmp = fresh_dir(&dir.join(crate::sandbox::TMP_DIR))?;
+        let status_file = dir.join(crate::sandbox::STATUS_FILE);
+        let _ = std::fs::remove_file(&status_file);
+        let plan = self.sandbox_plan(&manifest, &dir, &binary, &data, &tmp, sideloaded)?;
 
-        let mut command = tokio::process::Command::new(&binary);
+        let mut command = match &plan {
+            Plan::Launcher { launcher, policy } => {
+                let mut command = tokio::process::Command::new(launcher);
+                command.args(policy.to_arguments());
+                command
+            }
+            Plan::Direct(_) => tokio::process::Command::new(&binary),
+        };
         command
             .env_clear()
-            .envs(self.options.inherited_env.iter().map(|(k, v)| (k, v)))
+            .envs(
+                self.options
+                    .inherited_env
+                    .iter()
+                    .filter(|(k, _)| k != "TMPDIR")
+                    .map(|(k, v)| (k, v)),
+            )
+            .env("TMPDIR", &tmp)
             .env("OSPREY_APP_DIR", &dir)
             .env("OSPREY_APP_SOCK", &socket)
             .env("OSPREY_APP_ID", &manifest.id)
@@ -207,8 +232,17 @@ impl Launcher {
             exit,
             options: self.options.clone(),
             stopped: false,
+            sandbox: SandboxReport::off("not started yet"),
         };
-        match app.connect(&socket).await {
+        let connected = app.connect(&socket).await.and_then(|()| {
+            app.sandbox = match plan {
+                Plan::Direct(report) => report,
+                // Written by the launcher before its exec, so before the app could bind.
+                Plan::Launcher { .. } => read_report(&app.manifest.id, &status_file)?,
+            };
+            Ok(())
+        });
+        match connected {
             Ok(()) => Ok(app),
             Err(error) => {
                 app.kill_now().await;
@@ -222,6 +256,100 @@ impl Launcher {
     }
 }
 
+/// How an app is started: through the launcher with its policy, or directly (no OS sandbox, for
+/// the reason in the report).
+enum Plan {
+    Launcher {
+        launcher: PathBuf,
+        policy: Box<crate::sandbox::Policy>,
+    },
+    Direct(SandboxReport),
+}
+
+impl Launcher {
+    /// Through the launcher when there is one. Without: store apps are refused (fail closed),
+    /// sideloaded apps (a developer's own build) run unsandboxed and flagged.
+    fn sandbox_plan(
+        &self,
+        manifest: &Manifest,
+        dir: &Path,
+        binary: &Path,
+        data: &Path,
+        tmp: &Path,
+        sideloaded: bool,
+    ) -> Result<Plan> {
+        let options = &self.options.sandbox;
+        if !options.enabled {
+            return Ok(Plan::Direct(SandboxReport::off(
+                "the sandbox is turned off in the launch options",
+            )));
+        }
+        if !cfg!(target_os = "linux") {
+            return Ok(Plan::Direct(SandboxReport::off(
+                "no OS sandbox on this platform yet: sanitized environment and process group only",
+            )));
+        }
+        let launcher = match crate::sandbox::find_launcher(options.launcher.as_deref()) {
+            Ok(launcher) => launcher,
+            Err(looked_in) => {
+                let places: Vec<String> =
+                    looked_in.iter().map(|p| p.display().to_string()).collect();
+                let missing = format!(
+                    "the sandbox launcher {} was not found (looked in: {})",
+                    crate::sandbox::LAUNCHER_NAME,
+                    places.join(", ")
+                );
+                if sideloaded {
+                    tracing::warn!(app = %manifest.id, "{missing}: the sideloaded app runs unsandboxed");
+                    return Ok(Plan::Direct(SandboxReport::off(format!(
+                        "{missing}; sideloaded apps run without it during development"
+                    ))));
+                }
+                return Err(launch_failed(
+                    &manifest.id,
+                    "sandbox_unavailable",
+                    format!(
+                        "{missing}; store apps are never run unsandboxed: reinstall Osprey, or \
+                         in a source checkout run `cargo build -p osprey-apps --bin {}`",
+                        crate::sandbox::LAUNCHER_NAME
+                    ),
+                ));
+            }
+        };
+        let policy = crate::sandbox::Policy::for_app(
+            &manifest.id,
+            dir,
+            binary,
+            data,
+            tmp,
+            crate::permissions::has_prefix(&manifest.permissions, "network"),
+            !sideloaded && !options.allow_degraded,
+        );
+        Ok(Plan::Launcher {
+            launcher,
+            policy: Box::new(policy),
+        })
+    }
+}
+
+/// The launcher's report; an app started through the launcher without one is not trusted.
+fn read_report(id: &str, status_file: &Path) -> Result<SandboxReport> {
+    let text = std::fs::read_to_string(status_file).map_err(|e| {
+        launch_failed(
+            id,
+            "sandbox_unverified",
+            format!("no sandbox report at {}: {e}", status_file.display()),
+        )
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        launch_failed(
+            id,
+            "sandbox_unverified",
+            format!("unreadable sandbox report {}: {e}", status_file.display()),
+        )
+    })
+}
+
 /// A launched app: its process (leading its own group) and its gRPC channel. Dropping it without
 /// [`RunningApp::stop`] kills the group at once.
 pub struct RunningApp {
@@ -232,6 +360,7 @@ pub struct RunningApp {
     exit: watch::Receiver<Option<Option<ExitStatus>>>,
     options: LaunchOptions,
     stopped: bool,
+    sandbox: SandboxReport,
 }
 
 impl std::fmt::Debug for RunningApp {
@@ -266,6 +395,11 @@ impl RunningApp {
 
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// What the OS sandbox enforces for this app.
+    pub fn sandbox(&self) -> &SandboxReport {
+        &self.sandbox
     }
 
     /// The gRPC channel to the app (cheap to clone).
@@ -360,6 +494,7 @@ impl RunningApp {
         }
         let _ = std::fs::remove_file(self.dir.join(SOCKET_FILE));
         let _ = std::fs::remove_file(self.dir.join(PID_FILE));
+        let _ = std::fs::remove_file(self.dir.join(crate::sandbox::STATUS_FILE));
     }
 
     /// Waits for the socket with backoff up to the startup timeout, then dials it checking the
@@ -493,6 +628,22 @@ fn real_dir(path: &Path) -> Result<PathBuf> {
             Ok(path.to_path_buf())
         }
     }
+}
+
+/// Creates `path` as an empty directory: what an earlier run left in it is removed (without
+/// following symlinks), and a symlink or file in its place is refused.
+fn fresh_dir(path: &Path) -> Result<PathBuf> {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.is_dir() {
+            return Err(Error::io(
+                format!("{} is not a directory", path.display()),
+                std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+            ));
+        }
+        std::fs::remove_dir_all(path)
+            .map_err(|e| Error::io(format!("empty {}", path.display()), e))?;
+    }
+    real_dir(path)
 }
 
 fn launch_failed(id: &str, reason: &'static str, message: String) -> Error {

@@ -138,6 +138,8 @@ async fn the_environment_is_sanitized_and_output_is_logged() {
         ("OSPREY_APP_VERSION", "0.3.0".into()),
         ("OSPREY_APP_DATA", dir.join("data").display().to_string()),
         ("PATH", "/usr/bin:/bin".into()),
+        // Always the app's private tmp/ (the only writable place besides data/).
+        ("TMPDIR", dir.join("tmp").display().to_string()),
         ("LANG", "C.UTF-8".into()),
         ("TZ", "UTC".into()),
     ]
