@@ -4,6 +4,7 @@
 //! anything: running cargo from inside a test would wait forever on the build lock, so a missing
 //! binary is an error that says which command to run.
 
+pub mod model_server;
 pub mod webdriver;
 
 use std::path::{Path, PathBuf};

@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod approvals;
 pub mod apps;
+pub mod chat;
 pub mod secrets;
 pub mod events;
 pub mod settings;

@@ -392,6 +392,42 @@ pub struct AppStatus {
     pub has_ui: bool,
 }
 
+/// A chat session as the session list shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ChatSessionSummary {
+    pub id: String,
+    pub title: Option<String>,
+    /// `idle`, `running`, `cancelled`, `failed`.
+    pub status: String,
+    #[ts(type = "number")]
+    pub updated_ms: i64,
+    #[ts(type = "number")]
+    pub message_count: i64,
+}
+
+/// One entry of a chat transcript, as stored history is shown (streaming builds the same entries
+/// from [`CoreEvent`]s).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TranscriptItem {
+    User {
+        text: String,
+    },
+    Assistant {
+        text: String,
+    },
+    Thinking {
+        text: String,
+    },
+    /// A tool call and, once it finished, its result.
+    ToolCall {
+        call_id: String,
+        name: String,
+        input: serde_json::Value,
+        result: Option<ToolResult>,
+    },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use osprey_types::{
-    AppRunState, AppStatus, ApprovalAnswer, ApprovalRequest, ApprovalResolution, ContentBlock,
-    CoreEvent, CoreInfo, ErrorCode, GrantDuration, GrantScope, Origin, ToolResult, UiError,
+    AppRunState, AppStatus, ApprovalAnswer, ApprovalRequest, ApprovalResolution,
+    ChatSessionSummary, ContentBlock, CoreEvent, CoreInfo, ErrorCode, GrantDuration, GrantScope,
+    Origin, ToolResult, TranscriptItem, UiError,
 };
 use ts_rs::{Config, TS};
 
@@ -52,6 +53,8 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<ApprovalResolution>(&config, &mut index);
     export::<AppStatus>(&config, &mut index);
     export::<AppRunState>(&config, &mut index);
+    export::<ChatSessionSummary>(&config, &mut index);
+    export::<TranscriptItem>(&config, &mut index);
 
     index.sort();
     let mut index_ts = String::from(

@@ -1,0 +1,415 @@
+//! Chat for a shell with a UI (the desktop): [`Chats`] starts a turn in the background and
+//! returns at once, streams the runner's [`AgentEvent`]s as [`CoreEvent`]s on the core's bus,
+//! routes the turn's approval questions to the core's [`ApprovalBroker`](crate::approvals::ApprovalBroker),
+//! stops a turn on request, and reads sessions and their history back as transcripts. The CLI
+//! drives the runner itself (it prints instead of emitting).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use osprey_agent::{Message, Part, Role};
+use osprey_types::{ChatSessionSummary, CoreEvent, Origin, TranscriptItem};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::Core;
+use crate::agent::{AgentEvent, ChatChoice, ChatOptions, TurnRequest, TurnStop};
+
+/// Why a turn could not start (the UI branches on the code).
+#[derive(Debug)]
+pub struct StartError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// A turn is already running in that session.
+pub const TURN_RUNNING: &str = "turn_running";
+/// No model provider could be set up (no key, nothing local answering, bad settings).
+pub const PROVIDER_UNAVAILABLE: &str = "provider_unavailable";
+/// The message was empty.
+pub const EMPTY_MESSAGE: &str = "empty_message";
+
+/// The desktop's chats. Cheap to clone.
+#[derive(Clone)]
+pub struct Chats {
+    core: Core,
+    choice: Arc<Mutex<ChatChoice>>,
+    fixed: Arc<Mutex<Option<ChatOptions>>>,
+    running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    counter: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Chats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chats").finish_non_exhaustive()
+    }
+}
+
+impl Chats {
+    pub fn new(core: Core) -> Chats {
+        Chats {
+            core,
+            choice: Arc::new(Mutex::new(ChatChoice::default())),
+            fixed: Arc::new(Mutex::new(None)),
+            running: Arc::new(Mutex::new(HashMap::new())),
+            counter: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Overrides the stored provider settings for the turns started from now on.
+    pub fn set_choice(&self, choice: ChatChoice) {
+        *self.choice.lock().unwrap_or_else(|e| e.into_inner()) = choice;
+    }
+
+    /// Uses exactly these options (provider, URL, key, model) instead of resolving them from the
+    /// settings; `None` goes back to resolving. For embedders and tests that bring their own.
+    pub fn set_options(&self, options: Option<ChatOptions>) {
+        *self.fixed.lock().unwrap_or_else(|e| e.into_inner()) = options;
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A fresh session id: time-based, unique within this process.
+    pub fn new_session_id(&self) -> String {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        format!("chat-{}-{n}", osprey_db::now_ms())
+    }
+
+    /// Starts a turn with `text` in `session_id` (a new session when `None`) on the current tokio
+    /// runtime and returns the session id at once. Progress arrives as `chat_*` events; the turn
+    /// ends with `chat_turn_finished` or `chat_turn_failed`.
+    pub async fn send(&self, session_id: Option<String>, text: &str) -> Result<String, StartError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(StartError {
+                code: EMPTY_MESSAGE,
+                message: "the message is empty: type something to send".into(),
+            });
+        }
+        let session_id = session_id
+            .filter(|id| !id.trim().is_empty())
+            .unwrap_or_else(|| self.new_session_id());
+        let choice = self
+            .choice
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let unavailable = |error: anyhow::Error| StartError {
+            code: PROVIDER_UNAVAILABLE,
+            message: format!("{error:#}"),
+        };
+        let fixed = self.fixed.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let options = match fixed {
+            Some(options) => options,
+            None => self.core.resolve_chat(&choice).await.map_err(unavailable)?,
+        };
+        let runner = self.core.chat_runner(&options).map_err(unavailable)?;
+
+        let cancel = CancellationToken::new();
+        {
+            let mut running = self.running();
+            if running.contains_key(&session_id) {
+                return Err(StartError {
+                    code: TURN_RUNNING,
+                    message: format!(
+                        "a turn is already running in session {session_id}: stop it or wait for it to finish"
+                    ),
+                });
+            }
+            running.insert(session_id.clone(), cancel.clone());
+        }
+
+        let (sender, mut receiver) = mpsc::unbounded_channel();
+        let mut turn = TurnRequest::new(session_id.clone(), text);
+        turn.origin = Origin::User;
+        turn.approver = Some(Arc::new(self.core.approvals().clone()));
+        turn.cancel = cancel;
+        turn.events = Some(sender);
+        let title = title_for(text);
+        let chats = self.clone();
+        let session = session_id.clone();
+        tokio::spawn(async move {
+            let core = &chats.core;
+            core.emit(CoreEvent::ChatTurnStarted {
+                session_id: session.clone(),
+            });
+            let forwarder = tokio::spawn({
+                let events = core.events().clone();
+                let session = session.clone();
+                async move {
+                    while let Some(event) = receiver.recv().await {
+                        if let Some(event) = to_core_event(&session, event) {
+                            events.emit(event);
+                        }
+                    }
+                }
+            });
+            let outcome = runner.run_turn(turn).await;
+            // The turn request (and its sender) is gone: the forwarder drains and ends, so every
+            // streamed event is out before the turn's end is announced.
+            let _ = forwarder.await;
+            let sessions = core.db().sessions();
+            if let Ok(Some(row)) = sessions.get(&session)
+                && row.title.is_none()
+                && let Err(error) = sessions.set_title(&session, &title)
+            {
+                tracing::warn!(%error, "could not title the session");
+            }
+            chats.running().remove(&session);
+            core.emit(match outcome {
+                Ok(outcome) => CoreEvent::ChatTurnFinished {
+                    session_id: session,
+                    stop: stop_name(&outcome.stop),
+                    text: outcome.text,
+                },
+                Err(error) => CoreEvent::ChatTurnFailed {
+                    session_id: session,
+                    code: failure_code(&error).to_string(),
+                    message: error.to_string(),
+                },
+            });
+        });
+        Ok(session_id)
+    }
+
+    /// Stops the session's running turn; false when none runs.
+    pub fn cancel(&self, session_id: &str) -> bool {
+        match self.running().get(session_id) {
+            Some(cancel) => {
+                cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether a turn runs in the session now.
+    pub fn is_running(&self, session_id: &str) -> bool {
+        self.running().contains_key(session_id)
+    }
+
+    /// The most recently updated sessions first.
+    pub fn sessions(&self, limit: u32) -> anyhow::Result<Vec<ChatSessionSummary>> {
+        let rows = self
+            .core
+            .db()
+            .sessions()
+            .list(Some(limit))
+            .context("listing chat sessions")?;
+        Ok(rows
+            .into_iter()
+            .map(|row| ChatSessionSummary {
+                id: row.id,
+                title: row.title,
+                status: row.status,
+                updated_ms: row.updated_ms,
+                message_count: row.message_count,
+            })
+            .collect())
+    }
+
+    /// The session's stored conversation as a transcript.
+    pub fn history(&self, session_id: &str) -> anyhow::Result<Vec<TranscriptItem>> {
+        let stored = self
+            .core
+            .db()
+            .sessions()
+            .messages(session_id)
+            .with_context(|| format!("reading session {session_id}"))?;
+        let mut messages = Vec::with_capacity(stored.len());
+        for message in stored {
+            let role = match message.role.as_str() {
+                "assistant" => Role::Assistant,
+                _ => Role::User,
+            };
+            let content: Vec<Part> = serde_json::from_value(message.content)
+                .with_context(|| format!("stored message {} is unreadable", message.seq))?;
+            messages.push(Message { role, content });
+        }
+        Ok(transcript(&messages))
+    }
+}
+
+/// The first line of the first message, shortened: the session list's title.
+fn title_for(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default().trim();
+    let mut title: String = line.chars().take(60).collect();
+    if line.chars().count() > 60 {
+        title.push('…');
+    }
+    title
+}
+
+fn stop_name(stop: &TurnStop) -> String {
+    match stop {
+        TurnStop::EndTurn => "end_turn".into(),
+        TurnStop::MaxTokens => "max_tokens".into(),
+        TurnStop::StepLimit => "step_limit".into(),
+        TurnStop::Cancelled => "cancelled".into(),
+        TurnStop::Other(other) => other.clone(),
+    }
+}
+
+/// The stable code of a failed turn.
+pub fn failure_code(error: &osprey_agent::Error) -> &'static str {
+    use osprey_agent::Error;
+    match error {
+        Error::Auth(_) => "auth",
+        Error::RateLimited { .. } => "rate_limited",
+        Error::Overloaded(_) => "overloaded",
+        Error::ContextTooLong(_) => "context_too_long",
+        Error::Network(_) => "network",
+        Error::Cancelled => "cancelled",
+        Error::Db(_) => "storage",
+        Error::Config(_) => "provider_unavailable",
+        _ => "provider_error",
+    }
+}
+
+/// The UI's event for one runner event; usage bookkeeping is not shown.
+fn to_core_event(session: &str, event: AgentEvent) -> Option<CoreEvent> {
+    let session_id = session.to_string();
+    Some(match event {
+        AgentEvent::TextDelta(text) => CoreEvent::ChatTextDelta { session_id, text },
+        AgentEvent::ThinkingDelta(text) => CoreEvent::ChatThinkingDelta { session_id, text },
+        AgentEvent::ToolCallStarted { id, name, input } => CoreEvent::ChatToolCallStarted {
+            session_id,
+            call_id: id,
+            name,
+            input,
+        },
+        AgentEvent::ToolCallFinished { id, name, result } => CoreEvent::ChatToolCallFinished {
+            session_id,
+            call_id: id,
+            name,
+            result,
+        },
+        _ => return None,
+    })
+}
+
+/// Stored messages as transcript entries: tool results are attached to their calls.
+pub fn transcript(messages: &[Message]) -> Vec<TranscriptItem> {
+    let mut items: Vec<TranscriptItem> = Vec::new();
+    let mut calls: HashMap<String, usize> = HashMap::new();
+    for message in messages {
+        for part in &message.content {
+            match part {
+                Part::Text { text } if message.role == Role::User => {
+                    items.push(TranscriptItem::User { text: text.clone() })
+                }
+                Part::Text { text } => items.push(TranscriptItem::Assistant { text: text.clone() }),
+                Part::Thinking { text, .. } => {
+                    items.push(TranscriptItem::Thinking { text: text.clone() })
+                }
+                Part::ToolCall { id, name, input } => {
+                    calls.insert(id.clone(), items.len());
+                    items.push(TranscriptItem::ToolCall {
+                        call_id: id.clone(),
+                        name: name.clone(),
+                        input: input.clone(),
+                        result: None,
+                    });
+                }
+                Part::ToolResult {
+                    call_id,
+                    content,
+                    is_error,
+                } => {
+                    if let Some(TranscriptItem::ToolCall { result, .. }) =
+                        calls.get(call_id).and_then(|&index| items.get_mut(index))
+                    {
+                        *result = Some(osprey_types::ToolResult {
+                            content: content.clone(),
+                            is_error: *is_error,
+                            code: None,
+                        });
+                    }
+                }
+                // Images the person or a tool sent are not shown in the transcript yet.
+                Part::Image { .. } => {}
+            }
+        }
+    }
+    items
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn tool_results_attach_to_their_calls_and_roles_are_kept() {
+        let messages = vec![
+            Message::user_text("list files"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    Part::Thinking {
+                        text: "use the shell".into(),
+                        signature: None,
+                    },
+                    Part::ToolCall {
+                        id: "c1".into(),
+                        name: "shell".into(),
+                        input: json!({"command": "ls"}),
+                    },
+                ],
+            },
+            Message {
+                role: Role::User,
+                content: vec![Part::ToolResult {
+                    call_id: "c1".into(),
+                    content: vec![osprey_types::ContentBlock::Text { text: "a b".into() }],
+                    is_error: false,
+                }],
+            },
+            Message::assistant_text("two files"),
+        ];
+        let items = transcript(&messages);
+        assert_eq!(items.len(), 4);
+        assert_eq!(
+            items[0],
+            TranscriptItem::User {
+                text: "list files".into()
+            }
+        );
+        assert!(matches!(&items[1], TranscriptItem::Thinking { text } if text == "use the shell"));
+        match &items[2] {
+            TranscriptItem::ToolCall {
+                call_id, result, ..
+            } => {
+                assert_eq!(call_id, "c1");
+                assert_eq!(result.as_ref().unwrap().text_content(), "a b");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            items[3],
+            TranscriptItem::Assistant {
+                text: "two files".into()
+            }
+        );
+    }
+
+    #[test]
+    fn titles_are_the_first_line_shortened() {
+        assert_eq!(title_for("hello\nmore"), "hello");
+        let long = "x".repeat(80);
+        assert_eq!(title_for(&long).chars().count(), 61);
+    }
+}

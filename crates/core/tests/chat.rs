@@ -1,0 +1,237 @@
+//! The desktop's chat through the core: a real Anthropic-format SSE server on loopback, the real
+//! provider client and runner, a real shell tool call behind the approval broker. What the UI
+//! sees is the event bus, so that is what these tests read.
+
+use std::path::Path;
+use std::time::Duration;
+
+use osprey_core::agent::{ChatOptions, ProviderKind};
+use osprey_core::chat::{self, Chats};
+use osprey_core::{Core, CoreOptions};
+use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
+use osprey_types::{ApprovalAnswer, ApprovalResolution, CoreEvent, TranscriptItem};
+use serde_json::json;
+use tokio::sync::broadcast;
+
+fn chats(data: &Path, server: &AnthropicServer) -> (Core, Chats) {
+    let core = Core::open(CoreOptions {
+        data_dir: Some(data.to_path_buf()),
+        policy: None,
+    })
+    .unwrap();
+    let chats = Chats::new(core.clone());
+    chats.set_options(Some(ChatOptions {
+        provider: ProviderKind::Anthropic,
+        base_url: Some(server.url()),
+        model: Some("claude-test".into()),
+        api_key: Some("test-key".into()),
+        max_steps: None,
+    }));
+    (core, chats)
+}
+
+/// Events until (and including) the first one `last` accepts, within 20 s.
+async fn events_until(
+    events: &mut broadcast::Receiver<CoreEvent>,
+    last: impl Fn(&CoreEvent) -> bool,
+) -> Vec<CoreEvent> {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        let mut seen = Vec::new();
+        loop {
+            let event = events.recv().await.expect("event bus closed");
+            let done = last(&event);
+            seen.push(event);
+            if done {
+                return seen;
+            }
+        }
+    })
+    .await
+    .expect("the awaited event did not come within 20 s")
+}
+
+fn turn_ended(event: &CoreEvent) -> bool {
+    matches!(
+        event,
+        CoreEvent::ChatTurnFinished { .. } | CoreEvent::ChatTurnFailed { .. }
+    )
+}
+
+#[tokio::test]
+async fn a_message_streams_its_answer_as_events_and_is_stored() {
+    let server = AnthropicServer::start(vec![ScriptedReply {
+        thinking: "The person greets me.".into(),
+        text: "Hello from the scripted model.".into(),
+        ..ScriptedReply::default()
+    }])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (_core, chats) = chats(dir.path(), &server);
+    let mut events = _core.subscribe();
+
+    let session = chats.send(None, "  hi there  ").await.unwrap();
+    let seen = events_until(&mut events, turn_ended).await;
+    assert!(
+        matches!(&seen[0], CoreEvent::ChatTurnStarted { session_id } if *session_id == session)
+    );
+    let text: String = seen
+        .iter()
+        .filter_map(|e| match e {
+            CoreEvent::ChatTextDelta { session_id, text } if *session_id == session => {
+                Some(text.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "Hello from the scripted model.");
+    let deltas = seen
+        .iter()
+        .filter(|e| matches!(e, CoreEvent::ChatTextDelta { .. }))
+        .count();
+    assert!(deltas > 1, "the answer arrived in one piece, not streamed");
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e, CoreEvent::ChatThinkingDelta { .. }))
+    );
+    match seen.last().unwrap() {
+        CoreEvent::ChatTurnFinished { stop, text, .. } => {
+            assert_eq!(stop, "end_turn");
+            assert_eq!(text, "Hello from the scripted model.");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The model got the trimmed message.
+    assert_eq!(
+        server.seen()[0]["messages"][0]["content"][0]["text"],
+        "hi there"
+    );
+
+    let history = chats.history(&session).unwrap();
+    assert_eq!(
+        history[0],
+        TranscriptItem::User {
+            text: "hi there".into()
+        }
+    );
+    assert!(history.contains(&TranscriptItem::Assistant {
+        text: "Hello from the scripted model.".into()
+    }));
+    let sessions = chats.sessions(10).unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0].id, session);
+    assert_eq!(sessions[0].title.as_deref(), Some("hi there"));
+    assert_eq!(sessions[0].status, "idle");
+    assert!(!chats.is_running(&session));
+}
+
+#[tokio::test]
+async fn a_tool_call_waits_for_approval_then_runs_and_the_answer_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("made-by-the-model");
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::call(
+            "toolu_1",
+            "shell",
+            json!({"resource": "bash", "action": "exec", "command": format!("touch {}", target.display())}),
+        ),
+        ScriptedReply::text("I created the file."),
+    ])
+    .unwrap();
+    let (core, chats) = chats(&dir.path().join("data"), &server);
+    let mut events = core.subscribe();
+
+    let session = chats.send(None, "make a file").await.unwrap();
+    let seen = events_until(&mut events, |e| {
+        matches!(e, CoreEvent::ApprovalRequested { .. })
+    })
+    .await;
+    let request = match seen.last().unwrap() {
+        CoreEvent::ApprovalRequested { request, .. } => request.clone(),
+        _ => unreachable!(),
+    };
+    assert_eq!(request.session_id.as_deref(), Some(session.as_str()));
+    assert!(request.summary.contains("touch"));
+    assert!(!target.exists());
+
+    // While the turn waits, a second message to the same session is refused.
+    let busy = chats
+        .send(Some(session.clone()), "again")
+        .await
+        .unwrap_err();
+    assert_eq!(busy.code, chat::TURN_RUNNING);
+
+    core.approvals()
+        .answer(&request.id, ApprovalAnswer::Once)
+        .unwrap();
+    let mut seen = seen;
+    seen.extend(events_until(&mut events, turn_ended).await);
+    assert!(target.exists());
+    // The runner's events and the broker's travel separately, so only their presence is checked
+    // across the whole turn, not their interleaving.
+    assert!(seen.iter().any(
+        |e| matches!(e, CoreEvent::ChatToolCallStarted { call_id, name, .. } if call_id == "toolu_1" && name == "shell")
+    ));
+
+    assert!(seen.iter().any(|e| matches!(
+        e,
+        CoreEvent::ChatToolCallFinished { call_id, result, .. } if call_id == "toolu_1" && !result.is_error
+    )));
+    match seen.last().unwrap() {
+        CoreEvent::ChatTurnFinished { text, .. } => assert_eq!(text, "I created the file."),
+        other => panic!("{other:?}"),
+    }
+    let history = chats.history(&session).unwrap();
+    assert!(history.iter().any(|item| matches!(
+        item,
+        TranscriptItem::ToolCall { call_id, result: Some(result), .. } if call_id == "toolu_1" && !result.is_error
+    )));
+}
+
+#[tokio::test]
+async fn stopping_a_turn_withdraws_its_pending_approval() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("never");
+    let server = AnthropicServer::start(vec![ScriptedReply::call(
+        "toolu_9",
+        "shell",
+        json!({"resource": "bash", "action": "exec", "command": format!("touch {}", target.display())}),
+    )])
+    .unwrap();
+    let (core, chats) = chats(&dir.path().join("data"), &server);
+    let mut events = core.subscribe();
+
+    let session = chats.send(None, "make a file").await.unwrap();
+    let seen = events_until(&mut events, |e| {
+        matches!(e, CoreEvent::ApprovalRequested { .. })
+    })
+    .await;
+    let request_id = match seen.last().unwrap() {
+        CoreEvent::ApprovalRequested { request, .. } => request.id.clone(),
+        _ => unreachable!(),
+    };
+    assert!(chats.cancel(&session));
+    let seen = events_until(&mut events, turn_ended).await;
+    assert!(seen.iter().any(|e| matches!(
+        e,
+        CoreEvent::ApprovalResolved { request_id: id, resolution: ApprovalResolution::Withdrawn } if *id == request_id
+    )));
+    match seen.last().unwrap() {
+        CoreEvent::ChatTurnFinished { stop, .. } => assert_eq!(stop, "cancelled"),
+        CoreEvent::ChatTurnFailed { code, .. } => assert_eq!(code, "cancelled"),
+        other => panic!("{other:?}"),
+    }
+    assert!(core.approvals().pending().is_empty());
+    assert!(!target.exists());
+    assert!(!chats.cancel(&session), "nothing left to stop");
+}
+
+#[tokio::test]
+async fn an_empty_message_is_refused_before_anything_runs() {
+    let server = AnthropicServer::start(vec![]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (_core, chats) = chats(dir.path(), &server);
+    let error = chats.send(None, "   ").await.unwrap_err();
+    assert_eq!(error.code, chat::EMPTY_MESSAGE);
+    assert!(server.seen().is_empty());
+    assert!(chats.sessions(10).unwrap().is_empty());
+}
