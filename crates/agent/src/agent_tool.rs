@@ -18,6 +18,7 @@
 //! embeddings, for instance). Both are only called when someone subscribes.
 
 mod memory;
+mod reminder;
 
 use std::sync::Arc;
 
@@ -29,12 +30,16 @@ use osprey_tools::{Call, CallFacts, Domain, DomainTool, FieldType, ToolContext};
 use osprey_types::{ErrorCode, ToolResult};
 use serde_json::Value;
 
+use crate::scheduler::ScheduleSlot;
+
 pub use memory::{DEFAULT_LIMIT, MAX_LIMIT};
 
 /// The `agent` domain tool.
 pub struct AgentTool {
     domain: Domain,
     memory: Memory,
+    /// Where the reminder resource finds the scheduler (empty until core starts one).
+    schedule: ScheduleSlot,
     hooks: Option<Arc<dyn HookDispatcher>>,
 }
 
@@ -43,8 +48,15 @@ impl AgentTool {
         AgentTool {
             domain: Self::domain_table(),
             memory: db.memory(),
+            schedule: ScheduleSlot::new(),
             hooks: None,
         }
+    }
+
+    /// Reminders go to whichever scheduler this slot holds.
+    pub fn with_schedule(mut self, schedule: ScheduleSlot) -> Self {
+        self.schedule = schedule;
+        self
     }
 
     /// Calls `memory.pre_store` / `memory.pre_recall` through this dispatcher when subscribed.
@@ -55,12 +67,12 @@ impl AgentTool {
 
     /// The resource/action table: every resource module adds its part.
     pub fn domain_table() -> Domain {
-        let summaries = [memory::SUMMARY];
+        let summaries = [memory::SUMMARY, reminder::SUMMARY];
         let domain = Domain::new(
             "agent",
             format!("Osprey's own data and machinery. {}", summaries.join(" ")),
         );
-        memory::table(domain)
+        reminder::table(memory::table(domain))
     }
 
     fn hooks_for(&self, hook: &str) -> Option<&Arc<dyn HookDispatcher>> {
@@ -156,6 +168,7 @@ impl DomainTool for AgentTool {
         Box::pin(async move {
             match call.resource() {
                 "memory" => memory::run(self, ctx, call).await,
+                "reminder" => reminder::run(self, ctx, call).await,
                 other => ToolResult::error(
                     ErrorCode::InvalidInput,
                     format!("the agent tool has no resource `{other}`"),
