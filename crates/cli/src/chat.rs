@@ -47,6 +47,10 @@ pub struct ChatArgs {
     /// Continue (or name) this session; default a new one.
     #[arg(long)]
     session: Option<String>,
+    /// Chat through an installed app that provides a gateway (its id); starts the installed apps
+    /// for the chat and stops them after.
+    #[arg(long, value_name = "APP_ID", conflicts_with_all = ["provider", "base_url"])]
+    app: Option<String>,
     /// Model calls per turn before stopping.
     #[arg(long)]
     max_steps: Option<u32>,
@@ -66,6 +70,18 @@ fn new_session_id() -> String {
 
 pub async fn run(data_dir: Option<PathBuf>, args: ChatArgs) -> anyhow::Result<ExitCode> {
     let core: Core = crate::open(data_dir, args.policy, args.ask)?;
+    #[cfg(unix)]
+    if let Some(app) = &args.app {
+        core.start_apps()?;
+        let runner = core.gateway_runner(app, args.model.clone(), args.max_steps);
+        let session = args.session.clone().unwrap_or_else(new_session_id);
+        let code = match args.prompt {
+            Some(message) => one_shot(&runner, &session, message).await,
+            None => interactive(&runner, &session).await,
+        };
+        core.stop_apps().await;
+        return code;
+    }
     let options = core
         .resolve_chat(&ChatChoice {
             provider: args.provider,

@@ -353,25 +353,57 @@ impl Core {
         })
     }
 
+    /// A runner whose model is an installed app's gateway (`osprey chat --app ID`). The app must
+    /// be running: call [`Core::start_apps`] first; the first model call waits for it to come up.
+    #[cfg(unix)]
+    pub fn gateway_runner(
+        &self,
+        app_id: &str,
+        model: Option<String>,
+        max_steps: Option<u32>,
+    ) -> Runner {
+        let provider = crate::gateway::GatewayProvider::new(
+            app_id,
+            self.apps().apps_dir(),
+            self.apps().supervisor().clone(),
+        );
+        self.runner_with(
+            Arc::new(provider),
+            model.unwrap_or_else(|| "default".to_string()),
+            max_steps,
+        )
+    }
+
     /// A runner for chat turns on this core's registry and session store.
     pub fn chat_runner(&self, options: &ChatOptions) -> anyhow::Result<Runner> {
-        let provider = provider(options)?;
+        let model = options
+            .model
+            .clone()
+            .unwrap_or_else(|| options.provider.default_model().to_string());
+        Ok(self.runner_with(provider(options)?, model, options.max_steps))
+    }
+
+    /// The one place a runner is built, whatever its provider, so every chat gets the same
+    /// registry, sessions and prompt sections.
+    fn runner_with(
+        &self,
+        provider: Arc<dyn Provider>,
+        model: String,
+        max_steps: Option<u32>,
+    ) -> Runner {
         let defaults = RunnerConfig::default();
         let runner = Runner::new(
             provider,
             self.registry().clone(),
             self.db().sessions(),
             RunnerConfig {
-                model: options
-                    .model
-                    .clone()
-                    .unwrap_or_else(|| options.provider.default_model().to_string()),
-                max_steps: options.max_steps.unwrap_or(defaults.max_steps),
+                model,
+                max_steps: max_steps.unwrap_or(defaults.max_steps),
                 ..defaults
             },
         );
         self.attach_prompt_sources(&runner);
-        Ok(runner)
+        runner
     }
 }
 

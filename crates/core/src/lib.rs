@@ -8,6 +8,7 @@ pub mod apps;
 pub mod chat;
 pub mod secrets;
 pub mod events;
+pub mod mcp;
 pub mod settings;
 
 use std::path::{Path, PathBuf};
@@ -58,6 +59,7 @@ struct Inner {
     skills: osprey_agent::Skills,
     events: events::EventBus,
     approvals: approvals::ApprovalBroker,
+    mcp: mcp::McpSlot,
     #[cfg(unix)]
     apps: apps::AppPlatform,
 }
@@ -157,6 +159,7 @@ impl Core {
                     approvals::DEFAULT_TIMEOUT,
                 ),
                 events,
+                mcp: mcp::McpSlot::default(),
                 #[cfg(unix)]
                 apps,
             }),

@@ -1,0 +1,112 @@
+//! An installed app that provides `gateway` is a model provider: a chat turn through
+//! `Core::gateway_runner` streams from the real sidecar process, its tool calls go through the
+//! registry, and its errors are classified like any provider's.
+#![cfg(unix)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use osprey_apps::{Installer, napp};
+use osprey_core::agent::{AgentEvent, TurnRequest, TurnStop};
+use osprey_core::{Core, CoreOptions, PolicyOverride};
+use osprey_tests::fixture_binary;
+use osprey_tools::Level;
+use serde_json::json;
+
+fn sideload_gateway(root: &Path, data: &Path) {
+    let project = root.join("echo-model");
+    std::fs::create_dir_all(&project).unwrap();
+    let manifest = json!({
+        "id": "echo-model",
+        "name": "Echo model",
+        "version": "1.0.0",
+        "provides": ["gateway"],
+        "permissions": ["network:api.example.com"],
+    });
+    std::fs::write(project.join(napp::MANIFEST), manifest.to_string()).unwrap();
+    std::fs::write(project.join("SKILL.md"), "# echo\n").unwrap();
+    std::fs::copy(
+        fixture_binary("osprey-fixture-gateway-app"),
+        project.join("binary"),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        project.join("binary"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    Installer::new(data.join("apps"))
+        .sideload(&project)
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_app_answers_chat_turns_and_its_failures_are_classified() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let core = Core::open(CoreOptions {
+        data_dir: Some(data.clone()),
+        policy: Some(PolicyOverride {
+            level: Some(Level::Full),
+            ask: None,
+        }),
+    })
+    .unwrap();
+    sideload_gateway(root.path(), &data);
+    core.start_apps().unwrap();
+    // The first model call waits for the app to come up; no polling here.
+    let runner = core.gateway_runner("echo-model", Some("echo-1".into()), Some(3));
+
+    let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+    let mut request = TurnRequest::new("g1", "hello from the gateway");
+    request.events = Some(events);
+    let outcome = runner.run_turn(request).await.unwrap();
+    assert_eq!(outcome.stop, TurnStop::EndTurn);
+    assert_eq!(outcome.text, "hello from the gateway");
+    let mut deltas = Vec::new();
+    let mut thinking = String::new();
+    while let Ok(event) = received.try_recv() {
+        match event {
+            AgentEvent::TextDelta(text) => deltas.push(text),
+            AgentEvent::ThinkingDelta(text) => thinking.push_str(&text),
+            _ => {}
+        }
+    }
+    assert_eq!(deltas, ["hello", " from", " the", " gateway"]);
+    assert_eq!(thinking, "echoing for echo-1");
+
+    // A tool call from the app goes through the registry: `convert` is not registered, so the
+    // model gets the registry's correction as an error result.
+    let outcome = runner
+        .run_turn(TurnRequest::new("g2", "call a tool"))
+        .await
+        .unwrap();
+    assert!(outcome.steps >= 2, "{outcome:?}");
+    let calls = core.db().sessions().tool_calls("g2").unwrap();
+    assert!(!calls.is_empty());
+    assert_eq!(calls[0].name, "convert");
+    assert_eq!(calls[0].status, "error");
+    let result = calls[0].result.as_ref().unwrap().to_string();
+    assert!(result.contains("There is no tool `convert`"), "{result}");
+
+    // The app's error code is the provider error the runner reports.
+    let error = runner
+        .run_turn(TurnRequest::new("g3", "fail"))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "rate_limited");
+
+    // An app that is not installed is named in the error.
+    let missing = core.gateway_runner("no-such-app", None, None);
+    let error = missing
+        .run_turn(TurnRequest::new("g4", "hi"))
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("no app `no-such-app` is installed"),
+        "{error}"
+    );
+    core.stop_apps().await;
+}
