@@ -3,6 +3,7 @@
 
 mod app;
 mod chat;
+mod mcp;
 mod napp;
 mod prompt;
 mod see;
@@ -72,6 +73,9 @@ enum Command {
     App(app::AppArgs),
     /// The app store server: `osprey store serve [--addr 127.0.0.1:8787] [--dir DIR]`.
     Store(store::StoreArgs),
+    /// MCP: `osprey mcp serve` gives an MCP client Osprey's tools over stdio; `osprey mcp list`
+    /// connects to the servers in `mcp.servers` and shows their tools.
+    Mcp(mcp::McpArgs),
 }
 
 #[derive(Args, Debug)]
@@ -234,6 +238,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Napp(args) => napp::run(args),
         Command::App(args) => app::run(cli.data_dir, args).await,
         Command::Store(args) => store::run(cli.data_dir, args).await,
+        Command::Mcp(args) => mcp::run(cli.data_dir, args).await,
         Command::Info => {
             let core = open(cli.data_dir, None, None)?;
             println!("{}", serde_json::to_string_pretty(&core.info())?);

@@ -16,6 +16,9 @@ pub const ORIGIN_RULES: &str = "origin_rules";
 pub const WEB_ALLOW_LOOPBACK: &str = "web.allow_loopback";
 /// Extra environment variable names passed to shell commands: `["CARGO_HOME", "RUSTUP_HOME"]`.
 pub const SHELL_EXTRA_ENV: &str = "shell.extra_env";
+/// MCP servers to connect to: `{"weather": {"command": "weather-mcp", "args": []},
+/// "docs": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ..."}}}`.
+pub const MCP_SERVERS: &str = "mcp.servers";
 
 /// Model providers: `{"default": "openai", "openai": {"base_url": "http://127.0.0.1:8080/v1", "model": "qwen3"}}`.
 /// Keys are not stored here but in the secret store (`osprey config set provider.openai.api_key`).
@@ -37,6 +40,10 @@ pub const KNOWN: &[(&str, &str)] = &[
         "extra environment variable names shell commands may see",
     ),
     (
+        MCP_SERVERS,
+        "MCP servers: {\"name\": {\"command\": ..., \"args\": [...], \"env\": {...}} or {\"url\": ..., \"headers\": {...}}}",
+    ),
+    (
         PROVIDERS,
         "model providers: {\"default\": \"openai\", \"openai\": {\"base_url\": ..., \"model\": ...}}; also provider.<kind>.model|base_url|api_key",
     ),
@@ -49,6 +56,12 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
         ORIGIN_RULES => check::<OriginRules>(key, value),
         WEB_ALLOW_LOOPBACK => check::<bool>(key, value),
         SHELL_EXTRA_ENV => check::<Vec<String>>(key, value),
+        MCP_SERVERS => {
+            check::<osprey_agent::mcp::McpServers>(key, value)?;
+            let servers: osprey_agent::mcp::McpServers = serde_json::from_value(value.clone())?;
+            osprey_agent::mcp::validate_servers(&servers)
+                .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
+        }
         PROVIDERS => check::<crate::agent::ProviderSettings>(key, value),
         _ => bail!(
             "unknown setting `{key}`; known settings: {}",
@@ -96,6 +109,12 @@ mod tests {
         validate(ORIGIN_RULES, &json!({"deny": {"martians": ["shell"]}})).unwrap_err();
         validate(WEB_ALLOW_LOOPBACK, &json!(true)).unwrap();
         validate(WEB_ALLOW_LOOPBACK, &json!("yes")).unwrap_err();
+        validate(MCP_SERVERS, &json!({"weather": {"command": "weather-mcp"}})).unwrap();
+        let err = validate(MCP_SERVERS, &json!({"weather": {}}))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("give `command`"), "{err}");
+        validate(MCP_SERVERS, &json!({"w": {"comand": "x"}})).unwrap_err();
         let err = validate("colour", &json!(1)).unwrap_err().to_string();
         assert!(err.contains("known settings: policy"), "{err}");
     }

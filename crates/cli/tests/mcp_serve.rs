@@ -1,0 +1,305 @@
+//! `osprey mcp serve` driven by rmcp's client over a real child process's stdio, and
+//! `osprey mcp list` connecting to a configured server (the `osprey mcp serve` binary itself,
+//! with a data dir of its own).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use osprey_db::{AuditEntry, AuditQuery, Database};
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Map, Value, json};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+fn osprey_command(data: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_osprey"));
+    command
+        .arg("--data-dir")
+        .arg(data)
+        .env_remove("OSPREY_DATA_DIR");
+    command
+}
+
+/// Runs `osprey --data-dir <data> <args>` to completion.
+fn osprey(data: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_osprey"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .env_remove("OSPREY_DATA_DIR")
+        .stdin(Stdio::null())
+        .output()
+        .expect("the osprey binary runs");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// An MCP client connected to `osprey mcp serve <extra>` on `data`.
+async fn serve(data: &Path, extra: &[&str]) -> RunningService<RoleClient, ()> {
+    let mut command = osprey_command(data);
+    command.args(["mcp", "serve"]).args(extra);
+    let transport = TokioChildProcess::new(command).expect("osprey mcp serve starts");
+    tokio::time::timeout(DEADLINE, ().serve(transport))
+        .await
+        .expect("the handshake finishes in time")
+        .expect("the handshake succeeds")
+}
+
+async fn call(client: &RunningService<RoleClient, ()>, tool: &str, input: Value) -> CallToolResult {
+    let Value::Object(arguments) = input else {
+        panic!("input must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(arguments))
+        .await
+        .expect("the call gets an answer")
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Waits for the audit row of `tool` matching `pick` (rows are written by a background thread).
+async fn audit_row(data: &Path, tool: &str, pick: impl Fn(&AuditEntry) -> bool) -> AuditEntry {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let rows = Database::open_in(data)
+            .unwrap()
+            .audit()
+            .list(&AuditQuery {
+                tool: Some(tool.to_string()),
+                ..Default::default()
+            })
+            .unwrap();
+        if let Some(row) = rows.into_iter().find(|r| pick(r)) {
+            return row;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no audit row for {tool} in time"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn serve_lists_tools_reads_files_refuses_what_needs_approval_and_audits_as_mcp() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let client = serve(data.path(), &[]).await;
+
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    for expected in ["file", "shell", "web"] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} in {names:?}"
+        );
+    }
+
+    let note = work.path().join("note.txt");
+    std::fs::write(&note, "read through osprey mcp serve\n").unwrap();
+    let read = call(
+        &client,
+        "file",
+        json!({"action": "read", "path": note.to_str().unwrap()}),
+    )
+    .await;
+    assert_eq!(read.is_error, Some(false), "{read:?}");
+    assert!(text(&read).contains("read through osprey mcp serve"));
+    // A model that saw the tools through a client prefix reaches the same tool.
+    let prefixed = call(
+        &client,
+        "mcp__osprey__file",
+        json!({"action": "read", "path": note.to_str().unwrap()}),
+    )
+    .await;
+    assert_eq!(prefixed.is_error, Some(false), "{prefixed:?}");
+
+    // A shell command needs approval under the default policy: refused and not run.
+    let marker = work.path().join("ran");
+    let command = format!("touch {}", marker.display());
+    let refused = call(&client, "shell", json!({"command": command})).await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(text(&refused).contains("cannot be approved"), "{refused:?}");
+
+    let read_row = audit_row(data.path(), "file", |r| r.code.is_none()).await;
+    assert_eq!(read_row.origin, "mcp");
+    let shell_row = audit_row(data.path(), "shell", |_| true).await;
+    assert_eq!(shell_row.origin, "mcp");
+    assert_eq!(shell_row.decision, "approval_denied");
+    assert!(!marker.exists(), "the refused command ran");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn origin_rules_denying_mcp_refuse_and_policy_full_lets_writes_through() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (code, _, stderr) = osprey(
+        data.path(),
+        &[
+            "config",
+            "set",
+            "origin_rules",
+            r#"{"deny": {"mcp": ["file.write"]}}"#,
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let client = serve(data.path(), &["--policy", "full"]).await;
+
+    let target = work.path().join("denied.txt");
+    let denied = call(
+        &client,
+        "file",
+        json!({"action": "write", "path": target.to_str().unwrap(), "content": "x"}),
+    )
+    .await;
+    assert_eq!(denied.is_error, Some(true));
+    assert!(text(&denied).contains("origin `mcp`"), "{denied:?}");
+    assert!(!target.exists());
+    let row = audit_row(data.path(), "file", |r| r.decision == "origin_denied").await;
+    assert_eq!(row.origin, "mcp");
+
+    // Under --policy full the shell runs without a question; the origin rule above is about
+    // file writes only.
+    let marker = work.path().join("ran");
+    let ran = call(
+        &client,
+        "shell",
+        json!({"command": format!("touch {}", marker.display())}),
+    )
+    .await;
+    assert_eq!(ran.is_error, Some(false), "{ran:?}");
+    assert!(marker.exists());
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn stdout_carries_only_protocol_frames_even_with_debug_logs() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    let data = tempfile::tempdir().unwrap();
+    let mut child = osprey_command(data.path())
+        .args(["mcp", "serve"])
+        .env("OSPREY_LOG", "debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "file", "arguments": {"action": "read", "path": "/nonexistent/x"}}}),
+    ];
+    for request in &requests {
+        stdin
+            .write_all(format!("{request}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answered = Vec::new();
+    while answered.len() < 3 {
+        let line = tokio::time::timeout(DEADLINE, lines.next_line())
+            .await
+            .expect("an answer in time")
+            .unwrap()
+            .expect("stdout stays open");
+        let frame: Map<String, Value> = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line}"));
+        assert_eq!(frame["jsonrpc"], "2.0", "{line}");
+        if let Some(id) = frame.get("id") {
+            answered.push(id.clone());
+        }
+    }
+    assert_eq!(answered, [json!(1), json!(2), json!(3)]);
+    // Closing stdin ends the server cleanly.
+    drop(stdin);
+    let status = tokio::time::timeout(DEADLINE, child.wait())
+        .await
+        .expect("the server exits after stdin closes")
+        .unwrap();
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test]
+async fn mcp_list_connects_to_configured_servers_and_reports_failures() {
+    let data = tempfile::tempdir().unwrap();
+    let peer_data = tempfile::tempdir().unwrap();
+    let servers = json!({
+        "self": {
+            "command": env!("CARGO_BIN_EXE_osprey"),
+            "args": ["--data-dir", peer_data.path().to_str().unwrap(), "mcp", "serve"]
+        }
+    });
+    let (code, _, stderr) = osprey(
+        data.path(),
+        &["config", "set", "mcp.servers", &servers.to_string()],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, stderr) = osprey(data.path(), &["mcp", "list", "--json"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let statuses: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(statuses[0]["name"], "self");
+    assert_eq!(statuses[0]["state"], "connected", "{statuses}");
+    let tools = statuses[0]["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("mcp__self__file")), "{tools:?}");
+
+    // A bad entry is refused when written, and the stored value is kept.
+    let (code, _, stderr) = osprey(
+        data.path(),
+        &[
+            "config",
+            "set",
+            "mcp.servers",
+            r#"{"x": {"url": "ftp://nope"}}"#,
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(stderr.contains("http://"), "{stderr}");
+    let (_, stored, _) = osprey(data.path(), &["config", "get", "mcp.servers"]);
+    assert!(stored.contains("\"self\""), "{stored}");
+
+    // A server that cannot start is reported, with a failing exit code.
+    let (code, _, stderr) = osprey(
+        data.path(),
+        &[
+            "config",
+            "set",
+            "mcp.servers",
+            r#"{"gone": {"command": "/nonexistent/mcp-server"}}"#,
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, _) = osprey(data.path(), &["mcp", "list", "--wait", "5"]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("gone: not connected: cannot start"),
+        "{stdout}"
+    );
+}

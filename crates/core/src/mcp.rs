@@ -1,0 +1,82 @@
+//! Wiring MCP into the core: the servers configured under `mcp.servers` are connected by
+//! [`Core::start_mcp`] (the desktop app at start-up; `osprey mcp list`), in the background, each
+//! server's tools registered as `mcp__<server>__<tool>` while it is connected.
+//! [`Core::stop_mcp`] disconnects them all; dropping the last `Core` does too.
+
+use std::sync::Mutex;
+
+pub use osprey_agent::mcp::{McpClientOptions, McpServerOptions, ServerState, ServerStatus};
+use osprey_agent::mcp::{McpClients, McpServers};
+
+use crate::{Core, settings};
+
+/// The running connections, once started.
+#[derive(Default)]
+pub struct McpSlot {
+    clients: Mutex<Option<McpClients>>,
+}
+
+impl std::fmt::Debug for McpSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpSlot").finish_non_exhaustive()
+    }
+}
+
+impl McpSlot {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<McpClients>> {
+        self.clients.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Core {
+    /// Connects to every enabled server in `mcp.servers` in the background on the current tokio
+    /// runtime and returns at once; tools appear as servers connect. A second call does nothing
+    /// until [`Core::stop_mcp`]. Must be called inside a tokio runtime.
+    pub fn start_mcp(&self) -> anyhow::Result<()> {
+        self.start_mcp_with(McpClientOptions::default())
+    }
+
+    /// [`Core::start_mcp`] with explicit timings (tests, `osprey mcp list`).
+    pub fn start_mcp_with(&self, options: McpClientOptions) -> anyhow::Result<()> {
+        tokio::runtime::Handle::try_current()
+            .map_err(|_| anyhow::anyhow!("MCP connections need a running tokio runtime"))?;
+        let mut slot = self.inner.mcp.lock();
+        if slot.is_some() {
+            return Ok(());
+        }
+        let servers: McpServers = settings::read(&self.db().settings(), settings::MCP_SERVERS);
+        *slot = Some(McpClients::start(self.registry(), &servers, options));
+        Ok(())
+    }
+
+    /// Every configured server and where its connection stands (empty before `start_mcp`).
+    pub fn mcp_status(&self) -> Vec<ServerStatus> {
+        self.inner
+            .mcp
+            .lock()
+            .as_ref()
+            .map(McpClients::status)
+            .unwrap_or_default()
+    }
+
+    /// Disconnects from every server; returns once their tools are unregistered. A later
+    /// `start_mcp` reads the settings again (after `mcp.servers` changed, for example).
+    pub async fn stop_mcp(&self) {
+        let clients = self.inner.mcp.lock().take();
+        if let Some(clients) = clients {
+            clients.stop().await;
+        }
+    }
+}
+
+impl Core {
+    /// Serves this core's registry to one MCP client on stdin/stdout until it disconnects
+    /// (`osprey mcp serve`). Calls arrive with origin `mcp`; with no approver in `options`, a
+    /// call that needs approval is refused, never run.
+    pub async fn serve_mcp_stdio(&self, options: McpServerOptions) -> anyhow::Result<()> {
+        osprey_agent::mcp::McpServer::new(self.registry().clone(), options)
+            .serve_stdio()
+            .await?;
+        Ok(())
+    }
+}
