@@ -9,6 +9,7 @@ pub mod chat;
 pub mod secrets;
 pub mod events;
 pub mod mcp;
+pub mod scheduler;
 pub mod settings;
 
 use std::path::{Path, PathBuf};
@@ -59,6 +60,7 @@ struct Inner {
     skills: osprey_agent::Skills,
     events: events::EventBus,
     approvals: approvals::ApprovalBroker,
+    reminders: scheduler::Reminders,
     mcp: mcp::McpSlot,
     #[cfg(unix)]
     apps: apps::AppPlatform,
@@ -144,7 +146,13 @@ impl Core {
         #[cfg(unix)]
         let apps = apps::AppPlatform::open(&data_dir, &registry)?;
         // After the apps' dispatcher is in place, so memory hooks reach hook apps.
-        registry.register_domain(AgentTool::new(&db).with_hooks(registry.hooks()));
+        // The reminder resource reads the slot; `start_scheduler` fills it.
+        let reminders = scheduler::Reminders::default();
+        registry.register_domain(
+            AgentTool::new(&db)
+                .with_hooks(registry.hooks())
+                .with_schedule(reminders.slot.clone()),
+        );
         // Bundled, <data>/apps/*/SKILL.md and <data>/skills: indexed on first use, not here.
         let skills = osprey_agent::Skills::for_data_dir(&data_dir);
         registry.register_domain(osprey_agent::SkillTool::new(skills.clone()));
@@ -159,6 +167,7 @@ impl Core {
                     approvals::DEFAULT_TIMEOUT,
                 ),
                 events,
+                reminders,
                 mcp: mcp::McpSlot::default(),
                 #[cfg(unix)]
                 apps,

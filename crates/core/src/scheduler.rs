@@ -1,0 +1,351 @@
+//! Reminders in the core: the [`ScheduleSlot`] the agent tool's reminder resource reads (filled
+//! by [`Core::start_scheduler`] with the built-in scheduler), and the handler that does the work
+//! when a reminder fires: an agent turn with origin `system` in the reminder's session (a new
+//! session when it has none, or when a turn is already running in it), through the same
+//! registry, policy and approval broker as any chat; with no model provider set up, the firing is
+//! only announced (the desktop shows a notification from [`Core::reminder_events`]).
+//!
+//! An app that provides `schedule` can take the built-in scheduler's place: put its adapter in
+//! the slot with [`Core::replace_scheduler`] (the agent tool follows at once).
+
+use std::sync::{Arc, Mutex, Weak};
+
+use anyhow::Context;
+use futures::future::BoxFuture;
+use osprey_agent::scheduler::{FireReport, Firing, SchedulerEvent};
+use osprey_agent::{
+    ReminderHandler, ScheduleBackend, ScheduleSlot, Scheduler, SchedulerConfig, TurnRequest,
+};
+use osprey_types::{CoreEvent, Origin};
+use tokio::sync::broadcast;
+
+use crate::agent::{ChatChoice, ChatOptions};
+use crate::{Core, Inner};
+
+/// The core's reminder state: the slot the agent tool reads and the built-in scheduler, once
+/// started.
+#[derive(Default)]
+pub(crate) struct Reminders {
+    pub(crate) slot: ScheduleSlot,
+    builtin: Mutex<Option<Scheduler>>,
+    /// The model reminders' turns use; resolved like a chat's when not set.
+    options: Mutex<Option<ChatOptions>>,
+}
+
+impl Reminders {
+    fn options(&self) -> Option<ChatOptions> {
+        self.options
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    fn builtin(&self) -> std::sync::MutexGuard<'_, Option<Scheduler>> {
+        self.builtin
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Core {
+    /// Starts the built-in reminder scheduler on the current tokio runtime and puts it in the
+    /// slot the agent tool uses. Reminders that came due while Osprey was not running fire now
+    /// (once each). A second call does nothing. Fails outside a tokio runtime.
+    pub fn start_scheduler(&self) -> anyhow::Result<()> {
+        let mut builtin = self.inner.reminders.builtin();
+        if builtin.as_ref().is_some_and(|s| !s.is_stopped()) {
+            return Ok(());
+        }
+        let handler = CoreReminderHandler {
+            core: Arc::downgrade(&self.inner),
+        };
+        let scheduler = Scheduler::start(self.db(), Arc::new(handler), SchedulerConfig::default())
+            .context("starting the reminder scheduler")?;
+        // An app's scheduler already in the slot keeps it; the built-in one runs behind it so
+        // stored reminders still fire.
+        if self.inner.reminders.slot.get().is_none() {
+            self.inner.reminders.slot.set(Arc::new(scheduler.clone()));
+        }
+        *builtin = Some(scheduler);
+        Ok(())
+    }
+
+    /// Stops the built-in scheduler (firings in progress are told to cancel) and empties the
+    /// slot if it held it.
+    pub async fn stop_scheduler(&self) {
+        let scheduler = self.inner.reminders.builtin().take();
+        if let Some(scheduler) = scheduler {
+            if self
+                .inner
+                .reminders
+                .slot
+                .get()
+                .is_some_and(|b| b.name() == scheduler.name())
+            {
+                self.inner.reminders.slot.clear();
+            }
+            scheduler.shutdown().await;
+        }
+    }
+
+    /// Puts another scheduler (an app that provides `schedule`) in the built-in one's place for
+    /// the agent tool; returns the one it replaced.
+    pub fn replace_scheduler(
+        &self,
+        backend: Arc<dyn ScheduleBackend>,
+    ) -> Option<Arc<dyn ScheduleBackend>> {
+        self.inner.reminders.slot.set(backend)
+    }
+
+    /// Fixes the model reminders' turns run with (the desktop passes its chat's); `None` goes
+    /// back to resolving it from the settings at each firing, as `osprey chat` does.
+    pub fn set_reminder_options(&self, options: Option<ChatOptions>) {
+        *self
+            .inner
+            .reminders
+            .options
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = options;
+    }
+
+    /// The scheduler reminders go to now, if one runs.
+    pub fn reminders(&self) -> Option<Arc<dyn ScheduleBackend>> {
+        self.inner.reminders.slot.get()
+    }
+
+    /// Firings and finished runs of the built-in scheduler from now on (`None` before
+    /// [`Core::start_scheduler`]).
+    pub fn reminder_events(&self) -> Option<broadcast::Receiver<SchedulerEvent>> {
+        self.inner
+            .reminders
+            .builtin()
+            .as_ref()
+            .map(|s| s.subscribe())
+    }
+}
+
+/// Runs a fired reminder. It holds the core weakly: the scheduler task lives inside the core, and
+/// a strong handle would keep the core alive forever.
+struct CoreReminderHandler {
+    core: Weak<Inner>,
+}
+
+impl ReminderHandler for CoreReminderHandler {
+    fn fire(&self, firing: Firing) -> BoxFuture<'static, Result<FireReport, String>> {
+        let core = self.core.upgrade().map(|inner| Core { inner });
+        Box::pin(async move {
+            let core = core.ok_or_else(|| "Osprey is shutting down".to_string())?;
+            fire(core, firing).await
+        })
+    }
+}
+
+async fn fire(core: Core, firing: Firing) -> Result<FireReport, String> {
+    let reminder = &firing.reminder;
+    let resolved = match core.inner.reminders.options() {
+        Some(options) => Ok(options),
+        None => core.resolve_chat(&ChatChoice::default()).await,
+    };
+    let options = match resolved {
+        Ok(options) => options,
+        // No model to run the prompt: announcing it (the Fired event) is all there is to do.
+        Err(error) => {
+            tracing::info!(reminder = %reminder.id, %error, "reminder fired without a model provider");
+            return Ok(FireReport {
+                session_id: None,
+                output: Some(format!(
+                    "notified only (no model provider: {})",
+                    first_line(&format!("{error:#}"))
+                )),
+            });
+        }
+    };
+    let runner = core.chat_runner(&options).map_err(|e| format!("{e:#}"))?;
+    let sessions = core.db().sessions();
+    // A turn already running in the reminder's session (the person chatting) must not be
+    // interleaved with: the reminder then runs in a session of its own.
+    let busy = |id: &str| {
+        sessions
+            .get(id)
+            .ok()
+            .flatten()
+            .is_some_and(|row| row.status == "running")
+    };
+    let session_id = match reminder.session_id.as_deref() {
+        Some(id) if !busy(id) => id.to_string(),
+        _ => format!("reminder-{}-run-{}", reminder.id, firing.run_id),
+    };
+    let mut turn = TurnRequest::new(
+        session_id.clone(),
+        format!(
+            "[Reminder \"{}\" fired ({})] {}",
+            reminder.title,
+            firing.trigger.as_str(),
+            reminder.prompt
+        ),
+    );
+    turn.origin = Origin::System;
+    turn.approver = Some(Arc::new(core.approvals().clone()));
+    turn.cancel = firing.cancel.clone();
+    core.emit(CoreEvent::ChatTurnStarted {
+        session_id: session_id.clone(),
+    });
+    match runner.run_turn(turn).await {
+        Ok(outcome) => {
+            if let Ok(Some(row)) = sessions.get(&session_id)
+                && row.title.is_none()
+            {
+                let _ = sessions.set_title(&session_id, &reminder.title);
+            }
+            core.emit(CoreEvent::ChatTurnFinished {
+                session_id: session_id.clone(),
+                stop: format!("{:?}", outcome.stop).to_lowercase(),
+                text: outcome.text.clone(),
+            });
+            Ok(FireReport {
+                session_id: Some(session_id),
+                output: Some(outcome.text),
+            })
+        }
+        Err(error) => {
+            core.emit(CoreEvent::ChatTurnFailed {
+                session_id: session_id.clone(),
+                code: crate::chat::failure_code(&error).to_string(),
+                message: error.to_string(),
+            });
+            Err(format!("the reminder's turn failed: {error}"))
+        }
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use osprey_agent::scheduler::SchedulerEvent;
+    use osprey_db::RunOutcome;
+    use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::CoreOptions;
+    use crate::agent::ProviderKind;
+
+    fn body(result: &osprey_types::ToolResult) -> Value {
+        assert!(!result.is_error, "{result:?}");
+        serde_json::from_str(&result.text_content()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_fired_reminder_runs_a_system_turn_on_the_configured_model() {
+        let server = AnthropicServer::start(vec![ScriptedReply::text("Time to stretch!")]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let core = Core::open(CoreOptions {
+            data_dir: Some(dir.path().to_path_buf()),
+            policy: None,
+        })
+        .unwrap();
+        // Before the scheduler runs, the tool says reminders are unavailable.
+        let early = core
+            .call_tool(
+                Origin::User,
+                "agent",
+                json!({"resource": "alarm", "action": "list"}),
+            )
+            .await;
+        assert!(early.is_error, "{early:?}");
+
+        core.set_reminder_options(Some(ChatOptions {
+            provider: ProviderKind::Anthropic,
+            base_url: Some(server.url()),
+            model: Some("claude-test".into()),
+            api_key: Some("test-key".into()),
+            max_steps: None,
+        }));
+        core.start_scheduler().unwrap();
+        core.start_scheduler().unwrap();
+        let mut reminder_events = core.reminder_events().unwrap();
+        let mut core_events = core.subscribe();
+
+        let created = body(
+            &core
+                .call_tool(
+                    Origin::User,
+                    "agent",
+                    json!({"resource": "timer", "action": "create", "schedule": "in 1 hour",
+                           "prompt": "Remind me to stretch"}),
+                )
+                .await,
+        );
+        let id = created["created"]["id"].as_str().unwrap().to_string();
+        assert_eq!(created["created"]["origin"], "user");
+        body(
+            &core
+                .call_tool(
+                    Origin::User,
+                    "agent",
+                    json!({"resource": "timer", "action": "run", "id": id}),
+                )
+                .await,
+        );
+        let (outcome, output) = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                if let SchedulerEvent::Finished {
+                    outcome,
+                    output,
+                    error,
+                    ..
+                } = reminder_events.recv().await.unwrap()
+                {
+                    assert_eq!(error, None);
+                    return (outcome, output);
+                }
+            }
+        })
+        .await
+        .expect("the run finished");
+        assert_eq!(outcome, RunOutcome::Ok);
+        assert_eq!(output.as_deref(), Some("Time to stretch!"));
+
+        // The turn ran with origin system, in a session of its own, and the UI heard of it.
+        let runs = core
+            .reminders()
+            .unwrap()
+            .history(id.clone(), None)
+            .await
+            .unwrap();
+        let session = runs[0]
+            .session_id
+            .clone()
+            .expect("the run names its session");
+        let row = core.db().sessions().get(&session).unwrap().unwrap();
+        assert_eq!(row.origin, "system");
+        assert_eq!(row.title.as_deref(), Some("Remind me to stretch"));
+        let sent = server.seen();
+        assert!(
+            sent[0].to_string().contains("Remind me to stretch"),
+            "{:?}",
+            sent[0]
+        );
+        let finished = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                if let CoreEvent::ChatTurnFinished {
+                    session_id, text, ..
+                } = core_events.recv().await.unwrap()
+                {
+                    return (session_id, text);
+                }
+            }
+        })
+        .await
+        .expect("a turn-finished event");
+        assert_eq!(finished, (session, "Time to stretch!".to_string()));
+
+        core.stop_scheduler().await;
+        assert!(core.reminders().is_none());
+    }
+}
