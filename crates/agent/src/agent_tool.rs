@@ -18,12 +18,17 @@
 //! embeddings, for instance). Both are only called when someone subscribes.
 
 mod memory;
+mod message;
+mod profile;
 mod reminder;
+mod session;
+mod task;
+mod work;
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use osprey_db::{Database, Memory};
+use osprey_db::{Database, Memory, Sessions, WorkTasks};
 use osprey_tools::domain::Field;
 use osprey_tools::hooks::HookDispatcher;
 use osprey_tools::{Call, CallFacts, Domain, DomainTool, FieldType, ToolContext};
@@ -33,11 +38,18 @@ use serde_json::Value;
 use crate::scheduler::ScheduleSlot;
 
 pub use memory::{DEFAULT_LIMIT, MAX_LIMIT};
+pub use profile::PROFILE_NAMESPACE;
+
+use crate::subagent::SubAgents;
 
 /// The `agent` domain tool.
 pub struct AgentTool {
     domain: Domain,
     memory: Memory,
+    sessions: Sessions,
+    work: WorkTasks,
+    /// Sub-agents for the task resource; without them `task` says they are unavailable.
+    subagents: Option<SubAgents>,
     /// Where the reminder resource finds the scheduler (empty until core starts one).
     schedule: ScheduleSlot,
     hooks: Option<Arc<dyn HookDispatcher>>,
@@ -48,6 +60,9 @@ impl AgentTool {
         AgentTool {
             domain: Self::domain_table(),
             memory: db.memory(),
+            sessions: db.sessions(),
+            work: db.work_tasks(),
+            subagents: None,
             schedule: ScheduleSlot::new(),
             hooks: None,
         }
@@ -59,6 +74,12 @@ impl AgentTool {
         self
     }
 
+    /// Lets the task resource spawn sub-agents through `subagents`.
+    pub fn with_subagents(mut self, subagents: SubAgents) -> Self {
+        self.subagents = Some(subagents);
+        self
+    }
+
     /// Calls `memory.pre_store` / `memory.pre_recall` through this dispatcher when subscribed.
     pub fn with_hooks(mut self, hooks: Arc<dyn HookDispatcher>) -> Self {
         self.hooks = Some(hooks);
@@ -67,12 +88,22 @@ impl AgentTool {
 
     /// The resource/action table: every resource module adds its part.
     pub fn domain_table() -> Domain {
-        let summaries = [memory::SUMMARY, reminder::SUMMARY];
+        let summaries = [
+            memory::SUMMARY,
+            reminder::SUMMARY,
+            task::SUMMARY,
+            work::SUMMARY,
+            message::SUMMARY,
+            session::SUMMARY,
+            profile::SUMMARY,
+        ];
         let domain = Domain::new(
             "agent",
             format!("Osprey's own data and machinery. {}", summaries.join(" ")),
         );
-        reminder::table(memory::table(domain))
+        let domain = reminder::table(memory::table(domain));
+        let domain = task::table(work::table(domain));
+        profile::table(session::table(message::table(domain)))
     }
 
     fn hooks_for(&self, hook: &str) -> Option<&Arc<dyn HookDispatcher>> {
@@ -122,6 +153,13 @@ fn field(
 
 type Outcome = Result<ToolResult, ToolResult>;
 
+/// The call's session: work tasks, sub-agents and history belong to one.
+fn session_of(ctx: &ToolContext) -> Result<&str, ToolResult> {
+    ctx.session_id.as_deref().ok_or_else(|| {
+        invalid("this call belongs to no session, and this action needs one (it keeps per-session data)")
+    })
+}
+
 fn invalid(message: impl Into<String>) -> ToolResult {
     ToolResult::error(ErrorCode::InvalidInput, message)
 }
@@ -155,6 +193,8 @@ impl DomainTool for AgentTool {
             .or_else(|| call.input.get("id").map(|id| format!("id {id}")))
             .or_else(|| call.str("query").map(|q| format!("\"{q}\"")))
             .or_else(|| call.str("namespace").map(|n| format!("namespace {n}")))
+            .or_else(|| call.str("session_id").map(|s| format!("session {s}")))
+            .or_else(|| call.str("title").map(|t| format!("\"{t}\"")))
             .unwrap_or_default();
         CallFacts {
             summary: format!("{} {} {subject}", call.resource(), call.action())
@@ -168,6 +208,11 @@ impl DomainTool for AgentTool {
         Box::pin(async move {
             match call.resource() {
                 "memory" => memory::run(self, ctx, call).await,
+                "task" => task::run(self, ctx, call).await,
+                "work" => work::run(self, ctx, call).await,
+                "message" => message::run(self, ctx, call).await,
+                "session" => session::run(self, ctx, call).await,
+                "profile" => profile::run(self, ctx, call).await,
                 "reminder" => reminder::run(self, ctx, call).await,
                 other => ToolResult::error(
                     ErrorCode::InvalidInput,

@@ -1,0 +1,414 @@
+//! Sub-agents: a turn the model delegates to a child agent. The child runs a full runner turn in
+//! its own session (`<parent>/task-<id>`, linked to the parent's in `subagent_tasks`), through
+//! the same registry, so every tool call it makes meets the same origin rules, policy, safeguard
+//! and audit as the parent's, and:
+//!
+//! - its policy is never looser: it runs with the parent's origin and approver, and its calls
+//!   carry the parent's level cap (or a stricter one the parent asked for), which the registry
+//!   applies on top of its own level. "Always for this session" answers given in the parent's
+//!   session do not carry over: the child has its own session, so the person is asked again;
+//! - nesting is depth-limited ([`SubAgentConfig::max_depth`]); a spawn beyond it is refused with
+//!   a message the model can act on;
+//! - cancellation is inherited: the child's token is a child of the spawning call's, which is a
+//!   child of the parent turn's, so stopping the parent stops every descendant;
+//! - it has a deadline (default 300 s): when it passes the child is cancelled and the task ends
+//!   `timed_out` with whatever the child had said.
+//!
+//! How a child gets a runner is the [`SubAgentFactory`]'s business (core attaches one when it
+//! builds a chat runner), so this module knows nothing about providers or settings.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use osprey_db::{Database, NewSubAgentTask, SubAgentTask, SubAgentTasks};
+use osprey_tools::{Level, ToolContext};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::runner::{Runner, TurnRequest, TurnStop};
+
+/// Builds the runner a child runs on.
+pub trait SubAgentFactory: Send + Sync {
+    /// A runner for a child; `model` is the parent's hint. A factory that cannot honour the hint
+    /// says why (the message reaches the model).
+    fn runner(&self, model: Option<&str>) -> Result<Runner, String>;
+}
+
+/// A runner is its own factory: children use its provider, model, registry and sessions. A model
+/// hint other than its own is refused (it has only one provider client and model).
+impl SubAgentFactory for Runner {
+    fn runner(&self, model: Option<&str>) -> Result<Runner, String> {
+        match model {
+            Some(wanted) if wanted != self.config().model => Err(format!(
+                "sub-agents here run on `{}`; the model `{wanted}` is not available (leave `model` out)",
+                self.config().model
+            )),
+            _ => Ok(self.clone()),
+        }
+    }
+}
+
+/// Limits for sub-agents.
+#[derive(Clone, Debug)]
+pub struct SubAgentConfig {
+    /// How deep sub-agents may nest: 1 lets a session spawn children that cannot spawn; 2 (the
+    /// default) lets children spawn grandchildren that cannot.
+    pub max_depth: u32,
+    /// A child's deadline when the spawn names none.
+    pub default_timeout: Duration,
+    /// The longest deadline a spawn may ask for.
+    pub max_timeout: Duration,
+    /// Children running at once, over every session.
+    pub max_running: usize,
+}
+
+impl Default for SubAgentConfig {
+    fn default() -> Self {
+        SubAgentConfig {
+            max_depth: 2,
+            default_timeout: Duration::from_secs(300),
+            max_timeout: Duration::from_secs(3600),
+            max_running: 8,
+        }
+    }
+}
+
+/// What the parent asks for.
+#[derive(Clone, Debug, Default)]
+pub struct SpawnRequest {
+    pub prompt: String,
+    /// Guidance added to the child's instructions (a role, constraints, the answer's form).
+    pub system: Option<String>,
+    pub model: Option<String>,
+    pub timeout: Option<Duration>,
+    /// A stricter policy level for the child than its parent's (never looser: a looser one is
+    /// ignored by the registry, which applies the stricter of the two).
+    pub level: Option<Level>,
+}
+
+/// Sub-agent tasks: spawning, waiting, cancelling. Cheap to clone.
+#[derive(Clone)]
+pub struct SubAgents {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    tasks: SubAgentTasks,
+    config: SubAgentConfig,
+    factory: RwLock<Option<Arc<dyn SubAgentFactory>>>,
+    running: Mutex<HashMap<i64, Running>>,
+}
+
+struct Running {
+    cancel: CancellationToken,
+    done: watch::Receiver<bool>,
+}
+
+impl std::fmt::Debug for SubAgents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubAgents")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SubAgents {
+    /// Sub-agents over `db`. Tasks a previous process left `running` are marked `interrupted`:
+    /// no child outlives the process that ran it.
+    pub fn new(db: &Database, config: SubAgentConfig) -> Self {
+        let tasks = db.subagent_tasks();
+        if let Err(error) = tasks.interrupt_running() {
+            tracing::warn!(%error, "cannot mark stale sub-agent tasks interrupted");
+        }
+        SubAgents {
+            inner: Arc::new(Inner {
+                tasks,
+                config,
+                factory: RwLock::new(None),
+                running: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Attaches (or replaces) the factory children get their runner from.
+    pub fn set_factory(&self, factory: Arc<dyn SubAgentFactory>) {
+        *self
+            .inner
+            .factory
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(factory);
+    }
+
+    pub fn config(&self) -> &SubAgentConfig {
+        &self.inner.config
+    }
+
+    /// The depth of `session_id`: 0 for a session no sub-agent runs in.
+    pub fn depth_of(&self, session_id: &str) -> Result<i64, String> {
+        Ok(self
+            .inner
+            .tasks
+            .by_session(session_id)
+            .map_err(storage)?
+            .map(|t| t.depth)
+            .unwrap_or(0))
+    }
+
+    /// Starts a child for the call's session and returns its task at once; the child runs on.
+    pub fn spawn(&self, ctx: &ToolContext, request: SpawnRequest) -> Result<SubAgentTask, String> {
+        let config = &self.inner.config;
+        let parent = ctx
+            .session_id
+            .as_deref()
+            .ok_or("sub-agents need a session to belong to, and this call has none")?;
+        let prompt = request.prompt.trim();
+        if prompt.is_empty() {
+            return Err("`prompt` must say what the sub-agent should do".into());
+        }
+        let parent_depth = self.depth_of(parent)?;
+        let depth = parent_depth + 1;
+        if depth > i64::from(config.max_depth) {
+            return Err(format!(
+                "sub-agent depth limit reached: this agent runs at depth {parent_depth} and \
+                 sub-agents may nest at most {} deep, so it cannot spawn another; do the work \
+                 yourself with your other tools",
+                config.max_depth
+            ));
+        }
+        let timeout = request.timeout.unwrap_or(config.default_timeout);
+        if timeout.is_zero() || timeout > config.max_timeout {
+            return Err(format!(
+                "`timeout_seconds` must be between 1 and {}",
+                config.max_timeout.as_secs()
+            ));
+        }
+        let factory = self
+            .inner
+            .factory
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or("sub-agents are not available here: no model runner is attached")?;
+        let runner = factory.runner(request.model.as_deref())?;
+
+        let mut running = self.inner.running.lock().unwrap_or_else(|e| e.into_inner());
+        if running.len() >= config.max_running {
+            return Err(format!(
+                "{} sub-agents are already running (the most at once); wait for one with \
+                 `result` or cancel one first",
+                running.len()
+            ));
+        }
+        let task = self
+            .inner
+            .tasks
+            .start(&NewSubAgentTask {
+                parent_session_id: parent,
+                depth,
+                prompt,
+                model: Some(runner.config().model.as_str()),
+                timeout_ms: timeout.as_millis() as i64,
+            })
+            .map_err(storage)?;
+
+        let cancel = ctx.cancel.child_token();
+        let (done_sender, done) = watch::channel(false);
+        running.insert(
+            task.id,
+            Running {
+                cancel: cancel.clone(),
+                done,
+            },
+        );
+        drop(running);
+
+        let turn = TurnRequest {
+            session_id: task.session_id.clone(),
+            origin: ctx.origin,
+            input: child_input(prompt, request.system.as_deref(), depth, config.max_depth),
+            approver: ctx.approver.clone(),
+            cancel: cancel.clone(),
+            events: None,
+            level_cap: match (ctx.level_cap, request.level) {
+                (Some(cap), Some(asked)) => Some(cap.stricter(asked)),
+                (cap, asked) => cap.or(asked),
+            },
+        };
+        let this = self.clone();
+        let id = task.id;
+        tokio::spawn(async move {
+            let run = runner.run_turn(turn);
+            tokio::pin!(run);
+            let mut timed_out = false;
+            let outcome = tokio::select! {
+                outcome = &mut run => outcome,
+                _ = tokio::time::sleep(timeout) => {
+                    timed_out = true;
+                    cancel.cancel();
+                    run.await
+                }
+            };
+            let (status, result, error) = match outcome {
+                Ok(o) if timed_out => (
+                    "timed_out",
+                    Some(o.text),
+                    Some(format!(
+                        "the sub-agent ran past its timeout of {} s and was stopped",
+                        timeout.as_secs()
+                    )),
+                ),
+                Ok(o) => match o.stop {
+                    TurnStop::EndTurn => ("done", Some(o.text), None),
+                    TurnStop::Cancelled => (
+                        "cancelled",
+                        Some(o.text),
+                        Some("the sub-agent was cancelled".to_string()),
+                    ),
+                    TurnStop::StepLimit => (
+                        "done",
+                        Some(o.text),
+                        Some("the sub-agent stopped at its step limit".to_string()),
+                    ),
+                    TurnStop::MaxTokens => (
+                        "done",
+                        Some(o.text),
+                        Some("the sub-agent's reply was cut at the token limit".to_string()),
+                    ),
+                    TurnStop::Other(reason) => (
+                        "done",
+                        Some(o.text),
+                        Some(format!("the sub-agent stopped: {reason}")),
+                    ),
+                },
+                Err(crate::Error::Cancelled) if timed_out => (
+                    "timed_out",
+                    None,
+                    Some(format!(
+                        "the sub-agent ran past its timeout of {} s and was stopped",
+                        timeout.as_secs()
+                    )),
+                ),
+                Err(crate::Error::Cancelled) => (
+                    "cancelled",
+                    None,
+                    Some("the sub-agent was cancelled".to_string()),
+                ),
+                Err(error) => ("failed", None, Some(error.to_string())),
+            };
+            let result = result.filter(|text| !text.is_empty());
+            if let Err(error) =
+                this.inner
+                    .tasks
+                    .finish(id, status, result.as_deref(), error.as_deref())
+            {
+                tracing::warn!(%error, task = id, "cannot record how a sub-agent ended");
+            }
+            this.inner
+                .running
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+            let _ = done_sender.send(true);
+        });
+        Ok(task)
+    }
+
+    /// The task, if `session_id` spawned it (a session sees only its own children).
+    pub fn get(&self, session_id: &str, id: i64) -> Result<SubAgentTask, String> {
+        match self.inner.tasks.get(id).map_err(storage)? {
+            Some(task) if task.parent_session_id == session_id => Ok(task),
+            _ => Err(format!(
+                "this session has no sub-agent task {id}; `list` shows its tasks"
+            )),
+        }
+    }
+
+    /// The tasks `session_id` spawned, newest first.
+    pub fn list(&self, session_id: &str, limit: u32) -> Result<Vec<SubAgentTask>, String> {
+        self.inner.tasks.list(session_id, limit).map_err(storage)
+    }
+
+    /// Waits until the task ends, `timeout` passes or `cancel` fires; returns the task as it is
+    /// then.
+    pub async fn wait(
+        &self,
+        session_id: &str,
+        id: i64,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<SubAgentTask, String> {
+        let done = self
+            .inner
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+            .map(|r| r.done.clone());
+        if let Some(mut done) = done {
+            let deadline = Instant::now() + timeout;
+            tokio::select! {
+                _ = done.wait_for(|finished| *finished) => {}
+                _ = tokio::time::sleep_until(deadline.into()) => {}
+                _ = cancel.cancelled() => {}
+            }
+        }
+        self.get(session_id, id)
+    }
+
+    /// Cancels a running task the session spawned and waits (briefly) for it to stop.
+    pub async fn cancel(&self, session_id: &str, id: i64) -> Result<SubAgentTask, String> {
+        let task = self.get(session_id, id)?;
+        let running = self
+            .inner
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+            .map(|r| (r.cancel.clone(), r.done.clone()));
+        let Some((token, mut done)) = running else {
+            return Ok(task);
+        };
+        token.cancel();
+        // The runner stops at its next await; a tool call in flight is cancelled with it.
+        let _ = tokio::time::timeout(Duration::from_secs(10), done.wait_for(|f| *f)).await;
+        self.get(session_id, id)
+    }
+
+    /// Ids of the children running now.
+    pub fn running(&self) -> Vec<i64> {
+        let mut ids: Vec<i64> = self
+            .inner
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .copied()
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+}
+
+/// The child's first message: what it is, what to do, and the parent's guidance.
+fn child_input(prompt: &str, system: Option<&str>, depth: i64, max_depth: u32) -> String {
+    let mut text = format!(
+        "You are a sub-agent (depth {depth} of at most {max_depth}) working for another agent, \
+         which reads only your final reply. Do the task below with your tools, then reply with \
+         the result itself, complete and self-contained."
+    );
+    if depth >= i64::from(max_depth) {
+        text.push_str(" You cannot spawn sub-agents of your own.");
+    }
+    if let Some(system) = system.map(str::trim).filter(|s| !s.is_empty()) {
+        text.push_str(&format!(
+            "\n\nGuidance from the agent that asked:\n{system}"
+        ));
+    }
+    text.push_str(&format!("\n\nTask:\n{prompt}"));
+    text
+}
+
+fn storage(error: osprey_db::Error) -> String {
+    format!("sub-agent task storage: {error}")
+}

@@ -1,0 +1,816 @@
+//! Sub-agents end to end: a parent turn on a real provider client against a loopback server
+//! spawns children through the `agent` tool in a real Registry, the children run full turns on
+//! the same registry and SQLite file, and the model server answers each agent from its own
+//! script (parent, child and grandchild requests are told apart by the sub-agent preamble the
+//! child's first message carries).
+
+#[path = "support/server.rs"]
+mod server;
+#[path = "support/wire.rs"]
+mod wire;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::response::Response;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use osprey_agent::{
+    AgentTool, Runner, RunnerConfig, SubAgentConfig, SubAgentFactory, SubAgents, TurnRequest,
+    TurnStop,
+};
+use osprey_db::Database;
+use osprey_tools::domain::Domain;
+use osprey_tools::{
+    ApprovalNeed, Approver, Call, CallFacts, DomainTool, FieldType, Level, PathGuard, Policy,
+    Registry, RegistryConfig, Safeguard, ToolContext,
+};
+use osprey_types::{ApprovalAnswer, ApprovalRequest, ErrorCode, Origin, ToolResult};
+use serde_json::{Value, json};
+use server::Reply;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use wire::{ScriptCall, Wire, recording_retry};
+
+// ---------------------------------------------------------------------------------------------
+// A model server with one script per agent.
+
+/// Which agent a request comes from, by the preamble of the sub-agent's first message.
+fn agent_of(body: &str) -> usize {
+    if body.contains("You are a sub-agent (depth 2 of") {
+        2
+    } else if body.contains("You are a sub-agent (depth 1 of") {
+        1
+    } else {
+        0
+    }
+}
+
+struct Scripts {
+    queues: Mutex<Vec<VecDeque<Reply>>>,
+    seen: Mutex<Vec<(usize, String)>>,
+}
+
+struct RoutedServer {
+    url: String,
+    scripts: Arc<Scripts>,
+}
+
+impl RoutedServer {
+    /// `scripts[0]` answers the parent, `scripts[1]` children, `scripts[2]` grandchildren.
+    async fn start(scripts: Vec<Vec<Reply>>) -> RoutedServer {
+        let scripts = Arc::new(Scripts {
+            queues: Mutex::new(scripts.into_iter().map(VecDeque::from).collect()),
+            seen: Mutex::new(Vec::new()),
+        });
+        let app = Router::new().fallback(routed).with_state(scripts.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        RoutedServer { url, scripts }
+    }
+
+    /// The bodies of the requests one agent made, in order.
+    fn seen(&self, agent: usize) -> Vec<String> {
+        self.scripts
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(a, _)| *a == agent)
+            .map(|(_, body)| body.clone())
+            .collect()
+    }
+}
+
+async fn routed(State(scripts): State<Arc<Scripts>>, body: Bytes) -> Response {
+    let text = String::from_utf8_lossy(&body).to_string();
+    let agent = agent_of(&text);
+    scripts.seen.lock().unwrap().push((agent, text));
+    let reply = scripts
+        .queues
+        .lock()
+        .unwrap()
+        .get_mut(agent)
+        .and_then(|q| q.pop_front());
+    let (content_type, chunks, hang) = match reply {
+        Some(Reply::Stream {
+            content_type,
+            chunks,
+        }) => (content_type, chunks, false),
+        Some(Reply::Hang {
+            content_type,
+            chunks,
+        }) => (content_type, chunks, true),
+        other => {
+            return Response::builder()
+                .status(500)
+                .body(Body::from(format!(
+                    "no scripted reply for agent {agent}: {other:?}"
+                )))
+                .unwrap();
+        }
+    };
+    let body = futures::stream::iter(chunks).then(|chunk| async move {
+        tokio::task::yield_now().await;
+        Ok::<_, std::io::Error>(Bytes::from(chunk))
+    });
+    let body = if hang {
+        Body::from_stream(body.chain(futures::stream::pending()))
+    } else {
+        Body::from_stream(body)
+    };
+    Response::builder()
+        .header("content-type", content_type)
+        .body(body)
+        .unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// A test tool and an approver.
+
+/// `look` is read-only; `change` needs approval (and counts its runs); `hold` blocks until the
+/// test releases it or the call is cancelled.
+struct Probe {
+    domain: Domain,
+    changes: Arc<AtomicUsize>,
+    held: Arc<Notify>,
+    release: Arc<Notify>,
+}
+
+impl DomainTool for Probe {
+    fn domain(&self) -> &Domain {
+        &self.domain
+    }
+    fn facts(&self, call: &Call) -> CallFacts {
+        CallFacts {
+            summary: format!("{} {}", call.action(), call.str("q").unwrap_or_default()),
+            ..Default::default()
+        }
+    }
+    fn run<'a>(&'a self, ctx: &'a ToolContext, call: Call) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let q = call.str("q").unwrap_or_default().to_string();
+            match call.action() {
+                "look" => ToolResult::text(format!("looked at {q}")),
+                "change" => {
+                    self.changes.fetch_add(1, Ordering::SeqCst);
+                    ToolResult::text(format!("changed {q}"))
+                }
+                _ => {
+                    self.held.notify_one();
+                    tokio::select! {
+                        _ = self.release.notified() => ToolResult::text(format!("held {q}")),
+                        _ = ctx.cancel.cancelled() => {
+                            ToolResult::error(ErrorCode::Cancelled, "stopped holding")
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
+
+struct ScriptedApprover {
+    answer: ApprovalAnswer,
+    asked: Mutex<Vec<ApprovalRequest>>,
+}
+
+impl Approver for ScriptedApprover {
+    fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
+        self.asked.lock().unwrap().push(request);
+        let answer = self.answer.clone();
+        Box::pin(async move { answer })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fixture: a registry with the agent tool and the probe, sub-agents on a runner.
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    db: Database,
+    registry: Registry,
+    subagents: SubAgents,
+    changes: Arc<AtomicUsize>,
+    held: Arc<Notify>,
+    release: Arc<Notify>,
+}
+
+fn fixture(level: Level, config: SubAgentConfig) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_in(dir.path()).unwrap();
+    let paths = PathGuard::new(Some(dir.path().join("home")), dir.path().join("data"));
+    let registry = Registry::new(RegistryConfig {
+        safeguard: Safeguard::new(paths),
+        ..RegistryConfig::new(Policy::at_level(level), dir.path().join("data"))
+    });
+    let subagents = SubAgents::new(&db, config);
+    registry.register_domain(AgentTool::new(&db).with_subagents(subagents.clone()));
+    let (changes, held, release) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(Notify::new()),
+        Arc::new(Notify::new()),
+    );
+    registry.register_domain(Probe {
+        domain: Domain::new("probe", "A test tool")
+            .resource(
+                "thing",
+                &[],
+                &[
+                    ("look", "Look at a thing", ApprovalNeed::None),
+                    ("change", "Change a thing", ApprovalNeed::Required),
+                    ("hold", "Hold until released", ApprovalNeed::None),
+                ],
+            )
+            .field("q", FieldType::String, "What to look at, change or hold"),
+        changes: changes.clone(),
+        held: held.clone(),
+        release: release.clone(),
+    });
+    Fixture {
+        _dir: dir,
+        db,
+        registry,
+        subagents,
+        changes,
+        held,
+        release,
+    }
+}
+
+fn runner(fx: &Fixture, wire: Wire, url: &str) -> Runner {
+    let (retry, _) = recording_retry(0);
+    let runner = Runner::new(
+        wire.provider(url, retry),
+        fx.registry.clone(),
+        fx.db.sessions(),
+        RunnerConfig {
+            model: "test-model".into(),
+            max_steps: 8,
+            identity: "You are a test agent.".into(),
+            ..RunnerConfig::default()
+        },
+    );
+    fx.subagents.set_factory(Arc::new(runner.clone()));
+    runner
+}
+
+fn agent_call(id: &'static str, args: Value) -> ScriptCall {
+    ScriptCall {
+        id,
+        name: "agent",
+        args,
+    }
+}
+
+fn probe(id: &'static str, action: &str, q: &str) -> ScriptCall {
+    ScriptCall {
+        id,
+        name: "probe",
+        args: json!({"resource": "thing", "action": action, "q": q}),
+    }
+}
+
+fn ctx(session: &str) -> ToolContext {
+    ToolContext::new(Origin::User, Duration::from_secs(30)).with_session(session)
+}
+
+fn body(result: &ToolResult) -> Value {
+    serde_json::from_str(&result.text_content())
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", result.text_content()))
+}
+
+/// Waits for `check` to hold, failing the test after a deadline.
+async fn until(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn task_status(fx: &Fixture, id: i64) -> String {
+    fx.db.subagent_tasks().get(id).unwrap().unwrap().status
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_child_uses_a_tool_and_its_answer_returns_to_the_waiting_parent() {
+    for wire in wire::ALL {
+        let fx = fixture(Level::Allowlist, SubAgentConfig::default());
+        let server = RoutedServer::start(vec![
+            vec![
+                wire.turn(
+                    "Let me ask a helper.",
+                    &[agent_call(
+                        "call_spawn",
+                        json!({"resource": "subagent", "action": "spawn",
+                               "prompt": "Look at the sky and say its colour.",
+                               "system": "Answer in one sentence."}),
+                    )],
+                ),
+                wire.turn("My helper says the sky is blue.", &[]),
+            ],
+            vec![
+                wire.turn("", &[probe("call_look", "look", "the sky")]),
+                wire.turn("The sky is blue.", &[]),
+            ],
+        ])
+        .await;
+        let outcome = runner(&fx, wire, &server.url)
+            .run_turn(TurnRequest::new("main", "What colour is the sky?"))
+            .await
+            .unwrap();
+        assert_eq!(outcome.stop, TurnStop::EndTurn, "{wire:?}");
+        assert_eq!(outcome.text, "My helper says the sky is blue.");
+
+        // The child got the task with the preamble and the guidance, and ran the probe.
+        let child_requests = server.seen(1);
+        assert_eq!(child_requests.len(), 2, "{wire:?}");
+        assert!(child_requests[0].contains("Look at the sky and say its colour."));
+        assert!(child_requests[0].contains("Answer in one sentence."));
+        assert!(child_requests[1].contains("looked at the sky"), "{wire:?}");
+
+        // The parent's second request carries the child's answer as the spawn's result.
+        let parent_requests = server.seen(0);
+        assert_eq!(parent_requests.len(), 2);
+        assert!(
+            parent_requests[1].contains("The sky is blue."),
+            "{wire:?}: {}",
+            parent_requests[1]
+        );
+
+        // The task links the sessions; the child's session holds its own conversation.
+        let tasks = fx.db.subagent_tasks().list("main", 10).unwrap();
+        assert_eq!(tasks.len(), 1);
+        let task = &tasks[0];
+        assert_eq!(task.status, "done");
+        assert_eq!(task.depth, 1);
+        assert_eq!(task.result.as_deref(), Some("The sky is blue."));
+        assert_eq!(task.session_id, format!("main/task-{}", task.id));
+        let child_calls = fx.db.sessions().tool_calls(&task.session_id).unwrap();
+        assert_eq!(child_calls.len(), 1);
+        assert_eq!(child_calls[0].name, "probe");
+        assert_eq!(child_calls[0].status, "done");
+        let child_session = fx.db.sessions().get(&task.session_id).unwrap().unwrap();
+        assert_eq!(child_session.status, "idle");
+        assert_eq!(child_session.origin, "user");
+        // The parent's own session has the spawn call, done.
+        let parent_calls = fx.db.sessions().tool_calls("main").unwrap();
+        assert_eq!(parent_calls[0].name, "agent");
+        assert_eq!(parent_calls[0].status, "done");
+        assert!(fx.subagents.running().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn a_no_wait_spawn_returns_an_id_that_status_and_result_poll() {
+    let fx = fixture(Level::Allowlist, SubAgentConfig::default());
+    let wire = Wire::OpenAi;
+    let server = RoutedServer::start(vec![
+        vec![
+            wire.turn(
+                "",
+                &[agent_call(
+                    "call_spawn",
+                    json!({"action": "spawn", "prompt": "Hold the line.", "wait": false}),
+                )],
+            ),
+            wire.turn("Started a helper.", &[]),
+        ],
+        vec![
+            wire.turn("", &[probe("call_hold", "hold", "the line")]),
+            wire.turn("Held it.", &[]),
+        ],
+    ])
+    .await;
+    let outcome = runner(&fx, wire, &server.url)
+        .run_turn(TurnRequest::new("main", "start a helper"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.text, "Started a helper.");
+    // The spawn's result named the task and said how to get its answer.
+    let spawn_result = &fx.db.sessions().tool_calls("main").unwrap()[0];
+    let spawned: Value = serde_json::from_str(
+        spawn_result.result.as_ref().unwrap()["content"][0]["text"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(spawned["status"], "running");
+    let id = spawned["id"].as_i64().unwrap();
+    assert!(spawned["note"].as_str().unwrap().contains("result"));
+
+    // The child is holding: status says running, result without wait says so too.
+    tokio::time::timeout(Duration::from_secs(10), fx.held.notified())
+        .await
+        .expect("the child reached its tool");
+    let status = fx
+        .registry
+        .execute(
+            &ctx("main"),
+            "agent",
+            json!({"resource": "task", "action": "status", "id": id}),
+        )
+        .await;
+    assert_eq!(body(&status)["status"], "running");
+    let early = fx
+        .registry
+        .execute(&ctx("main"), "agent", json!({"action": "result", "id": id}))
+        .await;
+    assert!(!early.is_error);
+    assert!(
+        body(&early)["note"]
+            .as_str()
+            .unwrap()
+            .contains("still running")
+    );
+    // Another session cannot see it.
+    let stranger = fx
+        .registry
+        .execute(
+            &ctx("other"),
+            "agent",
+            json!({"action": "status", "id": id, "resource": "task"}),
+        )
+        .await;
+    assert!(stranger.is_error);
+    assert!(stranger.text_content().contains("no sub-agent task"));
+
+    // Released, the child finishes and `result` with wait returns its answer.
+    fx.release.notify_one();
+    let done = fx
+        .registry
+        .execute(
+            &ctx("main"),
+            "agent",
+            json!({"resource": "task", "action": "result", "id": id, "wait": true, "timeout_seconds": 10}),
+        )
+        .await;
+    assert!(!done.is_error, "{done:?}");
+    let done = body(&done);
+    assert_eq!(done["status"], "done");
+    assert_eq!(done["answer"], "Held it.");
+    let listed = fx
+        .registry
+        .execute(
+            &ctx("main"),
+            "agent",
+            json!({"resource": "task", "action": "list"}),
+        )
+        .await;
+    assert_eq!(body(&listed)["count"], 1);
+}
+
+#[tokio::test]
+async fn a_grandchild_spawn_beyond_the_depth_limit_is_refused_and_the_model_is_told() {
+    let fx = fixture(
+        Level::Allowlist,
+        SubAgentConfig {
+            max_depth: 1,
+            ..SubAgentConfig::default()
+        },
+    );
+    let wire = Wire::Anthropic;
+    let server = RoutedServer::start(vec![
+        vec![
+            wire.turn(
+                "",
+                &[agent_call(
+                    "toolu_spawn",
+                    json!({"resource": "task", "action": "spawn", "prompt": "Research, delegating as you like."}),
+                )],
+            ),
+            wire.turn("Done.", &[]),
+        ],
+        vec![
+            wire.turn(
+                "",
+                &[agent_call(
+                    "toolu_deeper",
+                    json!({"resource": "task", "action": "spawn", "prompt": "Go deeper."}),
+                )],
+            ),
+            wire.turn("I could not delegate, so I did it myself.", &[]),
+        ],
+        // Nothing for a grandchild: if one ran, the server would answer 500 and the test fail.
+        vec![],
+    ])
+    .await;
+    let outcome = runner(&fx, wire, &server.url)
+        .run_turn(TurnRequest::new("main", "research"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.text, "Done.");
+
+    // The child was told it cannot spawn, tried anyway, and got an error it could act on.
+    let child_requests = server.seen(1);
+    assert!(child_requests[0].contains("You cannot spawn sub-agents of your own."));
+    assert!(
+        child_requests[1].contains("depth limit reached"),
+        "{}",
+        child_requests[1]
+    );
+    assert!(server.seen(2).is_empty(), "no grandchild ran");
+
+    let tasks = fx.db.subagent_tasks().list("main", 10).unwrap();
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(
+        tasks[0].result.as_deref(),
+        Some("I could not delegate, so I did it myself.")
+    );
+    let refused = &fx.db.sessions().tool_calls(&tasks[0].session_id).unwrap()[0];
+    assert_eq!(refused.status, "error");
+    assert_eq!(refused.code.as_deref(), Some("tool_failed"));
+    assert!(
+        fx.db
+            .subagent_tasks()
+            .list(&tasks[0].session_id, 10)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn the_default_depth_allows_a_grandchild_and_refuses_a_great_grandchild() {
+    let fx = fixture(Level::Allowlist, SubAgentConfig::default());
+    let wire = Wire::Ollama;
+    let spawn = |id, prompt: &str| {
+        agent_call(
+            id,
+            json!({"resource": "task", "action": "spawn", "prompt": prompt}),
+        )
+    };
+    let server = RoutedServer::start(vec![
+        vec![
+            wire.turn("", &[spawn("c1", "level one")]),
+            wire.turn("top done", &[]),
+        ],
+        vec![
+            wire.turn("", &[spawn("c2", "level two")]),
+            wire.turn("child done", &[]),
+        ],
+        vec![
+            wire.turn("", &[spawn("c3", "level three")]),
+            wire.turn("grandchild done", &[]),
+        ],
+    ])
+    .await;
+    let outcome = runner(&fx, wire, &server.url)
+        .run_turn(TurnRequest::new("main", "go"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.text, "top done");
+    let grandchild = server.seen(2);
+    assert_eq!(grandchild.len(), 2);
+    assert!(grandchild[1].contains("depth limit reached"));
+    let child = &fx.db.subagent_tasks().list("main", 1).unwrap()[0];
+    let grand = &fx.db.subagent_tasks().list(&child.session_id, 1).unwrap()[0];
+    assert_eq!((child.depth, grand.depth), (1, 2));
+    assert_eq!(grand.status, "done");
+}
+
+#[tokio::test]
+async fn the_childs_calls_are_asked_like_the_parents_and_never_auto_run() {
+    // The registry's policy asks for `change`; the person (the parent's approver) says no.
+    let fx = fixture(Level::Allowlist, SubAgentConfig::default());
+    let wire = Wire::Anthropic;
+    let server = RoutedServer::start(vec![
+        vec![
+            wire.turn(
+                "",
+                &[agent_call(
+                    "toolu_spawn",
+                    json!({"action": "spawn", "prompt": "Change the door."}),
+                )],
+            ),
+            wire.turn("The helper was not allowed.", &[]),
+        ],
+        vec![
+            wire.turn("", &[probe("toolu_change", "change", "the door")]),
+            wire.turn("I was not allowed to change it.", &[]),
+        ],
+    ])
+    .await;
+    let approver = Arc::new(ScriptedApprover {
+        answer: ApprovalAnswer::Deny,
+        asked: Mutex::new(Vec::new()),
+    });
+    let mut turn = TurnRequest::new("main", "change the door, via a helper");
+    turn.approver = Some(approver.clone());
+    runner(&fx, wire, &server.url).run_turn(turn).await.unwrap();
+
+    let asked = approver.asked.lock().unwrap().clone();
+    assert_eq!(
+        asked.len(),
+        1,
+        "the person was asked about the child's call"
+    );
+    assert_eq!(asked[0].tool, "probe");
+    assert_eq!(asked[0].origin, Origin::User);
+    assert!(
+        asked[0]
+            .session_id
+            .as_deref()
+            .unwrap()
+            .starts_with("main/task-")
+    );
+    assert_eq!(fx.changes.load(Ordering::SeqCst), 0, "the change never ran");
+    assert!(server.seen(1)[1].contains("did not approve"));
+}
+
+#[tokio::test]
+async fn a_child_cannot_loosen_its_parents_level_and_may_tighten_it() {
+    // The registry's own policy is `full`: `change` would run unasked.
+    for (parent_cap, asked_level, expected) in [
+        // The parent asks for a stricter child: denied outright.
+        (None, Some("deny"), "policy_denied"),
+        // The parent is itself capped at allowlist and asks for `full`: the child stays capped
+        // and, with no one to ask, is refused rather than auto-run.
+        (Some(Level::Allowlist), Some("full"), "policy_denied"),
+    ] {
+        let fx = fixture(Level::Full, SubAgentConfig::default());
+        let wire = Wire::OpenAi;
+        let mut spawn = json!({"action": "spawn", "prompt": "Change the door."});
+        if let Some(level) = asked_level {
+            spawn["policy"] = json!(level);
+        }
+        let server = RoutedServer::start(vec![
+            vec![
+                wire.turn("", &[agent_call("call_spawn", spawn)]),
+                wire.turn("ok", &[]),
+            ],
+            vec![
+                wire.turn("", &[probe("call_change", "change", "the door")]),
+                wire.turn("refused", &[]),
+            ],
+        ])
+        .await;
+        let mut turn = TurnRequest::new("main", "go");
+        turn.level_cap = parent_cap;
+        runner(&fx, wire, &server.url).run_turn(turn).await.unwrap();
+        let task = &fx.db.subagent_tasks().list("main", 1).unwrap()[0];
+        let call = &fx.db.sessions().tool_calls(&task.session_id).unwrap()[0];
+        assert_eq!(
+            call.code.as_deref(),
+            Some(expected),
+            "{parent_cap:?} {asked_level:?}"
+        );
+        assert_eq!(fx.changes.load(Ordering::SeqCst), 0);
+    }
+
+    // Without a cap the same call runs at `full`: the refusals above came from the caps.
+    let fx = fixture(Level::Full, SubAgentConfig::default());
+    let wire = Wire::OpenAi;
+    let server = RoutedServer::start(vec![
+        vec![
+            wire.turn(
+                "",
+                &[agent_call(
+                    "call_spawn",
+                    json!({"action": "spawn", "prompt": "Change it."}),
+                )],
+            ),
+            wire.turn("ok", &[]),
+        ],
+        vec![
+            wire.turn("", &[probe("call_change", "change", "the door")]),
+            wire.turn("changed", &[]),
+        ],
+    ])
+    .await;
+    runner(&fx, wire, &server.url)
+        .run_turn(TurnRequest::new("main", "go"))
+        .await
+        .unwrap();
+    assert_eq!(fx.changes.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn cancelling_the_parent_turn_cancels_the_running_child() {
+    let fx = fixture(Level::Allowlist, SubAgentConfig::default());
+    let wire = Wire::Anthropic;
+    let server = RoutedServer::start(vec![
+        vec![wire.turn(
+            "",
+            &[agent_call(
+                "toolu_spawn",
+                json!({"action": "spawn", "prompt": "Hold on."}),
+            )],
+        )],
+        vec![wire.turn("", &[probe("toolu_hold", "hold", "on")])],
+    ])
+    .await;
+    let runner = runner(&fx, wire, &server.url);
+    let cancel = CancellationToken::new();
+    let mut turn = TurnRequest::new("main", "hold via a helper");
+    turn.cancel = cancel.clone();
+    let parent = tokio::spawn(async move { runner.run_turn(turn).await });
+
+    tokio::time::timeout(Duration::from_secs(10), fx.held.notified())
+        .await
+        .expect("the child reached its tool");
+    assert_eq!(fx.subagents.running().len(), 1);
+    cancel.cancel();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), parent)
+        .await
+        .expect("the parent stopped")
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.stop, TurnStop::Cancelled);
+
+    let task = fx.db.subagent_tasks().list("main", 1).unwrap()[0].clone();
+    until("the child to end cancelled", || {
+        task_status(&fx, task.id) == "cancelled"
+    })
+    .await;
+    // The child's tool call was stopped (by the tool or by the registry, whichever saw it first).
+    let held = &fx.db.sessions().tool_calls(&task.session_id).unwrap()[0];
+    assert_eq!(held.code.as_deref(), Some("cancelled"));
+    let child = fx.db.sessions().get(&task.session_id).unwrap().unwrap();
+    assert_eq!(child.status, "cancelled");
+    assert!(fx.subagents.running().is_empty());
+}
+
+#[tokio::test]
+async fn a_child_past_its_timeout_is_stopped_and_the_parent_is_told() {
+    let fx = fixture(Level::Allowlist, SubAgentConfig::default());
+    let wire = Wire::OpenAi;
+    let server = RoutedServer::start(vec![
+        vec![
+            wire.turn(
+                "",
+                &[agent_call(
+                    "call_spawn",
+                    json!({"action": "spawn", "prompt": "Hold forever.", "timeout_seconds": 1}),
+                )],
+            ),
+            wire.turn("The helper took too long.", &[]),
+        ],
+        vec![wire.turn("Holding.", &[probe("call_hold", "hold", "forever")])],
+    ])
+    .await;
+    let started = Instant::now();
+    let outcome = runner(&fx, wire, &server.url)
+        .run_turn(TurnRequest::new("main", "hold via a helper"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.text, "The helper took too long.");
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    let task = &fx.db.subagent_tasks().list("main", 1).unwrap()[0];
+    assert_eq!(task.status, "timed_out");
+    assert_eq!(task.result.as_deref(), Some("Holding."));
+    let held = &fx.db.sessions().tool_calls(&task.session_id).unwrap()[0];
+    assert_eq!(held.code.as_deref(), Some("cancelled"));
+    let spawn = &fx.db.sessions().tool_calls("main").unwrap()[0];
+    assert_eq!(spawn.code.as_deref(), Some("timeout"));
+    assert!(server.seen(0)[1].contains("ran past its timeout of 1 s"));
+}
+
+#[tokio::test]
+async fn without_a_runner_or_a_session_spawning_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_in(dir.path()).unwrap();
+    let registry = Registry::new(RegistryConfig::new(
+        Policy::at_level(Level::Allowlist),
+        dir.path().join("data"),
+    ));
+    let subagents = SubAgents::new(&db, SubAgentConfig::default());
+    registry.register_domain(AgentTool::new(&db).with_subagents(subagents));
+    let spawn = json!({"action": "spawn", "prompt": "anything"});
+    let no_runner = registry.execute(&ctx("main"), "agent", spawn.clone()).await;
+    assert!(
+        no_runner
+            .text_content()
+            .contains("no model runner is attached")
+    );
+    let no_session = registry
+        .execute(
+            &ToolContext::new(Origin::User, Duration::from_secs(5)),
+            "agent",
+            spawn,
+        )
+        .await;
+    assert!(no_session.is_error);
+    assert!(no_session.text_content().contains("session"));
+}
+
+#[tokio::test]
+async fn a_runner_refuses_a_model_hint_it_cannot_serve() {
+    let fx = fixture(Level::Allowlist, SubAgentConfig::default());
+    let runner = runner(&fx, Wire::Ollama, "http://127.0.0.1:9");
+    assert!(runner.runner(Some("test-model")).is_ok());
+    let error = runner.runner(Some("another-model")).unwrap_err();
+    assert!(
+        error.contains("another-model") && error.contains("test-model"),
+        "{error}"
+    );
+}
