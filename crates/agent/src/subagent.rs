@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use osprey_db::{Database, NewSubAgentTask, SubAgentTask, SubAgentTasks};
+use osprey_db::{Database, NewSubAgentTask, Sessions, SubAgentTask, SubAgentTasks};
 use osprey_tools::{Level, ToolContext};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -30,15 +30,15 @@ use crate::runner::{Runner, TurnRequest, TurnStop};
 
 /// Builds the runner a child runs on.
 pub trait SubAgentFactory: Send + Sync {
-    /// A runner for a child; `model` is the parent's hint. A factory that cannot honour the hint
-    /// says why (the message reaches the model).
-    fn runner(&self, model: Option<&str>) -> Result<Runner, String>;
+    /// A runner for a child of `parent_session_id`; `model` is the parent's hint. A factory that
+    /// cannot honour the hint says why (the message reaches the model).
+    fn runner(&self, parent_session_id: &str, model: Option<&str>) -> Result<Runner, String>;
 }
 
 /// A runner is its own factory: children use its provider, model, registry and sessions. A model
 /// hint other than its own is refused (it has only one provider client and model).
 impl SubAgentFactory for Runner {
-    fn runner(&self, model: Option<&str>) -> Result<Runner, String> {
+    fn runner(&self, _parent_session_id: &str, model: Option<&str>) -> Result<Runner, String> {
         match model {
             Some(wanted) if wanted != self.config().model => Err(format!(
                 "sub-agents here run on `{}`; the model `{wanted}` is not available (leave `model` out)",
@@ -46,6 +46,85 @@ impl SubAgentFactory for Runner {
             )),
             _ => Ok(self.clone()),
         }
+    }
+}
+
+/// The runners an application has built (one per model), offered to sub-agents: a child runs on
+/// the runner of its parent session's model (so a reminder's turn on one provider and a chat on
+/// another each get children like themselves), or on the one a model hint names. Cheap to clone.
+#[derive(Clone)]
+pub struct RunnerPool {
+    sessions: Sessions,
+    /// Newest last; at most [`RunnerPool::CAPACITY`].
+    runners: Arc<Mutex<Vec<Runner>>>,
+}
+
+impl std::fmt::Debug for RunnerPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunnerPool")
+            .field("models", &self.models())
+            .finish()
+    }
+}
+
+impl RunnerPool {
+    /// Distinct models kept; the least recently registered goes first.
+    pub const CAPACITY: usize = 16;
+
+    /// A pool that reads parent sessions' models from `sessions`.
+    pub fn new(sessions: Sessions) -> Self {
+        RunnerPool {
+            sessions,
+            runners: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Offers `runner` to sub-agents, replacing an earlier one for the same model.
+    pub fn register(&self, runner: &Runner) {
+        let mut runners = self.runners.lock().unwrap_or_else(|e| e.into_inner());
+        runners.retain(|r| r.config().model != runner.config().model);
+        runners.push(runner.clone());
+        if runners.len() > Self::CAPACITY {
+            runners.remove(0);
+        }
+    }
+
+    /// The models on offer, newest last.
+    pub fn models(&self) -> Vec<String> {
+        self.runners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|r| r.config().model.clone())
+            .collect()
+    }
+}
+
+impl SubAgentFactory for RunnerPool {
+    fn runner(&self, parent_session_id: &str, model: Option<&str>) -> Result<Runner, String> {
+        let runners = self.runners.lock().unwrap_or_else(|e| e.into_inner());
+        let by_model = |model: &str| runners.iter().rev().find(|r| r.config().model == model);
+        if let Some(wanted) = model {
+            return by_model(wanted).cloned().ok_or_else(|| {
+                let models: Vec<&str> = runners.iter().map(|r| r.config().model.as_str()).collect();
+                format!(
+                    "the model `{wanted}` is not available to sub-agents; use one of: {} (or leave `model` out)",
+                    models.join(", ")
+                )
+            });
+        }
+        let parent_model = self
+            .sessions
+            .get(parent_session_id)
+            .ok()
+            .flatten()
+            .and_then(|s| s.model);
+        parent_model
+            .as_deref()
+            .and_then(by_model)
+            .or_else(|| runners.last())
+            .cloned()
+            .ok_or_else(|| "no model runner is attached".to_string())
     }
 }
 
@@ -190,7 +269,7 @@ impl SubAgents {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
             .ok_or("sub-agents are not available here: no model runner is attached")?;
-        let runner = factory.runner(request.model.as_deref())?;
+        let runner = factory.runner(parent, request.model.as_deref())?;
 
         let mut running = self.inner.running.lock().unwrap_or_else(|e| e.into_inner());
         if running.len() >= config.max_running {

@@ -21,8 +21,8 @@ use axum::response::Response;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use osprey_agent::{
-    AgentTool, Runner, RunnerConfig, SubAgentConfig, SubAgentFactory, SubAgents, TurnRequest,
-    TurnStop,
+    AgentTool, Runner, RunnerConfig, RunnerPool, SubAgentConfig, SubAgentFactory, SubAgents,
+    TurnRequest, TurnStop,
 };
 use osprey_db::Database;
 use osprey_tools::domain::Domain;
@@ -804,13 +804,55 @@ async fn without_a_runner_or_a_session_spawning_says_why() {
 }
 
 #[tokio::test]
-async fn a_runner_refuses_a_model_hint_it_cannot_serve() {
+async fn children_run_on_their_parents_model_or_the_one_they_name() {
     let fx = fixture(Level::Allowlist, SubAgentConfig::default());
-    let runner = runner(&fx, Wire::Ollama, "http://127.0.0.1:9");
-    assert!(runner.runner(Some("test-model")).is_ok());
-    let error = runner.runner(Some("another-model")).unwrap_err();
+    let build = |model: &str| {
+        let (retry, _) = recording_retry(0);
+        Runner::new(
+            Wire::Ollama.provider("http://127.0.0.1:9", retry),
+            fx.registry.clone(),
+            fx.db.sessions(),
+            RunnerConfig {
+                model: model.into(),
+                ..RunnerConfig::default()
+            },
+        )
+    };
+    // A lone runner serves its own model only.
+    let alone = build("small");
+    assert!(alone.runner("main", Some("small")).is_ok());
+    let error = alone.runner("main", Some("large")).unwrap_err();
     assert!(
-        error.contains("another-model") && error.contains("test-model"),
+        error.contains("large") && error.contains("small"),
+        "{error}"
+    );
+
+    // A pool picks the parent session's model, else the newest; a hint picks by name.
+    let pool = RunnerPool::new(fx.db.sessions());
+    assert!(pool.runner("main", None).is_err());
+    pool.register(&build("small"));
+    pool.register(&build("large"));
+    pool.register(&build("small"));
+    assert_eq!(pool.models(), ["large", "small"]);
+    fx.db
+        .sessions()
+        .open_or_create(&osprey_db::NewSession {
+            id: "on-large",
+            origin: "user",
+            model: Some("large"),
+            ..Default::default()
+        })
+        .unwrap();
+    let model = |r: Runner| r.config().model.clone();
+    assert_eq!(model(pool.runner("on-large", None).unwrap()), "large");
+    assert_eq!(model(pool.runner("unknown", None).unwrap()), "small");
+    assert_eq!(
+        model(pool.runner("on-large", Some("small")).unwrap()),
+        "small"
+    );
+    let error = pool.runner("on-large", Some("huge")).unwrap_err();
+    assert!(
+        error.contains("huge") && error.contains("large, small"),
         "{error}"
     );
 }
