@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::install::{InstalledApp, Installer};
 use crate::settings::{SettingsStore, push};
 use crate::store_client::StoreClient;
-use crate::supervisor::{AppState, Supervisor};
+use crate::supervisor::{AppState, AppStatus, Supervisor};
 use crate::trust::Trust;
 use crate::{Error, Result};
 
@@ -43,7 +43,7 @@ impl AppsTool {
 
     async fn list(&self) -> Result<Value> {
         // With no supervisor running (the command line, or after shutdown) nothing runs.
-        let states = self.supervisor.status().await.unwrap_or_default();
+        let states = self.supervisor.apps().await.unwrap_or_default();
         let apps: Vec<Value> = self
             .installer
             .list()
@@ -200,16 +200,18 @@ fn domain() -> Domain {
     .field("page", FieldType::Integer, "Store result page, from 1")
 }
 
-fn state_of(states: &[(String, AppState)], id: &str) -> Value {
-    match states
-        .iter()
-        .find(|(app, _)| app == id)
-        .map(|(_, state)| state)
-    {
-        Some(AppState::Running { pid }) => json!({"running": true, "pid": pid}),
-        Some(AppState::Restarting) => json!({"running": false, "restarting": true}),
-        Some(AppState::GaveUp) => json!({"running": false, "gave_up": true}),
-        None => json!({"running": false}),
+fn state_of(states: &[AppStatus], id: &str) -> Value {
+    let Some(status) = states.iter().find(|app| app.id == id) else {
+        return json!({"running": false});
+    };
+    match status.state {
+        AppState::Launching => json!({"running": false, "launching": true}),
+        // What the OS sandbox enforces for the process (level enforced, degraded or off).
+        AppState::Running { pid } => {
+            json!({"running": true, "pid": pid, "sandbox": status.sandbox})
+        }
+        AppState::Restarting => json!({"running": false, "restarting": true}),
+        AppState::GaveUp => json!({"running": false, "gave_up": true}),
     }
 }
 
@@ -240,6 +242,7 @@ pub fn installed_apps_prompt(apps: &[InstalledApp], states: &[(String, AppState)
         let manifest = &app.manifest;
         let provides: Vec<String> = manifest.provides.iter().map(ToString::to_string).collect();
         let state = match states.iter().find(|(id, _)| *id == manifest.id) {
+            Some((_, AppState::Launching)) => "launching",
             Some((_, AppState::Running { .. })) => "running",
             Some((_, AppState::Restarting)) => "restarting",
             Some((_, AppState::GaveUp)) => "stopped after repeated crashes",

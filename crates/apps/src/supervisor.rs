@@ -1,20 +1,26 @@
-//! The supervisor: a task that owns the running apps. It launches and stops them on request,
-//! attaches their capabilities, checks each one every `health_interval` (process alive and a
+//! The supervisor: a task that owns the running apps. Each supervised app has a task of its own
+//! (launches, stops, health checks, restarts of one app never wait on another's), and the
+//! supervisor routes requests to them and answers status from what they publish. Launches run
+//! concurrently, at most `max_concurrent_launches` at once; an app being launched shows as
+//! [`AppState::Launching`], so one app's slow start or `startup_timeout` delays no other. Each app
+//! task attaches the app's capabilities, checks it every `health_interval` (process alive and a
 //! gRPC health check with its deadline) and notices exits at once, restarts a failed app after a
 //! backoff (`initial_backoff` doubling per restart in the last hour, capped at `max_backoff`),
 //! and after `max_restarts` restarts within an hour gives up: the app's capabilities are
 //! detached and a [`SupervisorEvent::GaveUp`] tells the UI.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{Semaphore, broadcast, mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::capabilities::CapabilityHost;
+use crate::manifest::Manifest;
 use crate::runtime::{Launcher, RunningApp};
+use crate::sandbox::SandboxReport;
 use crate::{Error, Result};
 
 const RESTART_WINDOW: Duration = Duration::from_secs(3600);
@@ -26,6 +32,8 @@ pub struct SupervisorConfig {
     pub max_backoff: Duration,
     /// Restarts allowed within an hour before giving up.
     pub max_restarts: usize,
+    /// Launches in progress at once (an app waiting for its socket holds one).
+    pub max_concurrent_launches: usize,
 }
 
 impl Default for SupervisorConfig {
@@ -35,8 +43,17 @@ impl Default for SupervisorConfig {
             initial_backoff: Duration::from_secs(10),
             max_backoff: Duration::from_secs(300),
             max_restarts: 5,
+            max_concurrent_launches: default_launch_slots(),
         }
     }
+}
+
+/// Twice the CPUs, at least 8: a launch mostly waits (for exec, the runtime's start, the socket),
+/// so more launches than CPUs overlap well; the bound keeps 150 apps from all starting at once.
+fn default_launch_slots() -> usize {
+    std::thread::available_parallelism()
+        .map_or(8, |cpus| cpus.get() * 2)
+        .clamp(8, 64)
 }
 
 /// What the supervisor tells its listeners (the UI, tests).
@@ -69,12 +86,23 @@ pub enum SupervisorEvent {
 /// The state of one supervised app.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AppState {
+    /// Being started (or waiting for a launch slot): not serving yet.
+    Launching,
     Running {
         pid: u32,
     },
     /// Waiting to be restarted.
     Restarting,
     GaveUp,
+}
+
+/// One supervised app as [`Supervisor::apps`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppStatus {
+    pub id: String,
+    pub state: AppState,
+    /// What the OS sandbox enforces for the running process (`None` while not running).
+    pub sandbox: Option<SandboxReport>,
 }
 
 enum Request {
@@ -85,10 +113,10 @@ enum Request {
         reply: oneshot::Sender<Result<Reload>>,
     },
     Stop(String, oneshot::Sender<Result<()>>),
-    Status(oneshot::Sender<Vec<(String, AppState)>>),
+    Status(oneshot::Sender<Vec<AppStatus>>),
     Channel(
         String,
-        oneshot::Sender<Option<(crate::manifest::Manifest, tonic::transport::Channel)>>,
+        oneshot::Sender<Option<(Manifest, tonic::transport::Channel)>>,
     ),
 }
 
@@ -101,7 +129,6 @@ pub enum Reload {
     /// window, so the file changes were its own doing.
     Suppressed,
 }
-
 /// A handle on the supervisor task. Cheap to clone; the task ends when the token is cancelled
 /// (stopping every app) or every handle is dropped.
 ///
@@ -154,16 +181,23 @@ impl Supervisor {
         cancel: CancellationToken,
     ) {
         let (requests, receiver) = mpsc::channel(64);
-        let (exits, exit_receiver) = mpsc::unbounded_channel();
+        let (ended, ended_receiver) = mpsc::unbounded_channel();
+        let slots = Arc::new(Semaphore::new(config.max_concurrent_launches.max(1)));
         let task = Task {
-            launcher,
-            host,
-            config,
+            context: Arc::new(Context {
+                launcher,
+                host,
+                config,
+                events: self.events.clone(),
+                slots,
+            }),
             apps: HashMap::new(),
-            events: self.events.clone(),
-            exits,
+            stopping: HashMap::new(),
+            generation: 0,
+            ended,
+            apps_cancel: CancellationToken::new(),
         };
-        tokio::spawn(task.run(receiver, exit_receiver, cancel));
+        tokio::spawn(task.run(receiver, ended_receiver, cancel));
         *self.requests.write().unwrap_or_else(|e| e.into_inner()) = Some(requests);
     }
 
@@ -232,7 +266,18 @@ impl Supervisor {
         answer.await.map_err(|_| gone())
     }
 
+    /// Each supervised app's state, by id.
     pub async fn status(&self) -> Result<Vec<(String, AppState)>> {
+        Ok(self
+            .apps()
+            .await?
+            .into_iter()
+            .map(|app| (app.id, app.state))
+            .collect())
+    }
+
+    /// Each supervised app's state and sandbox, by id.
+    pub async fn apps(&self) -> Result<Vec<AppStatus>> {
         let (reply, answer) = oneshot::channel();
         self.send(Request::Status(reply)).await?;
         answer.await.map_err(|_| gone())
@@ -257,8 +302,235 @@ fn gone() -> Error {
     }
 }
 
-struct Supervised {
+/// What the supervisor task and every app task share.
+struct Context {
+    launcher: Launcher,
+    host: Arc<dyn CapabilityHost>,
+    config: SupervisorConfig,
+    events: broadcast::Sender<SupervisorEvent>,
+    /// Launch slots (see [`SupervisorConfig::max_concurrent_launches`]).
+    slots: Arc<Semaphore>,
+}
+
+impl Context {
+    fn emit(&self, event: SupervisorEvent) {
+        let _ = self.events.send(event);
+    }
+}
+
+/// What an app task publishes for status requests (`None` once it no longer supervises).
+#[derive(Clone)]
+struct Snapshot {
+    state: AppState,
+    sandbox: Option<SandboxReport>,
+    channel: Option<(Manifest, tonic::transport::Channel)>,
+}
+
+type Published = Arc<Mutex<Option<Snapshot>>>;
+
+enum AppRequest {
+    Launch(oneshot::Sender<Result<u32>>),
+    Reload {
+        suppress_within: Option<Duration>,
+        reply: oneshot::Sender<Result<Reload>>,
+    },
+    Stop(oneshot::Sender<Result<()>>),
+}
+
+/// The supervisor's hold on one app task.
+struct AppHandle {
+    generation: u64,
+    requests: mpsc::UnboundedSender<AppRequest>,
+    published: Published,
+    /// Cancelled when the app task has ended (its process stopped).
+    finished: CancellationToken,
+}
+
+struct Task {
+    context: Arc<Context>,
+    apps: HashMap<String, AppHandle>,
+    /// App tasks told to stop and not finished yet: a new task for the same app waits for them.
+    stopping: HashMap<String, CancellationToken>,
+    generation: u64,
+    /// App tasks that ended on their own (a first launch failed): (id, generation).
+    ended: mpsc::UnboundedSender<(String, u64)>,
+    /// Stops every app task at shutdown.
+    apps_cancel: CancellationToken,
+}
+
+impl Task {
+    async fn run(
+        mut self,
+        mut requests: mpsc::Receiver<Request>,
+        mut ended: mpsc::UnboundedReceiver<(String, u64)>,
+        cancel: CancellationToken,
+    ) {
+        loop {
+            tokio::select! {
+                () = cancel.cancelled() => break,
+                request = requests.recv() => match request {
+                    Some(request) => self.route(request),
+                    None => break,
+                },
+                Some((id, generation)) = ended.recv() => {
+                    if self.apps.get(&id).is_some_and(|app| app.generation == generation) {
+                        self.apps.remove(&id);
+                    }
+                }
+            }
+        }
+        // Every app task stops its app (concurrently); the requests channel stays open until
+        // they all have, so `Supervisor::stopped` means the processes are gone.
+        self.apps_cancel.cancel();
+        let finished: Vec<CancellationToken> = self
+            .apps
+            .values()
+            .map(|app| app.finished.clone())
+            .chain(self.stopping.values().cloned())
+            .collect();
+        for token in finished {
+            token.cancelled().await;
+        }
+        drop(requests);
+    }
+
+    fn route(&mut self, request: Request) {
+        match request {
+            Request::Launch(id, reply) => self.forward(&id, AppRequest::Launch(reply)),
+            Request::Reload {
+                id,
+                suppress_within,
+                reply,
+            } => self.forward(
+                &id,
+                AppRequest::Reload {
+                    suppress_within,
+                    reply,
+                },
+            ),
+            Request::Stop(id, reply) => match self.apps.remove(&id) {
+                Some(app) => {
+                    self.stopping.insert(id.clone(), app.finished.clone());
+                    if let Err(mpsc::error::SendError(AppRequest::Stop(reply))) =
+                        app.requests.send(AppRequest::Stop(reply))
+                    {
+                        let _ =
+                            reply.send(Err(Error::NotInstalled(format!("{id} is not running"))));
+                    }
+                }
+                None => {
+                    let _ = reply.send(Err(Error::NotInstalled(format!("{id} is not running"))));
+                }
+            },
+            Request::Status(reply) => {
+                let mut apps: Vec<AppStatus> = self
+                    .apps
+                    .iter()
+                    .filter_map(|(id, app)| {
+                        let snapshot = app
+                            .published
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .clone()?;
+                        Some(AppStatus {
+                            id: id.clone(),
+                            state: snapshot.state,
+                            sandbox: snapshot.sandbox,
+                        })
+                    })
+                    .collect();
+                apps.sort_by(|a, b| a.id.cmp(&b.id));
+                let _ = reply.send(apps);
+            }
+            Request::Channel(id, reply) => {
+                let channel = self.apps.get(&id).and_then(|app| {
+                    app.published
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .as_ref()
+                        .and_then(|snapshot| snapshot.channel.clone())
+                });
+                let _ = reply.send(channel);
+            }
+        }
+    }
+
+    /// Hands `request` to the app's task, starting one if there is none (or it just ended).
+    fn forward(&mut self, id: &str, request: AppRequest) {
+        let request = match self.apps.get(id) {
+            Some(app) => match app.requests.send(request) {
+                Ok(()) => return,
+                Err(mpsc::error::SendError(request)) => request,
+            },
+            None => request,
+        };
+        let app = self.spawn_app(id);
+        // A fresh task's receiver is alive: the send cannot fail.
+        let _ = app.requests.send(request);
+    }
+
+    fn spawn_app(&mut self, id: &str) -> &AppHandle {
+        self.generation += 1;
+        let previous = self
+            .stopping
+            .remove(id)
+            .or_else(|| self.apps.get(id).map(|app| app.finished.clone()));
+        self.stopping.retain(|_, finished| !finished.is_cancelled());
+        let (requests, receiver) = mpsc::unbounded_channel();
+        let published = Arc::new(Mutex::new(Some(Snapshot {
+            state: AppState::Launching,
+            sandbox: None,
+            channel: None,
+        })));
+        let finished = CancellationToken::new();
+        let actor = AppTask {
+            id: id.to_owned(),
+            context: Arc::clone(&self.context),
+            published: Arc::clone(&published),
+            running: None,
+            launching: false,
+            supervised: false,
+            started_at: Instant::now(),
+            restarts: VecDeque::new(),
+            restart_at: None,
+            gave_up: false,
+        };
+        tokio::spawn(actor.run(
+            receiver,
+            self.apps_cancel.child_token(),
+            previous,
+            finished.clone().drop_guard(),
+            (self.ended.clone(), self.generation),
+        ));
+        self.apps.insert(
+            id.to_owned(),
+            AppHandle {
+                generation: self.generation,
+                requests,
+                published,
+                finished,
+            },
+        );
+        &self.apps[id]
+    }
+}
+
+/// Whether an app task goes on after a request.
+#[derive(PartialEq, Eq)]
+enum Flow {
+    Continue,
+    End,
+}
+
+/// One app's task: owns its process and its restart bookkeeping.
+struct AppTask {
+    id: String,
+    context: Arc<Context>,
+    published: Published,
     running: Option<RunningApp>,
+    launching: bool,
+    /// It has run under this task at least once (a failed first launch ends the task instead).
+    supervised: bool,
     /// When the current process was started.
     started_at: Instant,
     /// When each restart in the last hour happened.
@@ -267,288 +539,289 @@ struct Supervised {
     gave_up: bool,
 }
 
-struct Task {
-    launcher: Launcher,
-    host: Arc<dyn CapabilityHost>,
-    config: SupervisorConfig,
-    apps: HashMap<String, Supervised>,
-    events: broadcast::Sender<SupervisorEvent>,
-    /// Exit notices from the per-app watch tasks: (id, pid).
-    exits: mpsc::UnboundedSender<(String, u32)>,
-}
-
-impl Task {
+impl AppTask {
     async fn run(
         mut self,
-        mut requests: mpsc::Receiver<Request>,
-        mut exits: mpsc::UnboundedReceiver<(String, u32)>,
+        mut requests: mpsc::UnboundedReceiver<AppRequest>,
         cancel: CancellationToken,
+        previous: Option<CancellationToken>,
+        _finished: tokio_util::sync::DropGuard,
+        (ended, generation): (mpsc::UnboundedSender<(String, u64)>, u64),
     ) {
-        let mut health = tokio::time::interval(self.config.health_interval);
+        if let Some(previous) = previous {
+            // The app's previous task is still stopping its process: its socket and pid file
+            // must be gone before this one launches.
+            previous.cancelled().await;
+        }
+        let interval = self.context.config.health_interval;
+        let mut health = tokio::time::interval_at(Instant::now() + interval, interval);
         health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            let next_restart = self.apps.values().filter_map(|a| a.restart_at).min();
+            let mut exit = self.running.as_ref().map(RunningApp::exit_watch);
+            let exited = async {
+                match exit.as_mut() {
+                    Some(exit) => {
+                        let _ = exit.wait_for(Option::is_some).await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            let restart_at = self.restart_at;
             let restart_due = async {
-                match next_restart {
+                match restart_at {
                     Some(at) => tokio::time::sleep_until(at).await,
                     None => std::future::pending().await,
                 }
             };
-            tokio::select! {
-                () = cancel.cancelled() => break,
+            let flow = tokio::select! {
+                () = cancel.cancelled() => Flow::End,
                 request = requests.recv() => match request {
-                    Some(request) => self.handle(request).await,
-                    None => break,
+                    Some(request) => self.handle(request, &cancel).await,
+                    None => Flow::End,
                 },
-                Some((id, pid)) = exits.recv() => {
-                    let current = self.apps.get(&id).and_then(|a| a.running.as_ref()).map(RunningApp::pid);
-                    if current == Some(pid) {
-                        self.failed(&id, "the process exited".into()).await;
-                    }
+                () = exited => {
+                    self.failed("the process exited".into()).await;
+                    Flow::Continue
                 }
-                _ = health.tick() => self.check_health().await,
-                () = restart_due => self.restart_due().await,
+                _ = health.tick() => {
+                    self.check_health().await;
+                    Flow::Continue
+                }
+                () = restart_due => {
+                    self.restart(&cancel).await;
+                    Flow::Continue
+                }
+            };
+            if flow == Flow::End {
+                break;
             }
         }
-        let ids: Vec<String> = self.apps.keys().cloned().collect();
-        for id in ids {
-            self.stop_app(&id).await;
+        if let Some(running) = self.running.take() {
+            self.context.host.detach(&self.id);
+            running.stop().await;
+            self.context.emit(SupervisorEvent::Stopped {
+                id: self.id.clone(),
+            });
+        } else if self.supervised {
+            self.context.host.detach(&self.id);
         }
+        *self.published.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        let _ = ended.send((self.id.clone(), generation));
     }
 
-    async fn handle(&mut self, request: Request) {
+    fn publish(&self) {
+        let snapshot = Snapshot {
+            state: match (&self.running, self.launching, self.gave_up) {
+                (_, true, _) => AppState::Launching,
+                (Some(running), false, _) => AppState::Running { pid: running.pid() },
+                (None, false, true) => AppState::GaveUp,
+                (None, false, false) => AppState::Restarting,
+            },
+            sandbox: self.running.as_ref().map(|r| r.sandbox().clone()),
+            channel: self
+                .running
+                .as_ref()
+                .map(|r| (r.manifest().clone(), r.channel())),
+        };
+        *self.published.lock().unwrap_or_else(|e| e.into_inner()) = Some(snapshot);
+    }
+
+    async fn handle(&mut self, request: AppRequest, cancel: &CancellationToken) -> Flow {
         match request {
-            Request::Launch(id, reply) => {
-                let result = self.launch(&id).await;
-                let _ = reply.send(result);
+            AppRequest::Launch(reply) => {
+                if let Some(running) = &self.running {
+                    let _ = reply.send(Ok(running.pid()));
+                    return Flow::Continue;
+                }
+                match self.start(cancel).await {
+                    Ok(pid) => {
+                        // A launch by request is a fresh start: earlier crashes are forgiven.
+                        self.restarts.clear();
+                        self.restart_at = None;
+                        self.gave_up = false;
+                        self.publish();
+                        self.context.emit(SupervisorEvent::Launched {
+                            id: self.id.clone(),
+                            pid,
+                        });
+                        let _ = reply.send(Ok(pid));
+                        Flow::Continue
+                    }
+                    Err(error) => {
+                        let _ = reply.send(Err(error));
+                        self.end_if_unsupervised()
+                    }
+                }
             }
-            Request::Reload {
-                id,
+            AppRequest::Reload {
                 suppress_within,
                 reply,
             } => {
-                let result = self.reload(&id, suppress_within).await;
-                let _ = reply.send(result);
+                if !self.supervised || self.gave_up {
+                    // Not running yet, or given up on: new files are a new chance (a developer
+                    // fixed the crash).
+                    self.supervised = self.supervised && !self.gave_up;
+                    self.restarts.clear();
+                    self.restart_at = None;
+                    self.gave_up = false;
+                    return match self.start(cancel).await {
+                        Ok(pid) => {
+                            self.publish();
+                            self.context.emit(SupervisorEvent::Launched {
+                                id: self.id.clone(),
+                                pid,
+                            });
+                            let _ = reply.send(Ok(Reload::Started(pid)));
+                            Flow::Continue
+                        }
+                        Err(error) => {
+                            let _ = reply.send(Err(error));
+                            self.end_if_unsupervised()
+                        }
+                    };
+                }
+                if let Some(window) = suppress_within
+                    && (self.restart_at.is_some() || self.started_at.elapsed() < window)
+                {
+                    let _ = reply.send(Ok(Reload::Suppressed));
+                    return Flow::Continue;
+                }
+                if let Some(running) = self.running.take() {
+                    running.stop().await;
+                }
+                match self.start(cancel).await {
+                    Ok(pid) => {
+                        self.restart_at = None;
+                        self.publish();
+                        self.context.emit(SupervisorEvent::Restarted {
+                            id: self.id.clone(),
+                            pid,
+                        });
+                        let _ = reply.send(Ok(Reload::Started(pid)));
+                    }
+                    Err(error) => {
+                        self.failed(error.to_string()).await;
+                        let _ = reply.send(Err(error));
+                    }
+                }
+                Flow::Continue
             }
-            Request::Stop(id, reply) => {
-                let result = if self.apps.contains_key(&id) {
-                    self.stop_app(&id).await;
-                    Ok(())
-                } else {
-                    Err(Error::NotInstalled(format!("{id} is not running")))
-                };
-                let _ = reply.send(result);
-            }
-            Request::Channel(id, reply) => {
-                let running = self
-                    .apps
-                    .get(&id)
-                    .and_then(|app| app.running.as_ref())
-                    .map(|running| (running.manifest().clone(), running.channel()));
-                let _ = reply.send(running);
-            }
-            Request::Status(reply) => {
-                let mut status: Vec<(String, AppState)> = self
-                    .apps
-                    .iter()
-                    .map(|(id, app)| {
-                        let state = match (&app.running, app.gave_up) {
-                            (_, true) => AppState::GaveUp,
-                            (Some(running), false) => AppState::Running { pid: running.pid() },
-                            (None, false) => AppState::Restarting,
-                        };
-                        (id.clone(), state)
-                    })
-                    .collect();
-                status.sort_by(|a, b| a.0.cmp(&b.0));
-                let _ = reply.send(status);
+            AppRequest::Stop(reply) => {
+                self.context.host.detach(&self.id);
+                if let Some(running) = self.running.take() {
+                    running.stop().await;
+                }
+                self.supervised = false;
+                self.context.emit(SupervisorEvent::Stopped {
+                    id: self.id.clone(),
+                });
+                let _ = reply.send(Ok(()));
+                Flow::End
             }
         }
     }
 
-    async fn launch(&mut self, id: &str) -> Result<u32> {
-        if let Some(app) = self.apps.get(id)
-            && let Some(running) = &app.running
-        {
-            return Ok(running.pid());
+    fn end_if_unsupervised(&mut self) -> Flow {
+        if self.supervised {
+            self.publish();
+            Flow::Continue
+        } else {
+            Flow::End
         }
-        let running = self.start(id).await?;
+    }
+
+    /// Launches (in a launch slot), attaches capabilities; the app is then running.
+    async fn start(&mut self, cancel: &CancellationToken) -> Result<u32> {
+        self.launching = true;
+        self.publish();
+        let result = self.launch(cancel).await;
+        self.launching = false;
+        let running = result?;
         let pid = running.pid();
-        self.apps.insert(
-            id.to_owned(),
-            Supervised {
-                running: Some(running),
-                started_at: Instant::now(),
-                restarts: VecDeque::new(),
-                restart_at: None,
-                gave_up: false,
-            },
-        );
-        let _ = self.events.send(SupervisorEvent::Launched {
-            id: id.to_owned(),
-            pid,
-        });
+        self.running = Some(running);
+        self.supervised = true;
+        self.started_at = Instant::now();
         Ok(pid)
     }
 
-    async fn reload(&mut self, id: &str, suppress_within: Option<Duration>) -> Result<Reload> {
-        let Some(app) = self.apps.get_mut(id) else {
-            return self.launch(id).await.map(Reload::Started);
+    async fn launch(&self, cancel: &CancellationToken) -> Result<RunningApp> {
+        let _slot = tokio::select! {
+            slot = self.context.slots.acquire() => slot.map_err(|_| gone())?,
+            () = cancel.cancelled() => return Err(gone()),
         };
-        if app.gave_up {
-            // New files are a new chance (a developer fixed the crash).
-            self.apps.remove(id);
-            return self.launch(id).await.map(Reload::Started);
-        }
-        if let Some(window) = suppress_within
-            && (app.restart_at.is_some() || app.started_at.elapsed() < window)
-        {
-            return Ok(Reload::Suppressed);
-        }
-        if let Some(running) = app.running.take() {
-            running.stop().await;
-        }
-        match self.start(id).await {
-            Ok(running) => {
-                let pid = running.pid();
-                if let Some(app) = self.apps.get_mut(id) {
-                    app.running = Some(running);
-                    app.started_at = Instant::now();
-                    app.restart_at = None;
-                }
-                let _ = self.events.send(SupervisorEvent::Restarted {
-                    id: id.to_owned(),
-                    pid,
-                });
-                Ok(Reload::Started(pid))
-            }
-            Err(error) => {
-                self.failed(id, error.to_string()).await;
-                Err(error)
-            }
-        }
-    }
-
-    /// Launches, attaches capabilities, and watches for the exit.
-    async fn start(&self, id: &str) -> Result<RunningApp> {
-        let running = self.launcher.launch(id).await?;
-        if let Err(error) = self.host.attach(&running).await {
+        let running = self.context.launcher.launch(&self.id).await?;
+        if let Err(error) = self.context.host.attach(&running).await {
             running.stop().await;
             return Err(error);
         }
-        let mut exit = running.exit_watch();
-        let exits = self.exits.clone();
-        let (id, pid) = (id.to_owned(), running.pid());
-        tokio::spawn(async move {
-            if exit.wait_for(Option::is_some).await.is_ok() {
-                let _ = exits.send((id, pid));
-            }
-        });
         Ok(running)
     }
 
     async fn check_health(&mut self) {
-        // All at once: one hung app must not delay the others' checks by its 5 s deadline.
-        let checks = self.apps.iter().filter_map(|(id, app)| {
-            app.running.as_ref().map(|running| async move {
-                running
-                    .health()
-                    .await
-                    .err()
-                    .map(|error| (id.clone(), error.to_string()))
-            })
-        });
-        let failed: Vec<(String, String)> = futures::future::join_all(checks)
-            .await
-            .into_iter()
-            .flatten()
-            .collect();
-        for (id, reason) in failed {
-            self.failed(&id, reason).await;
+        let Some(running) = &self.running else {
+            return;
+        };
+        if let Err(error) = running.health().await {
+            self.failed(error.to_string()).await;
         }
     }
 
     /// The app died or is unhealthy: stop what is left of it, then schedule a restart or give up.
-    async fn failed(&mut self, id: &str, reason: String) {
-        let Some(app) = self.apps.get_mut(id) else {
-            return;
-        };
-        if let Some(running) = app.running.take() {
+    async fn failed(&mut self, reason: String) {
+        if let Some(running) = self.running.take() {
             running.stop().await;
         }
         let now = Instant::now();
-        while app
+        while self
             .restarts
             .front()
             .is_some_and(|at| now.duration_since(*at) > RESTART_WINDOW)
         {
-            app.restarts.pop_front();
+            self.restarts.pop_front();
         }
-        if app.restarts.len() >= self.config.max_restarts {
-            app.gave_up = true;
-            app.restart_at = None;
-            let restarts = app.restarts.len();
-            tracing::warn!(app = id, restarts, "too many restarts: giving up");
-            self.host.detach(id);
-            let _ = self.events.send(SupervisorEvent::GaveUp {
-                id: id.to_owned(),
+        let config = &self.context.config;
+        if self.restarts.len() >= config.max_restarts {
+            self.gave_up = true;
+            self.restart_at = None;
+            let restarts = self.restarts.len();
+            tracing::warn!(app = self.id, restarts, "too many restarts: giving up");
+            self.context.host.detach(&self.id);
+            self.publish();
+            self.context.emit(SupervisorEvent::GaveUp {
+                id: self.id.clone(),
                 restarts,
             });
             return;
         }
-        let exponent = u32::try_from(app.restarts.len())
+        let exponent = u32::try_from(self.restarts.len())
             .unwrap_or(u32::MAX)
             .min(16);
-        let delay = self
-            .config
+        let delay = config
             .initial_backoff
             .saturating_mul(2u32.saturating_pow(exponent))
-            .min(self.config.max_backoff);
-        app.restart_at = Some(now + delay);
-        tracing::warn!(app = id, ?delay, "app failed ({reason}); restarting");
-        let _ = self.events.send(SupervisorEvent::Failed {
-            id: id.to_owned(),
+            .min(config.max_backoff);
+        self.restart_at = Some(now + delay);
+        self.publish();
+        tracing::warn!(app = self.id, ?delay, "app failed ({reason}); restarting");
+        self.context.emit(SupervisorEvent::Failed {
+            id: self.id.clone(),
             reason,
             delay,
         });
     }
 
-    async fn restart_due(&mut self) {
-        let now = Instant::now();
-        let due: Vec<String> = self
-            .apps
-            .iter()
-            .filter(|(_, app)| app.restart_at.is_some_and(|at| at <= now))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in due {
-            if let Some(app) = self.apps.get_mut(&id) {
-                app.restart_at = None;
-                app.restarts.push_back(Instant::now());
+    async fn restart(&mut self, cancel: &CancellationToken) {
+        self.restart_at = None;
+        self.restarts.push_back(Instant::now());
+        match self.start(cancel).await {
+            Ok(pid) => {
+                self.publish();
+                self.context.emit(SupervisorEvent::Restarted {
+                    id: self.id.clone(),
+                    pid,
+                });
             }
-            match self.start(&id).await {
-                Ok(running) => {
-                    let pid = running.pid();
-                    if let Some(app) = self.apps.get_mut(&id) {
-                        app.running = Some(running);
-                        app.started_at = Instant::now();
-                    }
-                    let _ = self.events.send(SupervisorEvent::Restarted { id, pid });
-                }
-                Err(error) => self.failed(&id, error.to_string()).await,
-            }
-        }
-    }
-
-    async fn stop_app(&mut self, id: &str) {
-        if let Some(app) = self.apps.remove(id) {
-            self.host.detach(id);
-            if let Some(running) = app.running {
-                running.stop().await;
-            }
-            let _ = self
-                .events
-                .send(SupervisorEvent::Stopped { id: id.to_owned() });
+            Err(error) => self.failed(error.to_string()).await,
         }
     }
 }

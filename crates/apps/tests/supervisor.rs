@@ -27,6 +27,7 @@ fn fast() -> SupervisorConfig {
         initial_backoff: Duration::from_millis(200),
         max_backoff: Duration::from_millis(800),
         max_restarts: 5,
+        ..SupervisorConfig::default()
     }
 }
 
