@@ -8,6 +8,7 @@
 //! `osprey_tools::Registry::execute`, never around it.
 
 pub mod agent_tool;
+pub mod embedding;
 pub mod mcp;
 pub mod message;
 pub mod provider;

@@ -477,21 +477,29 @@ async fn images_in_tool_results_go_out_in_each_wire_format() {
 }
 
 #[tokio::test]
-async fn an_ollama_server_is_found_by_its_version_endpoint() {
+async fn an_ollama_server_and_its_models_are_found_by_the_tags_endpoint() {
     let server = Server::start(vec![Reply::Status {
         status: 200,
         headers: vec![("content-type", "application/json".into())],
-        body: json!({"version": "0.12.3"}).to_string(),
+        body: json!({"models": [{"name": "qwen3:0.6b", "size": 1}, {"name": "llama3.2:latest"}]})
+            .to_string(),
     }])
     .await;
-    let found = osprey_agent::Ollama::probe(Some(&server.url()), Duration::from_secs(5)).await;
-    assert_eq!(found.as_deref(), Some("0.12.3"));
-    assert_eq!(server.seen()[0].path, "/api/version");
+    let found =
+        osprey_agent::Ollama::installed_models(Some(&server.url()), Duration::from_secs(5)).await;
+    assert_eq!(
+        found,
+        Some(vec![
+            "qwen3:0.6b".to_string(),
+            "llama3.2:latest".to_string()
+        ])
+    );
+    assert_eq!(server.seen()[0].path, "/api/tags");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let closed = format!("http://{}", listener.local_addr().unwrap());
     drop(listener);
     assert_eq!(
-        osprey_agent::Ollama::probe(Some(&closed), Duration::from_secs(5)).await,
+        osprey_agent::Ollama::installed_models(Some(&closed), Duration::from_secs(5)).await,
         None
     );
 }

@@ -144,29 +144,10 @@ pub enum ProviderSettingWritten {
 /// How long the local Ollama probe waits: it runs before a chat starts, so it must be short.
 const OLLAMA_PROBE_TIMEOUT: Duration = Duration::from_millis(400);
 
-/// The models a local Ollama server offers at `base_url` (`/api/tags`), or `None` when nothing
-/// answers there. Local first: a running Ollama is offered without any setup.
+/// The models a local Ollama server offers at `base_url`, or `None` when nothing answers there.
+/// Local first: a running Ollama is offered without any setup.
 pub async fn detect_ollama(base_url: &str) -> Option<Vec<String>> {
-    #[derive(Deserialize)]
-    struct Tags {
-        models: Vec<Model>,
-    }
-    #[derive(Deserialize)]
-    struct Model {
-        name: String,
-    }
-    let client = reqwest::Client::builder()
-        .timeout(OLLAMA_PROBE_TIMEOUT)
-        .no_proxy()
-        .build()
-        .ok()?;
-    let url = format!("{}/api/tags", base_url.trim_end_matches('/'));
-    let response = client.get(url).send().await.ok()?;
-    if !response.status().is_success() {
-        return None;
-    }
-    let tags: Tags = response.json().await.ok()?;
-    Some(tags.models.into_iter().map(|m| m.name).collect())
+    Ollama::installed_models(Some(base_url), OLLAMA_PROBE_TIMEOUT).await
 }
 
 /// Where Ollama listens when nothing says otherwise: `$OLLAMA_HOST` (as Ollama itself reads it),
@@ -403,6 +384,7 @@ impl Core {
             },
         );
         self.attach_prompt_sources(&runner);
+        self.inner.subagent_runners.register(&runner);
         runner
     }
 }

@@ -312,11 +312,150 @@ impl Memory {
             Ok(items.len())
         })
     }
+
+    /// Stores the embedding of memory `id` made by `model`, replacing any earlier one.
+    pub fn set_vector(&self, id: i64, model: &str, vector: &[f32]) -> Result<()> {
+        let bytes: Vec<u8> = vector.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.db.with_conn(|c| {
+            c.execute(
+                "INSERT INTO memory_vectors (memory_id, model, vector) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(memory_id) DO UPDATE SET model = excluded.model, vector = excluded.vector",
+                params![id, model, bytes],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Memories with no embedding by `model` yet (new, changed, or embedded by another model),
+    /// oldest first, so a backfill can catch up a batch at a time.
+    pub fn without_vector(&self, model: &str, limit: u32) -> Result<Vec<MemoryRow>> {
+        self.db.with_conn(|c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM memories m
+                 LEFT JOIN memory_vectors v ON v.memory_id = m.id AND v.model = ?1
+                 WHERE v.memory_id IS NULL ORDER BY m.id LIMIT ?2"
+            ))?;
+            let rows = stmt.query_map(params![model, limit], memory_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    /// The memories whose `model` embeddings are nearest `vector` by cosine similarity, best
+    /// first (score = the similarity). An exact scan: fine for the tens of thousands of memories
+    /// a person accumulates, and it needs no index to keep in step.
+    pub fn nearest(
+        &self,
+        vector: &[f32],
+        model: &str,
+        query: &MemoryQuery<'_>,
+    ) -> Result<Vec<MemoryHit>> {
+        let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let wanted = norm(vector);
+        if wanted == 0.0 {
+            return Ok(Vec::new());
+        }
+        let limit = query.limit.unwrap_or(u32::MAX) as usize + query.offset as usize;
+        let mut scored: Vec<(f32, i64)> = self.db.with_conn(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT v.memory_id, v.vector FROM memory_vectors v JOIN memories m ON m.id = v.memory_id
+                 WHERE v.model = ?1 AND (?2 IS NULL OR m.namespace = ?2) AND (?3 IS NULL OR m.layer = ?3)",
+            )?;
+            let mut rows = stmt.query(params![
+                model,
+                query.namespace,
+                query.layer.map(MemoryLayer::as_str)
+            ])?;
+            let mut scored = Vec::new();
+            while let Some(row) = rows.next()? {
+                let bytes = row
+                    .get_ref(1)?
+                    .as_blob()
+                    .map_err(rusqlite::Error::from)?;
+                if bytes.len() != vector.len() * 4 {
+                    continue; // another dimension: embedded by a differently sized model
+                }
+                let (mut dot, mut own) = (0f32, 0f32);
+                for (chunk, wanted) in bytes.chunks_exact(4).zip(vector) {
+                    let value = f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+                    dot += value * wanted;
+                    own += value * value;
+                }
+                if own > 0.0 {
+                    scored.push((dot / (own.sqrt() * wanted), row.get(0)?));
+                }
+            }
+            Ok(scored)
+        })?;
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+        scored
+            .into_iter()
+            .skip(query.offset as usize)
+            .take(limit)
+            .filter_map(|(score, id)| match self.get(id) {
+                Ok(Some(memory)) => Some(Ok(MemoryHit {
+                    memory,
+                    score: f64::from(score),
+                })),
+                Ok(None) => None,
+                Err(err) => Some(Err(err)),
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vectors_rank_by_cosine_and_go_stale_when_the_content_changes() {
+        let db = Database::open_in_memory().unwrap();
+        let memory = db.memory();
+        let new = |key, content| NewMemory {
+            layer: MemoryLayer::Tacit,
+            namespace: "default",
+            key: Some(key),
+            content,
+        };
+        let north = memory.store(&new("a", "points north")).unwrap();
+        let east = memory.store(&new("b", "points east")).unwrap();
+        let other = memory.store(&new("c", "no vector yet")).unwrap();
+        memory.set_vector(north.id, "m", &[1.0, 0.0]).unwrap();
+        memory.set_vector(east.id, "m", &[0.0, 1.0]).unwrap();
+        memory
+            .set_vector(other.id, "other-model", &[1.0, 1.0, 1.0])
+            .unwrap();
+        let hits = memory
+            .nearest(&[0.9, 0.1], "m", &MemoryQuery::default())
+            .unwrap();
+        let ids: Vec<i64> = hits.iter().map(|h| h.memory.id).collect();
+        assert_eq!(ids, [north.id, east.id]);
+        assert!(hits[0].score > 0.99 && hits[1].score < 0.2);
+        let missing: Vec<i64> = memory
+            .without_vector("m", 10)
+            .unwrap()
+            .iter()
+            .map(|m| m.id)
+            .collect();
+        assert_eq!(missing, [other.id]);
+        // New content, same key: the old vector no longer describes it.
+        memory.store(&new("a", "points south")).unwrap();
+        let missing: Vec<i64> = memory
+            .without_vector("m", 10)
+            .unwrap()
+            .iter()
+            .map(|m| m.id)
+            .collect();
+        assert_eq!(missing, [north.id, other.id]);
+        // Deleting a memory deletes its vector.
+        memory.delete(east.id).unwrap();
+        assert!(
+            memory
+                .nearest(&[0.0, 1.0], "m", &MemoryQuery::default())
+                .unwrap()
+                .is_empty()
+        );
+    }
 
     fn db() -> Database {
         Database::open_in_memory().unwrap()

@@ -185,6 +185,21 @@ pub(crate) const STEPS: &[&str] = &[
     CREATE INDEX subagent_tasks_parent ON subagent_tasks(parent_session_id, id);
     CREATE INDEX subagent_tasks_session ON subagent_tasks(session_id);
     "#,
+    // 6: optional embeddings of memories (little-endian f32s), one per memory and model. A
+    // changed content makes its vector wrong, so the trigger drops it and it is embedded again.
+    r#"
+    CREATE TABLE memory_vectors (
+        memory_id  INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+        model      TEXT NOT NULL,
+        vector     BLOB NOT NULL
+    );
+    CREATE INDEX memory_vectors_model ON memory_vectors(model);
+    CREATE TRIGGER memory_vectors_stale AFTER UPDATE OF content ON memories
+    WHEN old.content IS NOT new.content
+    BEGIN
+        DELETE FROM memory_vectors WHERE memory_id = old.id;
+    END;
+    "#,
 ];
 
 pub(crate) const LATEST: i64 = STEPS.len() as i64;

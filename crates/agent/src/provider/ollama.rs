@@ -40,21 +40,31 @@ impl Ollama {
         self
     }
 
-    /// The version of the Ollama server answering at `base_url` (the default port when `None`)
-    /// within `timeout`, or `None`: how "local first" finds a server to offer.
-    pub async fn probe(base_url: Option<&str>, timeout: std::time::Duration) -> Option<String> {
+    /// The models installed on the Ollama server answering at `base_url` (the default port
+    /// when `None`) within `timeout` (`GET /api/tags`), or `None` when nothing answers: how
+    /// "local first" finds a server, and a model on it, to offer.
+    pub async fn installed_models(
+        base_url: Option<&str>,
+        timeout: std::time::Duration,
+    ) -> Option<Vec<String>> {
         let base = base_url.unwrap_or(DEFAULT_BASE_URL).trim_end_matches('/');
-        let client = reqwest::Client::builder().timeout(timeout).build().ok()?;
-        let response = client
-            .get(format!("{base}/api/version"))
-            .send()
-            .await
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .no_proxy()
+            .build()
             .ok()?;
+        let response = client.get(format!("{base}/api/tags")).send().await.ok()?;
         if !response.status().is_success() {
             return None;
         }
         let body: Value = response.json().await.ok()?;
-        body["version"].as_str().map(String::from)
+        let models = body["models"].as_array()?;
+        Some(
+            models
+                .iter()
+                .filter_map(|m| m["name"].as_str().map(String::from))
+                .collect(),
+        )
     }
 
     /// The request body for `request`.
