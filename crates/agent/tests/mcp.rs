@@ -258,6 +258,7 @@ async fn stdio_server_tools_come_work_follow_changes_and_go_with_the_process() {
 
     clients.stop().await;
     assert!(registry.get("mcp__echo__echo").is_none());
+    assert_eq!(clients.status()[0].state, ServerState::Stopped);
     wait_until("the server process is gone after stop", || {
         !process_alive(new_pid)
     })

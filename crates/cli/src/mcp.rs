@@ -98,6 +98,7 @@ async fn list(data_dir: Option<PathBuf>, wait: Duration, json: bool) -> anyhow::
                 ServerState::Retrying { error, .. } => format!("not connected: {error}"),
                 ServerState::Disabled => "disabled".to_string(),
                 ServerState::Invalid { error } => format!("misconfigured: {error}"),
+                ServerState::Stopped => "stopped".to_string(),
             };
             println!("{}: {state}", status.name);
             for tool in &status.tools {

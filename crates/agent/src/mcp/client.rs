@@ -76,6 +76,8 @@ pub enum ServerState {
     Invalid {
         error: String,
     },
+    /// Disconnected by [`McpClients::stop`].
+    Stopped,
 }
 
 /// One configured server, as a UI or `osprey` would show it.
@@ -251,13 +253,7 @@ impl Connection {
             }
             backoff = (backoff * 2).min(self.options.max_backoff);
         }
-        self.set_state(
-            ServerState::Retrying {
-                error: "stopped".into(),
-                retry_in_ms: 0,
-            },
-            Vec::new(),
-        );
+        self.set_state(ServerState::Stopped, Vec::new());
     }
 
     fn set_state(&self, state: ServerState, tools: Vec<String>) {

@@ -150,6 +150,20 @@ impl McpServer {
     }
 }
 
+/// A registry tool as MCP lists it: name, description, input schema.
+fn as_mcp_tool(tool: &dyn osprey_tools::Tool) -> McpTool {
+    let input_schema = match tool.schema() {
+        serde_json::Value::Object(map) => map.clone(),
+        // MCP requires an object schema; a tool without one takes an object of anything.
+        _ => serde_json::Map::from_iter([("type".to_string(), "object".into())]),
+    };
+    McpTool::new(
+        tool.name().to_string(),
+        tool.description().to_string(),
+        Arc::new(input_schema),
+    )
+}
+
 /// The approver of a server without one: it records the question and says no.
 #[derive(Default)]
 struct Unattended {
@@ -196,22 +210,16 @@ impl ServerHandler for McpServer {
         self.forward_changes(context.peer);
         let tools = self
             .registry
-            .schemas()
-            .into_iter()
-            .map(|schema| {
-                let name = schema["name"].as_str().unwrap_or_default().to_string();
-                let description = schema["description"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
-                let input_schema = match &schema["input_schema"] {
-                    serde_json::Value::Object(map) => map.clone(),
-                    _ => serde_json::Map::from_iter([("type".to_string(), "object".into())]),
-                };
-                McpTool::new(name, description, Arc::new(input_schema))
-            })
+            .names()
+            .iter()
+            .filter_map(|name| self.registry.get(name))
+            .map(|tool| as_mcp_tool(&*tool))
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<McpTool> {
+        self.registry.get(name).map(|tool| as_mcp_tool(&*tool))
     }
 
     async fn call_tool(
