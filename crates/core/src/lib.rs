@@ -61,6 +61,8 @@ struct Inner {
     events: events::EventBus,
     approvals: approvals::ApprovalBroker,
     reminders: scheduler::Reminders,
+    /// Every chat runner built, offered to sub-agents (the agent tool's task resource).
+    subagent_runners: osprey_agent::RunnerPool,
     mcp: mcp::McpSlot,
     #[cfg(unix)]
     apps: apps::AppPlatform,
@@ -148,10 +150,16 @@ impl Core {
         // After the apps' dispatcher is in place, so memory hooks reach hook apps.
         // The reminder resource reads the slot; `start_scheduler` fills it.
         let reminders = scheduler::Reminders::default();
+        // Children run on the runners `runner_with` registers; none exist until a chat starts.
+        let subagent_runners = osprey_agent::RunnerPool::new(db.sessions());
+        let subagents =
+            osprey_agent::SubAgents::new(&db, osprey_agent::SubAgentConfig::default());
+        subagents.set_factory(Arc::new(subagent_runners.clone()));
         registry.register_domain(
             AgentTool::new(&db)
                 .with_hooks(registry.hooks())
-                .with_schedule(reminders.slot.clone()),
+                .with_schedule(reminders.slot.clone())
+                .with_subagents(subagents),
         );
         // Bundled, <data>/apps/*/SKILL.md and <data>/skills: indexed on first use, not here.
         let skills = osprey_agent::Skills::for_data_dir(&data_dir);
@@ -168,6 +176,7 @@ impl Core {
                 ),
                 events,
                 reminders,
+                subagent_runners,
                 mcp: mcp::McpSlot::default(),
                 #[cfg(unix)]
                 apps,
