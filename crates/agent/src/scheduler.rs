@@ -17,6 +17,7 @@
 //! scheduler implements it, and core can put an app that provides `schedule` in its place
 //! through the [`ScheduleSlot`].
 
+mod book;
 mod clock;
 pub mod spec;
 mod task;
@@ -31,6 +32,7 @@ use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+pub use book::StoredReminders;
 pub use clock::{Clock, ManualClock, SystemClock};
 
 use crate::{Error, Result};

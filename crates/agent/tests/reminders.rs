@@ -811,3 +811,32 @@ async fn without_a_scheduler_the_tool_says_so() {
         result.text_content()
     );
 }
+
+#[tokio::test]
+async fn stored_reminders_work_without_the_scheduler_and_the_scheduler_fires_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_in(dir.path()).unwrap();
+    let clock = ManualClock::new(start_ms());
+    // A process without the scheduler (a terminal) creates and pauses; it cannot run.
+    let stored = osprey_agent::scheduler::StoredReminders::new(
+        &db,
+        Arc::new(clock.clone()),
+        chrono_tz::Europe::Berlin,
+    );
+    assert_eq!(stored.name(), "stored");
+    let made = stored
+        .create(create("from the terminal", "in 5 min"))
+        .await
+        .unwrap();
+    let err = stored.run_now(made.id.clone()).await.unwrap_err();
+    assert!(matches!(err, Error::SchedulerStopped(_)), "{err}");
+    assert!(!stored.pause(made.id.clone()).await.unwrap().enabled);
+    assert!(stored.resume(made.id.clone()).await.unwrap().enabled);
+    // The scheduler (the desktop) on the same file fires it at its time.
+    let other = Database::open_in(dir.path()).unwrap();
+    let mut s = start(&other, &clock);
+    s.clock.advance(Duration::from_secs(5 * 60));
+    let (id, outcome, _) = finished(&mut s.events).await;
+    assert_eq!((id, outcome), (made.id.clone(), RunOutcome::Ok));
+    assert_eq!(stored.history(made.id, None).await.unwrap().len(), 1);
+}

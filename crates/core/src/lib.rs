@@ -150,6 +150,7 @@ impl Core {
         // After the apps' dispatcher is in place, so memory hooks reach hook apps.
         // The reminder resource reads the slot; `start_scheduler` fills it.
         let reminders = scheduler::Reminders::default();
+        reminders.slot.set(scheduler::stored_backend(&db));
         // Children run on the runners `runner_with` registers; none exist until a chat starts.
         let subagent_runners = osprey_agent::RunnerPool::new(db.sessions());
         let subagents =

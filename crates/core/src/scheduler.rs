@@ -1,5 +1,6 @@
-//! Reminders in the core: the [`ScheduleSlot`] the agent tool's reminder resource reads (filled
-//! by [`Core::start_scheduler`] with the built-in scheduler), and the handler that does the work
+//! Reminders in the core: the [`ScheduleSlot`] the agent tool's reminder resource reads (the
+//! database-only [`StoredReminders`] until [`Core::start_scheduler`] puts the built-in scheduler
+//! there, so `osprey tool` from a terminal can still create and list reminders), and the handler that does the work
 //! when a reminder fires: an agent turn with origin `system` in the reminder's session (a new
 //! session when it has none, or when a turn is already running in it), through the same
 //! registry, policy and approval broker as any chat; with no model provider set up, the firing is
@@ -12,7 +13,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use anyhow::Context;
 use futures::future::BoxFuture;
-use osprey_agent::scheduler::{FireReport, Firing, SchedulerEvent};
+use osprey_agent::scheduler::{FireReport, Firing, SchedulerEvent, StoredReminders};
 use osprey_agent::{
     ReminderHandler, ScheduleBackend, ScheduleSlot, Scheduler, SchedulerConfig, TurnRequest,
 };
@@ -47,6 +48,16 @@ impl Reminders {
     }
 }
 
+/// The name of the database-only backend (see [`stored_backend`]).
+const STORED: &str = "stored";
+
+/// What the slot holds while no scheduler runs in this process: reminders straight on the
+/// database (all but `run`), fired by the scheduler wherever it runs (the desktop app).
+pub(crate) fn stored_backend(db: &osprey_db::Database) -> Arc<dyn ScheduleBackend> {
+    let config = SchedulerConfig::default();
+    Arc::new(StoredReminders::new(db, config.clock, config.timezone))
+}
+
 impl Core {
     /// Starts the built-in reminder scheduler on the current tokio runtime and puts it in the
     /// slot the agent tool uses. Reminders that came due while Osprey was not running fire now
@@ -63,15 +74,21 @@ impl Core {
             .context("starting the reminder scheduler")?;
         // An app's scheduler already in the slot keeps it; the built-in one runs behind it so
         // stored reminders still fire.
-        if self.inner.reminders.slot.get().is_none() {
+        if self
+            .inner
+            .reminders
+            .slot
+            .get()
+            .is_none_or(|b| b.name() == STORED)
+        {
             self.inner.reminders.slot.set(Arc::new(scheduler.clone()));
         }
         *builtin = Some(scheduler);
         Ok(())
     }
 
-    /// Stops the built-in scheduler (firings in progress are told to cancel) and empties the
-    /// slot if it held it.
+    /// Stops the built-in scheduler (firings in progress are told to cancel); the slot goes back
+    /// to the database-only backend if it held it.
     pub async fn stop_scheduler(&self) {
         let scheduler = self.inner.reminders.builtin().take();
         if let Some(scheduler) = scheduler {
@@ -82,7 +99,7 @@ impl Core {
                 .get()
                 .is_some_and(|b| b.name() == scheduler.name())
             {
-                self.inner.reminders.slot.clear();
+                self.inner.reminders.slot.set(stored_backend(self.db()));
             }
             scheduler.shutdown().await;
         }
@@ -108,7 +125,7 @@ impl Core {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = options;
     }
 
-    /// The scheduler reminders go to now, if one runs.
+    /// Where reminders go now: an app's scheduler, the built-in one, or the database only.
     pub fn reminders(&self) -> Option<Arc<dyn ScheduleBackend>> {
         self.inner.reminders.slot.get()
     }
@@ -249,7 +266,7 @@ mod tests {
             policy: None,
         })
         .unwrap();
-        // Before the scheduler runs, the tool says reminders are unavailable.
+        // Before the scheduler runs, reminders are kept in the database only.
         let early = core
             .call_tool(
                 Origin::User,
@@ -257,7 +274,7 @@ mod tests {
                 json!({"resource": "alarm", "action": "list"}),
             )
             .await;
-        assert!(early.is_error, "{early:?}");
+        assert_eq!(body(&early)["kept_by"], "stored");
 
         core.set_reminder_options(Some(ChatOptions {
             provider: ProviderKind::Anthropic,
@@ -346,6 +363,6 @@ mod tests {
         assert_eq!(finished, (session, "Time to stretch!".to_string()));
 
         core.stop_scheduler().await;
-        assert!(core.reminders().is_none());
+        assert_eq!(core.reminders().unwrap().name(), "stored");
     }
 }

@@ -4,30 +4,27 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use chrono_tz::Tz;
 use osprey_db::{
-    NewReminder, NextRun, ReminderKind, ReminderRow, Reminders, RunFinish, RunOutcome, RunStart,
-    RunTrigger,
+    NextRun, ReminderKind, ReminderRow, Reminders, RunFinish, RunOutcome, RunStart, RunTrigger,
 };
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use super::book::{Book, next_cron, shorten};
 use super::{
-    Clock, CreateReminder, Firing, ReminderHandler, ReminderRunInfo, Request, SchedulerConfig,
-    SchedulerEvent, UpdateReminder, reminder_of, run_of, spec,
+    Clock, Firing, ReminderHandler, ReminderRunInfo, Request, SchedulerConfig, SchedulerEvent,
+    reminder_of, run_of,
 };
 use crate::{Error, Result};
 
-/// Titles made from the prompt are cut to this many characters.
-const TITLE_CHARS: usize = 60;
 /// Output summaries in the history are cut to this many characters.
 pub(super) const OUTPUT_CHARS: usize = 500;
 
 pub(super) struct Actor {
+    book: Book,
     repo: Reminders,
     handler: Arc<dyn ReminderHandler>,
     clock: Arc<dyn Clock>,
-    timezone: Tz,
     events: broadcast::Sender<SchedulerEvent>,
     cancel: CancellationToken,
     /// When this scheduler started: an occurrence before it was missed while Osprey was down.
@@ -58,10 +55,14 @@ impl Actor {
         }
         let (finished_sender, finished) = mpsc::unbounded_channel();
         Ok(Actor {
+            book: Book {
+                repo: repo.clone(),
+                clock: config.clock.clone(),
+                timezone: config.timezone,
+            },
             repo,
             handler,
             clock: config.clock,
-            timezone: config.timezone,
             events,
             cancel,
             started_ms,
@@ -112,24 +113,19 @@ impl Actor {
         // A dropped receiver means the asker gave up waiting; nothing to do about it.
         match request {
             Request::Create(create, reply) => {
-                let _ = reply.send(self.create(create));
+                let _ = reply.send(self.book.create(create));
             }
             Request::Update(id, change, reply) => {
-                let _ = reply.send(self.update(&id, change));
+                let _ = reply.send(self.book.update(&id, change));
             }
             Request::Delete(id, reply) => {
-                let _ = reply.send(self.delete(&id));
+                let _ = reply.send(self.book.delete(&id));
             }
             Request::List(session, reply) => {
-                let _ = reply.send(
-                    self.repo
-                        .list(session.as_deref())
-                        .map(|rows| rows.iter().map(reminder_of).collect())
-                        .map_err(Error::from),
-                );
+                let _ = reply.send(self.book.list(session.as_deref()));
             }
             Request::Get(id, reply) => {
-                let _ = reply.send(self.row(&id).map(|row| reminder_of(&row)));
+                let _ = reply.send(self.book.row(&id).map(|row| reminder_of(&row)));
             }
             Request::Pause(id, reply) => {
                 let _ = reply.send(self.set_enabled(&id, false));
@@ -141,129 +137,23 @@ impl Actor {
                 let _ = reply.send(self.run_now(&id));
             }
             Request::History(id, limit, reply) => {
-                let _ = reply.send(self.history(&id, limit));
+                let _ = reply.send(self.book.history(&id, limit));
             }
         }
-    }
-
-    fn row(&self, id: &str) -> Result<ReminderRow> {
-        let not_found = || Error::ReminderNotFound(id.to_string());
-        let number: i64 = id.trim().parse().map_err(|_| not_found())?;
-        self.repo.get(number)?.ok_or_else(not_found)
-    }
-
-    fn zone_of(&self, name: Option<&str>) -> Result<Tz> {
-        match name {
-            Some(name) if !name.trim().is_empty() => spec::parse_timezone(name),
-            _ => Ok(self.timezone),
-        }
-    }
-
-    fn create(&mut self, create: CreateReminder) -> Result<super::Reminder> {
-        let prompt = create.prompt.trim();
-        if prompt.is_empty() {
-            return Err(Error::InvalidSchedule(
-                "a reminder needs a `prompt`: what to remind of, or what to do when it fires"
-                    .into(),
-            ));
-        }
-        let tz = self.zone_of(create.timezone.as_deref())?;
-        let now = self.clock.now_ms();
-        let plan = spec::plan(create.kind, &create.schedule, tz, now)?;
-        let title = match create.title.as_deref().map(str::trim) {
-            Some(title) if !title.is_empty() => title.to_string(),
-            _ => shorten(prompt, TITLE_CHARS),
-        };
-        let row = self.repo.create(&NewReminder {
-            session_id: create.session_id.as_deref(),
-            title: &title,
-            prompt,
-            kind: plan.kind,
-            schedule: &plan.schedule,
-            timezone: tz.name(),
-            next_run_ms: Some(plan.next_run_ms),
-            enabled: !create.paused,
-            origin: &create.origin,
-            created_ms: now,
-        })?;
-        Ok(reminder_of(&row))
-    }
-
-    fn update(&mut self, id: &str, change: UpdateReminder) -> Result<super::Reminder> {
-        let mut row = self.row(id)?;
-        let now = self.clock.now_ms();
-        if let Some(title) = change.title {
-            row.title = title;
-        }
-        if let Some(prompt) = change.prompt {
-            if prompt.trim().is_empty() {
-                return Err(Error::InvalidSchedule("`prompt` must not be empty".into()));
-            }
-            row.prompt = prompt;
-        }
-        if let Some(session) = change.session_id {
-            row.session_id = session;
-        }
-        let zone_changed = change.timezone.is_some();
-        if let Some(zone) = change.timezone.as_deref() {
-            row.timezone = self.zone_of(Some(zone))?.name().to_string();
-        }
-        let tz = self.zone_of(Some(&row.timezone))?;
-        if let Some(schedule) = change.schedule.as_deref() {
-            let plan = spec::plan(change.kind, schedule, tz, now)?;
-            row.kind = plan.kind;
-            row.schedule = plan.schedule;
-            row.next_run_ms = Some(plan.next_run_ms);
-        } else if change.kind.is_some_and(|kind| kind != row.kind) {
-            return Err(Error::InvalidSchedule(
-                "changing `kind` needs a new `schedule` to go with it".into(),
-            ));
-        } else if zone_changed && row.kind == ReminderKind::Cron && row.next_run_ms.is_some() {
-            row.next_run_ms = Some(next_cron(&row, tz, now)?);
-        }
-        row.updated_ms = now;
-        self.repo.update(&row)?;
-        Ok(reminder_of(&row))
-    }
-
-    fn delete(&mut self, id: &str) -> Result<()> {
-        let row = self.row(id)?;
-        self.repo.delete(row.id)?;
-        Ok(())
     }
 
     fn set_enabled(&mut self, id: &str, enabled: bool) -> Result<super::Reminder> {
-        let mut row = self.row(id)?;
-        let now = self.clock.now_ms();
-        if enabled && !row.enabled {
-            match row.kind {
-                // Times missed while paused are skipped: the next one is after now.
-                ReminderKind::Cron => {
-                    let tz = self.zone_of(Some(&row.timezone))?;
-                    row.next_run_ms = Some(next_cron(&row, tz, now)?);
-                }
-                // A one-shot that came due while paused fires now (see fire_due).
-                ReminderKind::OneShot if row.next_run_ms.is_none() => {
-                    return Err(Error::InvalidSchedule(format!(
-                        "reminder {} was a one-shot and has already fired; give it a new time with update (schedule: `in 1 hour`, `tomorrow 9am`...)",
-                        row.id
-                    )));
-                }
-                ReminderKind::OneShot => {}
-            }
-        }
-        row.enabled = enabled;
-        row.updated_ms = now;
-        self.repo.update(&row)?;
+        let row = self.book.set_enabled(id, enabled)?;
         // Resuming a one-shot that came due while paused fires it before the answer goes out.
         self.fire_due();
-        Ok(reminder_of(
-            &self.repo.get(row.id)?.unwrap_or_else(|| row.clone()),
-        ))
+        match self.repo.get(row.id.parse().unwrap_or_default())? {
+            Some(stored) => Ok(reminder_of(&stored)),
+            None => Ok(row),
+        }
     }
 
     fn run_now(&mut self, id: &str) -> Result<ReminderRunInfo> {
-        let row = self.row(id)?;
+        let row = self.book.row(id)?;
         if self.running.contains(&row.id) {
             return Err(Error::InvalidSchedule(format!(
                 "reminder {} is running right now; see its history for the outcome",
@@ -278,11 +168,6 @@ impl Actor {
             .run(run_id)?
             .ok_or_else(|| Error::ReminderNotFound(id.to_string()))?;
         Ok(run_of(&run))
-    }
-
-    fn history(&self, id: &str, limit: Option<u32>) -> Result<Vec<ReminderRunInfo>> {
-        let row = self.row(id)?;
-        Ok(self.repo.runs(row.id, limit)?.iter().map(run_of).collect())
     }
 
     /// Fires every enabled reminder whose time has come, once each however many of its times
@@ -301,6 +186,7 @@ impl Actor {
             let next = match row.kind {
                 ReminderKind::OneShot => Ok(None),
                 ReminderKind::Cron => self
+                    .book
                     .zone_of(Some(&row.timezone))
                     .and_then(|tz| next_cron(&row, tz, now))
                     .map(Some),
@@ -450,20 +336,5 @@ impl Actor {
             let _ = finished.send(reminder_id);
         });
         Ok(Some(run_id))
-    }
-}
-
-/// The reminder's next cron time after `after_ms`.
-fn next_cron(row: &ReminderRow, tz: Tz, after_ms: i64) -> Result<i64> {
-    let cron = spec::parse_cron(&row.schedule)?;
-    spec::next_cron_ms(&cron, tz, after_ms)
-}
-
-/// At most `chars` characters, with an ellipsis when cut.
-fn shorten(text: &str, chars: usize) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(chars) {
-        Some((cut, _)) => format!("{}…", text[..cut].trim_end()),
-        None => text.to_string(),
     }
 }
