@@ -3,7 +3,10 @@
 //! what is left is the runner's own work (prompt, request building, persistence of every message
 //! and call, the registry's seven steps). The baseline replays the same events without a runner.
 //! Also: first-token passthrough, the time from the provider yielding a text delta to the
-//! runner's event reaching a listener.
+//! runner's event reaching a listener; the same turn with every prompt section filled (2,500
+//! skills on disk matched against the message, 1,000 memories searched, an apps section); and
+//! start-up with 2,500 skills: opening the catalog and playing the first turn (which builds the
+//! index and the first prompt) until the answer is back.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,10 +16,12 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures::future::BoxFuture;
 use futures::{StreamExt, stream};
+use osprey_agent::skills::{Frontmatter, SkillCatalog, SkillDir, SkillSource, Skills, write_skill};
 use osprey_agent::{
     AgentEvent, ChatRequest, EventStream, Provider, Runner, RunnerConfig, StopReason, StreamEvent,
     TurnRequest, Usage,
 };
+use osprey_db::{MemoryLayer, NewMemory};
 use osprey_tools::domain::Domain;
 use osprey_tools::{
     ApprovalNeed, Call, CallFacts, DomainTool, FieldType, Level, Policy, Registry, RegistryConfig,
@@ -197,10 +202,98 @@ fn bench(c: &mut Criterion) {
             yielded: yielded.clone(),
             seen: seen.clone(),
         }),
-        registry,
+        registry.clone(),
         db.sessions(),
-        config,
+        config.clone(),
     );
+    // Every section filled.
+    let skill_dir = dir.path().join("skills");
+    for i in 0..2_500 {
+        let front = Frontmatter {
+            name: Some(format!("skill-{i:04}")),
+            description: Some(format!("Skill number {i} for topic{i}")),
+            triggers: vec![format!("topic{i}"), format!("task number {i}")],
+        };
+        let body = format!("# Skill {i}\n{}", "Step by step instructions.\n".repeat(40));
+        write_skill(&skill_dir, &format!("skill-{i:04}"), &front, &body).unwrap();
+    }
+    let contents: Vec<String> = (0..1_000)
+        .map(|i| format!("memory {i} about project{} and person{}", i % 37, i % 11))
+        .collect();
+    let memories: Vec<NewMemory<'_>> = contents
+        .iter()
+        .enumerate()
+        .map(|(i, content)| NewMemory {
+            layer: if i % 100 == 0 {
+                MemoryLayer::Tacit
+            } else {
+                MemoryLayer::Daily
+            },
+            namespace: "default",
+            key: None,
+            content,
+        })
+        .collect();
+    db.memory().store_many(&memories).unwrap();
+    let skill_dirs = vec![SkillDir::new(&skill_dir, SkillSource::User)];
+    let full = Runner::new(
+        Arc::new(Replay {
+            calls: AtomicUsize::new(0),
+        }),
+        registry.clone(),
+        db.sessions(),
+        config.clone(),
+    );
+    let skills = Skills::new(SkillCatalog::new(skill_dirs.clone()), None);
+    skills.catalog().warm_in_background().join().unwrap();
+    full.set_skills(skills);
+    full.set_memory(db.memory());
+    full.set_installed_apps(Arc::new(|| {
+        Box::pin(async { "## Installed apps\n- Weather (weather 1.0.0): forecasts".to_string() })
+    }));
+    group.bench_function("two_step_turn_30_tools_all_sections", |b| {
+        b.iter(|| {
+            session += 1;
+            let outcome = runtime
+                .block_on(full.run_turn(TurnRequest::new(
+                    format!("p{session}"),
+                    "go on with project7 for person3",
+                )))
+                .unwrap();
+            black_box(outcome);
+        })
+    });
+
+    // Start-up: a catalog over 2,500 skills nobody has read yet, then the first turn (the
+    // replayed model answers at once) builds the index and the prompt.
+    group.sample_size(10);
+    group.bench_function("startup_2500_skills_first_turn", |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                session += 1;
+                let runner = Runner::new(
+                    Arc::new(Replay {
+                        calls: AtomicUsize::new(1),
+                    }),
+                    registry.clone(),
+                    db.sessions(),
+                    config.clone(),
+                );
+                let started = Instant::now();
+                let skills = Skills::new(SkillCatalog::new(skill_dirs.clone()), None);
+                runner.set_skills(skills);
+                let outcome = runtime
+                    .block_on(runner.run_turn(TurnRequest::new(format!("u{session}"), "hi")))
+                    .unwrap();
+                total += started.elapsed();
+                black_box(outcome);
+            }
+            total
+        })
+    });
+    group.sample_size(100);
+
     group.bench_function("first_token_passthrough", |b| {
         b.iter_custom(|iterations| {
             let mut total = Duration::ZERO;

@@ -198,8 +198,15 @@ struct Inner {
     sessions: Sessions,
     hooks: RwLock<Arc<dyn HookDispatcher>>,
     sources: RwLock<Sources>,
+    /// The tacit memories last read, and when: listing them scans the memory table (its query
+    /// filters cannot use an index), and they change rarely, so they are read again after
+    /// [`TACIT_CACHE`] or after this runner ran an `agent` tool call (the memory resource).
+    tacit: std::sync::Mutex<Option<(std::time::Instant, Vec<String>)>>,
     config: RunnerConfig,
 }
+
+/// How long the prompt reuses the tacit memories it read.
+const TACIT_CACHE: Duration = Duration::from_secs(30);
 
 /// Where the prompt's apps, skills and memory sections come from.
 #[derive(Clone, Default)]
@@ -238,6 +245,7 @@ impl Runner {
                 sessions,
                 hooks: RwLock::new(Arc::new(NoHooks)),
                 sources: RwLock::new(Sources::default()),
+                tacit: std::sync::Mutex::new(None),
                 config,
             }),
         }
@@ -372,11 +380,13 @@ impl Runner {
             })
             .collect();
         let system = self.system_prompt(turn, &tools).await;
+        // The system prompt and tools stay the same for the whole turn: measure them once.
+        let fixed_tokens = tokens::text_tokens(&system) + tokens::tools_tokens(&tools);
 
         let mut total = Usage::default();
         let mut last_text = String::new();
         for step in 1..=config.max_steps {
-            self.fit_context(turn, &system, &tools, &mut transcript)
+            self.fit_context(turn, fixed_tokens, &mut transcript)
                 .await?;
             let mut request = ChatRequest {
                 model: config.model.clone(),
@@ -530,7 +540,21 @@ impl Runner {
                 query = rewritten.to_string();
             }
         }
-        prompt::memory_section(memory, &query, budget)
+        let tacit = self.tacit_memories(memory, budget.tacit);
+        let recalled = prompt::recalled_memories(memory, &query, budget.recalled, &tacit);
+        prompt::memory_text(&tacit, &recalled, budget.chars)
+    }
+
+    fn tacit_memories(&self, memory: &Memory, limit: u32) -> Vec<String> {
+        let mut cache = self.inner.tacit.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((read_at, tacit)) = cache.as_ref()
+            && read_at.elapsed() < TACIT_CACHE
+        {
+            return tacit.clone();
+        }
+        let tacit = prompt::tacit_memories(memory, limit);
+        *cache = Some((std::time::Instant::now(), tacit.clone()));
+        tacit
     }
 
     /// Before a model call: when the request's estimate reaches the threshold of the window,
@@ -538,8 +562,7 @@ impl Runner {
     async fn fit_context(
         &self,
         turn: &TurnRequest,
-        system: &str,
-        tools: &[ToolSpec],
+        fixed: u64,
         transcript: &mut Transcript,
     ) -> Result<()> {
         let config = &self.inner.config;
@@ -549,7 +572,6 @@ impl Runner {
             .unwrap_or_else(|| tokens::default_context_window(provider, &config.model));
         let limit = (window as f64 * config.compact_threshold) as u64;
         let images = ImageCost::for_provider(provider);
-        let fixed = tokens::text_tokens(system) + tokens::tools_tokens(tools);
         let measure = |messages: &[Message]| -> u64 {
             fixed
                 + messages
@@ -856,7 +878,12 @@ impl Runner {
                 "the turn was cancelled before the call ran",
             );
         }
-        self.inner.registry.execute(&ctx, name, input).await
+        let result = self.inner.registry.execute(&ctx, name, input).await;
+        if name == "agent" || name.ends_with("__agent") {
+            // It may have stored or forgotten a tacit memory.
+            *self.inner.tacit.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+        result
     }
 }
 

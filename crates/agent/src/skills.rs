@@ -351,6 +351,9 @@ struct Index {
     by_name: HashMap<String, usize>,
     /// Normalised triggers with the skill they belong to.
     triggers: Vec<(String, usize)>,
+    /// Each trigger's first word to the triggers starting with it, so a message is matched by
+    /// looking up its words instead of scanning every trigger (thousands with a big catalog).
+    by_first_word: HashMap<String, Vec<usize>>,
     /// Files that could not be read or parsed (skipped, reported here).
     problems: Vec<String>,
 }
@@ -489,9 +492,12 @@ impl SkillCatalog {
     pub fn matching(&self, message: &str) -> Vec<SkillMeta> {
         let index = self.index();
         let text = normalise(message);
-        let mut hits: Vec<usize> = index
-            .triggers
-            .iter()
+        let mut hits: Vec<usize> = text
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .filter_map(|word| index.by_first_word.get(word))
+            .flatten()
+            .map(|&t| &index.triggers[t])
             .filter(|(trigger, _)| text.contains(trigger.as_str()))
             .map(|&(_, i)| i)
             .collect();
@@ -562,7 +568,7 @@ fn build_index(bundled: &'static [(&'static str, &'static str)], dirs: &[SkillDi
             }
         }
     }
-    let triggers = skills
+    let triggers: Vec<(String, usize)> = skills
         .iter()
         .enumerate()
         .flat_map(|(i, s)| {
@@ -573,11 +579,18 @@ fn build_index(bundled: &'static [(&'static str, &'static str)], dirs: &[SkillDi
                 .map(move |t| (t, i))
         })
         .collect();
+    let mut by_first_word: HashMap<String, Vec<usize>> = HashMap::new();
+    for (t, (trigger, _)) in triggers.iter().enumerate() {
+        if let Some(first) = trigger.split(' ').find(|w| !w.is_empty()) {
+            by_first_word.entry(first.to_string()).or_default().push(t);
+        }
+    }
     Index {
         skills,
         embedded,
         by_name,
         triggers,
+        by_first_word,
         problems,
     }
 }

@@ -269,3 +269,39 @@ async fn sections_come_in_order_with_apps_and_a_hook_rewrites_them() {
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{system}");
     assert!(!system.contains("HOOK-RECALLED"));
 }
+
+#[tokio::test]
+async fn a_fact_stored_during_a_turn_is_in_the_next_turns_prompt() {
+    let fx = fixture();
+    fx.registry
+        .register_domain(osprey_agent::AgentTool::new(&fx.db));
+    let wire = Wire::Anthropic;
+    let store = wire::ScriptCall {
+        id: "call_1",
+        name: "agent",
+        args: json!({"resource": "memory", "action": "store", "layer": "tacit", "key": "units", "content": "The person prefers metric units"}),
+    };
+    let server = Server::start(vec![
+        wire.turn("Noted.", &[store]),
+        wire.turn("I will remember.", &[]),
+        wire.turn("12 km.", &[]),
+    ])
+    .await;
+    let runner = runner(&fx, wire, &server.url());
+    runner.set_memory(fx.db.memory());
+    runner
+        .run_turn(TurnRequest::new("r", "Always use metric, please."))
+        .await
+        .unwrap();
+    runner
+        .run_turn(TurnRequest::new("r", "How far is the lake?"))
+        .await
+        .unwrap();
+    let seen = server.seen();
+    assert!(!system_of(wire, &seen[0].body).contains("metric units"));
+    let system = system_of(wire, &seen[2].body);
+    assert!(
+        system.contains("The person prefers metric units"),
+        "{system}"
+    );
+}

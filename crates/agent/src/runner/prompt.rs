@@ -75,47 +75,60 @@ pub struct MemoryBudget {
     pub chars: usize,
 }
 
-/// The `memory` section: tacit facts, then memories matching `message`, within `budget`.
-/// Storage errors leave the section empty (logged): a prompt without memory beats no turn.
-pub fn memory_section(memory: &Memory, message: &str, budget: MemoryBudget) -> String {
-    let tacit = memory
+/// The newest tacit memories (lasting facts and preferences). Storage errors give none
+/// (logged): a prompt without memory beats no turn.
+pub fn tacit_memories(memory: &Memory, limit: u32) -> Vec<String> {
+    memory
         .list(&MemoryQuery {
             namespace: None,
             layer: Some(MemoryLayer::Tacit),
-            limit: Some(budget.tacit),
+            limit: Some(limit),
             offset: 0,
         })
+        .map(|rows| rows.into_iter().map(|m| m.content).collect())
         .unwrap_or_else(|error| {
             tracing::warn!(%error, "cannot list tacit memories for the prompt");
             Vec::new()
-        });
+        })
+}
+
+/// Memories matching `message` by full-text search (common words left out), best first, other
+/// than those in `shown`.
+pub fn recalled_memories(
+    memory: &Memory,
+    message: &str,
+    limit: u32,
+    shown: &[String],
+) -> Vec<String> {
     let query = recall_query(message);
-    let recalled = if budget.recalled == 0 || query.is_empty() {
-        Vec::new()
-    } else {
-        memory
-            .search(
-                &query,
-                &MemoryQuery {
-                    namespace: None,
-                    layer: None,
-                    limit: Some(budget.recalled + budget.tacit),
-                    offset: 0,
-                },
-            )
-            .unwrap_or_else(|error| {
-                tracing::warn!(%error, "cannot search memories for the prompt");
-                Vec::new()
-            })
-    };
-    let tacit_ids: Vec<i64> = tacit.iter().map(|m| m.id).collect();
-    let recalled: Vec<String> = recalled
+    if limit == 0 || query.is_empty() {
+        return Vec::new();
+    }
+    memory
+        .search(
+            &query,
+            &MemoryQuery {
+                namespace: None,
+                layer: None,
+                limit: Some(limit + shown.len() as u32),
+                offset: 0,
+            },
+        )
+        .unwrap_or_else(|error| {
+            tracing::warn!(%error, "cannot search memories for the prompt");
+            Vec::new()
+        })
         .into_iter()
-        .filter(|hit| !tacit_ids.contains(&hit.memory.id))
-        .take(budget.recalled as usize)
         .map(|hit| hit.memory.content)
-        .collect();
-    let tacit: Vec<String> = tacit.into_iter().map(|m| m.content).collect();
+        .filter(|content| !shown.contains(content))
+        .take(limit as usize)
+        .collect()
+}
+
+/// The `memory` section: tacit facts, then memories matching `message`, within `budget`.
+pub fn memory_section(memory: &Memory, message: &str, budget: MemoryBudget) -> String {
+    let tacit = tacit_memories(memory, budget.tacit);
+    let recalled = recalled_memories(memory, message, budget.recalled, &tacit);
     memory_text(&tacit, &recalled, budget.chars)
 }
 
