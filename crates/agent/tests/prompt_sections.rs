@@ -305,3 +305,57 @@ async fn a_fact_stored_during_a_turn_is_in_the_next_turns_prompt() {
         "{system}"
     );
 }
+
+#[tokio::test]
+async fn a_skill_the_model_loads_stays_for_the_turn_and_five_more() {
+    let fx = fixture();
+    let skill_dir = fx.dir.path().join("user-skills");
+    write_skill(
+        &skill_dir,
+        "packing",
+        &Frontmatter {
+            name: Some("packing".into()),
+            description: Some("How to pack for a trip".into()),
+            triggers: vec![],
+        },
+        "PACKING-BODY: roll the shirts",
+    )
+    .unwrap();
+    let skills = Skills::new(
+        SkillCatalog::new(vec![SkillDir::new(&skill_dir, SkillSource::User)]),
+        Some(skill_dir.clone()),
+    );
+    fx.registry
+        .register_domain(osprey_agent::SkillTool::new(skills.clone()));
+    let wire = Wire::Ollama;
+    let load = wire::ScriptCall {
+        id: "call_1",
+        name: "skill",
+        args: json!({"action": "load", "name": "packing"}),
+    };
+    let mut replies = vec![wire.turn("", &[load]), wire.turn("Loaded.", &[])];
+    replies.extend((0..6).map(|_| wire.turn("Ok.", &[])));
+    let server = Server::start(replies).await;
+    let runner = runner(&fx, wire, &server.url());
+    runner.set_skills(skills.clone());
+    for turn in 0..7 {
+        runner
+            .run_turn(TurnRequest::new("p", format!("message {turn}")))
+            .await
+            .unwrap();
+    }
+    let seen = server.seen();
+    assert_eq!(seen.len(), 8);
+    // Turn one: the instructions arrive as the tool's result, not yet in the system prompt.
+    assert!(!system_of(wire, &seen[0].body).contains("PACKING-BODY"));
+    assert!(seen[1].body.to_string().contains("PACKING-BODY"));
+    for (index, request) in seen.iter().enumerate().skip(2) {
+        let turn = index; // requests 2..=7 are turns 2..=7
+        let system = system_of(wire, &request.body);
+        assert_eq!(
+            system.contains("PACKING-BODY"),
+            turn <= 6,
+            "turn {turn}: {system}"
+        );
+    }
+}
