@@ -1,5 +1,5 @@
 //! The app platform's headline figures (issue 3): `apply_filter` with no subscribers, launch to
-//! healthy for the fixture tool app, a tool call registry -> gRPC -> app and back against a raw
+//! healthy for the fixture tool app (through the OS sandbox and without it), a tool call registry -> gRPC -> app and back against a raw
 //! Unix-socket echo, and installing a 20 MB package against `tar xzf` + `sha256sum` of the same
 //! file.
 
@@ -13,6 +13,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use osprey_apps::app_tools::register_tools;
 use osprey_apps::hooks::AppHooks;
 use osprey_apps::runtime::{LaunchOptions, Launcher};
+use osprey_apps::sandbox::{SandboxLevel, SandboxOptions};
 use osprey_apps::{Installer, KeyPair, napp};
 use osprey_tools::{HookDispatcher, Level, Policy, Registry, RegistryConfig, ToolContext};
 use osprey_types::Origin;
@@ -77,28 +78,50 @@ fn hooks_without_subscribers(c: &mut Criterion) {
     group.finish();
 }
 
+/// Launch to healthy through the OS sandbox (the default) and without it, for the sandbox's cost.
 fn launch_to_healthy(c: &mut Criterion) {
     let binary = fixture_binary("osprey-fixture-unit-converter");
     let root = tempfile::tempdir().unwrap();
     install_fixture(root.path(), "units", &binary);
-    let launcher = Launcher::new(root.path(), quiet());
     let rt = runtime();
     let mut group = c.benchmark_group("apps");
     group.sample_size(20);
-    group.bench_function("launch_to_healthy", |b| {
-        b.iter_custom(|iterations| {
-            rt.block_on(async {
-                let mut total = Duration::ZERO;
-                for _ in 0..iterations {
-                    let started = Instant::now();
-                    let app = launcher.launch("units").await.unwrap();
-                    total += started.elapsed();
-                    app.stop().await;
-                }
-                total
+    for (name, sandboxed) in [
+        ("launch_to_healthy", true),
+        ("launch_to_healthy_unsandboxed", false),
+    ] {
+        let launcher = Launcher::new(
+            root.path(),
+            LaunchOptions {
+                sandbox: SandboxOptions {
+                    enabled: sandboxed,
+                    launcher: Some(env!("CARGO_BIN_EXE_osprey-app-sandbox").into()),
+                    allow_degraded: false,
+                },
+                ..quiet()
+            },
+        );
+        group.bench_function(name, |b| {
+            b.iter_custom(|iterations| {
+                rt.block_on(async {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iterations {
+                        let started = Instant::now();
+                        let app = launcher.launch("units").await.unwrap();
+                        total += started.elapsed();
+                        assert_eq!(
+                            app.sandbox().level == SandboxLevel::Enforced,
+                            sandboxed,
+                            "{:?}",
+                            app.sandbox()
+                        );
+                        app.stop().await;
+                    }
+                    total
+                })
             })
-        })
-    });
+        });
+    }
     group.finish();
 }
 

@@ -168,11 +168,23 @@ async fn a_sandboxed_app_cannot_reach_home_its_package_or_other_processes() {
         attempt(&app, read(Path::new("/proc/1/environ"))).await,
         "reading /proc/1/environ",
     );
+    let osprey_environment = PathBuf::from(format!("/proc/{}/environ", std::process::id()));
+    refused(
+        attempt(&app, read(&osprey_environment)).await,
+        "reading Osprey's environment",
+    );
     let refusal = refused(
         attempt(&app, json!({"action": "ptrace_parent"})).await,
         "ptrace of its parent",
     );
     assert!(refusal.contains("EPERM"), "{refusal}");
+    // A Unix socket of the desktop's (a stand-in for the session bus) is out of reach too.
+    let bus = setup.apps.dir().parent().unwrap().join("bus.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&bus).unwrap();
+    refused(
+        attempt(&app, json!({"action": "connect_unix", "path": bus})).await,
+        "connecting to a Unix socket outside",
+    );
     // Its own /proc entry stays readable (runtimes read /proc/self).
     assert!(
         attempt(&app, read(Path::new("/proc/self/status")))
@@ -204,6 +216,23 @@ async fn without_the_sandbox_the_same_attempts_succeed() {
     );
     assert!(
         attempt(&app, write(&setup.home.join("planted")))
+            .await
+            .is_ok()
+    );
+    let osprey_environment = PathBuf::from(format!("/proc/{}/environ", std::process::id()));
+    assert!(attempt(&app, read(&osprey_environment)).await.is_ok());
+    if std::fs::read("/proc/1/environ").is_ok() {
+        // Only where the test itself may read it: the app runs as the same user.
+        assert!(
+            attempt(&app, read(Path::new("/proc/1/environ")))
+                .await
+                .is_ok()
+        );
+    }
+    let bus = setup.apps.dir().parent().unwrap().join("bus.sock");
+    let _bus = std::os::unix::net::UnixListener::bind(&bus).unwrap();
+    assert!(
+        attempt(&app, json!({"action": "connect_unix", "path": bus}))
             .await
             .is_ok()
     );

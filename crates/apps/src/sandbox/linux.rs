@@ -22,7 +22,7 @@ use super::{Policy, SandboxLevel, SandboxReport};
 
 /// The newest landlock ABI this code asks for; older kernels enforce what they know (best effort)
 /// and the report names the ABI they have.
-const LANDLOCK_ABI: ABI = ABI::V6;
+const LANDLOCK_ABI: ABI = ABI::V9;
 
 /// Applies `policy` and execs the app. Returns only on failure, with what went wrong.
 pub(super) fn confine_and_exec(policy: &Policy) -> String {
@@ -176,6 +176,11 @@ fn landlock(policy: &Policy, report: &mut SandboxReport) -> Result<(), String> {
                     "TCP is refused by the seccomp socket filter only (landlock ABI < 4)".into(),
                 );
             }
+            if abi < 9 && policy.network {
+                report.notes.push(
+                    "connecting to Unix sockets by path is not confined (landlock ABI < 9)".into(),
+                );
+            }
             if abi < 6 {
                 report.notes.push(
                     "signals and abstract Unix sockets are not scoped (landlock ABI < 6)".into(),
@@ -282,6 +287,9 @@ fn seccomp(network: bool) -> Result<(), String> {
                     .map_err(|e| e.to_string())?,
             ],
         );
+        // A server never connects; refusing connect keeps the app off the Unix sockets of the
+        // desktop (the session bus, X11, ...), which landlock only confines from ABI 9.
+        refused.insert(libc::SYS_connect, Vec::new());
     }
     let deny: BpfProgram = SeccompFilter::new(
         refused,
