@@ -230,7 +230,8 @@ pub fn default_context_window(provider: &str, model: &str) -> u64 {
     if model.starts_with("gpt-4.1") {
         return 1_047_576;
     }
-    if model.starts_with("gpt-4o") || model.starts_with("gpt-4-turbo") || model.starts_with("o") {
+    let reasoning = ["o1", "o3", "o4"].iter().any(|p| model.starts_with(p));
+    if model.starts_with("gpt-4o") || model.starts_with("gpt-4-turbo") || reasoning {
         return 128_000;
     }
     if model.starts_with("gpt-5") {
