@@ -18,13 +18,29 @@ mod atspi_backend;
 #[cfg(target_os = "linux")]
 pub use atspi_backend::AtspiBackend as PlatformAccessibility;
 
-#[cfg(not(target_os = "linux"))]
+// Shared by the macOS and Windows backends; compiled everywhere so its tests run on Linux.
+#[cfg_attr(target_os = "linux", allow(dead_code))]
+pub(crate) mod blocking;
+pub(crate) mod platform_roles;
+
+#[cfg(target_os = "windows")]
+mod uia_backend;
+#[cfg(target_os = "windows")]
+pub use uia_backend::UiaBackend as PlatformAccessibility;
+
+#[cfg(target_os = "macos")]
+mod ax_backend;
+#[cfg(target_os = "macos")]
+pub use ax_backend::AxBackend as PlatformAccessibility;
+
+#[cfg(not(any(target_os = "linux", target_os = "windows", target_os = "macos")))]
 mod unsupported;
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(target_os = "linux", target_os = "windows", target_os = "macos")))]
 pub use unsupported::NoAccessibility as PlatformAccessibility;
 
 /// An opaque, platform-specific reference to one element, good for later actions on it
-/// (Linux: `bus-name|object-path`).
+/// (Linux: `bus-name|object-path`; macOS and Windows: the window's key and the child-index path
+/// from it, `hwnd:1234#0.3.1`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct NodeRef(pub String);
 
@@ -138,4 +154,30 @@ impl AccessibilityTree {
     pub fn find(&self, role: accesskit::Role, name: &str) -> Option<&AccessibleNode> {
         self.nodes.iter().find(|n| n.role == role && n.name == name)
     }
+}
+
+/// Reorders level-ordered nodes (children after parents, with child links) into pre-order.
+pub(crate) fn pre_order(nodes: Vec<AccessibleNode>) -> Vec<AccessibleNode> {
+    if nodes.is_empty() {
+        return nodes;
+    }
+    let mut order = Vec::with_capacity(nodes.len());
+    let mut stack = vec![0usize];
+    while let Some(index) = stack.pop() {
+        order.push(index);
+        stack.extend(nodes[index].children.iter().rev());
+    }
+    let mut new_index = vec![usize::MAX; nodes.len()];
+    for (position, old) in order.iter().enumerate() {
+        new_index[*old] = position;
+    }
+    let mut slots: Vec<Option<AccessibleNode>> = nodes.into_iter().map(Some).collect();
+    order
+        .iter()
+        .filter_map(|old| slots[*old].take())
+        .map(|mut node| {
+            node.children = node.children.iter().map(|c| new_index[*c]).collect();
+            node
+        })
+        .collect()
 }

@@ -29,7 +29,9 @@ use tokio::sync::OnceCell;
 use zbus::Connection;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
 
-use super::{AccessibilityBackend, AccessibilityTree, AccessibleNode, NodeRef, States, TreeLimits};
+use super::{
+    AccessibilityBackend, AccessibilityTree, AccessibleNode, NodeRef, States, TreeLimits, pre_order,
+};
 use crate::capture::WindowInfo;
 use crate::error::{Error, Result};
 use crate::geometry::Rect;
@@ -823,32 +825,6 @@ impl AtspiBackend {
         }
         tree.nodes = pre_order(nodes);
     }
-}
-
-/// Reorders level-ordered nodes (children after parents, with child links) into pre-order.
-fn pre_order(nodes: Vec<AccessibleNode>) -> Vec<AccessibleNode> {
-    if nodes.is_empty() {
-        return nodes;
-    }
-    let mut order = Vec::with_capacity(nodes.len());
-    let mut stack = vec![0usize];
-    while let Some(index) = stack.pop() {
-        order.push(index);
-        stack.extend(nodes[index].children.iter().rev());
-    }
-    let mut new_index = vec![usize::MAX; nodes.len()];
-    for (position, old) in order.iter().enumerate() {
-        new_index[*old] = position;
-    }
-    let mut slots: Vec<Option<AccessibleNode>> = nodes.into_iter().map(Some).collect();
-    order
-        .iter()
-        .filter_map(|old| slots[*old].take())
-        .map(|mut node| {
-            node.children = node.children.iter().map(|c| new_index[*c]).collect();
-            node
-        })
-        .collect()
 }
 
 impl AccessibilityBackend for AtspiBackend {
