@@ -39,6 +39,9 @@ use std::sync::{Arc, Mutex};
 
 /// The file each skill folder holds.
 pub const SKILL_FILE: &str = "SKILL.md";
+/// The file the app platform puts in a quarantined app's folder (`osprey_apps`'s
+/// `QUARANTINE_MARKER`; the agent does not depend on the apps crate).
+pub const APP_QUARANTINE_MARKER: &str = ".quarantined";
 /// At most this many skills are active at once.
 pub const MAX_ACTIVE: usize = 4;
 /// The active skills' instructions, in characters, in all.
@@ -531,6 +534,14 @@ fn build_index(bundled: &'static [(&'static str, &'static str)], dirs: &[SkillDi
         let mut folders: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
         folders.sort();
         for folder in folders {
+            let hidden = folder
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+            // Hidden folders are staging and temporary files; a quarantined app's instructions
+            // must not reach the prompt.
+            if hidden || (dir.folder_is_app && folder.join(APP_QUARANTINE_MARKER).exists()) {
+                continue;
+            }
             let path = folder.join(SKILL_FILE);
             let text = match std::fs::read_to_string(&path) {
                 Ok(text) => text,

@@ -81,6 +81,20 @@ fn fixture() -> Fixture {
         "---\nname: forecast\ndescription: Read the forecast with the weather app\ntriggers: [forecast]\n---\nAsk the weather app.\n",
     )
     .unwrap();
+    // A quarantined app's skill and a staging folder stay out of the catalog.
+    std::fs::create_dir_all(apps.join("revoked")).unwrap();
+    std::fs::write(
+        apps.join("revoked").join(SKILL_FILE),
+        "---\nname: revoked\ndescription: d\n---\nbad\n",
+    )
+    .unwrap();
+    std::fs::write(apps.join("revoked").join(".quarantined"), "revoked key").unwrap();
+    std::fs::create_dir_all(apps.join(".pending")).unwrap();
+    std::fs::write(
+        apps.join(".pending").join(SKILL_FILE),
+        "---\nname: pending\ndescription: d\n---\nnot yet\n",
+    )
+    .unwrap();
     let skills = Skills::for_data_dir(&data);
     let registry = Registry::new(RegistryConfig::new(
         Policy::at_level(Level::Allowlist),
