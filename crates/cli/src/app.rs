@@ -6,30 +6,26 @@
 //! the cache is fresh enough). Refusals print `osprey: <code>: <message>` (or `{ok, code, ...}`
 //! with `--json`) and exit with 3; other failures exit with 1.
 //!
-//! `launch` and `stop` need the supervisor, which lives in the desktop app: the command line
-//! says so rather than start an app it could not watch over.
+//! `launch` and `stop` need a supervisor, which lives in a long-running Osprey (the desktop app
+//! or `osprey daemon`): they ask it over its control socket, and say so when none runs rather
+//! than start an app nobody would watch over.
 
 use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use futures::future::BoxFuture;
 use osprey_apps::store_client::StoreClient;
-use osprey_apps::trust::{Revocation, Trust, TrustSource};
+use osprey_apps::trust::Trust;
 use osprey_apps::{InstallOutcome, Installer, Limits, napp};
+use osprey_core::apps::{MAX_REVOCATION_AGE, StoreSource};
 use serde_json::{Value, json};
 
 /// Exit code for something Osprey refused (same as a refused tool call).
 const EXIT_REFUSED: u8 = 3;
 /// Exit code for a failure to run.
 const EXIT_FAILED: u8 = 1;
-/// The store URL when `--store` is not given.
-const STORE_URL_ENV: &str = "OSPREY_STORE_URL";
-/// How old a cached revocation list may be when the store cannot be reached.
-const MAX_REVOCATION_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 #[derive(Args, Debug)]
 pub struct AppArgs {
@@ -38,7 +34,7 @@ pub struct AppArgs {
     /// Print one JSON object instead of readable text.
     #[arg(long, global = true)]
     json: bool,
-    /// The store's root URL (default: $OSPREY_STORE_URL).
+    /// The store's root URL (default: $OSPREY_STORE_URL, else the `store.url` setting).
     #[arg(long, global = true, value_name = "URL")]
     store: Option<String>,
 }
@@ -52,9 +48,10 @@ enum AppAction {
     },
     /// List the installed apps, with their sideloaded, quarantined and pending-update flags.
     List,
-    /// Start an app (the desktop app does this; the command line has no supervisor).
+    /// Start an app, through the running desktop app or `osprey daemon` (their supervisor
+    /// watches over it); waits until it is healthy.
     Launch { id: String },
-    /// Stop an app (the desktop app does this; the command line has no supervisor).
+    /// Stop an app, through the running desktop app or `osprey daemon`.
     Stop { id: String },
     /// Remove an app with its data, logs and any staged update (a sideload loses its link only).
     Remove { id: String },
@@ -77,15 +74,20 @@ pub async fn run(data_dir: Option<PathBuf>, args: AppArgs) -> anyhow::Result<Exi
     let installer = Installer::new(data.join("apps"));
     let outcome = match args.action {
         AppAction::Install { source } => {
-            install(&data, &installer, &source, store_url(args.store)).await
+            install(&data, &installer, &source, store_url(&data, args.store)).await
         }
-        AppAction::List => Ok(Ok(list(&installer))),
-        AppAction::Launch { id } | AppAction::Stop { id } => {
-            let message = format!(
-                "starting and stopping apps ({id}) works from the desktop app, which supervises \
-                 them (restarts, health checks, shutdown); the command line has no supervisor"
-            );
-            return report_failure(json, "unsupported", &message);
+        AppAction::List => Ok(Ok(list(&installer, &running_states(&data).await))),
+        AppAction::Launch { id } => {
+            return supervised(&data, json!({"op": "app.launch", "id": id}), json, |answer| {
+                format!("{id} is running (pid {})", answer["pid"])
+            })
+            .await;
+        }
+        AppAction::Stop { id } => {
+            return supervised(&data, json!({"op": "app.stop", "id": id}), json, |_| {
+                format!("stopped {id}")
+            })
+            .await;
         }
         AppAction::Remove { id } => Ok(installer.uninstall(&id).map(|()| {
             json!({"id": id, "message": format!("removed {id} with its data and logs")})
@@ -142,6 +144,57 @@ pub async fn run(data_dir: Option<PathBuf>, args: AppArgs) -> anyhow::Result<Exi
     }
 }
 
+/// Asks the running Osprey (desktop app or `osprey daemon`) to do `request` with its supervisor.
+async fn supervised(
+    data: &Path,
+    request: Value,
+    json: bool,
+    done: impl FnOnce(&Value) -> String,
+) -> anyhow::Result<ExitCode> {
+    let answer = match osprey_core::control::request(data, &request).await {
+        Ok(answer) => answer,
+        Err(error @ osprey_core::control::ControlError::NotRunning(_)) => {
+            return report_failure(json, "not_running", &error.to_string());
+        }
+        Err(error) => return report_failure(json, "failed", &error.to_string()),
+    };
+    if answer["ok"] != true {
+        let code = answer["code"].as_str().unwrap_or("failed");
+        let message = answer["message"].as_str().unwrap_or_default();
+        if json {
+            println!("{}", serde_json::to_string_pretty(&answer)?);
+        } else {
+            eprintln!("osprey: {code}: {message}");
+        }
+        return Ok(ExitCode::from(EXIT_FAILED));
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&answer)?);
+    } else {
+        println!("{}", done(&answer));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Each app's state in the running Osprey, when one runs on this data dir (else nothing: the
+/// listing then says only what is installed).
+async fn running_states(data: &Path) -> std::collections::HashMap<String, String> {
+    let Ok(answer) = osprey_core::control::request(data, &json!({"op": "app.status"})).await else {
+        return Default::default();
+    };
+    answer["apps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|app| {
+            Some((
+                app["id"].as_str()?.to_string(),
+                app["state"].as_str()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
 fn report_failure(json: bool, code: &str, message: &str) -> anyhow::Result<ExitCode> {
     if json {
         let report = json!({"ok": false, "code": code, "reason": null, "message": message});
@@ -175,32 +228,12 @@ fn describe(error: &osprey_apps::Error) -> String {
     rest.trim_start_matches([':', ' ']).to_owned()
 }
 
-fn store_url(flag: Option<String>) -> Option<String> {
-    flag.or_else(|| std::env::var(STORE_URL_ENV).ok())
-        .filter(|url| !url.trim().is_empty())
-}
-
-/// The store as a trust source, or none: then only the cached key and list are used.
-struct Source(Option<StoreClient>);
-
-impl Source {
-    fn client(&self) -> osprey_apps::Result<&StoreClient> {
-        self.0.as_ref().ok_or_else(|| {
-            osprey_apps::Error::StoreUnavailable(format!(
-                "no store configured: pass --store URL or set {STORE_URL_ENV}"
-            ))
-        })
-    }
-}
-
-impl TrustSource for Source {
-    fn signing_key(&self) -> BoxFuture<'_, osprey_apps::Result<String>> {
-        Box::pin(async move { self.client()?.signing_key().await })
-    }
-
-    fn revocations(&self) -> BoxFuture<'_, osprey_apps::Result<Vec<Revocation>>> {
-        Box::pin(async move { self.client()?.revocations().await })
-    }
+/// `--store`, else `$OSPREY_STORE_URL`, else the `store.url` setting.
+fn store_url(data: &Path, flag: Option<String>) -> Option<String> {
+    flag.filter(|url| !url.trim().is_empty()).or_else(|| {
+        let db = osprey_db::Database::open_in(data).ok()?;
+        osprey_core::apps::store_url(&db.settings())
+    })
 }
 
 async fn install(
@@ -213,7 +246,7 @@ async fn install(
         .with_context(|| format!("creating {}", installer.apps_dir().display()))?;
     let client = store.as_deref().map(StoreClient::new);
     let trust = Trust::new(
-        Source(client.clone()),
+        StoreSource(client.clone()),
         data.join("trust"),
         MAX_REVOCATION_AGE,
     );
@@ -224,7 +257,7 @@ async fn install(
         let Some(client) = &client else {
             return Ok(Err(osprey_apps::Error::StoreUnavailable(format!(
                 "`{source}` is not a file, and no store is configured to install it from: pass \
-                 --store URL or set {STORE_URL_ENV}"
+                 --store URL, set OSPREY_STORE_URL, or run `osprey config set store.url URL`"
             ))));
         };
         match client.download(source, installer.apps_dir()).await {
@@ -284,7 +317,7 @@ async fn install(
     Ok(Ok(report))
 }
 
-fn list(installer: &Installer) -> Value {
+fn list(installer: &Installer, states: &std::collections::HashMap<String, String>) -> Value {
     let apps = installer.list();
     let mut lines = Vec::new();
     let entries: Vec<Value> = apps
@@ -294,6 +327,10 @@ fn list(installer: &Installer) -> Value {
             let mut line = format!("{} {} ({})", manifest.id, manifest.version, manifest.name);
             if app.sideloaded {
                 line.push_str(" [sideloaded]");
+            }
+            let state = states.get(&manifest.id);
+            if let Some(state) = state {
+                line.push_str(&format!(" [{state}]"));
             }
             if let Some(reason) = &app.quarantined {
                 line.push_str(&format!(" [quarantined: {}]", reason.trim()));
@@ -315,6 +352,7 @@ fn list(installer: &Installer) -> Value {
                 "quarantine_reason": app.quarantined,
                 "pending_update": app.pending_permissions.is_some(),
                 "pending_permissions": app.pending_permissions,
+                "state": state,
             })
         })
         .collect();

@@ -3,6 +3,7 @@
 
 mod app;
 mod chat;
+mod daemon;
 mod mcp;
 mod napp;
 mod prompt;
@@ -71,6 +72,9 @@ enum Command {
     Napp(napp::NappArgs),
     /// Installed apps: `osprey app install <file.napp | id> | list | remove | sideload <dir> | ...`.
     App(app::AppArgs),
+    /// Run Osprey without a window: supervise the installed apps and answer `osprey app
+    /// launch | stop` from other terminals, until SIGTERM or Ctrl-C.
+    Daemon,
     /// The app store server: `osprey store serve [--addr 127.0.0.1:8787] [--dir DIR]`.
     Store(store::StoreArgs),
     /// MCP: `osprey mcp serve` gives an MCP client Osprey's tools over stdio; `osprey mcp list`
@@ -238,6 +242,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Napp(args) => napp::run(args),
         Command::App(args) => app::run(cli.data_dir, args).await,
         Command::Store(args) => store::run(cli.data_dir, args).await,
+        Command::Daemon => daemon::run(cli.data_dir).await,
         Command::Mcp(args) => mcp::run(cli.data_dir, args).await,
         Command::Info => {
             let core = open(cli.data_dir, None, None)?;

@@ -242,11 +242,16 @@ fn install_from_a_file_and_by_store_id_then_list_and_remove() {
     assert_eq!(report["id"], "com.example.units");
     assert_eq!(report["version"], "1.0.0");
 
-    // By store id: published unsigned, signed by the store, downloaded and verified.
+    // By store id: published unsigned, signed by the store, downloaded and verified. The store
+    // comes from the `store.url` setting this time (a bad URL is refused when it is set).
     let clock = fixture.package("com.example.clock", "0.3.0", &[]);
     store.publish(&clock);
-    let (code, report, stderr) =
-        fixture.osprey(&["app", "install", "com.example.clock", "--store", url]);
+    let (code, _, stderr) = fixture.osprey_text(&["config", "set", "store.url", "ftp://x"]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("http or https URL"), "{stderr}");
+    let (code, _, stderr) = fixture.osprey_text(&["config", "set", "store.url", url]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, report, stderr) = fixture.osprey(&["app", "install", "com.example.clock"]);
     assert_eq!(code, 0, "{stderr} {report}");
     assert_eq!(report["outcome"], "installed");
     assert_eq!(report["id"], "com.example.clock");
@@ -480,13 +485,14 @@ fn sideload_and_unsideload_leave_the_project_alone() {
 }
 
 #[test]
-fn launch_and_stop_point_to_the_desktop_app() {
+fn launch_and_stop_without_a_running_osprey_say_how_to_start_one() {
     let fixture = Fixture::new();
     for action in ["launch", "stop"] {
         let (code, stdout, stderr) = fixture.osprey_text(&["app", action, "com.example.units"]);
         assert_eq!(code, 1, "{stdout}");
         assert!(
-            stderr.starts_with("osprey: unsupported: ") && stderr.contains("desktop app"),
+            stderr.starts_with("osprey: not_running: ")
+                && stderr.contains("start the desktop app or `osprey daemon`"),
             "{stderr}"
         );
     }

@@ -10,11 +10,22 @@
 
 use std::path::{Path, PathBuf};
 
-/// The store URL, as the command line reads it too.
+/// The store URL from the environment; it wins over the `store.url` setting.
 pub const STORE_URL_ENV: &str = "OSPREY_STORE_URL";
+
+/// The app store's URL: `$OSPREY_STORE_URL`, else the `store.url` setting, else none.
+pub fn store_url(stored: &osprey_db::Settings) -> Option<String> {
+    std::env::var(STORE_URL_ENV)
+        .ok()
+        .or_else(|| crate::settings::read::<Option<String>>(stored, crate::settings::STORE_URL))
+        .map(|url| url.trim().to_string())
+        .filter(|url| !url.is_empty())
+}
 
 #[cfg(unix)]
 pub use platform::AppPlatform;
+#[cfg(unix)]
+pub use platform::{MAX_REVOCATION_AGE, StoreSource};
 
 /// The apps directory of a data directory.
 pub fn apps_dir(data_dir: &Path) -> PathBuf {
@@ -42,11 +53,9 @@ mod platform {
     use osprey_tools::Registry;
     use tokio_util::sync::CancellationToken;
 
-    use super::STORE_URL_ENV;
-
     /// How old a cached revocation list may be when the store cannot be reached before store
     /// apps are refused (the command line uses the same).
-    const MAX_REVOCATION_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+    pub const MAX_REVOCATION_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
     /// How long the watcher waits for an app's files to be quiet before restarting it.
     const WATCH_DEBOUNCE: Duration = Duration::from_millis(500);
 
@@ -77,19 +86,21 @@ mod platform {
     }
 
     /// The store as a trust source, or none: then only the cached key and list are used.
-    struct Source(Option<StoreClient>);
+    pub struct StoreSource(pub Option<StoreClient>);
 
-    impl Source {
+    impl StoreSource {
         fn client(&self) -> osprey_apps::Result<&StoreClient> {
             self.0.as_ref().ok_or_else(|| {
-                osprey_apps::Error::StoreUnavailable(format!(
-                    "no store configured: set {STORE_URL_ENV}"
-                ))
+                osprey_apps::Error::StoreUnavailable(
+                    "no store configured: pass --store URL, set OSPREY_STORE_URL, or run \
+                     `osprey config set store.url URL`"
+                        .to_string(),
+                )
             })
         }
     }
 
-    impl TrustSource for Source {
+    impl TrustSource for StoreSource {
         fn signing_key(&self) -> BoxFuture<'_, osprey_apps::Result<String>> {
             Box::pin(async move { self.client()?.signing_key().await })
         }
@@ -102,16 +113,17 @@ mod platform {
     impl AppPlatform {
         /// Builds the platform without starting anything: creates `<data>/apps`, sets the hook
         /// dispatcher on `registry` and registers the `app` tool. Reads no app directory.
-        pub fn open(data_dir: &Path, registry: &Registry) -> anyhow::Result<AppPlatform> {
+        pub fn open(
+            data_dir: &Path,
+            registry: &Registry,
+            store_url: Option<String>,
+        ) -> anyhow::Result<AppPlatform> {
             let apps_dir = super::apps_dir(data_dir);
             std::fs::create_dir_all(&apps_dir)
                 .with_context(|| format!("creating {}", apps_dir.display()))?;
-            let store = std::env::var(STORE_URL_ENV)
-                .ok()
-                .filter(|url| !url.trim().is_empty())
-                .map(StoreClient::new);
+            let store = store_url.map(StoreClient::new);
             let trust = Arc::new(Trust::new(
-                Source(store.clone()),
+                StoreSource(store.clone()),
                 data_dir.join("trust"),
                 MAX_REVOCATION_AGE,
             ));

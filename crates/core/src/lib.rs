@@ -6,6 +6,8 @@ pub mod agent;
 pub mod approvals;
 pub mod apps;
 pub mod chat;
+#[cfg(unix)]
+pub mod control;
 pub mod secrets;
 pub mod events;
 pub mod mcp;
@@ -146,7 +148,7 @@ impl Core {
         // Before the subsystems, so each can keep a handle to emit on.
         let events = events::EventBus::new();
         #[cfg(unix)]
-        let apps = apps::AppPlatform::open(&data_dir, &registry)?;
+        let apps = apps::AppPlatform::open(&data_dir, &registry, apps::store_url(&stored))?;
         // After the apps' dispatcher is in place, so memory hooks reach hook apps.
         // The reminder resource reads the slot; `start_scheduler` fills it.
         let reminders = scheduler::Reminders::default();

@@ -24,6 +24,9 @@ pub const MCP_SERVERS: &str = "mcp.servers";
 /// Keys are not stored here but in the secret store (`osprey config set provider.openai.api_key`).
 pub const PROVIDERS: &str = "providers";
 
+/// The app store's root URL (`$OSPREY_STORE_URL` wins): `"https://store.example.com"`.
+pub const STORE_URL: &str = "store.url";
+
 /// Every known key with a one-line description.
 pub const KNOWN: &[(&str, &str)] = &[
     (POLICY, "approval policy: level, ask, allowlist, safe_bins"),
@@ -42,6 +45,10 @@ pub const KNOWN: &[(&str, &str)] = &[
     (
         MCP_SERVERS,
         "MCP servers: {\"name\": {\"command\": ..., \"args\": [...], \"env\": {...}} or {\"url\": ..., \"headers\": {...}}}",
+    ),
+    (
+        STORE_URL,
+        "the app store's URL (OSPREY_STORE_URL wins when set)",
     ),
     (
         PROVIDERS,
@@ -63,6 +70,14 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
                 .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
         }
         PROVIDERS => check::<crate::agent::ProviderSettings>(key, value),
+        STORE_URL => {
+            let url: String = serde_json::from_value(value.clone())
+                .with_context(|| format!("`{key}` takes a URL string, not {value}"))?;
+            match url.split_once("://") {
+                Some(("http" | "https", rest)) if !rest.is_empty() => Ok(()),
+                _ => bail!("`{key}` must be an http or https URL, e.g. https://store.example.com"),
+            }
+        }
         _ => bail!(
             "unknown setting `{key}`; known settings: {}",
             KNOWN

@@ -1,0 +1,186 @@
+//! `osprey daemon` as a person runs it on a headless machine: it starts the installed apps,
+//! `osprey app launch | stop | list` from another process reach its supervisor over the control
+//! socket, a second daemon on the same data dir is refused, and SIGTERM stops every app. Without
+//! a daemon, `launch` says how to get one.
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use osprey_tests::fixture_binary;
+use serde_json::{Value, json};
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn osprey(data: &Path, args: &[&str]) -> (i32, Value, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_osprey"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .env_remove("OSPREY_DATA_DIR")
+        .env_remove("OSPREY_STORE_URL")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    (
+        output.status.code().unwrap_or(-1),
+        serde_json::from_str(&stdout).unwrap_or(Value::String(stdout)),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// A sideloaded unit-converter app in `root/units`.
+fn sideload(root: &Path, data: &Path) {
+    let project = root.join("units");
+    std::fs::create_dir_all(&project).unwrap();
+    let manifest = json!({"id": "units", "name": "Units", "version": "1.0.0",
+        "provides": ["tool:convert"]});
+    std::fs::write(project.join("manifest.json"), manifest.to_string()).unwrap();
+    std::fs::write(project.join("SKILL.md"), "# units\n").unwrap();
+    std::fs::copy(
+        fixture_binary("osprey-fixture-unit-converter"),
+        project.join("binary"),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        project.join("binary"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let (code, _, stderr) = osprey(
+        data,
+        &["app", "sideload", project.to_str().unwrap(), "--json"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+}
+
+/// The daemon, killed if the test ends early.
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_daemon(data: &Path) -> (Daemon, mpsc::Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_osprey"))
+        .arg("--data-dir")
+        .arg(data)
+        .arg("daemon")
+        .env_remove("OSPREY_DATA_DIR")
+        .env_remove("OSPREY_STORE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (Daemon(child), received)
+}
+
+fn wait_for_line(lines: &mpsc::Receiver<String>, prefix: &str) {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .unwrap_or_else(|e| panic!("no `{prefix}` line: {e}"));
+        if line.starts_with(prefix) {
+            return;
+        }
+    }
+}
+
+fn state_of(data: &Path, id: &str) -> Option<String> {
+    let (code, report, stderr) = osprey(data, &["app", "list", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    report["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|app| app["id"] == id)
+        .and_then(|app| app["state"].as_str().map(String::from))
+}
+
+fn until(what: &str, mut condition: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !condition() {
+        assert!(started.elapsed() < DEADLINE, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn pid_alive(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}
+
+#[test]
+fn the_daemon_supervises_apps_that_other_commands_launch_and_stop() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    std::fs::create_dir_all(data.join("apps")).unwrap();
+    sideload(root.path(), &data);
+
+    // Without a daemon: a clear refusal, exit 1.
+    let (code, report, _) = osprey(&data, &["app", "launch", "units", "--json"]);
+    assert_eq!(code, 1);
+    assert_eq!(report["code"], "not_running");
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap()
+            .contains("osprey daemon"),
+        "{report}"
+    );
+    assert_eq!(state_of(&data, "units"), None);
+
+    let (daemon, lines) = start_daemon(&data);
+    wait_for_line(&lines, "osprey daemon: ready");
+    // The daemon starts installed apps itself.
+    until("the app to run", || {
+        state_of(&data, "units").as_deref() == Some("running")
+    });
+
+    // A second daemon on the same data dir is refused: one supervisor per data dir.
+    let (code, _, stderr) = osprey(&data, &["daemon"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("already running"), "{stderr}");
+
+    let (code, report, stderr) = osprey(&data, &["app", "stop", "units", "--json"]);
+    assert_eq!(code, 0, "{stderr} {report}");
+    assert_eq!(state_of(&data, "units"), None);
+
+    let (code, report, stderr) = osprey(&data, &["app", "launch", "units", "--json"]);
+    assert_eq!(code, 0, "{stderr} {report}");
+    let pid = report["pid"].as_i64().unwrap() as i32;
+    assert!(pid_alive(pid));
+    assert_eq!(state_of(&data, "units").as_deref(), Some("running"));
+    let (code, report, _) = osprey(&data, &["app", "launch", "nothing-here", "--json"]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["ok"], false);
+
+    // SIGTERM: the app goes with the daemon, and so does the control socket.
+    let mut daemon = daemon;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.0.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = daemon.0.wait().unwrap();
+    assert!(status.success(), "{status}");
+    until("the app process to exit", || !pid_alive(pid));
+    assert!(!data.join("control.sock").exists());
+}
