@@ -33,7 +33,9 @@ pub use scheduler::{
 };
 pub use skill_tool::SkillTool;
 pub use skills::Skills;
-pub use subagent::{RunnerPool, SpawnRequest, SubAgentConfig, SubAgentFactory, SubAgents};
+pub use subagent::{
+    RunnerPool, SpawnRequest, SubAgentConfig, SubAgentFactory, SubAgentSettings, SubAgents,
+};
 
 /// What can go wrong talking to a model or running a turn. Provider errors are classified so the
 /// runner (and the person) can tell what to do about them.

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use osprey_db::{Database, NewSubAgentTask, Sessions, SubAgentTask, SubAgentTasks};
 use osprey_tools::{Level, ToolContext};
+use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -150,6 +151,61 @@ impl Default for SubAgentConfig {
             max_timeout: Duration::from_secs(3600),
             max_running: 8,
         }
+    }
+}
+
+/// The `subagents` setting as stored (JSON), every field optional:
+/// `{"max_depth": 2, "timeout_seconds": 300, "max_timeout_seconds": 3600, "max_running": 8}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SubAgentSettings {
+    /// 0 turns sub-agents off.
+    pub max_depth: Option<u32>,
+    pub timeout_seconds: Option<u64>,
+    pub max_timeout_seconds: Option<u64>,
+    pub max_running: Option<usize>,
+}
+
+impl SubAgentSettings {
+    /// The limits these settings give, the defaults filling the gaps; an inconsistent setting
+    /// says what is wrong.
+    pub fn config(&self) -> Result<SubAgentConfig, String> {
+        let defaults = SubAgentConfig::default();
+        let max_timeout = self
+            .max_timeout_seconds
+            .map(Duration::from_secs)
+            .unwrap_or(defaults.max_timeout);
+        let config = SubAgentConfig {
+            max_depth: self.max_depth.unwrap_or(defaults.max_depth),
+            default_timeout: self
+                .timeout_seconds
+                .map(Duration::from_secs)
+                .unwrap_or(defaults.default_timeout)
+                .min(max_timeout),
+            max_timeout,
+            max_running: self.max_running.unwrap_or(defaults.max_running),
+        };
+        if config.max_depth > 16 {
+            return Err("`max_depth` must be at most 16".into());
+        }
+        if config.default_timeout.is_zero() || config.max_timeout.is_zero() {
+            return Err("timeouts must be at least 1 second".into());
+        }
+        if self
+            .timeout_seconds
+            .is_some_and(|t| Duration::from_secs(t) > max_timeout)
+        {
+            return Err(format!(
+                "`timeout_seconds` must not exceed `max_timeout_seconds` ({})",
+                max_timeout.as_secs()
+            ));
+        }
+        if config.max_running == 0 {
+            return Err(
+                "`max_running` must be at least 1 (use max_depth 0 to turn sub-agents off)".into(),
+            );
+        }
+        Ok(config)
     }
 }
 
@@ -490,4 +546,47 @@ fn child_input(prompt: &str, system: Option<&str>, depth: i64, max_depth: u32) -
 
 fn storage(error: osprey_db::Error) -> String {
     format!("sub-agent task storage: {error}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_fill_gaps_with_defaults_and_refuse_nonsense() {
+        let config = SubAgentSettings::default().config().unwrap();
+        assert_eq!(config.max_depth, 2);
+        assert_eq!(config.default_timeout, Duration::from_secs(300));
+
+        let parsed: SubAgentSettings =
+            serde_json::from_value(serde_json::json!({"max_depth": 1, "timeout_seconds": 60}))
+                .unwrap();
+        let config = parsed.config().unwrap();
+        assert_eq!(config.max_depth, 1);
+        assert_eq!(config.default_timeout, Duration::from_secs(60));
+        assert_eq!(config.max_running, 8);
+
+        assert!(
+            serde_json::from_value::<SubAgentSettings>(serde_json::json!({"depth": 1})).is_err()
+        );
+        for bad in [
+            serde_json::json!({"timeout_seconds": 0}),
+            serde_json::json!({"timeout_seconds": 600, "max_timeout_seconds": 60}),
+            serde_json::json!({"max_running": 0}),
+            serde_json::json!({"max_depth": 99}),
+        ] {
+            let settings: SubAgentSettings = serde_json::from_value(bad.clone()).unwrap();
+            assert!(settings.config().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_childs_first_message_says_what_it_is_and_what_to_do() {
+        let text = child_input("Count the files.", Some("Be brief."), 2, 2);
+        assert!(text.starts_with("You are a sub-agent (depth 2 of at most 2)"));
+        assert!(text.contains("You cannot spawn sub-agents of your own."));
+        assert!(text.contains("Be brief."));
+        assert!(text.ends_with("Task:\nCount the files."));
+        assert!(!child_input("x", None, 1, 2).contains("cannot spawn"));
+    }
 }

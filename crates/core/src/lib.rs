@@ -154,9 +154,15 @@ impl Core {
         let reminders = scheduler::Reminders::default();
         reminders.slot.set(scheduler::stored_backend(&db));
         // Children run on the runners `runner_with` registers; none exist until a chat starts.
+        let subagent_config =
+            settings::read::<osprey_agent::SubAgentSettings>(&stored, settings::SUBAGENTS)
+                .config()
+                .unwrap_or_else(|why| {
+                    tracing::warn!(%why, "ignoring the subagents setting; using the defaults");
+                    osprey_agent::SubAgentConfig::default()
+                });
         let subagent_runners = osprey_agent::RunnerPool::new(db.sessions());
-        let subagents =
-            osprey_agent::SubAgents::new(&db, osprey_agent::SubAgentConfig::default());
+        let subagents = osprey_agent::SubAgents::new(&db, subagent_config);
         subagents.set_factory(Arc::new(subagent_runners.clone()));
         registry.register_domain(
             AgentTool::new(&db)

@@ -27,8 +27,15 @@ pub const PROVIDERS: &str = "providers";
 /// The app store's root URL (`$OSPREY_STORE_URL` wins): `"https://store.example.com"`.
 pub const STORE_URL: &str = "store.url";
 
+/// Sub-agent limits (`osprey_agent::SubAgentSettings`): `{"max_depth": 2, "timeout_seconds": 300}`.
+pub const SUBAGENTS: &str = "subagents";
+
 /// Every known key with a one-line description.
 pub const KNOWN: &[(&str, &str)] = &[
+    (
+        SUBAGENTS,
+        "sub-agent limits: {\"max_depth\": 2, \"timeout_seconds\": 300, \"max_timeout_seconds\": 3600, \"max_running\": 8} (max_depth 0 turns them off; read at start-up)",
+    ),
     (POLICY, "approval policy: level, ask, allowlist, safe_bins"),
     (
         ORIGIN_RULES,
@@ -61,6 +68,14 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
     match key {
         POLICY => check::<PolicyConfig>(key, value),
         ORIGIN_RULES => check::<OriginRules>(key, value),
+        SUBAGENTS => {
+            check::<osprey_agent::SubAgentSettings>(key, value)?;
+            let settings: osprey_agent::SubAgentSettings = serde_json::from_value(value.clone())?;
+            settings
+                .config()
+                .map(|_| ())
+                .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
+        }
         WEB_ALLOW_LOOPBACK => check::<bool>(key, value),
         SHELL_EXTRA_ENV => check::<Vec<String>>(key, value),
         MCP_SERVERS => {

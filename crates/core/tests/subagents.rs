@@ -56,3 +56,61 @@ async fn a_chat_runner_from_the_core_can_delegate_to_a_sub_agent() {
     assert_eq!(tasks[0].status, "done");
     assert_eq!(tasks[0].result.as_deref(), Some("Hello from the child."));
 }
+
+#[tokio::test]
+async fn the_subagents_setting_is_validated_and_read_at_start_up() {
+    use osprey_core::settings::{SUBAGENTS, validate};
+    validate(SUBAGENTS, &json!({"max_depth": 1, "timeout_seconds": 60})).unwrap();
+    let error = validate(SUBAGENTS, &json!({"max_running": 0}))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("max_running"), "{error}");
+    validate(SUBAGENTS, &json!({"depth": 1})).unwrap_err();
+
+    // max_depth 0 turns sub-agents off: the spawn is refused and the model is told why.
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = osprey_db::Database::open_in(dir.path()).unwrap();
+        db.settings()
+            .set(SUBAGENTS, &json!({"max_depth": 0}))
+            .unwrap();
+    }
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::call(
+            "toolu_spawn",
+            "agent",
+            json!({"action": "spawn", "prompt": "Say hello."}),
+        ),
+        ScriptedReply::text("I will do it myself."),
+    ])
+    .unwrap();
+    let core = Core::open(CoreOptions {
+        data_dir: Some(dir.path().to_path_buf()),
+        policy: None,
+    })
+    .unwrap();
+    let runner = core
+        .chat_runner(&ChatOptions {
+            provider: ProviderKind::Anthropic,
+            base_url: Some(server.url()),
+            model: Some("claude-test".into()),
+            api_key: Some("test-key".into()),
+            max_steps: None,
+        })
+        .unwrap();
+    let outcome = runner
+        .run_turn(TurnRequest::new("main", "delegate"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.text, "I will do it myself.");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2, "no child ran");
+    assert!(seen[1].to_string().contains("depth limit reached"));
+    assert!(
+        core.db()
+            .subagent_tasks()
+            .list("main", 10)
+            .unwrap()
+            .is_empty()
+    );
+}
