@@ -5,7 +5,19 @@ use std::path::Path;
 
 /// Every `#[tauri::command]` registered in `lib.rs`. A command missing here gets no permission and
 /// the UI's call to it is refused, so keep the two lists together.
-const COMMANDS: &[&str] = &["app_info"];
+const COMMANDS: &[&str] = &[
+    "app_info",
+    "send_message",
+    "cancel_turn",
+    "list_sessions",
+    "load_history",
+    "answer_approval",
+    "pending_approvals",
+    "list_apps",
+    "approve_app_update",
+    "reject_app_update",
+    "open_app_ui",
+];
 
 fn main() {
     // tauri's own message for a missing frontendDist does not say how to produce it.

@@ -300,6 +300,8 @@ impl TauriDriver {
 pub struct LaunchOptions {
     /// Passed as `--data-dir`; `None` gives the test a fresh temporary directory.
     pub data_dir: Option<PathBuf>,
+    /// Extra environment for the app (keys for a loopback model server, ...).
+    pub env: Vec<(String, String)>,
 }
 
 /// The desktop app running under its own display, bus and driver, with a WebDriver session.
@@ -343,18 +345,22 @@ impl DesktopApp {
             // Our Xvfb, not a Wayland session the caller may have.
             removed_env.push("WAYLAND_DISPLAY");
         }
-        let tauri_driver = TauriDriver::start(
-            &[
-                ("DISPLAY", display.display()),
-                ("DBUS_SESSION_BUS_ADDRESS", bus.address()),
-                ("GDK_BACKEND", "x11"),
-                // Also through the environment, so even an argument mix-up cannot reach the
-                // real data directory of the person running the tests.
-                ("OSPREY_DATA_DIR", &data_dir_text),
-            ],
-            &removed_env,
-            &artifacts.join("tauri-driver.log"),
-        )?;
+        let mut env = vec![
+            ("DISPLAY", display.display()),
+            ("DBUS_SESSION_BUS_ADDRESS", bus.address()),
+            ("GDK_BACKEND", "x11"),
+            // Also through the environment, so even an argument mix-up cannot reach the
+            // real data directory of the person running the tests.
+            ("OSPREY_DATA_DIR", &data_dir_text),
+        ];
+        env.extend(
+            options
+                .env
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_str())),
+        );
+        let tauri_driver =
+            TauriDriver::start(&env, &removed_env, &artifacts.join("tauri-driver.log"))?;
         let mut driver = WebDriver::new(tauri_driver.port());
         driver
             .new_session(&binary, &["--data-dir".to_string(), data_dir_text])

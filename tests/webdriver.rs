@@ -252,6 +252,16 @@ impl WebDriver {
         Ok(())
     }
 
+    /// Types `text` into the element as keystrokes (WebDriver "Element Send Keys").
+    pub fn send_keys(&self, element: &Element, text: &str) -> Result<()> {
+        self.session_command(
+            "POST",
+            &format!("/element/{}/value", element.0),
+            Some(&json!({ "text": text })),
+        )?;
+        Ok(())
+    }
+
     /// Waits until the app's page (not the blank page a webview starts on) has loaded. Commands
     /// sent while the webview is still navigating fail with "no such frame", so those are retried.
     pub fn wait_for_page_load(&self, timeout: Duration) -> Result<()> {

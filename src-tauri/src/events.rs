@@ -1,3 +1,35 @@
-//! Bridges the core's events (a broadcast channel in osprey-core) to Tauri events the UI listens
-//! to through `ipc.ts`. The core emits no events yet, so there is nothing to forward; the main
-//! capability already grants `core:event:default` so the UI can listen once it does.
+//! Bridges the core's events (a broadcast channel in osprey-core) to the main window as the Tauri
+//! event [`CORE_EVENT`], whose payload is an `osprey_types::CoreEvent`; `ui/src/ipc.ts` listens.
+//! Only the main window receives them: app UI windows have no event permission and must not
+//! learn about chats or other apps.
+
+use osprey_core::Core;
+use tauri::{AppHandle, Emitter, Runtime};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::tray::MAIN_WINDOW;
+
+/// The Tauri event name the UI listens to.
+pub const CORE_EVENT: &str = "core-event";
+
+/// Forwards every core event to the main window until the core's bus closes. Subscribes before
+/// returning, so nothing emitted after this call is missed.
+pub fn forward<R: Runtime>(app: AppHandle<R>, core: &Core) {
+    let mut events = core.subscribe();
+    tauri::async_runtime::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(event) => {
+                    if let Err(error) = app.emit_to(MAIN_WINDOW, CORE_EVENT, &event) {
+                        tracing::warn!("could not forward a core event: {error}");
+                    }
+                }
+                // The UI missed some streaming; it reloads history when the turn ends.
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::warn!(missed, "the UI fell behind the core's events")
+                }
+                Err(RecvError::Closed) => break,
+            }
+        }
+    });
+}

@@ -3,11 +3,14 @@
 //! file per UI area under `commands/`). Logic belongs in osprey-core; a command here only
 //! forwards and maps errors to [`UiError`].
 
+#[cfg(unix)]
+mod app_ui;
 mod commands;
 mod events;
 mod startup;
 mod tray;
 
+use osprey_core::chat::Chats;
 use osprey_core::{Core, CoreOptions};
 use osprey_types::UiError;
 
@@ -24,6 +27,7 @@ pub mod codes {
 #[derive(Debug)]
 pub struct CoreState {
     core: Result<Core, String>,
+    chats: Option<Chats>,
 }
 
 impl CoreState {
@@ -32,7 +36,8 @@ impl CoreState {
         if let Err(message) = &core {
             tracing::error!("Osprey's core did not open: {message}");
         }
-        CoreState { core }
+        let chats = core.as_ref().ok().map(|core| Chats::new(core.clone()));
+        CoreState { core, chats }
     }
 
     pub fn core(&self) -> Result<&Core, UiError> {
@@ -40,6 +45,22 @@ impl CoreState {
             code: codes::CORE_UNAVAILABLE.to_string(),
             message: message.clone(),
         })
+    }
+
+    pub fn chats(&self) -> Result<&Chats, UiError> {
+        self.core()?;
+        self.chats.as_ref().ok_or_else(|| UiError {
+            code: codes::CORE_UNAVAILABLE.to_string(),
+            message: "chat is not available".to_string(),
+        })
+    }
+}
+
+/// A core error as the UI receives it.
+pub fn ui_error(code: &str, error: impl std::fmt::Display) -> UiError {
+    UiError {
+        code: code.to_string(),
+        message: format!("{error:#}"),
     }
 }
 
@@ -57,11 +78,26 @@ pub fn run() {
         policy: None,
     });
 
-    let result = tauri::Builder::default()
+    let builder = tauri::Builder::default()
         .plugin(tauri_plugin_shell::init())
         .plugin(tauri_plugin_notification::init())
         .manage(state)
-        .invoke_handler(tauri::generate_handler![commands::settings::app_info])
+        .invoke_handler(tauri::generate_handler![
+            commands::settings::app_info,
+            commands::chat::send_message,
+            commands::chat::cancel_turn,
+            commands::chat::list_sessions,
+            commands::chat::load_history,
+            commands::approvals::answer_approval,
+            commands::approvals::pending_approvals,
+            commands::apps::list_apps,
+            commands::apps::approve_app_update,
+            commands::apps::reject_app_update,
+            commands::apps::open_app_ui,
+        ]);
+    #[cfg(unix)]
+    let builder = builder.register_asynchronous_uri_scheme_protocol(app_ui::SCHEME, app_ui::handle);
+    let result = builder
         .setup(|app| {
             // No tray host (a bare X server, some Wayland desktops) must not stop the app.
             if let Err(error) = tray::create(app.handle()) {
@@ -69,7 +105,11 @@ pub fn run() {
             }
             // Apps launch in the background on Tauri's tokio runtime; the window never waits.
             if let Ok(core) = tauri::Manager::state::<CoreState>(app).core().cloned() {
+                // The UI answers approval questions; events reach it through the main window.
+                core.attach_approvals();
+                events::forward(app.handle().clone(), &core);
                 tauri::async_runtime::spawn(async move {
+                    core.forward_app_events();
                     if let Err(error) = core.start_apps() {
                         tracing::warn!("apps not started: {error:#}");
                     }

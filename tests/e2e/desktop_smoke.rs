@@ -99,6 +99,7 @@ fn a_core_that_cannot_open_is_shown_not_fatal() -> Result<()> {
         "desktop_core_error",
         LaunchOptions {
             data_dir: Some(blocker.path().to_path_buf()),
+            ..LaunchOptions::default()
         },
     )?;
     let banner = app

@@ -3,10 +3,28 @@
 // failure reaches a component in one shape: `UiError { code, message }`.
 
 import { invoke } from "@tauri-apps/api/core";
-import type { CoreInfo } from "./gen/CoreInfo";
-import type { UiError } from "./gen/UiError";
+import { listen } from "@tauri-apps/api/event";
+import type {
+  AppStatus,
+  ApprovalAnswer,
+  ChatSessionSummary,
+  CoreEvent,
+  CoreInfo,
+  PendingApproval,
+  TranscriptItem,
+  UiError,
+} from "./gen";
 
-export type { CoreInfo, UiError };
+export type {
+  AppStatus,
+  ApprovalAnswer,
+  ChatSessionSummary,
+  CoreEvent,
+  CoreInfo,
+  PendingApproval,
+  TranscriptItem,
+  UiError,
+};
 
 /** Codes produced on the TypeScript side (the Rust side owns the rest). */
 export const IPC_UNAVAILABLE = "ipc_unavailable";
@@ -58,4 +76,73 @@ async function call<T>(command: string, args?: Record<string, unknown>): Promise
 /** Version, data directory and registered tools of the running core (Settings > About). */
 export function appInfo(): Promise<CoreInfo> {
   return call<CoreInfo>("app_info");
+}
+
+// ---- Core events -------------------------------------------------------------------------------
+
+/** The Tauri event the shell forwards every core event on (src-tauri/src/events.rs). */
+export const CORE_EVENT = "core-event";
+
+/**
+ * Calls `handler` with every core event until the returned function is called. Outside Tauri
+ * (unit tests, a plain browser) nothing arrives and the returned function does nothing.
+ */
+export async function onCoreEvent(handler: (event: CoreEvent) => void): Promise<() => void> {
+  if (!inTauri()) {
+    return () => {};
+  }
+  try {
+    return await listen<CoreEvent>(CORE_EVENT, (message) => handler(message.payload));
+  } catch (reason) {
+    throw toUiError(reason);
+  }
+}
+
+// ---- Chat ------------------------------------------------------------------------------------------
+
+/** Starts a turn; resolves with the session id (a new one when `sessionId` is null). */
+export function sendMessage(sessionId: string | null, text: string): Promise<string> {
+  return call<string>("send_message", { sessionId, text });
+}
+
+/** Stops the session's running turn; false when none was running. */
+export function cancelTurn(sessionId: string): Promise<boolean> {
+  return call<boolean>("cancel_turn", { sessionId });
+}
+
+export function listSessions(): Promise<ChatSessionSummary[]> {
+  return call<ChatSessionSummary[]>("list_sessions");
+}
+
+export function loadHistory(sessionId: string): Promise<TranscriptItem[]> {
+  return call<TranscriptItem[]>("load_history", { sessionId });
+}
+
+// ---- Approvals -------------------------------------------------------------------------------------
+
+export function answerApproval(requestId: string, answer: ApprovalAnswer): Promise<void> {
+  return call<void>("answer_approval", { requestId, answer });
+}
+
+export function pendingApprovals(): Promise<PendingApproval[]> {
+  return call<PendingApproval[]>("pending_approvals");
+}
+
+// ---- Apps ------------------------------------------------------------------------------------------
+
+export function listApps(): Promise<AppStatus[]> {
+  return call<AppStatus[]>("list_apps");
+}
+
+export function approveAppUpdate(appId: string): Promise<AppStatus> {
+  return call<AppStatus>("approve_app_update", { appId });
+}
+
+export function rejectAppUpdate(appId: string): Promise<AppStatus> {
+  return call<AppStatus>("reject_app_update", { appId });
+}
+
+/** Opens the app's UI in its own window (osprey-app://<id>/). */
+export function openAppUi(appId: string): Promise<void> {
+  return call<void>("open_app_ui", { appId });
 }

@@ -16,22 +16,14 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use osprey_tools::Approver;
+pub use osprey_types::PendingApproval;
 use osprey_types::{ApprovalAnswer, ApprovalRequest, ApprovalResolution, CoreEvent};
-use serde::Serialize;
 use tokio::sync::oneshot;
 
 use crate::events::EventBus;
 
 /// How long a question waits for an answer before it is denied.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// A question waiting for its answer, as the UI lists it (e.g. after a reload).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PendingApproval {
-    pub request: ApprovalRequest,
-    /// Unix milliseconds when it is denied.
-    pub deadline_ms: i64,
-}
 
 /// Why an answer could not be delivered.
 #[derive(Debug, Clone, PartialEq, Eq)]

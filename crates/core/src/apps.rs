@@ -23,7 +23,7 @@ pub fn store_url(stored: &osprey_db::Settings) -> Option<String> {
 }
 
 #[cfg(unix)]
-pub use platform::AppPlatform;
+pub use platform::{AppPlatform, LAUNCHING, LaunchReports};
 #[cfg(unix)]
 pub use platform::{MAX_REVOCATION_AGE, StoreSource};
 
@@ -69,6 +69,52 @@ mod platform {
         config: SupervisorConfig,
         launch: LaunchOptions,
         running: Mutex<Option<Running>>,
+        launch_reports: LaunchReports,
+    }
+
+    /// What became of each app's launch by `start_apps`, by app id: `("launching", "")` while
+    /// it runs, else why it failed (`code`, message); no entry once launched. A channel names
+    /// each app whose entry changed (the UI's app list listens; see `app_status.rs`).
+    #[derive(Clone)]
+    pub struct LaunchReports {
+        failures: Arc<Mutex<std::collections::HashMap<String, (String, String)>>>,
+        changed: tokio::sync::broadcast::Sender<String>,
+    }
+
+    /// The code of a launch in progress.
+    pub const LAUNCHING: &str = "launching";
+
+    impl Default for LaunchReports {
+        fn default() -> Self {
+            LaunchReports {
+                failures: Arc::default(),
+                changed: tokio::sync::broadcast::channel(64).0,
+            }
+        }
+    }
+
+    impl LaunchReports {
+        fn set(&self, id: &str, failure: Option<(String, String)>) {
+            let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+            match failure {
+                Some(failure) => failures.insert(id.to_string(), failure),
+                None => failures.remove(id),
+            };
+            drop(failures);
+            let _ = self.changed.send(id.to_string());
+        }
+
+        pub fn get(&self, id: &str) -> Option<(String, String)> {
+            self.failures
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(id)
+                .cloned()
+        }
+
+        pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<String> {
+            self.changed.subscribe()
+        }
     }
 
     /// What `start_apps` started: cancelled by `stop_apps` or when the core is dropped.
@@ -150,6 +196,7 @@ mod platform {
                 config: SupervisorConfig::default(),
                 launch: LaunchOptions::default(),
                 running: Mutex::new(None),
+                launch_reports: LaunchReports::default(),
             })
         }
 
@@ -159,6 +206,14 @@ mod platform {
 
         pub fn supervisor(&self) -> &Supervisor {
             &self.supervisor
+        }
+
+        pub fn installer(&self) -> &Installer {
+            &self.installer
+        }
+
+        pub fn launch_reports(&self) -> &LaunchReports {
+            &self.launch_reports
         }
 
         /// Starts the apps in the background on the current tokio runtime and returns at once;
@@ -183,6 +238,7 @@ mod platform {
                 launcher,
                 cancel: cancel.clone(),
                 watcher: Arc::clone(&watcher),
+                launch_reports: self.launch_reports.clone(),
             };
             runtime.spawn(job.run());
             *running = Some(Running { cancel, watcher });
@@ -234,6 +290,7 @@ mod platform {
         launcher: Launcher,
         cancel: CancellationToken,
         watcher: Arc<Mutex<Option<AppWatcher>>>,
+        launch_reports: LaunchReports,
     }
 
     impl StartJob {
@@ -279,10 +336,17 @@ mod platform {
                 .filter(|app| app.quarantined.is_none())
                 .map(|app| {
                     let supervisor = self.supervisor.clone();
+                    let failures = self.launch_reports.clone();
                     async move {
                         let id = app.manifest.id;
-                        if let Err(error) = supervisor.launch(&id).await {
-                            tracing::warn!(app = %id, "not launched: {error}");
+                        failures.set(&id, Some((LAUNCHING.to_string(), String::new())));
+                        match supervisor.launch(&id).await {
+                            Ok(_) => failures.set(&id, None),
+                            Err(error) => {
+                                tracing::warn!(app = %id, "not launched: {error}");
+                                failures
+                                    .set(&id, Some((error.code().to_string(), error.to_string())));
+                            }
                         }
                     }
                 });

@@ -3,6 +3,7 @@
 //! desktop app and the `osprey` CLI) call. It emits events on channels; it must not know Tauri.
 
 pub mod agent;
+pub mod app_status;
 pub mod approvals;
 pub mod apps;
 pub mod chat;
@@ -154,15 +155,9 @@ impl Core {
         let reminders = scheduler::Reminders::default();
         reminders.slot.set(scheduler::stored_backend(&db));
         // Children run on the runners `runner_with` registers; none exist until a chat starts.
-        let subagent_config =
-            settings::read::<osprey_agent::SubAgentSettings>(&stored, settings::SUBAGENTS)
-                .config()
-                .unwrap_or_else(|why| {
-                    tracing::warn!(%why, "ignoring the subagents setting; using the defaults");
-                    osprey_agent::SubAgentConfig::default()
-                });
         let subagent_runners = osprey_agent::RunnerPool::new(db.sessions());
-        let subagents = osprey_agent::SubAgents::new(&db, subagent_config);
+        let subagents =
+            osprey_agent::SubAgents::new(&db, osprey_agent::SubAgentConfig::default());
         subagents.set_factory(Arc::new(subagent_runners.clone()));
         registry.register_domain(
             AgentTool::new(&db)

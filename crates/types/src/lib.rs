@@ -341,6 +341,15 @@ pub enum CoreEvent {
     AppStateChanged { app: AppStatus },
 }
 
+/// A question waiting for the person's answer (the approval dialog lists these after a reload).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+pub struct PendingApproval {
+    pub request: ApprovalRequest,
+    /// Unix milliseconds when it is denied.
+    #[ts(type = "number")]
+    pub deadline_ms: i64,
+}
+
 /// How a pending approval ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(tag = "kind", rename_all = "snake_case")]

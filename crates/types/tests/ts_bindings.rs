@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use osprey_types::{
     AppRunState, AppStatus, ApprovalAnswer, ApprovalRequest, ApprovalResolution,
     ChatSessionSummary, ContentBlock, CoreEvent, CoreInfo, ErrorCode, GrantDuration, GrantScope,
-    Origin, ToolResult, TranscriptItem, UiError,
+    Origin, PendingApproval, ToolResult, TranscriptItem, UiError,
 };
 use ts_rs::{Config, TS};
 
@@ -55,6 +55,7 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<AppRunState>(&config, &mut index);
     export::<ChatSessionSummary>(&config, &mut index);
     export::<TranscriptItem>(&config, &mut index);
+    export::<PendingApproval>(&config, &mut index);
 
     index.sort();
     let mut index_ts = String::from(

@@ -12,6 +12,7 @@ export type { ErrorCode } from "./ErrorCode";
 export type { GrantDuration } from "./GrantDuration";
 export type { GrantScope } from "./GrantScope";
 export type { Origin } from "./Origin";
+export type { PendingApproval } from "./PendingApproval";
 export type { ToolResult } from "./ToolResult";
 export type { TranscriptItem } from "./TranscriptItem";
 export type { UiError } from "./UiError";

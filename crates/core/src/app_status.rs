@@ -1,0 +1,233 @@
+//! What the desktop's Apps page shows and does: each installed app's state (from the installer's
+//! list, the supervisor's status and what became of its launch), `AppStateChanged` events as
+//! those change, approving or rejecting a staged update, and serving an app's UI
+//! (`osprey-app://<id>/...`: static `ui/` files, `/api/*` forwarded to the app's UIService).
+
+use osprey_types::AppStatus;
+
+use crate::Core;
+
+#[cfg(unix)]
+pub use osprey_apps::ui::{UiRequest, UiResponse};
+
+#[cfg(unix)]
+mod unix {
+    use std::collections::HashMap;
+
+    use anyhow::Context;
+    use osprey_apps::install::InstalledApp;
+    use osprey_apps::manifest::Capability;
+    use osprey_apps::supervisor::AppState;
+    use osprey_types::{AppRunState, CoreEvent};
+    use tokio::sync::broadcast::error::RecvError;
+
+    use super::*;
+    use crate::apps::LAUNCHING;
+
+    fn status(
+        app: &InstalledApp,
+        supervised: Option<&AppState>,
+        launch: Option<(String, String)>,
+    ) -> AppStatus {
+        let (state, reason) = if let Some(reason) = &app.quarantined {
+            (AppRunState::Quarantined, Some(reason.clone()))
+        } else {
+            match (supervised, launch) {
+                (Some(AppState::Running { .. }), _) => (AppRunState::Running, None),
+                (Some(AppState::Restarting), _) => (AppRunState::Restarting, None),
+                (Some(AppState::GaveUp), _) => (
+                    AppRunState::GaveUp,
+                    Some("it failed too often and was stopped; its tools are gone".into()),
+                ),
+                // Any other supervisor state is a launch on its way.
+                (Some(_), _) => (AppRunState::Launching, None),
+                (None, Some((code, _))) if code == LAUNCHING => (AppRunState::Launching, None),
+                (None, Some((code, message))) if code == "revocation_unavailable" => {
+                    (AppRunState::RevocationUnavailable, Some(message))
+                }
+                (None, Some((_, message))) => (AppRunState::Failed, Some(message)),
+                (None, None) => (AppRunState::Stopped, None),
+            }
+        };
+        let manifest = &app.manifest;
+        AppStatus {
+            id: manifest.id.clone(),
+            name: manifest.name.clone(),
+            version: manifest.version.clone(),
+            description: manifest.description.clone(),
+            state,
+            reason,
+            sideloaded: app.sideloaded,
+            pending_permissions: app.pending_permissions.clone(),
+            has_ui: manifest.provides.contains(&Capability::Ui),
+        }
+    }
+
+    impl Core {
+        /// Every installed app with its state, sorted by name.
+        pub async fn app_statuses(&self) -> Vec<AppStatus> {
+            let platform = self.apps();
+            let installer = platform.installer().clone();
+            let installed = tokio::task::spawn_blocking(move || installer.list())
+                .await
+                .unwrap_or_default();
+            // A supervisor that is not running (apps not started) has nothing running.
+            let supervised: HashMap<String, AppState> = platform
+                .supervisor()
+                .status()
+                .await
+                .map(|list| list.into_iter().collect())
+                .unwrap_or_default();
+            let reports = platform.launch_reports();
+            let mut list: Vec<AppStatus> = installed
+                .iter()
+                .map(|app| {
+                    let id = &app.manifest.id;
+                    status(app, supervised.get(id), reports.get(id))
+                })
+                .collect();
+            list.sort_by_key(|app| app.name.to_lowercase());
+            list
+        }
+
+        /// One app's status, if installed.
+        pub async fn app_status(&self, id: &str) -> Option<AppStatus> {
+            self.app_statuses()
+                .await
+                .into_iter()
+                .find(|app| app.id == id)
+        }
+
+        /// Emits `AppStateChanged` whenever the supervisor or a launch reports on an app, until
+        /// the core is dropped. Spawned on the current runtime by the desktop.
+        pub fn forward_app_events(&self) -> tokio::task::JoinHandle<()> {
+            let core = self.clone();
+            let mut supervisor = self.apps().supervisor().subscribe();
+            let mut launches = self.apps().launch_reports().subscribe();
+            tokio::spawn(async move {
+                loop {
+                    let id = tokio::select! {
+                        event = supervisor.recv() => match event {
+                            Ok(event) => supervisor_event_app(&event),
+                            Err(RecvError::Lagged(_)) => None,
+                            Err(RecvError::Closed) => break,
+                        },
+                        id = launches.recv() => match id {
+                            Ok(id) => Some(id),
+                            Err(RecvError::Lagged(_)) => None,
+                            Err(RecvError::Closed) => break,
+                        },
+                    };
+                    if let Some(id) = id
+                        && let Some(app) = core.app_status(&id).await
+                    {
+                        core.emit(CoreEvent::AppStateChanged { app });
+                    }
+                }
+            })
+        }
+
+        /// Applies a staged update's new permissions (the person approved them) and restarts the
+        /// app on the new version when apps run.
+        pub async fn approve_app_update(&self, id: &str) -> anyhow::Result<AppStatus> {
+            let installer = self.apps().installer().clone();
+            let owned = id.to_string();
+            tokio::task::spawn_blocking(move || installer.approve_update(&owned))
+                .await
+                .context("the update task failed")?
+                .with_context(|| format!("approving the update of {id}"))?;
+            if self.apps().supervisor().is_running()
+                && let Err(error) = self.apps().supervisor().reload(id, None).await
+            {
+                tracing::warn!(app = %id, "updated but not restarted: {error}");
+            }
+            self.changed(id).await
+        }
+
+        /// Drops a staged update; the installed version keeps running.
+        pub async fn reject_app_update(&self, id: &str) -> anyhow::Result<AppStatus> {
+            let installer = self.apps().installer().clone();
+            let owned = id.to_string();
+            tokio::task::spawn_blocking(move || installer.reject_update(&owned))
+                .await
+                .context("the update task failed")?
+                .with_context(|| format!("rejecting the update of {id}"))?;
+            self.changed(id).await
+        }
+
+        async fn changed(&self, id: &str) -> anyhow::Result<AppStatus> {
+            let app = self
+                .app_status(id)
+                .await
+                .with_context(|| format!("{id} is no longer installed"))?;
+            self.emit(CoreEvent::AppStateChanged { app: app.clone() });
+            Ok(app)
+        }
+
+        /// Serves one request of an app's UI window. The app must be installed, provide `ui`
+        /// and be running (its `/api/*` needs the process; static files are served from its
+        /// `ui/` dir with traversal, symlinks and oversize files refused by `osprey_apps::ui`).
+        pub async fn serve_app_ui(&self, id: &str, request: UiRequest) -> UiResponse {
+            let plain = |status: u16, message: String| UiResponse {
+                status,
+                headers: vec![(
+                    "content-type".to_string(),
+                    "text/plain; charset=utf-8".to_string(),
+                )],
+                body: message.into_bytes(),
+            };
+            let Some(app) = self.app_status(id).await else {
+                return plain(404, format!("no installed app `{id}`"));
+            };
+            if !app.has_ui {
+                return plain(404, format!("{} has no UI", app.name));
+            }
+            let Ok(Some((_manifest, channel))) = self.apps().supervisor().channel(id).await else {
+                return plain(
+                    503,
+                    format!("{} is not running: start it from the Apps page", app.name),
+                );
+            };
+            // The id matched an installed app, so it names a directory inside the apps dir.
+            let dir = self.apps().apps_dir().join(&app.id);
+            osprey_apps::ui::serve(&dir, channel, request).await
+        }
+    }
+
+    fn supervisor_event_app(event: &osprey_apps::supervisor::SupervisorEvent) -> Option<String> {
+        use osprey_apps::supervisor::SupervisorEvent as Event;
+        Some(match event {
+            Event::Launched { id, .. }
+            | Event::Failed { id, .. }
+            | Event::Restarted { id, .. }
+            | Event::GaveUp { id, .. }
+            | Event::Stopped { id } => id.clone(),
+            #[allow(unreachable_patterns)]
+            _ => return None,
+        })
+    }
+}
+
+/// Without the app runtime (Windows for now) there are no apps to show.
+#[cfg(not(unix))]
+impl Core {
+    pub async fn app_statuses(&self) -> Vec<AppStatus> {
+        Vec::new()
+    }
+
+    pub async fn app_status(&self, _id: &str) -> Option<AppStatus> {
+        None
+    }
+
+    pub fn forward_app_events(&self) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async {})
+    }
+
+    pub async fn approve_app_update(&self, id: &str) -> anyhow::Result<AppStatus> {
+        anyhow::bail!("apps are not supported on this platform yet ({id})")
+    }
+
+    pub async fn reject_app_update(&self, id: &str) -> anyhow::Result<AppStatus> {
+        anyhow::bail!("apps are not supported on this platform yet ({id})")
+    }
+}

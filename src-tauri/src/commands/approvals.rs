@@ -1,0 +1,51 @@
+//! The approvals area: answer a pending question, list the pending ones (after a reload).
+
+use osprey_types::{ApprovalAnswer, PendingApproval, UiError};
+use tauri::State;
+
+use crate::CoreState;
+
+#[tauri::command]
+pub fn answer_approval(
+    state: State<'_, CoreState>,
+    request_id: String,
+    answer: ApprovalAnswer,
+) -> Result<(), UiError> {
+    answer_with(&state, &request_id, answer)
+}
+
+#[tauri::command]
+pub fn pending_approvals(state: State<'_, CoreState>) -> Result<Vec<PendingApproval>, UiError> {
+    Ok(state.core()?.approvals().pending())
+}
+
+// Split from the command so it can be tested without a Tauri runtime.
+fn answer_with(state: &CoreState, request_id: &str, answer: ApprovalAnswer) -> Result<(), UiError> {
+    state
+        .core()?
+        .approvals()
+        .answer(request_id, answer)
+        .map_err(|error| UiError {
+            code: error.code().to_string(),
+            message: error.to_string(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use osprey_core::CoreOptions;
+
+    use super::*;
+
+    #[test]
+    fn answering_nothing_pending_says_so_with_a_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = CoreState::open(CoreOptions {
+            data_dir: Some(dir.path().to_path_buf()),
+            policy: None,
+        });
+        let error = answer_with(&state, "call-1", ApprovalAnswer::Once).unwrap_err();
+        assert_eq!(error.code, "approval_not_pending");
+        assert!(error.message.contains("call-1"));
+    }
+}

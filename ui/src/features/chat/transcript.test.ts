@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import type { CoreEvent } from "../../gen";
+import {
+  addUserMessage,
+  applyEvent,
+  emptyTranscript,
+  fromHistory,
+  resultText,
+  type Transcript,
+} from "./transcript";
+
+const S = "chat-1";
+
+function play(start: Transcript, events: CoreEvent[]): Transcript {
+  return events.reduce(applyEvent, start);
+}
+
+describe("applying a turn's events", () => {
+  it("streams text and thinking into one entry each and ends the turn", () => {
+    const started = addUserMessage(emptyTranscript(S), "hello");
+    expect(started.running).toBe(true);
+    const done = play(started, [
+      { type: "chat_turn_started", session_id: S },
+      { type: "chat_thinking_delta", session_id: S, text: "The person " },
+      { type: "chat_thinking_delta", session_id: S, text: "greets me." },
+      { type: "chat_text_delta", session_id: S, text: "Hel" },
+      { type: "chat_text_delta", session_id: S, text: "lo!" },
+      { type: "chat_turn_finished", session_id: S, stop: "end_turn", text: "Hello!" },
+    ]);
+    expect(done.entries).toEqual([
+      { kind: "user", text: "hello" },
+      { kind: "thinking", text: "The person greets me." },
+      { kind: "assistant", text: "Hello!" },
+    ]);
+    expect(done.running).toBe(false);
+    expect(done.error).toBeNull();
+  });
+
+  it("tracks a tool call from running to its result, and text after it is a new entry", () => {
+    const result = { content: [{ type: "text" as const, text: "made it" }], is_error: false };
+    const done = play(emptyTranscript(S), [
+      { type: "chat_text_delta", session_id: S, text: "Let me check." },
+      { type: "chat_tool_call_started", session_id: S, call_id: "c1", name: "shell", input: { command: "ls" } },
+      { type: "chat_tool_call_started", session_id: S, call_id: "c1", name: "shell", input: { command: "ls" } },
+    ]);
+    expect(done.entries).toHaveLength(2);
+    expect(done.entries[1]).toMatchObject({ kind: "tool_call", status: "running", result: null });
+    const finished = play(done, [
+      { type: "chat_tool_call_finished", session_id: S, call_id: "c1", name: "shell", result },
+      { type: "chat_text_delta", session_id: S, text: "Done." },
+    ]);
+    expect(finished.entries[1]).toMatchObject({ status: "done", result });
+    expect(finished.entries[2]).toEqual({ kind: "assistant", text: "Done." });
+    expect(resultText(result)).toBe("made it");
+  });
+
+  it("marks a refused call as failed", () => {
+    const refused = {
+      content: [{ type: "text" as const, text: "the person did not approve" }],
+      is_error: true,
+      code: "approval_denied" as const,
+    };
+    const done = play(emptyTranscript(S), [
+      { type: "chat_tool_call_started", session_id: S, call_id: "c2", name: "shell", input: {} },
+      { type: "chat_tool_call_finished", session_id: S, call_id: "c2", name: "shell", result: refused },
+    ]);
+    expect(done.entries[0]).toMatchObject({ status: "failed" });
+  });
+
+  it("keeps a failure's code and message, but not a cancellation's", () => {
+    const failed = play(addUserMessage(emptyTranscript(S), "hi"), [
+      { type: "chat_turn_failed", session_id: S, code: "auth", message: "bad key" },
+    ]);
+    expect(failed.running).toBe(false);
+    expect(failed.error).toEqual({ code: "auth", message: "bad key" });
+    const cancelled = play(addUserMessage(emptyTranscript(S), "hi"), [
+      { type: "chat_turn_failed", session_id: S, code: "cancelled", message: "the turn was cancelled" },
+    ]);
+    expect(cancelled.error).toBeNull();
+  });
+
+  it("ignores other sessions and other kinds of events, returning the same object", () => {
+    const start = emptyTranscript(S);
+    expect(applyEvent(start, { type: "chat_text_delta", session_id: "other", text: "x" })).toBe(start);
+    expect(
+      applyEvent(start, { type: "approval_resolved", request_id: "r", resolution: { kind: "timed_out" } }),
+    ).toBe(start);
+  });
+});
+
+describe("history", () => {
+  it("turns stored items into entries; a call without a result counts as failed", () => {
+    const transcript = fromHistory(S, [
+      { kind: "user", text: "list" },
+      { kind: "tool_call", call_id: "c1", name: "shell", input: {}, result: { content: [], is_error: false } },
+      { kind: "tool_call", call_id: "c2", name: "shell", input: {}, result: null },
+      { kind: "assistant", text: "ok" },
+    ]);
+    expect(transcript.entries.map((e) => (e.kind === "tool_call" ? e.status : e.kind))).toEqual([
+      "user",
+      "done",
+      "failed",
+      "assistant",
+    ]);
+    expect(transcript.running).toBe(false);
+  });
+});

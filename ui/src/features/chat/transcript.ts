@@ -1,0 +1,158 @@
+// The chat transcript as plain data, and how each core event changes it. Pure functions, so the
+// streaming logic is unit-tested without a webview; ChatView only renders what these return.
+
+import type { CoreEvent, ToolResult, TranscriptItem } from "../../gen";
+
+export type ToolStatus = "running" | "done" | "failed";
+
+/** One entry on screen. Streaming appends to the last entry when it is of the same kind. */
+export type Entry =
+  | { kind: "user"; text: string }
+  | { kind: "assistant"; text: string }
+  | { kind: "thinking"; text: string }
+  | {
+      kind: "tool_call";
+      callId: string;
+      name: string;
+      input: unknown;
+      status: ToolStatus;
+      result: ToolResult | null;
+    };
+
+export interface Transcript {
+  /** The session shown; events of other sessions are ignored. */
+  sessionId: string | null;
+  entries: Entry[];
+  /** A turn is running in this session. */
+  running: boolean;
+  /** How the last turn failed, if it did. */
+  error: { code: string; message: string } | null;
+}
+
+export function emptyTranscript(sessionId: string | null = null): Transcript {
+  return { sessionId, entries: [], running: false, error: null };
+}
+
+function toolStatus(result: ToolResult | null): ToolStatus {
+  if (result === null) {
+    return "running";
+  }
+  return result.is_error ? "failed" : "done";
+}
+
+/** A stored session's history as a transcript (nothing running). */
+export function fromHistory(sessionId: string, items: TranscriptItem[]): Transcript {
+  const entries: Entry[] = items.map((item) => {
+    switch (item.kind) {
+      case "tool_call":
+        return {
+          kind: "tool_call",
+          callId: item.call_id,
+          name: item.name,
+          input: item.input,
+          // A stored call without a result never finished (the turn was stopped or crashed).
+          status: item.result ? toolStatus(item.result) : "failed",
+          result: item.result,
+        };
+      default:
+        return { kind: item.kind, text: item.text };
+    }
+  });
+  return { sessionId, entries, running: false, error: null };
+}
+
+/** The person's message, shown at once (before the core confirms the turn). */
+export function addUserMessage(transcript: Transcript, text: string): Transcript {
+  return {
+    ...transcript,
+    entries: [...transcript.entries, { kind: "user", text }],
+    running: true,
+    error: null,
+  };
+}
+
+function appendText(entries: Entry[], kind: "assistant" | "thinking", text: string): Entry[] {
+  const last = entries[entries.length - 1];
+  if (last && last.kind === kind) {
+    return [...entries.slice(0, -1), { kind, text: last.text + text }];
+  }
+  return [...entries, { kind, text }];
+}
+
+function sessionOf(event: CoreEvent): string | null {
+  return "session_id" in event ? event.session_id : null;
+}
+
+/**
+ * The transcript after `event`. Returns the same object when the event is not about this
+ * session (or not about chat), so callers can skip re-rendering.
+ */
+export function applyEvent(transcript: Transcript, event: CoreEvent): Transcript {
+  const session = sessionOf(event);
+  if (session === null || session !== transcript.sessionId) {
+    return transcript;
+  }
+  switch (event.type) {
+    case "chat_turn_started":
+      return { ...transcript, running: true, error: null };
+    case "chat_text_delta":
+      return { ...transcript, entries: appendText(transcript.entries, "assistant", event.text) };
+    case "chat_thinking_delta":
+      return { ...transcript, entries: appendText(transcript.entries, "thinking", event.text) };
+    case "chat_tool_call_started":
+      if (transcript.entries.some((e) => e.kind === "tool_call" && e.callId === event.call_id)) {
+        return transcript;
+      }
+      return {
+        ...transcript,
+        entries: [
+          ...transcript.entries,
+          {
+            kind: "tool_call",
+            callId: event.call_id,
+            name: event.name,
+            input: event.input,
+            status: "running",
+            result: null,
+          },
+        ],
+      };
+    case "chat_tool_call_finished":
+      return {
+        ...transcript,
+        entries: transcript.entries.map((entry) =>
+          entry.kind === "tool_call" && entry.callId === event.call_id
+            ? { ...entry, status: toolStatus(event.result), result: event.result }
+            : entry,
+        ),
+      };
+    case "chat_turn_finished":
+      return { ...transcript, running: false };
+    case "chat_turn_failed":
+      return {
+        ...transcript,
+        running: false,
+        error: event.code === "cancelled" ? null : { code: event.code, message: event.message },
+      };
+    default:
+      return transcript;
+  }
+}
+
+/** The text of a tool result, for the collapsed result view. */
+export function resultText(result: ToolResult | null): string {
+  if (!result) {
+    return "";
+  }
+  return result.content
+    .map((block) => (block.type === "text" ? block.text : `[image ${block.mime_type}]`))
+    .join("\n");
+}
+
+/** A new session's id: time-based with a random tail, unique enough across windows. */
+export function newSessionId(now: number = Date.now()): string {
+  const tail = Math.floor(Math.random() * 0x100000)
+    .toString(16)
+    .padStart(5, "0");
+  return `chat-${now}-${tail}`;
+}
