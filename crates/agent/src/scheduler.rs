@@ -25,7 +25,6 @@ mod task;
 use std::sync::{Arc, Mutex, RwLock};
 
 use chrono::TimeZone;
-use chrono_tz::Tz;
 use futures::future::BoxFuture;
 use osprey_db::{Database, ReminderKind, ReminderRow, ReminderRun, RunOutcome, RunTrigger};
 use serde::Serialize;
@@ -33,6 +32,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 pub use book::StoredReminders;
+pub use chrono_tz::Tz;
 pub use clock::{Clock, ManualClock, SystemClock};
 
 use crate::{Error, Result};
@@ -416,16 +416,19 @@ pub fn reminder_of(row: &ReminderRow) -> Reminder {
         timezone: row.timezone.clone(),
         session_id: row.session_id.clone(),
         next_run_ms: row.next_run_ms,
-        next_run: row.next_run_ms.and_then(|ms| {
-            tz.timestamp_millis_opt(ms)
-                .single()
-                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-        }),
+        next_run: row.next_run_ms.and_then(|ms| local_rfc3339(tz, ms)),
         enabled: row.enabled,
         origin: row.origin.clone(),
         created_ms: row.created_ms,
         last_run_ms: row.last_run_ms,
     }
+}
+
+/// `ms` as an RFC 3339 time in `tz` (`2026-11-22T10:05:00+01:00`).
+pub fn local_rfc3339(tz: Tz, ms: i64) -> Option<String> {
+    tz.timestamp_millis_opt(ms)
+        .single()
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
 }
 
 /// The DTO of a stored run.

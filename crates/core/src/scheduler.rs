@@ -9,6 +9,8 @@
 //! An app that provides `schedule` can take the built-in scheduler's place: put its adapter in
 //! the slot with [`Core::replace_scheduler`] (the agent tool follows at once).
 
+pub mod app;
+
 use std::sync::{Arc, Mutex, Weak};
 
 use anyhow::Context;
@@ -31,6 +33,8 @@ pub(crate) struct Reminders {
     builtin: Mutex<Option<Scheduler>>,
     /// The model reminders' turns use; resolved like a chat's when not set.
     options: Mutex<Option<ChatOptions>>,
+    /// Stops listening to an app scheduler's triggers.
+    app_listener: Mutex<Option<tokio_util::sync::CancellationToken>>,
 }
 
 impl Reminders {
@@ -112,6 +116,66 @@ impl Core {
         backend: Arc<dyn ScheduleBackend>,
     ) -> Option<Arc<dyn ScheduleBackend>> {
         self.inner.reminders.slot.set(backend)
+    }
+
+    /// Makes an app that provides `schedule` the reminder backend: the agent tool's reminder
+    /// operations go to it, and what it fires (its `Triggers` stream) runs as the built-in
+    /// scheduler's firings do. Needs a tokio runtime. Replaces an app scheduler attached before.
+    pub fn attach_app_scheduler(&self, scheduler: app::AppScheduler) {
+        let cancel = tokio_util::sync::CancellationToken::new();
+        scheduler.listen(
+            Arc::new(CoreReminderHandler {
+                core: Arc::downgrade(&self.inner),
+            }),
+            cancel.clone(),
+        );
+        let previous = self
+            .inner
+            .reminders
+            .app_listener
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .replace(cancel);
+        if let Some(previous) = previous {
+            previous.cancel();
+        }
+        self.replace_scheduler(Arc::new(scheduler));
+    }
+
+    /// [`Core::attach_app_scheduler`] for an installed app, reached through the supervisor
+    /// (start the apps first).
+    #[cfg(unix)]
+    pub fn use_app_scheduler(&self, app_id: &str) {
+        let scheduler = app::AppScheduler::from_supervisor(
+            app_id,
+            self.apps().supervisor().clone(),
+            osprey_agent::scheduler::spec::local_timezone(),
+        );
+        self.attach_app_scheduler(scheduler);
+    }
+
+    /// Stops using an app scheduler: the built-in one (when started) or the database-only
+    /// backend takes its place again.
+    pub fn detach_app_scheduler(&self) {
+        let listener = self
+            .inner
+            .reminders
+            .app_listener
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(listener) = listener {
+            listener.cancel();
+        }
+        let builtin = self.inner.reminders.builtin().clone();
+        match builtin {
+            Some(scheduler) if !scheduler.is_stopped() => {
+                self.inner.reminders.slot.set(Arc::new(scheduler));
+            }
+            _ => {
+                self.inner.reminders.slot.set(stored_backend(self.db()));
+            }
+        }
     }
 
     /// Fixes the model reminders' turns run with (the desktop passes its chat's); `None` goes
@@ -364,5 +428,339 @@ mod tests {
 
         core.stop_scheduler().await;
         assert_eq!(core.reminders().unwrap().name(), "stored");
+    }
+
+    /// An app's `ScheduleService`, in memory, served over a real Unix socket.
+    #[cfg(unix)]
+    mod fake_app {
+        use std::pin::Pin;
+        use std::sync::{Arc, Mutex};
+
+        use futures::Stream;
+        use osprey_rpc::v1::schedule_service_server::ScheduleService;
+        use osprey_rpc::v1::*;
+        use tokio::sync::broadcast;
+        use tonic::{Request, Response, Status};
+
+        #[derive(Clone)]
+        pub struct FakeApp {
+            pub schedules: Arc<Mutex<Vec<Schedule>>>,
+            pub runs: Arc<Mutex<Vec<ScheduleRun>>>,
+            pub triggers: broadcast::Sender<ScheduleRun>,
+        }
+
+        impl FakeApp {
+            pub fn new() -> Self {
+                FakeApp {
+                    schedules: Arc::default(),
+                    runs: Arc::default(),
+                    triggers: broadcast::channel(16).0,
+                }
+            }
+
+            fn find(&self, id: &str) -> Result<Schedule, Status> {
+                self.schedules
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .find(|s| s.id == id)
+                    .cloned()
+                    .ok_or_else(|| Status::not_found(format!("no schedule {id}")))
+            }
+
+            fn set_enabled(&self, id: &str, enabled: bool) -> Result<Schedule, Status> {
+                let mut all = self.schedules.lock().unwrap();
+                let schedule = all
+                    .iter_mut()
+                    .find(|s| s.id == id)
+                    .ok_or_else(|| Status::not_found(id.to_string()))?;
+                schedule.enabled = enabled;
+                Ok(schedule.clone())
+            }
+        }
+
+        type Runs = Pin<Box<dyn Stream<Item = Result<ScheduleRun, Status>> + Send>>;
+
+        #[tonic::async_trait]
+        impl ScheduleService for FakeApp {
+            async fn create_schedule(
+                &self,
+                request: Request<CreateScheduleRequest>,
+            ) -> Result<Response<Schedule>, Status> {
+                let mut schedule = request
+                    .into_inner()
+                    .schedule
+                    .ok_or_else(|| Status::invalid_argument("no schedule"))?;
+                let mut all = self.schedules.lock().unwrap();
+                // Numeric ids: the agent tool's `id` field is an integer.
+                schedule.id = (all.len() + 1).to_string();
+                all.push(schedule.clone());
+                Ok(Response::new(schedule))
+            }
+            async fn get_schedule(
+                &self,
+                request: Request<ScheduleId>,
+            ) -> Result<Response<Schedule>, Status> {
+                self.find(&request.into_inner().id).map(Response::new)
+            }
+            async fn list_schedules(
+                &self,
+                _: Request<ListSchedulesRequest>,
+            ) -> Result<Response<ListSchedulesResponse>, Status> {
+                Ok(Response::new(ListSchedulesResponse {
+                    schedules: self.schedules.lock().unwrap().clone(),
+                    next_page_token: String::new(),
+                }))
+            }
+            async fn update_schedule(
+                &self,
+                request: Request<Schedule>,
+            ) -> Result<Response<Schedule>, Status> {
+                let schedule = request.into_inner();
+                let mut all = self.schedules.lock().unwrap();
+                let slot = all
+                    .iter_mut()
+                    .find(|s| s.id == schedule.id)
+                    .ok_or_else(|| Status::not_found(schedule.id.clone()))?;
+                *slot = schedule.clone();
+                Ok(Response::new(schedule))
+            }
+            async fn delete_schedule(
+                &self,
+                request: Request<ScheduleId>,
+            ) -> Result<Response<DeleteScheduleResponse>, Status> {
+                let id = request.into_inner().id;
+                self.schedules.lock().unwrap().retain(|s| s.id != id);
+                Ok(Response::new(DeleteScheduleResponse {}))
+            }
+            async fn enable_schedule(
+                &self,
+                request: Request<ScheduleId>,
+            ) -> Result<Response<Schedule>, Status> {
+                self.set_enabled(&request.into_inner().id, true)
+                    .map(Response::new)
+            }
+            async fn disable_schedule(
+                &self,
+                request: Request<ScheduleId>,
+            ) -> Result<Response<Schedule>, Status> {
+                self.set_enabled(&request.into_inner().id, false)
+                    .map(Response::new)
+            }
+            async fn trigger_schedule(
+                &self,
+                request: Request<ScheduleId>,
+            ) -> Result<Response<ScheduleRun>, Status> {
+                let schedule = self.find(&request.into_inner().id)?;
+                let mut runs = self.runs.lock().unwrap();
+                let run = ScheduleRun {
+                    run_id: format!("r{}", runs.len() + 1),
+                    schedule_id: schedule.id.clone(),
+                    fired_at_ms: osprey_db::now_ms(),
+                    trigger: "manual".into(),
+                    prompt: schedule.prompt.clone(),
+                    status: "pending".into(),
+                    ..Default::default()
+                };
+                runs.push(run.clone());
+                let _ = self.triggers.send(run.clone());
+                Ok(Response::new(run))
+            }
+            async fn history(
+                &self,
+                request: Request<HistoryRequest>,
+            ) -> Result<Response<HistoryResponse>, Status> {
+                let id = request.into_inner().schedule_id;
+                let runs = self.runs.lock().unwrap();
+                Ok(Response::new(HistoryResponse {
+                    runs: runs
+                        .iter()
+                        .rev()
+                        .filter(|r| r.schedule_id == id)
+                        .cloned()
+                        .collect(),
+                }))
+            }
+            type TriggersStream = Runs;
+            async fn triggers(
+                &self,
+                _: Request<TriggersRequest>,
+            ) -> Result<Response<Runs>, Status> {
+                let receiver = self.triggers.subscribe();
+                let stream = futures::stream::unfold(receiver, |mut receiver| async move {
+                    loop {
+                        match receiver.recv().await {
+                            Ok(run) => return Some((Ok(run), receiver)),
+                            Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                            Err(broadcast::error::RecvError::Closed) => return None,
+                        }
+                    }
+                });
+                Ok(Response::new(Box::pin(stream)))
+            }
+            async fn health_check(
+                &self,
+                _: Request<HealthCheckRequest>,
+            ) -> Result<Response<HealthCheckResponse>, Status> {
+                Ok(Response::new(HealthCheckResponse::default()))
+            }
+            async fn configure(
+                &self,
+                _: Request<ConfigureRequest>,
+            ) -> Result<Response<ConfigureResponse>, Status> {
+                Ok(Response::new(ConfigureResponse::default()))
+            }
+        }
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn an_app_providing_schedule_replaces_the_built_in_scheduler() {
+        use osprey_rpc::v1::schedule::Timing;
+        use osprey_rpc::v1::schedule_service_server::ScheduleServiceServer;
+
+        let server = AnthropicServer::start(vec![ScriptedReply::text("Coffee time.")]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let core = Core::open(CoreOptions {
+            data_dir: Some(dir.path().join("data")),
+            policy: None,
+        })
+        .unwrap();
+        core.set_reminder_options(Some(ChatOptions {
+            provider: ProviderKind::Anthropic,
+            base_url: Some(server.url()),
+            model: Some("claude-test".into()),
+            api_key: Some("test-key".into()),
+            max_steps: None,
+        }));
+        core.start_scheduler().unwrap();
+
+        let fake = fake_app::FakeApp::new();
+        let socket = dir.path().join("schedule.sock");
+        let listener = osprey_rpc::unix::bind(&socket).unwrap();
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(ScheduleServiceServer::new(fake.clone()))
+                .serve_with_incoming(osprey_rpc::unix::incoming(listener)),
+        );
+        let path = socket.clone();
+        let source: app::ChannelSource = Arc::new(move || {
+            let path = path.clone();
+            Box::pin(async move {
+                osprey_rpc::unix::connect(&path, Duration::from_secs(5))
+                    .await
+                    .map_err(|e| osprey_agent::Error::SchedulerStopped(e.to_string()))
+            })
+        });
+        core.attach_app_scheduler(app::AppScheduler::new(
+            "com.example.cron",
+            source,
+            osprey_agent::scheduler::Tz::UTC,
+        ));
+        let mut core_events = core.subscribe();
+
+        let created = body(
+            &core
+                .call_tool(
+                    Origin::User,
+                    "agent",
+                    json!({"resource": "schedule", "action": "create",
+                           "schedule": "every day at 9am", "prompt": "Make coffee"}),
+                )
+                .await,
+        );
+        let id = created["created"]["id"].as_str().unwrap().to_string();
+        assert_eq!(created["created"]["kind"], "cron");
+        // The app got a normalized schedule, and what the protocol has no field for.
+        let stored = fake.schedules.lock().unwrap()[0].clone();
+        assert_eq!(stored.timing, Some(Timing::Cron("0 9 * * *".into())));
+        assert_eq!(stored.timezone, "UTC");
+        assert!(
+            stored.payload_json.contains("\"origin\":\"user\""),
+            "{}",
+            stored.payload_json
+        );
+
+        let listed = body(
+            &core
+                .call_tool(
+                    Origin::User,
+                    "agent",
+                    json!({"resource": "cron", "action": "list"}),
+                )
+                .await,
+        );
+        assert_eq!(listed["kept_by"], "app:com.example.cron");
+        assert_eq!(listed["total"], 1);
+        let paused = body(
+            &core
+                .call_tool(
+                    Origin::User,
+                    "agent",
+                    json!({"resource": "cron", "action": "pause", "id": id}),
+                )
+                .await,
+        );
+        assert_eq!(paused["paused"]["enabled"], false);
+        let missing = core
+            .call_tool(
+                Origin::User,
+                "agent",
+                json!({"resource": "cron", "action": "get", "id": 99}),
+            )
+            .await;
+        assert!(
+            missing.text_content().contains("no reminder"),
+            "{missing:?}"
+        );
+
+        // What the app fires runs as a system turn on the model.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while fake.triggers.receiver_count() == 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "Osprey listens on Triggers"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        body(
+            &core
+                .call_tool(
+                    Origin::User,
+                    "agent",
+                    json!({"resource": "cron", "action": "run", "id": id}),
+                )
+                .await,
+        );
+        let (session, text) = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                if let CoreEvent::ChatTurnFinished {
+                    session_id, text, ..
+                } = core_events.recv().await.unwrap()
+                {
+                    return (session_id, text);
+                }
+            }
+        })
+        .await
+        .expect("the app's trigger ran a turn");
+        assert_eq!(text, "Coffee time.");
+        assert!(server.seen()[0].to_string().contains("Make coffee"));
+        let row = core.db().sessions().get(&session).unwrap().unwrap();
+        assert_eq!(row.origin, "system");
+        let history = body(
+            &core
+                .call_tool(
+                    Origin::User,
+                    "agent",
+                    json!({"resource": "cron", "action": "history", "id": id}),
+                )
+                .await,
+        );
+        assert_eq!(history["runs"][0]["trigger"], "manual");
+
+        core.detach_app_scheduler();
+        assert_eq!(core.reminders().unwrap().name(), "built-in");
+        core.stop_scheduler().await;
     }
 }
