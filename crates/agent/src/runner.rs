@@ -202,8 +202,16 @@ struct Inner {
     /// filters cannot use an index), and they change rarely, so they are read again after
     /// [`TACIT_CACHE`] or after this runner ran an `agent` tool call (the memory resource).
     tacit: std::sync::Mutex<Option<(std::time::Instant, Vec<String>)>>,
+    /// How many real input tokens (as the provider reported them) the last request had per
+    /// estimated one, between 1 and [`MAX_CALIBRATION`]: text in other scripts and code run
+    /// denser than four characters a token, and undercounting would let a request overflow.
+    /// Never below 1, because providers report cached prompt tokens apart (or not at all).
+    calibration: std::sync::Mutex<f64>,
     config: RunnerConfig,
 }
+
+/// The most the estimate is scaled up by what the provider reported.
+const MAX_CALIBRATION: f64 = 4.0;
 
 /// How long the prompt reuses the tacit memories it read.
 const TACIT_CACHE: Duration = Duration::from_secs(30);
@@ -246,6 +254,7 @@ impl Runner {
                 hooks: RwLock::new(Arc::new(NoHooks)),
                 sources: RwLock::new(Sources::default()),
                 tacit: std::sync::Mutex::new(None),
+                calibration: std::sync::Mutex::new(1.0),
                 config,
             }),
         }
@@ -386,7 +395,8 @@ impl Runner {
         let mut total = Usage::default();
         let mut last_text = String::new();
         for step in 1..=config.max_steps {
-            self.fit_context(turn, fixed_tokens, &mut transcript)
+            let estimate = self
+                .fit_context(turn, fixed_tokens, &mut transcript)
                 .await?;
             let mut request = ChatRequest {
                 model: config.model.clone(),
@@ -404,6 +414,14 @@ impl Runner {
                 Streamed::Cancelled(a) => (a, true),
             };
             let usage = assembler.usage;
+            if usage.input_tokens > 0 && estimate > 0 {
+                let ratio = usage.input_tokens as f64 / estimate as f64;
+                *self
+                    .inner
+                    .calibration
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = ratio.clamp(1.0, MAX_CALIBRATION);
+            }
             total.input_tokens += usage.input_tokens;
             total.output_tokens += usage.output_tokens;
             let stop = assembler.stop.clone();
@@ -558,13 +576,14 @@ impl Runner {
     }
 
     /// Before a model call: when the request's estimate reaches the threshold of the window,
-    /// drop old screenshots, then summarize older turns (persisted as a summary row).
+    /// drop old screenshots, then summarize older turns (persisted as a summary row). Returns
+    /// the plain estimate of what will be sent (before calibration).
     async fn fit_context(
         &self,
         turn: &TurnRequest,
         fixed: u64,
         transcript: &mut Transcript,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         let config = &self.inner.config;
         let provider = self.inner.provider.name();
         let window = config
@@ -572,16 +591,22 @@ impl Runner {
             .unwrap_or_else(|| tokens::default_context_window(provider, &config.model));
         let limit = (window as f64 * config.compact_threshold) as u64;
         let images = ImageCost::for_provider(provider);
-        let measure = |messages: &[Message]| -> u64 {
+        let raw = |messages: &[Message]| -> u64 {
             fixed
                 + messages
                     .iter()
                     .map(|m| tokens::message_tokens(m, images))
                     .sum::<u64>()
         };
+        let scale = *self
+            .inner
+            .calibration
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let measure = |messages: &[Message]| (raw(messages) as f64 * scale) as u64;
         let before = measure(&transcript.messages);
         if before < limit {
-            return Ok(());
+            return Ok(raw(&transcript.messages));
         }
         let images_dropped = compaction::drop_old_images(&mut transcript.messages);
         let mut after = measure(&transcript.messages);
@@ -631,7 +656,7 @@ impl Runner {
                 },
             );
         }
-        Ok(())
+        Ok(raw(&transcript.messages))
     }
 
     /// Asks the model for a summary of `messages` (no tools, its own instructions).

@@ -23,7 +23,7 @@ use osprey_tools::{
 };
 use osprey_types::{ContentBlock, ToolResult};
 use serde_json::{Value, json};
-use server::Server;
+use server::{Reply, SSE, Server, sse_event};
 use tokio::sync::mpsc;
 use wire::{ALL, ScriptCall, Wire, recording_retry};
 
@@ -252,5 +252,97 @@ async fn old_screenshots_go_first_then_older_turns_become_a_summary_that_persist
         let last = conversation(wire, &server.seen()[6].body);
         assert!(last[0].to_string().contains(SUMMARY_HEADING), "{wire:?}");
         assert_eq!(server.remaining(), 0);
+    }
+}
+
+/// An Anthropic text reply whose usage says the request had `input_tokens`.
+fn anthropic_reply(text: &str, input_tokens: u64) -> Reply {
+    let chunks = vec![
+        sse_event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "claude-test", "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": input_tokens, "output_tokens": 1}}}),
+        ),
+        sse_event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ),
+        sse_event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+        ),
+        sse_event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        sse_event(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 3}}),
+        ),
+        sse_event("message_stop", json!({"type": "message_stop"})),
+    ];
+    Reply::Stream {
+        content_type: SSE,
+        chunks,
+    }
+}
+
+#[tokio::test]
+async fn the_estimate_follows_the_token_counts_the_provider_reports() {
+    // Two turns whose text is about a quarter of the 8,000-token threshold by the
+    // four-characters estimate; once the provider says the first request had 7,800 tokens, the
+    // estimate is scaled up and the second turn is compacted. With a report below the estimate,
+    // nothing happens.
+    for (reported, compacts) in [(7_800, true), (25, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open_in(dir.path()).unwrap();
+        let registry = Registry::new(RegistryConfig::new(
+            Policy::at_level(Level::Allowlist),
+            dir.path().join("data"),
+        ));
+        let mut replies = vec![anthropic_reply("Read.", reported)];
+        if compacts {
+            replies.push(anthropic_reply("They sent a long text.", 0));
+        }
+        replies.push(anthropic_reply("Noted.", 0));
+        let server = Server::start(replies).await;
+        let (retry, _) = recording_retry(0);
+        let runner = Runner::new(
+            Wire::Anthropic.provider(&server.url(), retry),
+            registry,
+            db.sessions(),
+            RunnerConfig {
+                model: "test-model".into(),
+                identity: "Test.".into(),
+                context_window: Some(10_000),
+                compact_threshold: 0.8,
+                keep_turns: 1,
+                ..RunnerConfig::default()
+            },
+        );
+        runner
+            .run_turn(TurnRequest::new("k", "word ".repeat(1_600)))
+            .await
+            .unwrap();
+        runner
+            .run_turn(TurnRequest::new("k", "and one more thing ".repeat(20)))
+            .await
+            .unwrap();
+        let seen = server.seen();
+        assert_eq!(server.remaining(), 0);
+        if compacts {
+            assert_eq!(seen.len(), 3);
+            assert!(
+                seen[1].body["system"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("You summarize")
+            );
+            let opening = seen[2].body["messages"][0].to_string();
+            assert!(opening.contains(SUMMARY_HEADING), "{opening}");
+            assert!(!seen[2].body.to_string().contains("word word"));
+        } else {
+            assert_eq!(seen.len(), 2);
+            assert!(seen[1].body.to_string().contains("word word"));
+        }
     }
 }
