@@ -856,3 +856,67 @@ async fn children_run_on_their_parents_model_or_the_one_they_name() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn cancel_stops_a_no_wait_child_and_the_running_limit_holds() {
+    let fx = fixture(
+        Level::Allowlist,
+        SubAgentConfig {
+            max_running: 1,
+            ..SubAgentConfig::default()
+        },
+    );
+    let wire = Wire::Anthropic;
+    let server = RoutedServer::start(vec![
+        vec![],
+        vec![wire.turn("", &[probe("toolu_hold", "hold", "on")])],
+    ])
+    .await;
+    // Building the runner attaches it as the children's factory.
+    runner(&fx, wire, &server.url);
+    let spawned = fx
+        .registry
+        .execute(
+            &ctx("main"),
+            "agent",
+            json!({"action": "spawn", "prompt": "Hold on.", "wait": false}),
+        )
+        .await;
+    let id = body(&spawned)["id"].as_i64().unwrap();
+    tokio::time::timeout(Duration::from_secs(10), fx.held.notified())
+        .await
+        .expect("the child reached its tool");
+
+    // One is running and one is the most: a second spawn is refused, saying what to do.
+    let second = fx
+        .registry
+        .execute(
+            &ctx("main"),
+            "agent",
+            json!({"action": "spawn", "prompt": "Another.", "wait": false}),
+        )
+        .await;
+    assert!(second.is_error);
+    assert!(
+        second.text_content().contains("already running"),
+        "{second:?}"
+    );
+
+    let cancelled = fx
+        .registry
+        .execute(
+            &ctx("main"),
+            "agent",
+            json!({"resource": "task", "action": "cancel", "id": id}),
+        )
+        .await;
+    assert!(!cancelled.is_error, "{cancelled:?}");
+    assert_eq!(body(&cancelled)["status"], "cancelled");
+    assert!(fx.subagents.running().is_empty());
+    let result = fx
+        .registry
+        .execute(&ctx("main"), "agent", json!({"action": "result", "id": id}))
+        .await;
+    assert_eq!(result.code, Some(ErrorCode::Cancelled));
+    assert_eq!(fx.db.subagent_tasks().list("main", 10).unwrap().len(), 1);
+}
