@@ -145,6 +145,9 @@ fn ratios() {
     );
     rows.push(("".into(), ours, "import -window root".into(), import));
     rows.push(("".into(), ours, "GetImage over the socket".into(), socket));
+    // What any helper process pays before it reads a pixel: fork + exec of a do-nothing program.
+    let spawn = median(|| run_quietly(&mut Command::new("true")), 20);
+    rows.push(("".into(), ours, "process start (`true`)".into(), spawn));
 
     let app = big_form(environment);
     let target = SeeTarget::WindowTitle(app.title.clone());
@@ -168,6 +171,56 @@ fn ratios() {
             )
         },
         15,
+    );
+    // The same see without the AT-SPI fast paths (no Cache, every request through the bus
+    // daemon): their gain.
+    let walk_only = Desktop::new(osprey_screen::DesktopConfig {
+        tree_limits: TreeLimits {
+            use_cache: false,
+            direct: false,
+            ..TreeLimits::default()
+        },
+        ..environment.config()
+    })
+    .unwrap();
+    let see_walk = median(
+        || {
+            drop(
+                rt.block_on(walk_only.see(&target, SeeOptions::default()))
+                    .unwrap(),
+            )
+        },
+        15,
+    );
+    let tree_cache = median(
+        || {
+            drop(
+                rt.block_on(desktop.tree(&app.window, TreeLimits::default()))
+                    .unwrap(),
+            )
+        },
+        15,
+    );
+    let tree_walk = median(
+        || {
+            drop(
+                rt.block_on(walk_only.tree(
+                    &app.window,
+                    TreeLimits {
+                        use_cache: false,
+                        direct: false,
+                        ..TreeLimits::default()
+                    },
+                ))
+                .unwrap(),
+            )
+        },
+        15,
+    );
+    eprintln!(
+        "tree: {} of {} nodes from the AT-SPI cache",
+        tree.from_cache,
+        tree.nodes.len()
     );
     let script = harness::fixture_path("baseline_see.py");
     let out = std::env::temp_dir().join("osprey-baseline-see.png");
@@ -194,6 +247,18 @@ fn ratios() {
         see,
         "import + pyatspi walk".into(),
         baseline,
+    ));
+    rows.push((
+        "".into(),
+        see,
+        "see, plain walk via the bus".into(),
+        see_walk,
+    ));
+    rows.push((
+        "tree, cache + direct socket".into(),
+        tree_cache,
+        "tree, plain walk via the bus".into(),
+        tree_walk,
     ));
 
     let frame = desktop.capture().capture_region(screen).unwrap();

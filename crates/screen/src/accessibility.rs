@@ -98,6 +98,9 @@ pub struct AccessibilityTree {
     /// How many elements came from the application's cache rather than per-element requests.
     #[serde(skip)]
     pub from_cache: usize,
+    /// Whether the requests went straight to the application rather than through a bus.
+    #[serde(skip)]
+    pub direct: bool,
 }
 
 /// Bounds on one walk.
@@ -111,6 +114,10 @@ pub struct TreeLimits {
     /// Cache interface), fetching per element only what the cache lacks. False forces the
     /// element-by-element walk (tests compare the two; both give the same tree).
     pub use_cache: bool,
+    /// Talk to the walked application over its own socket where it offers one (AT-SPI's
+    /// `GetApplicationBusAddress`) instead of through the bus daemon. False routes every request
+    /// through the bus.
+    pub direct: bool,
 }
 
 impl Default for TreeLimits {
@@ -120,6 +127,7 @@ impl Default for TreeLimits {
             max_nodes: 4000,
             timeout: Duration::from_secs(3),
             use_cache: true,
+            direct: true,
         }
     }
 }

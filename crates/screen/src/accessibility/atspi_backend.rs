@@ -66,6 +66,8 @@ pub struct AtspiBackend {
 struct Shared {
     session_bus_address: Option<String>,
     bus: OnceCell<Connection>,
+    /// Direct connections to applications by their bus name (`None`: it offers none).
+    direct: tokio::sync::Mutex<HashMap<String, Option<Connection>>>,
 }
 
 impl std::fmt::Debug for AtspiBackend {
@@ -269,6 +271,7 @@ impl AtspiBackend {
             shared: Arc::new(Shared {
                 session_bus_address,
                 bus: OnceCell::new(),
+                direct: tokio::sync::Mutex::new(HashMap::new()),
             }),
             runtime,
         }
@@ -383,9 +386,95 @@ async fn register_as_client(bus: &Connection) {
     }
 }
 
+/// Where the walk's requests go: the accessibility bus, and for the walked application its own
+/// socket when it offers one (`GetApplicationBusAddress`; at-spi2-atk does). Direct requests
+/// skip the bus daemon's two hops per request and its routing work, which on a big tree is most
+/// of the time spent.
+#[derive(Clone)]
+struct Route {
+    bus: Connection,
+    direct: Option<(String, Connection)>,
+}
+
+impl Route {
+    fn bus(bus: &Connection) -> Route {
+        Route {
+            bus: bus.clone(),
+            direct: None,
+        }
+    }
+
+    async fn call_method(
+        &self,
+        destination: &str,
+        path: &str,
+        interface: &str,
+        method: &str,
+        body: &(impl serde::Serialize + zbus::zvariant::DynamicType),
+    ) -> zbus::Result<zbus::Message> {
+        match &self.direct {
+            Some((name, direct)) if name == destination => {
+                direct
+                    .call_method(None::<&str>, path, Some(interface), method, body)
+                    .await
+            }
+            _ => {
+                self.bus
+                    .call_method(Some(destination), path, Some(interface), method, body)
+                    .await
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// The application's own connection, made once and kept; `None` when it offers none. An
+    /// application that does not answer by the deadline is asked again next time.
+    async fn direct(
+        &self,
+        bus: &Connection,
+        application: &str,
+        deadline: Instant,
+    ) -> Option<Connection> {
+        if let Some(known) = self.direct.lock().await.get(application) {
+            return known.clone();
+        }
+        let connect = async {
+            let reply = bus
+                .call_method(
+                    Some(application),
+                    ROOT_PATH,
+                    Some("org.a11y.atspi.Application"),
+                    "GetApplicationBusAddress",
+                    &(),
+                )
+                .await
+                .ok()?;
+            let address: String = reply.body().deserialize().ok()?;
+            if address.is_empty() {
+                return None;
+            }
+            zbus::connection::Builder::address(address.as_str())
+                .ok()?
+                .p2p()
+                .build()
+                .await
+                .ok()
+        };
+        let direct = tokio::time::timeout_at(deadline.into(), connect)
+            .await
+            .ok()?;
+        self.direct
+            .lock()
+            .await
+            .insert(application.to_string(), direct.clone());
+        direct
+    }
+}
+
 impl AtspiBackend {
     async fn call<R>(
-        bus: &Connection,
+        bus: &Route,
         destination: &str,
         path: &str,
         interface: &str,
@@ -396,24 +485,20 @@ impl AtspiBackend {
         R: for<'d> serde::Deserialize<'d> + zbus::zvariant::Type,
     {
         let reply = bus
-            .call_method(Some(destination), path, Some(interface), method, body)
+            .call_method(destination, path, interface, method, body)
             .await?;
         reply.body().deserialize::<R>()
     }
 
     async fn children(
-        bus: &Connection,
+        bus: &Route,
         destination: &str,
         path: &str,
     ) -> zbus::Result<Vec<(String, OwnedObjectPath)>> {
         Self::call(bus, destination, path, ACCESSIBLE, "GetChildren", &()).await
     }
 
-    async fn extents(
-        bus: &Connection,
-        destination: &str,
-        path: &str,
-    ) -> zbus::Result<Option<Rect>> {
+    async fn extents(bus: &Route, destination: &str, path: &str) -> zbus::Result<Option<Rect>> {
         let (x, y, width, height): (i32, i32, i32, i32) = Self::call(
             bus,
             destination,
@@ -426,7 +511,7 @@ impl AtspiBackend {
         Ok((width > 0 && height > 0).then(|| Rect::new(x, y, width as u32, height as u32)))
     }
 
-    async fn name(bus: &Connection, destination: &str, path: &str) -> zbus::Result<String> {
+    async fn name(bus: &Route, destination: &str, path: &str) -> zbus::Result<String> {
         let value: OwnedValue = Self::call(
             bus,
             destination,
@@ -440,7 +525,7 @@ impl AtspiBackend {
     }
 
     /// All of one node's facts, its requests sent together.
-    async fn fetch(bus: &Connection, destination: &str, path: &str) -> zbus::Result<Fetched> {
+    async fn fetch(bus: &Route, destination: &str, path: &str) -> zbus::Result<Fetched> {
         let role = Self::call::<u32>(bus, destination, path, ACCESSIBLE, "GetRole", &());
         let states = Self::call::<StateSet>(bus, destination, path, ACCESSIBLE, "GetState", &());
         let interfaces =
@@ -498,7 +583,7 @@ impl AtspiBackend {
 
     /// The text of editable text fields, the current value of ranges; `None` for the rest.
     async fn value(
-        bus: &Connection,
+        bus: &Route,
         destination: &str,
         path: &str,
         role: atspi::Role,
@@ -533,7 +618,7 @@ impl AtspiBackend {
     /// A cached element completed with what the cache lacks, each request only when the
     /// element has the interface, all in flight together.
     async fn fetch_cached(
-        bus: &Connection,
+        bus: &Route,
         destination: &str,
         path: &str,
         cached: &Cached,
@@ -591,7 +676,7 @@ impl AtspiBackend {
 
     /// The application's cache, or `None` when it offers none (or an older layout); the walk
     /// then fetches every element in full.
-    async fn cache(bus: &Connection, destination: &str) -> Option<Cache> {
+    async fn cache(bus: &Route, destination: &str) -> Option<Cache> {
         let entries: Vec<CacheEntry> = match Self::call(
             bus,
             destination,
@@ -630,7 +715,7 @@ impl AtspiBackend {
     /// The application and frame that show `window`: the application by process id, the frame
     /// by title, then by bounds.
     async fn find_frame(
-        bus: &Connection,
+        bus: &Route,
         window: &WindowInfo,
         deadline: Instant,
     ) -> Result<Option<(String, String)>> {
@@ -699,7 +784,7 @@ impl AtspiBackend {
     }
 
     async fn walk(
-        bus: &Connection,
+        bus: &Route,
         root: (String, String),
         limits: TreeLimits,
         deadline: Instant,
@@ -834,9 +919,11 @@ impl AccessibilityBackend for AtspiBackend {
         limits: TreeLimits,
     ) -> BoxFuture<'a, Result<AccessibilityTree>> {
         let window = window.clone();
-        Box::pin(self.run(move |bus| async move {
+        let shared = self.shared.clone();
+        Box::pin(self.run(move |connection| async move {
             let start = Instant::now();
             let deadline = limits.deadline_from(start);
+            let bus = Route::bus(&connection);
             let mut tree = AccessibilityTree {
                 complete: true,
                 ..AccessibilityTree::default()
@@ -859,7 +946,19 @@ impl AccessibilityBackend for AtspiBackend {
                 }
             };
             match frame {
-                Some(root) => Self::walk(&bus, root, limits, deadline, &mut tree).await,
+                Some(root) => {
+                    let direct = if limits.direct {
+                        shared.direct(&connection, &root.0, deadline).await
+                    } else {
+                        None
+                    };
+                    let route = Route {
+                        bus: connection.clone(),
+                        direct: direct.map(|direct| (root.0.clone(), direct)),
+                    };
+                    tree.direct = route.direct.is_some();
+                    Self::walk(&route, root, limits, deadline, &mut tree).await
+                }
                 None => {
                     tree.complete = false;
                     tree.notes.push(format!(
@@ -875,7 +974,8 @@ impl AccessibilityBackend for AtspiBackend {
 
     fn refresh<'a>(&'a self, node: &'a NodeRef) -> BoxFuture<'a, Result<Option<AccessibleNode>>> {
         let node = node.clone();
-        Box::pin(self.run(move |bus| async move {
+        Box::pin(self.run(move |connection| async move {
+            let bus = Route::bus(&connection);
             let (destination, path) = split_ref(&node)?;
             let limit = std::time::Duration::from_secs(3);
             let fetched = tokio::time::timeout(limit, Self::fetch(&bus, destination, path))
@@ -896,7 +996,8 @@ impl AccessibilityBackend for AtspiBackend {
     fn do_action<'a>(&'a self, node: &'a NodeRef, action: &'a str) -> BoxFuture<'a, Result<()>> {
         let node = node.clone();
         let action = action.to_string();
-        Box::pin(self.run(move |bus| async move {
+        Box::pin(self.run(move |connection| async move {
+            let bus = Route::bus(&connection);
             let (destination, path) = split_ref(&node)?;
             // Match the action's real name (GetName), then its display name.
             let count: i32 = Self::call(
@@ -957,7 +1058,8 @@ impl AccessibilityBackend for AtspiBackend {
 
     fn focus<'a>(&'a self, node: &'a NodeRef) -> BoxFuture<'a, Result<bool>> {
         let node = node.clone();
-        Box::pin(self.run(move |bus| async move {
+        Box::pin(self.run(move |connection| async move {
+            let bus = Route::bus(&connection);
             let (destination, path) = split_ref(&node)?;
             Self::call::<bool>(&bus, destination, path, COMPONENT, "GrabFocus", &())
                 .await

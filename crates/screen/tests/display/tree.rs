@@ -126,12 +126,14 @@ fn a_hung_application_cannot_stall_the_walk_past_its_deadline() {
 }
 
 #[test]
-fn the_cache_and_the_element_walk_give_the_same_tree() {
+fn the_cache_and_direct_connection_give_the_same_tree_as_the_plain_walk() {
     let (environment, _lock) = environment();
     let app = FixtureApp::form(environment, "cache", &["--buttons", "6"]);
     let desktop = environment.desktop();
+    // Neither fast path: every element fetched in full, every request through the bus daemon.
     let walk_only = TreeLimits {
         use_cache: false,
+        direct: false,
         ..TreeLimits::default()
     };
     let (cached, walked) = block_on(async {
@@ -167,6 +169,8 @@ fn the_cache_and_the_element_walk_give_the_same_tree() {
     );
     assert!(cached.from_cache < cached.nodes.len());
     assert_eq!(walked.from_cache, 0);
+    // at-spi2-atk offers its own socket: the fast walk used it, the plain one did not.
+    assert!(cached.direct && !walked.direct);
     assert_eq!(cached.nodes.len(), walked.nodes.len());
     for (a, b) in cached.nodes.iter().zip(&walked.nodes) {
         assert_eq!(a, b, "the two paths differ at {:?}", b.node);
