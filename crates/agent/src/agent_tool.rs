@@ -53,6 +53,8 @@ pub struct AgentTool {
     /// Where the reminder resource finds the scheduler (empty until core starts one).
     schedule: ScheduleSlot,
     hooks: Option<Arc<dyn HookDispatcher>>,
+    /// When set, memory search fuses full-text and vector results.
+    embedder: Option<Arc<dyn crate::embedding::Embedder>>,
 }
 
 impl AgentTool {
@@ -65,7 +67,14 @@ impl AgentTool {
             subagents: None,
             schedule: ScheduleSlot::new(),
             hooks: None,
+            embedder: None,
         }
+    }
+
+    /// Memory search fuses full-text search with this embedder's nearest memories.
+    pub fn with_embedder(mut self, embedder: Arc<dyn crate::embedding::Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
     }
 
     /// Reminders go to whichever scheduler this slot holds.

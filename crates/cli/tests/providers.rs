@@ -452,3 +452,83 @@ fn keys_go_to_the_system_keyring_when_one_answers() {
     let shown: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(shown["providers"][0]["key"], "not set");
 }
+
+/// With `memory.embeddings` set, the agent tool's memory search finds by meaning through the
+/// configured Ollama embedder; the setting is validated when it is written.
+#[test]
+fn memory_search_uses_the_configured_embeddings() {
+    let data = tempfile::tempdir().unwrap();
+    // Vectors by topic: vehicles point one way, everything else the other.
+    let server = serve(|path, body| {
+        if path != "/api/embed" {
+            return (404, "text/plain", "not found".into());
+        }
+        let vectors: Vec<Value> = body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|text| {
+                let text = text.as_str().unwrap();
+                if text.contains("hatchback") || text.contains("vehicle") {
+                    json!([1.0, 0.0])
+                } else {
+                    json!([0.0, 1.0])
+                }
+            })
+            .collect();
+        let reply = json!({"model": "nomic-embed-text", "embeddings": vectors});
+        (200, "application/json", reply.to_string())
+    });
+    let refused = osprey(
+        data.path(),
+        &[
+            "config",
+            "set",
+            "memory.embeddings",
+            r#"{"provider": "anthropic", "model": "x"}"#,
+        ],
+        "",
+        &[],
+    );
+    assert_ne!(refused.code, 0);
+    assert!(
+        refused.stderr.contains("no embeddings API"),
+        "{}",
+        refused.stderr
+    );
+    let setting = json!({"provider": "ollama", "model": "nomic-embed-text",
+        "base_url": format!("http://{}", server.address)});
+    let run = osprey(
+        data.path(),
+        &["config", "set", "memory.embeddings", &setting.to_string()],
+        "",
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for content in ["Sam drives a red hatchback", "The garden needs water"] {
+        let input = json!({"resource": "memory", "action": "store", "content": content});
+        let run = osprey(
+            data.path(),
+            &["tool", "agent", &input.to_string(), "--policy", "full"],
+            "",
+            &[],
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    let input = json!({"resource": "memory", "action": "search", "query": "vehicle"});
+    let run = osprey(
+        data.path(),
+        &["tool", "agent", &input.to_string(), "--policy", "full"],
+        "",
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let found: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        found["memories"][0]["content"], "Sam drives a red hatchback",
+        "{found}"
+    );
+    let seen = server.seen.lock().unwrap().clone();
+    assert!(seen.iter().all(|s| s.path == "/api/embed"));
+    assert_eq!(seen.last().unwrap().body["input"], json!(["vehicle"]));
+}

@@ -122,6 +122,50 @@ impl ProviderSettings {
     }
 }
 
+/// The `memory.embeddings` setting.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingSettings {
+    pub provider: ProviderKind,
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+/// The embedder memory search uses, when `memory.embeddings` is set (an OpenAI key comes from
+/// the environment or the secret store, as for chat).
+pub(crate) fn memory_embedder(
+    stored: &osprey_db::Settings,
+    data_dir: &std::path::Path,
+) -> Option<Arc<dyn osprey_agent::embedding::Embedder>> {
+    use osprey_agent::embedding::{OllamaEmbedder, OpenAiEmbedder};
+    let settings: Option<EmbeddingSettings> = settings::read(stored, settings::MEMORY_EMBEDDINGS);
+    let settings = settings?;
+    let base_url = settings.base_url.as_deref();
+    match settings.provider {
+        ProviderKind::Ollama => Some(Arc::new(OllamaEmbedder::new(
+            base_url.or(Some(&default_ollama_url())),
+            settings.model,
+        ))),
+        ProviderKind::OpenAi => {
+            let key = std::env::var("OPENAI_API_KEY")
+                .ok()
+                .filter(|k| !k.is_empty())
+                .or_else(|| {
+                    crate::secrets::Secrets::new(
+                        data_dir,
+                        crate::secrets::Backend::from_environment(),
+                    )
+                    .get(&ProviderKind::OpenAi.key_secret())
+                    .ok()
+                    .flatten()
+                });
+            Some(Arc::new(OpenAiEmbedder::new(base_url, key, settings.model)))
+        }
+        ProviderKind::Anthropic => None,
+    }
+}
+
 /// What a run asks for (CLI flags, the desktop's chat options); everything unset is resolved
 /// by [`Core::resolve_chat`].
 #[derive(Clone, Debug, Default)]

@@ -9,10 +9,12 @@ pub mod apps;
 pub mod chat;
 #[cfg(unix)]
 pub mod control;
-pub mod secrets;
 pub mod events;
+#[cfg(unix)]
+pub mod gateway;
 pub mod mcp;
 pub mod scheduler;
+pub mod secrets;
 pub mod settings;
 
 use std::path::{Path, PathBuf};
@@ -155,16 +157,24 @@ impl Core {
         let reminders = scheduler::Reminders::default();
         reminders.slot.set(scheduler::stored_backend(&db));
         // Children run on the runners `runner_with` registers; none exist until a chat starts.
+        let subagent_config =
+            settings::read::<osprey_agent::SubAgentSettings>(&stored, settings::SUBAGENTS)
+                .config()
+                .unwrap_or_else(|why| {
+                    tracing::warn!(%why, "ignoring the subagents setting; using the defaults");
+                    osprey_agent::SubAgentConfig::default()
+                });
         let subagent_runners = osprey_agent::RunnerPool::new(db.sessions());
-        let subagents =
-            osprey_agent::SubAgents::new(&db, osprey_agent::SubAgentConfig::default());
+        let subagents = osprey_agent::SubAgents::new(&db, subagent_config);
         subagents.set_factory(Arc::new(subagent_runners.clone()));
-        registry.register_domain(
-            AgentTool::new(&db)
-                .with_hooks(registry.hooks())
-                .with_schedule(reminders.slot.clone())
-                .with_subagents(subagents),
-        );
+        let mut agent_tool = AgentTool::new(&db)
+            .with_hooks(registry.hooks())
+            .with_schedule(reminders.slot.clone())
+            .with_subagents(subagents);
+        if let Some(embedder) = agent::memory_embedder(&stored, &data_dir) {
+            agent_tool = agent_tool.with_embedder(embedder);
+        }
+        registry.register_domain(agent_tool);
         // Bundled, <data>/apps/*/SKILL.md and <data>/skills: indexed on first use, not here.
         let skills = osprey_agent::Skills::for_data_dir(&data_dir);
         registry.register_domain(osprey_agent::SkillTool::new(skills.clone()));

@@ -30,12 +30,12 @@ pub const STORE_URL: &str = "store.url";
 /// Sub-agent limits (`osprey_agent::SubAgentSettings`): `{"max_depth": 2, "timeout_seconds": 300}`.
 pub const SUBAGENTS: &str = "subagents";
 
+/// Embeddings for memory search (optional): `{"provider": "ollama", "model": "nomic-embed-text"}`
+/// or `{"provider": "openai", "model": "text-embedding-3-small", "base_url": ...}`.
+pub const MEMORY_EMBEDDINGS: &str = "memory.embeddings";
+
 /// Every known key with a one-line description.
 pub const KNOWN: &[(&str, &str)] = &[
-    (
-        SUBAGENTS,
-        "sub-agent limits: {\"max_depth\": 2, \"timeout_seconds\": 300, \"max_timeout_seconds\": 3600, \"max_running\": 8} (max_depth 0 turns them off; read at start-up)",
-    ),
     (POLICY, "approval policy: level, ask, allowlist, safe_bins"),
     (
         ORIGIN_RULES,
@@ -58,8 +58,16 @@ pub const KNOWN: &[(&str, &str)] = &[
         "the app store's URL (OSPREY_STORE_URL wins when set)",
     ),
     (
+        MEMORY_EMBEDDINGS,
+        "memory search by meaning too: {\"provider\": \"ollama\"|\"openai\", \"model\": ..., \"base_url\": ...}",
+    ),
+    (
         PROVIDERS,
         "model providers: {\"default\": \"openai\", \"openai\": {\"base_url\": ..., \"model\": ...}}; also provider.<kind>.model|base_url|api_key",
+    ),
+    (
+        SUBAGENTS,
+        "sub-agent limits: {\"max_depth\": 2, \"timeout_seconds\": 300, \"max_timeout_seconds\": 3600, \"max_running\": 8} (max_depth 0 turns them off; read at start-up)",
     ),
 ];
 
@@ -85,6 +93,18 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
                 .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
         }
         PROVIDERS => check::<crate::agent::ProviderSettings>(key, value),
+        MEMORY_EMBEDDINGS => {
+            let settings: crate::agent::EmbeddingSettings =
+                serde_json::from_value(value.clone())
+                    .with_context(|| format!("invalid value for `{key}`: {value}"))?;
+            if settings.provider == crate::agent::ProviderKind::Anthropic {
+                bail!("`{key}`: Anthropic has no embeddings API; use ollama or openai");
+            }
+            if settings.model.trim().is_empty() {
+                bail!("`{key}` needs a model, e.g. nomic-embed-text");
+            }
+            Ok(())
+        }
         STORE_URL => {
             let url: String = serde_json::from_value(value.clone())
                 .with_context(|| format!("`{key}` takes a URL string, not {value}"))?;

@@ -32,7 +32,7 @@ pub(super) fn table(domain: Domain) -> Domain {
                 Free,
             ),
             ("recall", "Get one memory by id or by key", Free),
-            ("search", "Full-text search, best match first", Free),
+            ("search", "Full-text search (fused with meaning when embeddings are set up), best match first", Free),
             (
                 "list",
                 "List memories, newest first, optionally by namespace and layer",
@@ -208,18 +208,16 @@ async fn recall_or_search(tool: &AgentTool, ctx: &ToolContext, call: &Call) -> O
         .as_u64()
         .unwrap_or(DEFAULT_LIMIT)
         .min(MAX_LIMIT);
-    let hits = tool
-        .memory
-        .search(
-            query,
-            &MemoryQuery {
-                namespace: fields["namespace"].as_str(),
-                layer,
-                limit: Some(limit as u32),
-                offset: offset_of(call),
-            },
-        )
-        .map_err(db_error)?;
+    let filters = MemoryQuery {
+        namespace: fields["namespace"].as_str(),
+        layer,
+        limit: Some(limit as u32),
+        offset: offset_of(call),
+    };
+    let hits =
+        crate::embedding::hybrid_search(&tool.memory, tool.embedder.as_ref(), query, &filters)
+            .await
+            .map_err(|error| ToolResult::error(ErrorCode::ToolFailed, error.to_string()))?;
     let rows: Vec<Value> = hits
         .iter()
         .map(|h| row_json(&h.memory, Some(h.score)))
