@@ -840,3 +840,22 @@ async fn stored_reminders_work_without_the_scheduler_and_the_scheduler_fires_the
     assert_eq!((id, outcome), (made.id.clone(), RunOutcome::Ok));
     assert_eq!(stored.history(made.id, None).await.unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn on_the_system_clock_a_reminder_fires_for_real() {
+    let db = Database::open_in_memory().unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let scheduler = Scheduler::start(&db, recorder.clone(), SchedulerConfig::default()).unwrap();
+    let mut events = scheduler.subscribe();
+    let started = std::time::Instant::now();
+    let reminder = scheduler.create(create("tick", "in 1s")).await.unwrap();
+    let (id, outcome, _) = finished(&mut events).await;
+    assert_eq!((id, outcome), (reminder.id, RunOutcome::Ok));
+    // Not before its time (the clock has millisecond resolution; allow for the rounding).
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(recorder.prompts(), vec!["tick"]);
+}
