@@ -320,9 +320,9 @@ impl Runner {
         let mut items: Vec<(Message, i64)> = Vec::with_capacity(rows.len() + 1);
         let mut through = 0;
         if let Some(row) = summary {
-            through = row.content["through_seq"].as_i64().unwrap_or(0);
-            let text = row.content["summary"].as_str().unwrap_or_default();
-            items.push((compaction::summary_message(text), through));
+            through = row.content[0]["through_seq"].as_i64().unwrap_or(0);
+            let text = row.content[0]["text"].as_str().unwrap_or_default();
+            items.push((Message::user_text(text), through));
         }
         for stored in rows {
             if stored.role == SUMMARY_ROLE || stored.seq <= through {
@@ -626,13 +626,27 @@ impl Runner {
                 {
                     Ok(summary) => {
                         let through = transcript.seqs[cut - 1];
-                        let content = json!({"summary": summary, "through_seq": through});
-                        self.inner.sessions.append_message(
+                        // A text part readers that know nothing of summaries can show; they
+                        // ignore the extra field.
+                        let text = compaction::summary_message(&summary).text();
+                        let content =
+                            json!([{"type": "text", "text": text, "through_seq": through}]);
+                        let seq = self.inner.sessions.append_message(
                             &turn.session_id,
                             SUMMARY_ROLE,
                             &content,
                             None,
                         )?;
+                        let hooks = self.hooks();
+                        if hooks.has_subscribers(SESSION_MESSAGE_APPEND) {
+                            let payload = json!({
+                                "session_id": turn.session_id,
+                                "seq": seq,
+                                "role": SUMMARY_ROLE,
+                                "content": content,
+                            });
+                            hooks.do_action(SESSION_MESSAGE_APPEND, payload).await;
+                        }
                         transcript.replace_head(cut, &summary);
                         messages_summarized = cut;
                         after = measure(&transcript.messages);

@@ -231,7 +231,13 @@ async fn old_screenshots_go_first_then_older_turns_become_a_summary_that_persist
         let rows = db.sessions().messages("c").unwrap();
         let summaries: Vec<_> = rows.iter().filter(|r| r.role == SUMMARY_ROLE).collect();
         assert_eq!(summaries.len(), 1);
-        assert!(summaries[0].content["through_seq"].as_i64().unwrap() >= 4);
+        assert!(summaries[0].content[0]["through_seq"].as_i64().unwrap() >= 4);
+        // Readers that know nothing of summaries parse it as a text part.
+        let parts: Vec<osprey_agent::Part> =
+            serde_json::from_value(summaries[0].content.clone()).unwrap();
+        assert!(
+            matches!(&parts[0], osprey_agent::Part::Text { text } if text.starts_with(SUMMARY_HEADING))
+        );
         assert!(
             rows.iter()
                 .any(|r| r.content.to_string().contains("show me the screen"))

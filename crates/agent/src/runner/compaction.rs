@@ -2,8 +2,10 @@
 //! stored `seq` it covers), dropping old screenshots, choosing where to cut for a summary, and
 //! the summarization request.
 //!
-//! A compaction is persisted as one message row with role [`SUMMARY_ROLE`] whose content is
-//! `{"summary": text, "through_seq": n}`: the summary replaces every stored message up to `n`.
+//! A compaction is persisted as one message row with role [`SUMMARY_ROLE`] whose content is one
+//! text part with an extra field, `[{"type": "text", "text": "[Summary of ...]\n...",
+//! "through_seq": n}]` (so readers that know nothing of summaries still parse it and show the
+//! text): the summary replaces every stored message up to `n`.
 //! Loading a session starts from its latest summary row, so a reloaded session sees what the
 //! model saw; the older rows stay in the database (history and audit are never rewritten).
 //! Dropped screenshots are not persisted: the same rule runs again on the reloaded history.
