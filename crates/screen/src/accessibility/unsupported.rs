@@ -1,6 +1,6 @@
-//! The accessibility backend for platforms whose native one (AX on macOS, UI Automation on
-//! Windows) is not written yet: every tree is empty with a note saying so, so `see` still
-//! returns the screenshot and coordinates still work.
+//! The accessibility backend for platforms without a native one (anything but Linux, macOS and
+//! Windows): every tree is empty with a note saying so, so `see` still returns the screenshot
+//! and coordinates still work.
 
 use futures::future::BoxFuture;
 

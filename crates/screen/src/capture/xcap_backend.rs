@@ -1,6 +1,6 @@
-//! macOS and Windows capture through xcap (CoreGraphics / GDI+DXGI underneath). Not compiled or
-//! tested on the Linux machines this crate is developed on: it uses only xcap's portable API,
-//! which is the same on both targets, so it compiles by design; see the crate README.
+//! macOS and Windows capture through xcap (CoreGraphics / GDI+DXGI underneath). Compile-checked
+//! for both targets from Linux (`platform-check/check.sh`), never run; it uses only xcap's
+//! portable API, which is the same on both. See the crate README.
 
 use image::{DynamicImage, RgbImage};
 
