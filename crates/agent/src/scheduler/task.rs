@@ -143,13 +143,11 @@ impl Actor {
     }
 
     fn set_enabled(&mut self, id: &str, enabled: bool) -> Result<super::Reminder> {
-        let row = self.book.set_enabled(id, enabled)?;
-        // Resuming a one-shot that came due while paused fires it before the answer goes out.
+        self.book.set_enabled(id, enabled)?;
+        // Resuming a one-shot that came due while paused fires it before the answer goes out,
+        // and the answer shows it fired.
         self.fire_due();
-        match self.repo.get(row.id.parse().unwrap_or_default())? {
-            Some(stored) => Ok(reminder_of(&stored)),
-            None => Ok(row),
-        }
+        self.book.row(id).map(|row| reminder_of(&row))
     }
 
     fn run_now(&mut self, id: &str) -> Result<ReminderRunInfo> {
