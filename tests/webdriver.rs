@@ -252,6 +252,31 @@ impl WebDriver {
         Ok(())
     }
 
+    /// The handles of the session's open windows.
+    pub fn window_handles(&self) -> Result<Vec<String>> {
+        let value = self.session_command("GET", "/window/handles", None)?;
+        Ok(value
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// The handle of the window commands go to now.
+    pub fn window_handle(&self) -> Result<String> {
+        let value = self.session_command("GET", "/window", None)?;
+        Ok(value.as_str().unwrap_or_default().to_string())
+    }
+
+    /// Sends the following commands to another window.
+    pub fn switch_to_window(&self, handle: &str) -> Result<()> {
+        self.session_command("POST", "/window", Some(&json!({ "handle": handle })))?;
+        Ok(())
+    }
+
     /// Types `text` into the element as keystrokes (WebDriver "Element Send Keys").
     pub fn send_keys(&self, element: &Element, text: &str) -> Result<()> {
         self.session_command(
