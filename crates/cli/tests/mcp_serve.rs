@@ -237,6 +237,8 @@ async fn stdout_carries_only_protocol_frames_even_with_debug_logs() {
             answered.push(id.clone());
         }
     }
+    // Requests are handled concurrently, so answers may come in any order.
+    answered.sort_by_key(|id| id.as_i64());
     assert_eq!(answered, [json!(1), json!(2), json!(3)]);
     // Closing stdin ends the server cleanly.
     drop(stdin);
