@@ -4,12 +4,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use osprey_rpc::v1::channel_service_server::ChannelServiceServer;
+use osprey_rpc::v1::comm_service_server::CommServiceServer;
 use osprey_rpc::v1::gateway_service_server::GatewayServiceServer;
 use osprey_rpc::v1::hook_service_server::HookServiceServer;
 use osprey_rpc::v1::tool_service_server::ToolServiceServer;
 use osprey_rpc::v1::ui_service_server::UiServiceServer;
 use serde_json::Value;
 
+use crate::channel::{Channel, ChannelServer};
+use crate::comm::{CommDeclaration, Inbox};
 use crate::gateway::{Events, GatewayHandler, GatewayServer};
 use crate::hooks::{Filter, HookServer, Subscription};
 use crate::tool::{Tool, ToolServer};
@@ -27,6 +31,8 @@ pub struct App {
     subscriptions: Vec<Subscription>,
     ui: Option<UiHandler>,
     gateway: Option<GatewayHandler>,
+    comm: Option<CommDeclaration>,
+    channels: Vec<Channel>,
 }
 
 impl App {
@@ -89,6 +95,31 @@ impl App {
         self
     }
 
+    /// Be a comm app (declare `comm` and a `comm:` permission in the manifest). `incoming` runs
+    /// once, from when the app starts serving, and delivers the messages that arrive from
+    /// outside to the [`Inbox`]; `send` gets each message Osprey sends out and returns its id in
+    /// the bridge, or why it could not be sent.
+    pub fn comm<P, PFut, S, SFut>(mut self, incoming: P, send: S) -> App
+    where
+        P: FnOnce(Inbox) -> PFut + Send + 'static,
+        PFut: Future<Output = ()> + Send + 'static,
+        S: Fn(osprey_rpc::v1::CommSendRequest) -> SFut + Send + Sync + 'static,
+        SFut: Future<Output = std::result::Result<String, String>> + Send + 'static,
+    {
+        self.comm = Some(CommDeclaration {
+            producer: Box::new(move |inbox| Box::pin(incoming(inbox))),
+            send: Arc::new(move |request| Box::pin(send(request))),
+        });
+        self
+    }
+
+    /// Serve `channel` (declare it as `channel:NAME` and a `channel:` permission in the
+    /// manifest).
+    pub fn channel(mut self, channel: Channel) -> App {
+        self.channels.push(channel);
+        self
+    }
+
     /// Starts a tokio runtime and [`App::serve`]s on it: the whole `main` of a typical app.
     pub fn run(self) -> Result<()> {
         tokio::runtime::Builder::new_multi_thread()
@@ -119,6 +150,8 @@ impl App {
             && self.subscriptions.is_empty()
             && self.ui.is_none()
             && self.gateway.is_none()
+            && self.comm.is_none()
+            && self.channels.is_empty()
         {
             return Err(Error::NothingToServe);
         }
@@ -146,6 +179,19 @@ impl App {
                 settings: Arc::clone(&settings),
             })
         });
+        // The producers run while the app serves and stop with it.
+        let mut producers = Vec::new();
+        let comm = self.comm.map(|declaration| {
+            let (server, producer) = declaration.start(Arc::clone(&settings));
+            producers.push(producer);
+            CommServiceServer::new(server)
+        });
+        let channels = (!self.channels.is_empty()).then(|| {
+            let (server, tasks) = ChannelServer::start(self.channels, Arc::clone(&settings));
+            producers.extend(tasks);
+            ChannelServiceServer::new(server)
+        });
+        let _producers = AbortOnDrop(producers);
         let listener = osprey_rpc::bind(path)?;
         let (fired, shutdown_fired) = tokio::sync::oneshot::channel::<()>();
         let server = tonic::transport::Server::builder()
@@ -153,6 +199,8 @@ impl App {
             .add_optional_service(hooks)
             .add_optional_service(ui)
             .add_optional_service(gateway)
+            .add_optional_service(comm)
+            .add_optional_service(channels)
             .serve_with_incoming_shutdown(osprey_rpc::incoming(listener), async move {
                 shutdown.await;
                 let _ = fired.send(());
@@ -172,6 +220,17 @@ impl App {
         // Osprey removes it too; an app that exits cleanly leaves nothing behind itself.
         let _ = std::fs::remove_file(path);
         Ok(served?)
+    }
+}
+
+/// Aborts the producer tasks when serving ends, however it ends.
+struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
     }
 }
 

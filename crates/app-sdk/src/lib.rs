@@ -1,6 +1,7 @@
 //! What an app author links to write an Osprey app in a few lines: declare tools and hook
 //! subscriptions on an [`App`], then [`App::run`]. The SDK reads `OSPREY_APP_SOCK`, serves the app
-//! protocol (`ToolService`, `HookService`, `UIService`, `GatewayService`) on that Unix socket, answers health checks, keeps the
+//! protocol (`ToolService`, `HookService`, `UIService`, `GatewayService`, `CommService`,
+//! `ChannelService`) on that Unix socket, answers health checks, keeps the
 //! settings Osprey pushes with `Configure`, and on SIGTERM (or SIGINT) stops accepting calls,
 //! finishes the ones in flight, removes the socket and returns.
 //!
@@ -21,12 +22,16 @@
 //! Windows transport is not built yet).
 
 mod app;
+mod channel;
+mod comm;
 mod gateway;
 mod hooks;
 mod tool;
 mod ui;
 
 pub use app::{App, SHUTDOWN_GRACE};
+pub use channel::{Channel, Feed};
+pub use comm::{Inbox, message};
 pub use gateway::Events;
 pub use hooks::{Filter, HookKind};
 /// The protocol's messages (`GatewayRequest`, ...), for handlers that need them.
@@ -45,7 +50,9 @@ pub enum Error {
     #[error("missing_socket_env: {SOCKET_ENV} is not set; Osprey sets it when it launches an app")]
     MissingSocketEnv,
     /// The app declared nothing to serve.
-    #[error("nothing_to_serve: declare at least one tool, hook, UI or gateway handler")]
+    #[error(
+        "nothing_to_serve: declare at least one tool, hook, UI, gateway, comm or channel handler"
+    )]
     NothingToServe,
     /// Binding the socket failed.
     #[error(transparent)]

@@ -1,7 +1,8 @@
 //! Registering a running app's capabilities through their adapters: tools into the registry,
-//! hook subscriptions into the dispatcher. The supervisor attaches after every (re)launch and
-//! detaches when it gives up or the app is stopped. (UI, gateway, comm, channel and schedule
-//! adapters plug in here as they are built.)
+//! hook subscriptions into the dispatcher, comm and channel streams into [`Comms`] and
+//! [`Channels`] (whose receive loops restart on the new connection at every attach). The supervisor attaches after every (re)launch and
+//! detaches when it gives up or the app is stopped. (UI, gateway and schedule adapters plug in
+//! here as they are built.)
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,6 +12,8 @@ use osprey_tools::Registry;
 
 use crate::Result;
 use crate::app_tools::register_tools;
+use crate::channel::Channels;
+use crate::comm::Comms;
 use crate::hooks::AppHooks;
 use crate::manifest::Capability;
 use crate::runtime::RunningApp;
@@ -30,6 +33,8 @@ pub struct Capabilities {
     hooks: AppHooks,
     settings: Option<crate::settings::SettingsStore>,
     tools: Arc<Mutex<HashMap<String, Vec<String>>>>,
+    comms: Comms,
+    channels: Channels,
 }
 
 impl std::fmt::Debug for Capabilities {
@@ -45,7 +50,29 @@ impl Capabilities {
             hooks,
             settings: None,
             tools: Arc::new(Mutex::new(HashMap::new())),
+            comms: Comms::default(),
+            channels: Channels::default(),
         }
+    }
+
+    /// Where comm apps' messages go (and sends come from), instead of a private default.
+    pub fn with_comms(mut self, comms: Comms) -> Capabilities {
+        self.comms = comms;
+        self
+    }
+
+    /// Where channel apps' events go, instead of a private default.
+    pub fn with_channels(mut self, channels: Channels) -> Capabilities {
+        self.channels = channels;
+        self
+    }
+
+    pub fn comms(&self) -> &Comms {
+        &self.comms
+    }
+
+    pub fn channels(&self) -> &Channels {
+        &self.channels
     }
 
     /// Push each app's saved settings with `Configure` after every (re)launch.
@@ -78,6 +105,9 @@ impl CapabilityHost for Capabilities {
             if manifest.provides.contains(&Capability::Hooks) {
                 self.hooks.register(manifest, app.channel()).await?;
             }
+            // Replaces the receive loops on the previous connection, if any.
+            self.comms.attach(manifest, app.channel());
+            self.channels.attach(manifest, app.channel());
             if let Some(settings) = &self.settings {
                 let values = settings.read(&manifest.id);
                 if let Err(error) = crate::settings::push(app.channel(), manifest, &values).await {
@@ -98,5 +128,7 @@ impl CapabilityHost for Capabilities {
             self.registry.unregister(&name);
         }
         self.hooks.deregister(app_id);
+        self.comms.detach(app_id);
+        self.channels.detach(app_id);
     }
 }

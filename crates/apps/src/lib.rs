@@ -15,6 +15,10 @@ pub mod apps_tool;
 pub mod binary;
 #[cfg(unix)]
 pub mod capabilities;
+#[cfg(unix)]
+pub mod channel;
+#[cfg(unix)]
+pub mod comm;
 pub mod gateway;
 pub mod hooks;
 pub mod install;
@@ -94,6 +98,9 @@ pub enum Error {
     /// There is no staged update to approve or reject.
     #[error("no_pending_update: {0}")]
     NoPendingUpdate(String),
+    /// A comm or channel app could not send (not running, no permission, the app refused).
+    #[error("send_failed: {0}")]
+    SendFailed(String),
     /// The file system failed under us.
     #[error("io: {context}: {source}")]
     Io {
@@ -120,6 +127,7 @@ impl Error {
             Error::RevocationUnavailable(_) => "revocation_unavailable",
             Error::StoreUnavailable(_) => "store_unavailable",
             Error::NoPendingUpdate(_) => "no_pending_update",
+            Error::SendFailed(_) => "send_failed",
             Error::Io { .. } => "io",
         }
     }
