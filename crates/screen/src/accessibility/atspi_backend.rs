@@ -957,7 +957,18 @@ impl AccessibilityBackend for AtspiBackend {
                         direct: direct.map(|direct| (root.0.clone(), direct)),
                     };
                     tree.direct = route.direct.is_some();
-                    Self::walk(&route, root, limits, deadline, &mut tree).await
+                    Self::walk(&route, root.clone(), limits, deadline, &mut tree).await;
+                    // A direct connection that no longer works (the application restarted its
+                    // server) yields nothing at all: forget it and walk again through the bus.
+                    if tree.direct && tree.nodes.is_empty() && Instant::now() < deadline {
+                        shared.direct.lock().await.remove(&root.0);
+                        tree = AccessibilityTree {
+                            complete: true,
+                            ..AccessibilityTree::default()
+                        };
+                        Self::walk(&Route::bus(&connection), root, limits, deadline, &mut tree)
+                            .await;
+                    }
                 }
                 None => {
                     tree.complete = false;
