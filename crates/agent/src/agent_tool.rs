@@ -8,7 +8,12 @@
 //! Approvals: memory is Osprey's own data, kept in its own database, and reading or adding to it
 //! reaches nothing outside, so `store`, `recall`, `search` and `list` need no approval (the
 //! origin rules and audit log still apply, as for every call). `delete` and `clear` destroy what
-//! the person may rely on and cannot be undone, so they go through the approval policy.
+//! the person may rely on and cannot be undone, so they go through the approval policy. The
+//! other resources follow the same rule: reading and adding to Osprey's own data is free,
+//! destroying what the person may rely on (`reminder.delete`, `session.clear`,
+//! `profile.delete`) is not; the scratch to-do list (`work`) is free throughout, and `task`
+//! (sub-agents) is free because every call a child makes meets the policy itself (see
+//! `crate::subagent`).
 //!
 //! Hooks: `memory.pre_store` sees `{namespace, layer, key, content, origin, session_id}` before a
 //! store and may rewrite those fields (redaction, routing to a namespace) or handle the store
@@ -204,6 +209,13 @@ impl DomainTool for AgentTool {
             .or_else(|| call.str("namespace").map(|n| format!("namespace {n}")))
             .or_else(|| call.str("session_id").map(|s| format!("session {s}")))
             .or_else(|| call.str("title").map(|t| format!("\"{t}\"")))
+            .or_else(|| {
+                call.str("prompt").map(|p| {
+                    let short: String = p.chars().take(60).collect();
+                    let more = if short.len() < p.len() { "…" } else { "" };
+                    format!("\"{short}{more}\"")
+                })
+            })
             .unwrap_or_default();
         CallFacts {
             summary: format!("{} {} {subject}", call.resource(), call.action())
