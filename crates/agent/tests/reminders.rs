@@ -859,3 +859,69 @@ async fn on_the_system_clock_a_reminder_fires_for_real() {
     );
     assert_eq!(recorder.prompts(), vec!["tick"]);
 }
+
+#[tokio::test]
+async fn a_run_still_going_makes_the_next_occurrence_skip_instead_of_stacking() {
+    let mut s = memory_setup();
+    let slow = s
+        .scheduler
+        .create(create("block the line", "*/10 * * * *"))
+        .await
+        .unwrap();
+    s.clock.set(start_ms() + 10 * MINUTE);
+    until("the first run started", async || {
+        s.recorder.prompts().len() == 1
+    })
+    .await;
+    // Its next time comes while the first run still blocks: skipped, and moved on.
+    s.clock.set(start_ms() + 20 * MINUTE);
+    let now = s.scheduler.get(slow.id.clone()).await.unwrap();
+    assert_eq!(now.next_run_ms, Some(start_ms() + 30 * MINUTE));
+    let runs = s.scheduler.history(slow.id.clone(), None).await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].outcome, "running");
+    assert_eq!(s.recorder.prompts().len(), 1);
+    // Run now refuses too, with the reason.
+    let err = s.scheduler.run_now(slow.id).await.unwrap_err();
+    assert!(err.to_string().contains("running right now"), "{err}");
+    let _ = &mut s.events;
+}
+
+#[tokio::test]
+async fn a_reminder_that_can_no_longer_be_scheduled_is_paused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(start_ms());
+    let id = {
+        let db = Database::open_in(dir.path()).unwrap();
+        let first = start(&db, &clock);
+        let made = first
+            .scheduler
+            .create(create("daily", "@daily"))
+            .await
+            .unwrap();
+        first.scheduler.shutdown().await;
+        // Edited by hand (or a zone dropped from the time zone database).
+        db.with_conn(|c| {
+            c.execute(
+                "UPDATE reminders SET timezone = 'Mars/Olympus' WHERE id = ?1",
+                [made.id.parse::<i64>().unwrap()],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+        made.id
+    };
+    clock.set(start_ms() + 24 * 60 * MINUTE);
+    let db = Database::open_in(dir.path()).unwrap();
+    let second = start(&db, &clock);
+    let reminder = second.scheduler.get(id.clone()).await.unwrap();
+    assert!(!reminder.enabled, "paused rather than retried forever");
+    let runs = second.scheduler.history(id, None).await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].outcome, "error");
+    assert!(
+        runs[0].error.as_deref().unwrap().contains("Mars/Olympus"),
+        "{runs:?}"
+    );
+    assert!(second.recorder.prompts().is_empty(), "it did not fire");
+}
