@@ -24,7 +24,7 @@ mod unix {
     use super::*;
     use crate::apps::LAUNCHING;
 
-    fn status(
+    pub(super) fn status(
         app: &InstalledApp,
         supervised: Option<&AppState>,
         launch: Option<(String, String)>,
@@ -229,5 +229,100 @@ impl Core {
 
     pub async fn reject_app_update(&self, id: &str) -> anyhow::Result<AppStatus> {
         anyhow::bail!("apps are not supported on this platform yet ({id})")
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use osprey_apps::install::InstalledApp;
+    use osprey_apps::manifest::Manifest;
+    use osprey_apps::supervisor::AppState;
+    use osprey_types::AppRunState;
+
+    use super::unix::status;
+    use crate::apps::LAUNCHING;
+
+    fn installed(quarantined: Option<&str>) -> InstalledApp {
+        let manifest = Manifest::parse(
+            br#"{"id": "notes", "name": "Notes", "version": "2.0.0", "provides": ["ui"]}"#,
+        )
+        .unwrap();
+        InstalledApp {
+            manifest,
+            path: "/apps/notes".into(),
+            sideloaded: false,
+            quarantined: quarantined.map(String::from),
+            pending_permissions: Some(vec!["network:api.example.com".into()]),
+        }
+    }
+
+    fn report(code: &str, message: &str) -> Option<(String, String)> {
+        Some((code.to_string(), message.to_string()))
+    }
+
+    #[test]
+    fn each_source_of_state_maps_to_what_the_page_shows() {
+        let app = installed(None);
+        let cases = [
+            (
+                Some(AppState::Running { pid: 7 }),
+                None,
+                AppRunState::Running,
+                None,
+            ),
+            (
+                Some(AppState::Restarting),
+                None,
+                AppRunState::Restarting,
+                None,
+            ),
+            (
+                Some(AppState::GaveUp),
+                None,
+                AppRunState::GaveUp,
+                Some("failed too often"),
+            ),
+            (None, report(LAUNCHING, ""), AppRunState::Launching, None),
+            (
+                None,
+                report(
+                    "revocation_unavailable",
+                    "the revocation list is 9 days old",
+                ),
+                AppRunState::RevocationUnavailable,
+                Some("9 days old"),
+            ),
+            (
+                None,
+                report("binary_invalid", "not an executable"),
+                AppRunState::Failed,
+                Some("not an executable"),
+            ),
+            (None, None, AppRunState::Stopped, None),
+        ];
+        for (supervised, launch, state, reason) in cases {
+            let shown = status(&app, supervised.as_ref(), launch);
+            assert_eq!(shown.state, state);
+            match reason {
+                Some(part) => assert!(
+                    shown.reason.as_deref().is_some_and(|r| r.contains(part)),
+                    "{shown:?}"
+                ),
+                None => assert_eq!(shown.reason, None),
+            }
+            assert!(shown.has_ui);
+            assert_eq!(
+                shown.pending_permissions,
+                Some(vec!["network:api.example.com".to_string()])
+            );
+        }
+    }
+
+    #[test]
+    fn quarantine_wins_over_a_stale_report() {
+        let app = installed(Some("revoked: malware"));
+        let shown = status(&app, None, report("revocation_unavailable", "old list"));
+        assert_eq!(shown.state, AppRunState::Quarantined);
+        assert_eq!(shown.reason.as_deref(), Some("revoked: malware"));
     }
 }

@@ -222,3 +222,18 @@ impl Approver for ApprovalBroker {
         })
     }
 }
+
+/// The question timeout from the `approvals.timeout_seconds` setting, else [`DEFAULT_TIMEOUT`].
+pub fn stored_timeout(stored: &osprey_db::Settings) -> Duration {
+    match crate::settings::read::<Option<u64>>(stored, crate::settings::APPROVAL_TIMEOUT) {
+        Some(seconds) if (5..=3600).contains(&seconds) => Duration::from_secs(seconds),
+        Some(seconds) => {
+            tracing::warn!(
+                seconds,
+                "approvals.timeout_seconds out of range; using 120 s"
+            );
+            DEFAULT_TIMEOUT
+        }
+        None => DEFAULT_TIMEOUT,
+    }
+}

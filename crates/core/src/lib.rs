@@ -186,7 +186,7 @@ impl Core {
                 skills,
                 approvals: approvals::ApprovalBroker::new(
                     events.clone(),
-                    approvals::DEFAULT_TIMEOUT,
+                    approvals::stored_timeout(&stored),
                 ),
                 events,
                 reminders,

@@ -30,9 +30,16 @@ pub const STORE_URL: &str = "store.url";
 /// Sub-agent limits (`osprey_agent::SubAgentSettings`): `{"max_depth": 2, "timeout_seconds": 300}`.
 pub const SUBAGENTS: &str = "subagents";
 
+/// Seconds an approval question waits for the person before it is denied (5 to 3600; default 120).
+pub const APPROVAL_TIMEOUT: &str = "approvals.timeout_seconds";
+
 /// Every known key with a one-line description.
 pub const KNOWN: &[(&str, &str)] = &[
     (POLICY, "approval policy: level, ask, allowlist, safe_bins"),
+    (
+        APPROVAL_TIMEOUT,
+        "seconds an approval question waits before it is denied (5 to 3600, default 120)",
+    ),
     (
         ORIGIN_RULES,
         "per-origin denies: {\"deny\": {\"comm\": [\"shell\"]}}",
@@ -68,6 +75,14 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
     match key {
         POLICY => check::<PolicyConfig>(key, value),
         ORIGIN_RULES => check::<OriginRules>(key, value),
+        APPROVAL_TIMEOUT => {
+            let seconds: u64 = serde_json::from_value(value.clone())
+                .with_context(|| format!("`{key}` takes a number of seconds, not {value}"))?;
+            if !(5..=3600).contains(&seconds) {
+                bail!("`{key}` must be between 5 and 3600 seconds, not {seconds}");
+            }
+            Ok(())
+        }
         SUBAGENTS => {
             check::<osprey_agent::SubAgentSettings>(key, value)?;
             let settings: osprey_agent::SubAgentSettings = serde_json::from_value(value.clone())?;

@@ -250,3 +250,22 @@ async fn a_cancelled_call_withdraws_its_question() {
         [("cancelled".to_string(), Some("cancelled".to_string()))]
     );
 }
+
+#[test]
+fn the_timeout_comes_from_the_setting_which_is_validated() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    assert_eq!(open(&data).approvals().timeout(), Duration::from_secs(120));
+    let key = osprey_core::settings::APPROVAL_TIMEOUT;
+    for bad in [json!(1), json!(7200), json!("soon")] {
+        let error = osprey_core::settings::validate(key, &bad).unwrap_err();
+        assert!(format!("{error:#}").contains(key), "{error:#}");
+    }
+    osprey_core::settings::validate(key, &json!(30)).unwrap();
+    osprey_db::Database::open_in(&data)
+        .unwrap()
+        .settings()
+        .set(key, &json!(30))
+        .unwrap();
+    assert_eq!(open(&data).approvals().timeout(), Duration::from_secs(30));
+}
