@@ -40,7 +40,8 @@ pub struct McpServerConfig {
     pub command: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
-    /// Extra environment variables for the program (it inherits Osprey's environment too).
+    /// Extra environment variables for the program (it inherits Osprey's environment too);
+    /// `${NAME}` in a value is replaced by Osprey's own `NAME`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
     /// The working directory for the program.
@@ -49,7 +50,8 @@ pub struct McpServerConfig {
     /// The streamable HTTP endpoint (`http://` or `https://`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
-    /// Extra HTTP headers sent with every request (an `Authorization` header, for example).
+    /// Extra HTTP headers sent with every request (an `Authorization` header, for example);
+    /// `${NAME}` in a value is replaced by the environment variable `NAME`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
     /// `false` keeps the entry without connecting.
@@ -117,7 +119,7 @@ impl McpServerConfig {
                         ));
                     }
                 }
-                for value in self.headers.values() {
+                for value in self.headers.values().filter(|v| !v.contains("${")) {
                     http::HeaderValue::from_str(value)
                         .map_err(|_| "a header value holds characters HTTP does not allow".to_string())?;
                 }
@@ -127,6 +129,35 @@ impl McpServerConfig {
             _ => Err("give `command` (a program speaking MCP on stdio) or `url` (a streamable HTTP endpoint)".into()),
         }
     }
+}
+
+/// Replaces `${NAME}` in an `env` or `headers` value with Osprey's environment variable `NAME`,
+/// so a token can live in the environment instead of the settings table. `$${` is a literal
+/// `${`.
+pub fn expand_env(value: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        if rest[..start].ends_with('$') {
+            out.push_str(&rest[..start - 1]);
+            out.push_str("${");
+            rest = &rest[start + 2..];
+            continue;
+        }
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("`${{` without a closing `}}` in `{value}`"))?;
+        let name = &after[..end];
+        let variable = std::env::var(name).map_err(|_| {
+            format!("the environment variable `{name}` (named in the MCP settings) is not set")
+        })?;
+        out.push_str(&variable);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 /// Checks a whole `mcp.servers` value: names usable in `mcp__<name>__<tool>`, each entry complete.
@@ -260,6 +291,21 @@ mod tests {
         assert!(err.contains("header name"), "{err}");
         // Typos are refused rather than ignored.
         serde_json::from_value::<McpServers>(json!({"w": {"comand": "x"}})).unwrap_err();
+    }
+
+    #[test]
+    fn environment_references_expand_and_missing_ones_are_named() {
+        // PATH is set in any test environment; the other name is not.
+        let path = std::env::var("PATH").unwrap();
+        assert_eq!(
+            expand_env("Bearer ${PATH}!").unwrap(),
+            format!("Bearer {path}!")
+        );
+        assert_eq!(expand_env("plain").unwrap(), "plain");
+        assert_eq!(expand_env("cost $${PATH}").unwrap(), "cost ${PATH}");
+        let err = expand_env("${OSPREY_SURELY_UNSET_VARIABLE}").unwrap_err();
+        assert!(err.contains("`OSPREY_SURELY_UNSET_VARIABLE`"), "{err}");
+        assert!(expand_env("${PATH").unwrap_err().contains("closing"));
     }
 
     #[test]

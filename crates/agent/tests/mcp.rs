@@ -316,7 +316,10 @@ async fn http_server_tools_come_work_and_go_with_the_server() {
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default().with_cancellation_token(stop.clone()),
     );
-    let app = axum::Router::new().nest_service("/mcp", service);
+    let seen_headers = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let app = axum::Router::new().nest_service("/mcp", service).layer(
+        axum::middleware::from_fn_with_state(seen_headers.clone(), record_test_header),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let server = tokio::spawn(async move {
@@ -326,7 +329,10 @@ async fn http_server_tools_come_work_and_go_with_the_server() {
     let local = registry(Level::Allowlist, &dir.path().join("local-data"));
     local.set_approver(Some(Arc::new(CountingApprover::default())));
     let servers: McpServers = serde_json::from_value(json!({
-        "remote": {"url": format!("http://{address}/mcp"), "headers": {"X-Osprey-Test": "1"}}
+        "remote": {
+            "url": format!("http://{address}/mcp"),
+            "headers": {"X-Osprey-Test": "from ${CARGO_PKG_NAME}"}
+        }
     }))
     .unwrap();
     let clients = McpClients::start(&local, &servers, fast_options());
@@ -334,6 +340,16 @@ async fn http_server_tools_come_work_and_go_with_the_server() {
         local.get("mcp__remote__file").is_some()
     })
     .await;
+
+    // Configured headers go with the requests, `${NAME}` taken from the environment.
+    assert!(
+        seen_headers
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|v| v == "from osprey-agent"),
+        "{seen_headers:?}"
+    );
 
     let note = dir.path().join("remote-note.txt");
     std::fs::write(&note, "read over streamable http").unwrap();
@@ -389,4 +405,18 @@ async fn http_server_tools_come_work_and_go_with_the_server() {
         ServerState::Retrying { .. } | ServerState::Connecting
     ));
     clients.stop().await;
+}
+
+/// Records the `X-Osprey-Test` header of every request the loopback MCP server receives.
+async fn record_test_header(
+    axum::extract::State(seen): axum::extract::State<Arc<std::sync::Mutex<Vec<String>>>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if let Some(value) = request.headers().get("x-osprey-test") {
+        seen.lock()
+            .unwrap()
+            .push(value.to_str().unwrap_or_default().to_string());
+    }
+    next.run(request).await
 }

@@ -327,7 +327,10 @@ impl Connection {
         match self.config.endpoint()? {
             Endpoint::Stdio { command, args } => {
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(&self.config.env);
+                cmd.args(args);
+                for (name, value) in &self.config.env {
+                    cmd.env(name, super::expand_env(value)?);
+                }
                 if let Some(cwd) = &self.config.cwd {
                     cmd.current_dir(cwd);
                 }
@@ -356,7 +359,7 @@ impl Connection {
                 for (name, value) in &self.config.headers {
                     let name = http::HeaderName::from_bytes(name.as_bytes())
                         .map_err(|_| format!("`{name}` is not a valid HTTP header name"))?;
-                    let value = http::HeaderValue::from_str(value)
+                    let value = http::HeaderValue::from_str(&super::expand_env(value)?)
                         .map_err(|_| format!("the value of header `{name}` is not valid"))?;
                     headers.insert(name, value);
                 }
@@ -377,9 +380,14 @@ impl Connection {
         peer: &Peer<RoleClient>,
         registered: &mut Registered,
     ) -> Result<(), String> {
-        let tools = peer
-            .list_all_tools()
+        let tools = tokio::time::timeout(self.options.connect_timeout, peer.list_all_tools())
             .await
+            .map_err(|_| {
+                format!(
+                    "the server did not list its tools within {} s",
+                    self.options.connect_timeout.as_secs()
+                )
+            })?
             .map_err(|err| format!("listing the server's tools failed: {err}"))?;
         let mut wanted = BTreeSet::new();
         for tool in tools {
