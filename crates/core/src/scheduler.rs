@@ -227,35 +227,14 @@ async fn fire(core: Core, firing: Firing) -> Result<FireReport, String> {
         Some(options) => Ok(options),
         None => core.resolve_chat(&ChatChoice::default()).await,
     };
-    let options = match resolved {
-        Ok(options) => options,
-        // No model to run the prompt: announcing it (the Fired event) is all there is to do.
-        Err(error) => {
-            tracing::info!(reminder = %reminder.id, %error, "reminder fired without a model provider");
-            return Ok(FireReport {
-                session_id: None,
-                output: Some(format!(
-                    "notified only (no model provider: {})",
-                    first_line(&format!("{error:#}"))
-                )),
-            });
-        }
+    // No usable model (none set up, or one without its key): the reminder is said in its
+    // session instead, so the person still sees it.
+    let runner = match resolved.and_then(|options| core.chat_runner(&options)) {
+        Ok(runner) => runner,
+        Err(error) => return notify(&core, &firing, &error),
     };
-    let runner = core.chat_runner(&options).map_err(|e| format!("{e:#}"))?;
+    let session_id = session_for(&core, &firing);
     let sessions = core.db().sessions();
-    // A turn already running in the reminder's session (the person chatting) must not be
-    // interleaved with: the reminder then runs in a session of its own.
-    let busy = |id: &str| {
-        sessions
-            .get(id)
-            .ok()
-            .flatten()
-            .is_some_and(|row| row.status == "running")
-    };
-    let session_id = match reminder.session_id.as_deref() {
-        Some(id) if !busy(id) => id.to_string(),
-        _ => format!("reminder-{}-run-{}", reminder.id, firing.run_id),
-    };
     let mut turn = TurnRequest::new(
         session_id.clone(),
         format!(
@@ -297,6 +276,66 @@ async fn fire(core: Core, firing: Firing) -> Result<FireReport, String> {
             Err(format!("the reminder's turn failed: {error}"))
         }
     }
+}
+
+/// The reminder's session, unless it is busy with a turn (the person chatting: a reminder must
+/// not be interleaved with it) or it has none; then a session of the run's own.
+fn session_for(core: &Core, firing: &Firing) -> String {
+    let sessions = core.db().sessions();
+    let busy = |id: &str| {
+        sessions
+            .get(id)
+            .ok()
+            .flatten()
+            .is_some_and(|row| row.status == "running")
+    };
+    match firing.reminder.session_id.as_deref() {
+        Some(id) if !busy(id) => id.to_string(),
+        _ => format!("reminder-{}-run-{}", firing.reminder.id, firing.run_id),
+    }
+}
+
+/// Without a model: the reminder's text goes into its session as an assistant message (and out
+/// as a finished turn, so an open chat shows it at once).
+fn notify(core: &Core, firing: &Firing, error: &anyhow::Error) -> Result<FireReport, String> {
+    let reminder = &firing.reminder;
+    tracing::info!(reminder = %reminder.id, %error, "reminder fired without a model provider");
+    let session_id = session_for(core, firing);
+    let text = format!("Reminder: {}", reminder.prompt);
+    let sessions = core.db().sessions();
+    let stored = (|| -> anyhow::Result<()> {
+        sessions.open_or_create(&osprey_db::NewSession {
+            id: &session_id,
+            title: Some(&reminder.title),
+            origin: Origin::System.as_str(),
+            provider: None,
+            model: None,
+        })?;
+        let message = osprey_agent::Message::assistant_text(text.clone());
+        let content = serde_json::to_value(&message.content)?;
+        sessions.append_message(&session_id, message.role.as_str(), &content, None)?;
+        Ok(())
+    })();
+    if let Err(error) = stored {
+        return Err(format!(
+            "could not write the reminder into its session: {error:#}"
+        ));
+    }
+    core.emit(CoreEvent::ChatTurnStarted {
+        session_id: session_id.clone(),
+    });
+    core.emit(CoreEvent::ChatTurnFinished {
+        session_id: session_id.clone(),
+        stop: "notified".into(),
+        text,
+    });
+    Ok(FireReport {
+        session_id: Some(session_id),
+        output: Some(format!(
+            "notified only (no model provider: {})",
+            first_line(&format!("{error:#}"))
+        )),
+    })
 }
 
 fn first_line(text: &str) -> &str {
@@ -428,6 +467,67 @@ mod tests {
 
         core.stop_scheduler().await;
         assert_eq!(core.reminders().unwrap().name(), "stored");
+    }
+
+    #[tokio::test]
+    async fn without_a_usable_model_the_reminder_is_written_into_its_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = Core::open(CoreOptions {
+            data_dir: Some(dir.path().to_path_buf()),
+            policy: None,
+        })
+        .unwrap();
+        // Anthropic chosen, but no key anywhere: no model can run the prompt.
+        if core.provider_key(ProviderKind::Anthropic).is_some() {
+            return;
+        }
+        core.set_provider_setting("provider.default", "anthropic")
+            .unwrap();
+        core.start_scheduler().unwrap();
+        let mut reminder_events = core.reminder_events().unwrap();
+        let created = body(
+            &core
+                .call_tool(
+                    Origin::User,
+                    "agent",
+                    json!({"resource": "alarm", "action": "create", "schedule": "in 2 hours",
+                           "prompt": "stand up and stretch", "title": "stretch"}),
+                )
+                .await,
+        );
+        let id = created["created"]["id"].as_str().unwrap().to_string();
+        core.reminders().unwrap().run_now(id.clone()).await.unwrap();
+        let (outcome, output) = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                if let SchedulerEvent::Finished {
+                    outcome, output, ..
+                } = reminder_events.recv().await.unwrap()
+                {
+                    return (outcome, output);
+                }
+            }
+        })
+        .await
+        .expect("the run finished");
+        assert_eq!(outcome, RunOutcome::Ok);
+        assert!(output.unwrap().starts_with("notified only"));
+        let runs = core.reminders().unwrap().history(id, None).await.unwrap();
+        let session = runs[0].session_id.clone().unwrap();
+        let row = core.db().sessions().get(&session).unwrap().unwrap();
+        assert_eq!(
+            (row.origin.as_str(), row.title.as_deref()),
+            ("system", Some("stretch"))
+        );
+        let messages = core.db().sessions().messages(&session).unwrap();
+        assert_eq!(messages.len(), 1);
+        assert_eq!(messages[0].role, "assistant");
+        assert!(
+            messages[0]
+                .content
+                .to_string()
+                .contains("Reminder: stand up and stretch")
+        );
+        core.stop_scheduler().await;
     }
 
     /// An app's `ScheduleService`, in memory, served over a real Unix socket.
