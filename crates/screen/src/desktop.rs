@@ -458,3 +458,63 @@ pub fn describe(snapshot: &Snapshot, width: u32, height: u32) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accessibility::{AccessibleNode, NodeRef, States};
+
+    fn node(name: &str, children: Vec<usize>) -> AccessibleNode {
+        AccessibleNode {
+            node: NodeRef(format!("test|{name}")),
+            role: accesskit::Role::ListItem,
+            platform_role: "list item".into(),
+            name: name.into(),
+            description: String::new(),
+            value: None,
+            states: States::default(),
+            bounds: None,
+            actions: Vec::new(),
+            children,
+            depth: 0,
+        }
+    }
+
+    fn window(title: &str) -> WindowInfo {
+        WindowInfo {
+            id: 1,
+            title: title.into(),
+            app_name: "test".into(),
+            pid: None,
+            bounds: Rect::new(0, 0, 10, 10),
+            focused: false,
+            minimized: false,
+        }
+    }
+
+    #[test]
+    fn merged_trees_keep_their_child_links_and_notes() {
+        let first = AccessibilityTree {
+            nodes: vec![node("a", vec![1]), node("b", vec![])],
+            complete: true,
+            ..AccessibilityTree::default()
+        };
+        let second = AccessibilityTree {
+            nodes: vec![
+                node("row", vec![1, 2]),
+                node("Apple", vec![]),
+                node("Red", vec![]),
+            ],
+            complete: false,
+            notes: vec!["partial".into()],
+            ..AccessibilityTree::default()
+        };
+        let (merged, notes) = merge_trees(vec![(window("One"), first), (window("Two"), second)]);
+        assert_eq!(merged.nodes.len(), 5);
+        assert_eq!(merged.nodes[0].children, [1]);
+        // The second window's row points at its own labels, now at 3 and 4.
+        assert_eq!(merged.nodes[2].children, [3, 4]);
+        assert!(!merged.complete);
+        assert_eq!(notes, ["Two: partial"]);
+    }
+}
