@@ -170,3 +170,80 @@ async fn the_apps_page_sees_states_and_events_and_app_windows_are_served() {
         AppRunState::Stopped
     );
 }
+
+/// A signed store package of the `notes` app at `version` asking for `permissions`.
+fn signed_package(
+    root: &Path,
+    key: &osprey_apps::KeyPair,
+    version: &str,
+    permissions: &[&str],
+) -> std::path::PathBuf {
+    let dir = root.join(format!("notes-{version}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = json!({
+        "id": "notes", "name": "Notes", "version": version,
+        "provides": ["tool:note"], "permissions": permissions,
+    });
+    std::fs::write(dir.join(napp::MANIFEST), manifest.to_string()).unwrap();
+    std::fs::write(dir.join("SKILL.md"), "# notes\n").unwrap();
+    // Never launched here: any ELF-looking executable will do.
+    std::fs::write(dir.join("binary"), b"\x7FELF\x02\x01\x01\x00fixture").unwrap();
+    std::fs::set_permissions(dir.join("binary"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let unsigned = dir.with_extension("unsigned.napp");
+    napp::pack_to_file(&dir, &unsigned).unwrap();
+    let signed = dir.with_extension("napp");
+    napp::sign_package(&unsigned, key, &signed).unwrap();
+    signed
+}
+
+#[tokio::test]
+async fn a_staged_update_is_shown_and_rejected_or_approved_from_the_page() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let core = Core::open(CoreOptions {
+        data_dir: Some(data.clone()),
+        policy: None,
+    })
+    .unwrap();
+    let key = osprey_apps::KeyPair::generate().unwrap();
+    let installer = Installer::new(data.join("apps"));
+    let install = |version: &str, permissions: &[&str]| {
+        let package = signed_package(root.path(), &key, version, permissions);
+        installer
+            .install(std::fs::File::open(package).unwrap(), &key.public())
+            .unwrap()
+    };
+    install("1.0.0", &[]);
+    install("2.0.0", &["network:api.example.com"]);
+    let mut events = core.subscribe();
+
+    let staged = core.app_status("notes").await.unwrap();
+    assert_eq!(
+        staged.version, "1.0.0",
+        "the old version stays until approved"
+    );
+    assert_eq!(
+        staged.pending_permissions,
+        Some(vec!["network:api.example.com".to_string()])
+    );
+    assert!(!staged.sideloaded);
+
+    let rejected = core.reject_app_update("notes").await.unwrap();
+    assert_eq!(rejected.pending_permissions, None);
+    assert_eq!(rejected.version, "1.0.0");
+    match events.try_recv().unwrap() {
+        CoreEvent::AppStateChanged { app } => assert_eq!(app, rejected),
+        other => panic!("{other:?}"),
+    }
+
+    install("2.0.0", &["network:api.example.com"]);
+    let approved = core.approve_app_update("notes").await.unwrap();
+    assert_eq!(approved.version, "2.0.0");
+    assert_eq!(approved.pending_permissions, None);
+    match events.try_recv().unwrap() {
+        CoreEvent::AppStateChanged { app } => assert_eq!(app.version, "2.0.0"),
+        other => panic!("{other:?}"),
+    }
+    let error = core.approve_app_update("notes").await.unwrap_err();
+    assert!(format!("{error:#}").contains("notes"), "{error:#}");
+}
