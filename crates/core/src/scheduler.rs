@@ -1,10 +1,11 @@
 //! Reminders in the core: the [`ScheduleSlot`] the agent tool's reminder resource reads (the
 //! database-only [`StoredReminders`] until [`Core::start_scheduler`] puts the built-in scheduler
-//! there, so `osprey tool` from a terminal can still create and list reminders), and the handler that does the work
-//! when a reminder fires: an agent turn with origin `system` in the reminder's session (a new
-//! session when it has none, or when a turn is already running in it), through the same
-//! registry, policy and approval broker as any chat; with no model provider set up, the firing is
-//! only announced (the desktop shows a notification from [`Core::reminder_events`]).
+//! there, so `osprey tool` from a terminal can still create and list reminders), and the
+//! handler that does the work when a reminder fires: an agent turn with origin `system` in the
+//! reminder's session (a new session when it has none, or when a turn is already running in
+//! it), through the same registry, policy and approval broker as any chat; with no usable model,
+//! the reminder is written into that session as an assistant message (a shell may also notify
+//! from [`Core::reminder_events`]).
 //!
 //! An app that provides `schedule` can take the built-in scheduler's place: put its adapter in
 //! the slot with [`Core::replace_scheduler`] (the agent tool follows at once).
