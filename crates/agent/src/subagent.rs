@@ -125,7 +125,10 @@ impl SubAgentFactory for RunnerPool {
             .and_then(by_model)
             .or_else(|| runners.last())
             .cloned()
-            .ok_or_else(|| "no model runner is attached".to_string())
+            .ok_or_else(|| {
+                "no model runner is attached here: sub-agents run from a chat, on its model"
+                    .to_string()
+            })
     }
 }
 
