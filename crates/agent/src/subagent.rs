@@ -252,8 +252,9 @@ impl std::fmt::Debug for SubAgents {
 }
 
 impl SubAgents {
-    /// Sub-agents over `db`. Tasks a previous process left `running` are marked `interrupted`:
-    /// no child outlives the process that ran it.
+    /// Sub-agents over `db`. Tasks left `running` are marked `interrupted`: a child dies with
+    /// the process that ran it. When another live process (the desktop app beside a CLI call)
+    /// is still running one, its real ending replaces the mark.
     pub fn new(db: &Database, config: SubAgentConfig) -> Self {
         let tasks = db.subagent_tasks();
         if let Err(error) = tasks.interrupt_running() {

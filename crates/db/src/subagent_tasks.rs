@@ -134,7 +134,9 @@ impl SubAgentTasks {
         })
     }
 
-    /// Records how a running task ended; a task that already ended keeps its first ending.
+    /// Records how a running task ended; a task that already ended keeps its first ending. An
+    /// `interrupted` mark is only a guess made at start-up (another process sharing the database
+    /// may still be running the child), so a real ending replaces it.
     pub fn finish(
         &self,
         id: i64,
@@ -145,7 +147,7 @@ impl SubAgentTasks {
         self.db.with_conn(|c| {
             Ok(c.execute(
                 "UPDATE subagent_tasks SET status = ?2, result = ?3, error = ?4, finished_ms = ?5
-                 WHERE id = ?1 AND status = 'running'",
+                 WHERE id = ?1 AND status IN ('running', 'interrupted')",
                 params![id, status, result, error, now_ms()],
             )? > 0)
         })
@@ -226,5 +228,17 @@ mod tests {
             db.subagent_tasks().get(id).unwrap().unwrap().status,
             "interrupted"
         );
+        // The process that really ran it (another one sharing the file) has the last word.
+        assert!(
+            db.subagent_tasks()
+                .finish(id, "done", Some("ok"), None)
+                .unwrap()
+        );
+        assert!(
+            !db.subagent_tasks()
+                .finish(id, "cancelled", None, None)
+                .unwrap()
+        );
+        assert_eq!(db.subagent_tasks().get(id).unwrap().unwrap().status, "done");
     }
 }
