@@ -348,10 +348,12 @@ impl Connection {
                         }
                     });
                 }
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|err| format!("the MCP handshake with `{command}` failed: {err}"))
+                handler.serve(transport).await.map_err(|err| {
+                    format!(
+                        "the MCP handshake with `{command}` failed: {}",
+                        innermost(&err)
+                    )
+                })
             }
             Endpoint::Http { url } => {
                 install_crypto_provider();
@@ -366,10 +368,12 @@ impl Connection {
                 let transport = StreamableHttpClientTransport::from_config(
                     StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers),
                 );
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|err| format!("the MCP handshake with {url} failed: {err}"))
+                handler.serve(transport).await.map_err(|err| {
+                    format!(
+                        "the MCP handshake with {url} failed: {}",
+                        handshake_error(&err)
+                    )
+                })
             }
         }
     }
@@ -422,6 +426,25 @@ impl Connection {
         );
         Ok(())
     }
+}
+
+/// Why a handshake failed, in words a person can act on.
+fn handshake_error(err: &rmcp::service::ClientInitializeError) -> String {
+    match err {
+        // The transport error is not linked as a source; its own chain is.
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => innermost(error),
+        other => innermost(other),
+    }
+}
+
+/// The deepest cause of an error ("Connection refused" rather than the transport's layers of
+/// type names), which is what a person can act on.
+fn innermost(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = err;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
 }
 
 /// rmcp's HTTP client uses rustls without a built-in crypto provider (see the root
