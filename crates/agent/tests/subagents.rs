@@ -920,3 +920,39 @@ async fn cancel_stops_a_no_wait_child_and_the_running_limit_holds() {
     assert_eq!(result.code, Some(ErrorCode::Cancelled));
     assert_eq!(fx.db.subagent_tasks().list("main", 10).unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn a_child_keeps_its_parents_origin_and_meets_its_origin_rules() {
+    // Calls from origin `comm` (a message from a chat bridge) may not use the probe; a user may.
+    let fx = fixture(Level::Full, SubAgentConfig::default());
+    let rules: osprey_tools::OriginRules =
+        serde_json::from_value(json!({"deny": {"comm": ["probe"]}})).unwrap();
+    fx.registry.set_origin_rules(rules);
+    let wire = Wire::Anthropic;
+    let server = RoutedServer::start(vec![
+        vec![
+            wire.turn(
+                "",
+                &[agent_call(
+                    "toolu_spawn",
+                    json!({"action": "spawn", "prompt": "Change the door."}),
+                )],
+            ),
+            wire.turn("ok", &[]),
+        ],
+        vec![
+            wire.turn("", &[probe("toolu_change", "change", "the door")]),
+            wire.turn("not allowed", &[]),
+        ],
+    ])
+    .await;
+    let mut turn = TurnRequest::new("bridge", "change the door via a helper");
+    turn.origin = Origin::Comm;
+    runner(&fx, wire, &server.url).run_turn(turn).await.unwrap();
+    let task = &fx.db.subagent_tasks().list("bridge", 1).unwrap()[0];
+    let child = fx.db.sessions().get(&task.session_id).unwrap().unwrap();
+    assert_eq!(child.origin, "comm");
+    let call = &fx.db.sessions().tool_calls(&task.session_id).unwrap()[0];
+    assert_eq!(call.code.as_deref(), Some("origin_denied"));
+    assert_eq!(fx.changes.load(Ordering::SeqCst), 0);
+}
