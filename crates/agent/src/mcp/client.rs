@@ -457,7 +457,12 @@ fn install_crypto_provider() {
     });
 }
 
-/// `mcp__<server>__<tool>`, with characters model APIs refuse in tool names replaced by `_`.
+/// The longest tool name the model APIs accept (Anthropic's and OpenAI's limit).
+pub const MAX_TOOL_NAME: usize = 64;
+
+/// `mcp__<server>__<tool>`, with characters model APIs refuse in tool names replaced by `_`, and
+/// cut to [`MAX_TOOL_NAME`] with a hash of the full name kept at the end so cut names stay
+/// distinct (one over-long name must not make a provider refuse every request).
 pub fn registry_name(server: &str, tool: &str) -> String {
     let clean: String = tool
         .chars()
@@ -469,7 +474,17 @@ pub fn registry_name(server: &str, tool: &str) -> String {
             }
         })
         .collect();
-    format!("mcp__{server}__{clean}")
+    let full = format!("mcp__{server}__{clean}");
+    if full.len() <= MAX_TOOL_NAME {
+        return full;
+    }
+    // FNV-1a: stable across runs and Rust versions, unlike the std hasher.
+    let hash = tool.bytes().fold(0x811c_9dc5_u32, |hash, byte| {
+        (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
+    });
+    let suffix = format!("_{hash:08x}");
+    // Only ASCII is left, so any byte index is a character boundary.
+    format!("{}{suffix}", &full[..MAX_TOOL_NAME - suffix.len()])
 }
 
 /// A remote tool as the registry sees it.
@@ -550,5 +565,13 @@ mod tests {
             registry_name("docs", "search.pages v2"),
             "mcp__docs__search_pages_v2"
         );
+        let long = "a".repeat(80);
+        let cut = registry_name("docs", &long);
+        assert_eq!(cut.len(), MAX_TOOL_NAME);
+        assert!(cut.starts_with("mcp__docs__aaaa"), "{cut}");
+        let other = registry_name("docs", &format!("{long}b"));
+        assert_eq!(other.len(), MAX_TOOL_NAME);
+        assert_ne!(cut, other);
+        assert_eq!(cut, registry_name("docs", &long));
     }
 }
