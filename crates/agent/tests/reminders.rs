@@ -925,3 +925,45 @@ async fn a_reminder_that_can_no_longer_be_scheduled_is_paused_with_the_reason() 
     );
     assert!(second.recorder.prompts().is_empty(), "it did not fire");
 }
+
+#[tokio::test]
+async fn two_schedulers_on_one_file_fire_an_occurrence_once() {
+    // The desktop app and a second Osprey process on the same data directory. Whether both see
+    // an occurrence due at the same moment is down to timing; the compare-and-set that makes
+    // the loser start nothing is pinned by the db crate's unit test.
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(start_ms());
+    let first_db = Database::open_in(dir.path()).unwrap();
+    let second_db = Database::open_in(dir.path()).unwrap();
+    let mut first = start(&first_db, &clock);
+    let mut second = start(&second_db, &clock);
+    let once = first
+        .scheduler
+        .create(create("only once", "in 5 min"))
+        .await
+        .unwrap();
+    let cron = first
+        .scheduler
+        .create(create("every ten", "*/10 * * * *"))
+        .await
+        .unwrap();
+    clock.set(start_ms() + 10 * MINUTE);
+    // Whoever fired them, both schedulers have now looked at what is due.
+    for s in [&first, &second] {
+        s.scheduler.list(None).await.unwrap();
+    }
+    for id in [&once.id, &cron.id] {
+        let runs = second.scheduler.history(id.clone(), None).await.unwrap();
+        assert_eq!(runs.len(), 1, "{id}: {runs:?}");
+    }
+    let fired = first.recorder.prompts().len() + second.recorder.prompts().len();
+    assert_eq!(fired, 2);
+    // Let the runs finish before the schedulers go.
+    let mut done = 0;
+    while done < 2 {
+        tokio::select! {
+            _ = finished(&mut first.events) => done += 1,
+            _ = finished(&mut second.events) => done += 1,
+        }
+    }
+}

@@ -352,7 +352,8 @@ impl Reminders {
     }
 
     /// Records the start of a run and moves the reminder's next time, in one transaction.
-    /// Returns the run's id, or `None` when the reminder no longer exists.
+    /// Returns the run's id, or `None` when the reminder no longer exists or (when moving the
+    /// next time) its next time is no longer `scheduled_ms`: someone else started that run.
     pub fn start_run(&self, start: &RunStart) -> Result<Option<i64>> {
         self.db.with_conn(|c| {
             let tx = c.transaction()?;
@@ -361,9 +362,18 @@ impl Reminders {
                     "UPDATE reminders SET last_run_ms = ?2 WHERE id = ?1",
                     params![start.reminder_id, start.started_ms],
                 )?,
+                // Only if the occurrence is still the one this run stands for: a second
+                // scheduler on the same file (another Osprey process) that saw it due too
+                // finds it taken and starts nothing.
                 NextRun::Set(next) => tx.execute(
-                    "UPDATE reminders SET last_run_ms = ?2, next_run_ms = ?3 WHERE id = ?1",
-                    params![start.reminder_id, start.started_ms, next],
+                    "UPDATE reminders SET last_run_ms = ?2, next_run_ms = ?3
+                     WHERE id = ?1 AND next_run_ms IS ?4",
+                    params![
+                        start.reminder_id,
+                        start.started_ms,
+                        next,
+                        start.scheduled_ms
+                    ],
                 )?,
             };
             if changed == 0 {
@@ -532,6 +542,17 @@ mod tests {
             .unwrap();
         let stored = repo.get(r.id).unwrap().unwrap();
         assert_eq!(stored.next_run_ms, None);
+        // The same occurrence cannot be started twice.
+        let again = repo
+            .start_run(&RunStart {
+                reminder_id: r.id,
+                trigger: RunTrigger::Schedule,
+                scheduled_ms: Some(5_000),
+                started_ms: 5_011,
+                next_run: NextRun::Set(None),
+            })
+            .unwrap();
+        assert_eq!(again, None);
         assert_eq!(stored.last_run_ms, Some(5_010));
         assert_eq!(
             repo.run(first).unwrap().unwrap().outcome,
