@@ -123,6 +123,18 @@ fn utf8_suffix(bytes: &[u8]) -> &[u8] {
     &bytes[skip..]
 }
 
+/// `text` on one line (newlines as spaces), cut to `max` characters with an ellipsis.
+pub(crate) fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c == '\n' { ' ' } else { c })
+        .collect();
+    match flat.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

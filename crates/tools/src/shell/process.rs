@@ -100,7 +100,7 @@ pub(crate) async fn list(call: &Call) -> ToolResult {
         let command = if p.command.is_empty() {
             format!("[{}]", p.name)
         } else {
-            super::sessions::one_line(&p.command, 300)
+            super::output::one_line(&p.command, 300)
         };
         let mark = if p.pid == own { " (osprey)" } else { "" };
         out.push_str(&format!(

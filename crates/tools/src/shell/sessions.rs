@@ -134,7 +134,7 @@ impl Sessions {
                 job.id,
                 job.pid,
                 job.cwd.display(),
-                one_line(&job.command, 200)
+                super::output::one_line(&job.command, 200)
             ));
         }
         ToolResult::text(out)
@@ -354,16 +354,5 @@ pub(crate) fn duration_words(d: Duration) -> String {
         format!("{} min {} s", s / 60, s % 60)
     } else {
         format!("{} h {} min", s / 3600, (s % 3600) / 60)
-    }
-}
-
-pub(crate) fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c == '\n' { ' ' } else { c })
-        .collect();
-    match flat.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &flat[..cut]),
-        None => flat,
     }
 }
