@@ -1,6 +1,7 @@
 //! The layout of an installed app's directory, `<data>/apps/<id>/`: manifest.json, the binary,
-//! signatures.json, SKILL.md, ui/, data/ (the app's own, kept across updates), logs/, and the
-//! run files app.sock and .pid.
+//! signatures.json, SKILL.md, ui/, data/ (the app's own, kept across updates), logs/, tmp/ (the
+//! app's private TMPDIR, emptied at each launch), and the run files app.sock, .pid and
+//! .sandbox.json (what the OS sandbox enforces, see `crate::sandbox`).
 
 use std::path::{Path, PathBuf};
 

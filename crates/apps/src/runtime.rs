@@ -178,7 +178,7 @@ impl Launcher {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(false);
-        let mut child = command.spawn().map_err(|e| {
+        let mut child = spawn(&mut command).await.map_err(|e| {
             launch_failed(
                 id,
                 "spawn",
@@ -626,6 +626,23 @@ fn real_dir(path: &Path) -> Result<PathBuf> {
             std::fs::create_dir(path)
                 .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
             Ok(path.to_path_buf())
+        }
+    }
+}
+
+/// Spawns, retrying briefly on ETXTBSY: a binary just written (installed, updated) can still be
+/// open for writing in a child another thread forked meanwhile, until that child's exec.
+async fn spawn(command: &mut tokio::process::Command) -> std::io::Result<tokio::process::Child> {
+    let mut attempts = 0;
+    loop {
+        match command.spawn() {
+            Err(error)
+                if error.kind() == std::io::ErrorKind::ExecutableFileBusy && attempts < 50 =>
+            {
+                attempts += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            result => return result,
         }
     }
 }

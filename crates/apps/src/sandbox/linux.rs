@@ -79,8 +79,18 @@ pub(super) fn confine_and_exec(policy: &Policy) -> String {
             report.notes.join("; ")
         );
     }
-    let error = std::process::Command::new(&policy.binary).exec();
-    format!("cannot start {}: {error}", policy.binary.display())
+    // ETXTBSY: a binary just written can still be open for writing in a process Osprey forked
+    // meanwhile, until that process execs; it passes within moments.
+    let mut attempts = 0;
+    loop {
+        let error = std::process::Command::new(&policy.binary).exec();
+        if error.kind() == std::io::ErrorKind::ExecutableFileBusy && attempts < 50 {
+            attempts += 1;
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            continue;
+        }
+        return format!("cannot start {}: {error}", policy.binary.display());
+    }
 }
 
 fn set_limits(policy: &Policy) -> Result<(), String> {
