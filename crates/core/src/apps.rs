@@ -43,6 +43,8 @@ mod platform {
     use osprey_apps::Installer;
     use osprey_apps::apps_tool::AppsTool;
     use osprey_apps::capabilities::Capabilities;
+    use osprey_apps::channel::Channels;
+    use osprey_apps::comm::Comms;
     use osprey_apps::hooks::AppHooks;
     use osprey_apps::runtime::{LaunchOptions, Launcher, kill_orphans};
     use osprey_apps::settings::SettingsStore;
@@ -65,6 +67,8 @@ mod platform {
         installer: Installer,
         supervisor: Supervisor,
         capabilities: Arc<Capabilities>,
+        comms: Comms,
+        channels: Channels,
         trust: Arc<Trust>,
         config: SupervisorConfig,
         launch: LaunchOptions,
@@ -176,8 +180,13 @@ mod platform {
             let hooks = AppHooks::default();
             registry.set_hooks(Arc::new(hooks.clone()));
             let settings = SettingsStore::new(&apps_dir);
+            let comms = Comms::default();
+            let channels = Channels::default();
             let capabilities = Arc::new(
-                Capabilities::new(registry.clone(), hooks).with_settings(settings.clone()),
+                Capabilities::new(registry.clone(), hooks)
+                    .with_settings(settings.clone())
+                    .with_comms(comms.clone())
+                    .with_channels(channels.clone()),
             );
             let installer = Installer::new(&apps_dir);
             let supervisor = Supervisor::idle();
@@ -192,6 +201,8 @@ mod platform {
                 installer,
                 supervisor,
                 capabilities,
+                comms,
+                channels,
                 trust,
                 config: SupervisorConfig::default(),
                 launch: LaunchOptions::default(),
@@ -210,6 +221,16 @@ mod platform {
 
         pub fn installer(&self) -> &Installer {
             &self.installer
+        }
+
+        /// The comm apps attached now, their incoming messages and sends (see `crate::comm`).
+        pub fn comms(&self) -> &Comms {
+            &self.comms
+        }
+
+        /// The channel apps attached now, their events and posts (see `crate::comm`).
+        pub fn channels(&self) -> &Channels {
+            &self.channels
         }
 
         pub fn launch_reports(&self) -> &LaunchReports {

@@ -8,6 +8,8 @@ pub mod approvals;
 pub mod apps;
 pub mod chat;
 #[cfg(unix)]
+pub mod comm;
+#[cfg(unix)]
 pub mod control;
 pub mod events;
 #[cfg(unix)]
@@ -71,6 +73,16 @@ struct Inner {
     mcp: mcp::McpSlot,
     #[cfg(unix)]
     apps: apps::AppPlatform,
+}
+
+/// A handle that does not keep the core alive, for background tasks that must end with it.
+#[derive(Clone)]
+pub(crate) struct WeakCore(std::sync::Weak<Inner>);
+
+impl WeakCore {
+    pub(crate) fn upgrade(&self) -> Option<Core> {
+        self.0.upgrade().map(|inner| Core { inner })
+    }
 }
 
 impl std::fmt::Debug for Core {
@@ -202,6 +214,10 @@ impl Core {
         &self.inner.data_dir
     }
 
+    pub(crate) fn downgrade(&self) -> WeakCore {
+        WeakCore(Arc::downgrade(&self.inner))
+    }
+
     pub fn db(&self) -> &Database {
         &self.inner.db
     }
@@ -281,12 +297,17 @@ impl Core {
 
     /// Starts the installed apps in the background on the current tokio runtime (kills orphans
     /// of a previous run, starts the supervisor and the watcher, launches every installed,
-    /// non-quarantined app; each app's tools and hooks appear as it becomes healthy) and returns
+    /// non-quarantined app; each app's tools and hooks appear as it becomes healthy; comm messages
+    /// are answered and channel events recorded, see [`comm`]) and returns
     /// at once. Only the desktop app calls it; a second call does nothing. Fails outside a tokio
     /// runtime; on platforms without the app runtime it does nothing.
     pub fn start_apps(&self) -> anyhow::Result<()> {
         #[cfg(unix)]
-        self.inner.apps.start()?;
+        {
+            self.inner.apps.start()?;
+            // Comm messages become agent turns, channel events session messages.
+            comm::start(self);
+        }
         Ok(())
     }
 

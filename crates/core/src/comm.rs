@@ -1,0 +1,338 @@
+//! Comm and channel apps in the core. [`start`] (called by [`Core::start_apps`]) takes the
+//! incoming messages of every comm app and the events of every channel app off the app
+//! platform's channels:
+//!
+//! - Each comm message runs an agent turn with origin [`Origin::Comm`] in the session
+//!   `comm:<app-id>:<conversation-id>`, on the chat provider `resolve_chat` picks from the
+//!   settings, and the final answer is sent back through the app (`CommService.Send`, to the
+//!   conversation, replying to the message). The origin rules apply (by default `comm` may not
+//!   use `shell`); approval questions go to the registry's default approver, the core's broker
+//!   when a UI attached it ([`Core::attach_approvals`]), else they are denied: nothing is ever
+//!   approved for lack of someone to ask. One turn at a time per conversation (later messages
+//!   wait, at most [`MAX_WAITING_PER_CONVERSATION`]), turns of different conversations run
+//!   concurrently, at most [`MAX_CONCURRENT_TURNS`]. With no provider set up the sender is told
+//!   so in one short reply.
+//! - Each channel event is appended, as a user-role text message, to the session
+//!   `channel:<app-id>:<channel>`: the agent reads it with the `agent` tool's `session history`.
+//!   At most [`MAX_CHANNEL_EVENTS_PER_MINUTE`] events per channel are stored; the rest are
+//!   dropped and counted in the log. [`Core::channel_send`] posts to a channel.
+//!
+//! The dispatcher holds the core weakly: dropping the last `Core` ends it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use osprey_apps::channel::ChannelEventIn;
+use osprey_apps::comm::{Incoming, Outgoing};
+use osprey_types::Origin;
+use serde_json::{Value, json};
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{ChatChoice, TurnRequest};
+use crate::{Core, WeakCore};
+
+/// Agent turns for comm messages running at once, over all conversations.
+pub const MAX_CONCURRENT_TURNS: usize = 4;
+/// Messages of one conversation waiting for its running turn; more are dropped (and logged).
+pub const MAX_WAITING_PER_CONVERSATION: usize = 16;
+/// Conversations with messages waiting; messages of further ones are dropped (and logged).
+pub const MAX_WAITING_CONVERSATIONS: usize = 256;
+/// Channel events stored per channel per minute.
+pub const MAX_CHANNEL_EVENTS_PER_MINUTE: u32 = 120;
+/// How long one comm turn may run before it is cancelled.
+pub const TURN_DEADLINE: Duration = Duration::from_secs(600);
+
+/// What the sender is told when no model provider is set up.
+pub const NO_PROVIDER_REPLY: &str =
+    "Osprey cannot answer right now: no model provider is set up on this computer.";
+/// What the sender is told when the turn failed.
+const FAILED_REPLY: &str = "Osprey could not answer this message";
+
+/// The session of a comm conversation.
+pub fn comm_session(app_id: &str, conversation_id: &str) -> String {
+    format!("comm:{app_id}:{conversation_id}")
+}
+
+/// The session of a channel's events.
+pub fn channel_session(app_id: &str, channel: &str) -> String {
+    format!("channel:{app_id}:{channel}")
+}
+
+impl Core {
+    /// Sends `text` into a comm app's conversation (not as a reply); returns the app's id for it.
+    pub async fn comm_send(
+        &self,
+        app_id: &str,
+        conversation_id: &str,
+        text: &str,
+    ) -> anyhow::Result<String> {
+        Ok(self
+            .apps()
+            .comms()
+            .send(
+                app_id,
+                Outgoing {
+                    conversation_id: conversation_id.to_string(),
+                    text: text.to_string(),
+                    ..Outgoing::default()
+                },
+            )
+            .await?)
+    }
+
+    /// Posts to a channel app's channel (it needs `channel:write`); returns the app's id for it.
+    pub async fn channel_send(
+        &self,
+        app_id: &str,
+        channel: &str,
+        text: &str,
+        data: Option<&Value>,
+    ) -> anyhow::Result<String> {
+        Ok(self
+            .apps()
+            .channels()
+            .send(app_id, channel, text, data)
+            .await?)
+    }
+}
+
+/// Starts consuming comm messages and channel events on the current tokio runtime. Only the
+/// first call does anything (each channel has one consumer).
+pub(crate) fn start(core: &Core) {
+    if let Some(incoming) = core.apps().comms().take_incoming() {
+        tokio::spawn(dispatch(core.downgrade(), incoming));
+    }
+    if let Some(events) = core.apps().channels().take_events() {
+        tokio::spawn(record_channel_events(core.downgrade(), events));
+    }
+}
+
+/// Each conversation's waiting messages; an entry exists while its worker runs.
+type Waiting = Arc<Mutex<HashMap<String, mpsc::Sender<Incoming>>>>;
+
+async fn dispatch(core: WeakCore, mut incoming: mpsc::Receiver<Incoming>) {
+    let turns = Arc::new(Semaphore::new(MAX_CONCURRENT_TURNS));
+    let waiting: Waiting = Arc::default();
+    while let Some(message) = incoming.recv().await {
+        if core.upgrade().is_none() {
+            return;
+        }
+        let session = comm_session(&message.app_id, &message.conversation_id);
+        let mut queues = waiting.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(queue) = queues.get(&session) {
+            // Sent under the lock: the worker checks for more under it before it ends.
+            if queue.try_send(message).is_err() {
+                tracing::warn!(%session, "dropped a comm message: too many waiting in this conversation");
+            }
+            continue;
+        }
+        if queues.len() >= MAX_WAITING_CONVERSATIONS {
+            tracing::warn!(%session, "dropped a comm message: too many conversations waiting");
+            continue;
+        }
+        let (sender, receiver) = mpsc::channel(MAX_WAITING_PER_CONVERSATION);
+        let _ = sender.try_send(message);
+        queues.insert(session.clone(), sender);
+        drop(queues);
+        tokio::spawn(conversation(
+            core.clone(),
+            session,
+            receiver,
+            Arc::clone(&waiting),
+            Arc::clone(&turns),
+        ));
+    }
+}
+
+/// Answers one conversation's messages in order, then ends.
+async fn conversation(
+    core: WeakCore,
+    session: String,
+    mut receiver: mpsc::Receiver<Incoming>,
+    waiting: Waiting,
+    turns: Arc<Semaphore>,
+) {
+    loop {
+        let message = {
+            let mut queues = waiting.lock().unwrap_or_else(|e| e.into_inner());
+            match receiver.try_recv() {
+                Ok(message) => message,
+                Err(_) => {
+                    queues.remove(&session);
+                    return;
+                }
+            }
+        };
+        let Ok(_permit) = turns.acquire().await else {
+            return;
+        };
+        let Some(core) = core.upgrade() else {
+            return;
+        };
+        answer(&core, &session, message).await;
+    }
+}
+
+/// What the agent reads: who wrote, through which app, the text, and what was left out.
+fn turn_input(message: &Incoming) -> String {
+    let mut input = format!(
+        "[A message from {} via the comm app `{}`]\n{}",
+        if message.sender.is_empty() {
+            "someone"
+        } else {
+            &message.sender
+        },
+        message.app_id,
+        message.text
+    );
+    if message.truncated {
+        input.push_str("\n[The message was longer; the rest was cut.]");
+    }
+    if !message.attachments.is_empty() {
+        let names: Vec<String> = message
+            .attachments
+            .iter()
+            .map(|a| format!("{} ({}, {} bytes)", a.name, a.mime_type, a.data.len()))
+            .collect();
+        input.push_str(&format!("\n[Attachments, not shown: {}]", names.join(", ")));
+    }
+    if !message.dropped_attachments.is_empty() {
+        input.push_str(&format!(
+            "\n[Attachments dropped: {}]",
+            message.dropped_attachments.join(", ")
+        ));
+    }
+    input
+}
+
+/// Runs the turn for `message` and sends the answer back.
+async fn answer(core: &Core, session: &str, message: Incoming) {
+    let reply = match core.resolve_chat(&ChatChoice::default()).await {
+        Err(error) => {
+            tracing::warn!(%session, "a comm message got no answer: {error:#}");
+            NO_PROVIDER_REPLY.to_string()
+        }
+        Ok(options) => match core.chat_runner(&options) {
+            Err(error) => {
+                tracing::warn!(%session, "a comm message got no answer: {error:#}");
+                NO_PROVIDER_REPLY.to_string()
+            }
+            Ok(runner) => {
+                let cancel = CancellationToken::new();
+                let mut turn = TurnRequest::new(session, turn_input(&message));
+                turn.origin = Origin::Comm;
+                // No approver of its own: the registry's default (the broker a UI attached)
+                // asks, and without one approval-needing calls are refused.
+                turn.approver = None;
+                turn.cancel = cancel.clone();
+                let deadline = tokio::spawn({
+                    let cancel = cancel.clone();
+                    async move {
+                        tokio::time::sleep(TURN_DEADLINE).await;
+                        cancel.cancel();
+                    }
+                });
+                let outcome = runner.run_turn(turn).await;
+                deadline.abort();
+                match outcome {
+                    Ok(outcome) if !outcome.text.trim().is_empty() => outcome.text,
+                    Ok(outcome) => {
+                        tracing::warn!(%session, stop = ?outcome.stop, "a comm turn ended without text");
+                        format!("{FAILED_REPLY} (the turn ended without an answer).")
+                    }
+                    Err(error) => {
+                        tracing::warn!(%session, "a comm turn failed: {error}");
+                        format!("{FAILED_REPLY} ({}).", error.code())
+                    }
+                }
+            }
+        },
+    };
+    let sent = core
+        .apps()
+        .comms()
+        .send(
+            &message.app_id,
+            Outgoing {
+                conversation_id: message.conversation_id.clone(),
+                recipient: message.sender.clone(),
+                text: reply,
+                reply_to_id: message.id.clone(),
+            },
+        )
+        .await;
+    if let Err(error) = sent {
+        tracing::warn!(%session, "the answer was not sent: {error}");
+    }
+}
+
+/// One channel's count in the current minute.
+struct Window {
+    started: Instant,
+    stored: u32,
+    dropped: u32,
+}
+
+async fn record_channel_events(core: WeakCore, mut events: mpsc::Receiver<ChannelEventIn>) {
+    let mut windows: HashMap<String, Window> = HashMap::new();
+    while let Some(event) = events.recv().await {
+        let Some(core) = core.upgrade() else {
+            return;
+        };
+        let session = channel_session(&event.app_id, &event.channel);
+        let window = windows.entry(session.clone()).or_insert(Window {
+            started: Instant::now(),
+            stored: 0,
+            dropped: 0,
+        });
+        if window.started.elapsed() >= Duration::from_secs(60) {
+            if window.dropped > 0 {
+                tracing::warn!(%session, dropped = window.dropped, "channel events over the rate cap were dropped");
+            }
+            *window = Window {
+                started: Instant::now(),
+                stored: 0,
+                dropped: 0,
+            };
+        }
+        if window.stored >= MAX_CHANNEL_EVENTS_PER_MINUTE {
+            window.dropped += 1;
+            continue;
+        }
+        window.stored += 1;
+        if let Err(error) = store_channel_event(&core, &session, &event) {
+            tracing::warn!(%session, "a channel event was not stored: {error:#}");
+        }
+    }
+}
+
+/// The event as a message of its channel's session.
+fn store_channel_event(core: &Core, session: &str, event: &ChannelEventIn) -> anyhow::Result<()> {
+    let sessions = core.db().sessions();
+    let title = format!("Channel {} ({})", event.channel, event.app_id);
+    sessions.open_or_create(&osprey_db::NewSession {
+        id: session,
+        title: Some(&title),
+        origin: Origin::App.as_str(),
+        provider: None,
+        model: None,
+    })?;
+    let mut text = format!(
+        "[channel `{}` of the app `{}`: {} event {} at {} ms]\n{}",
+        event.channel, event.app_id, event.kind, event.id, event.at_ms, event.text
+    );
+    if event.truncated {
+        text.push_str("\n[The text was longer; the rest was cut.]");
+    }
+    if let Some(data) = &event.data {
+        text.push_str(&format!("\ndata: {data}"));
+    }
+    if let Some(reason) = &event.data_dropped {
+        text.push_str(&format!("\n[data dropped: {reason}]"));
+    }
+    let content = json!([{"type": "text", "text": text}]);
+    sessions.append_message(session, "user", &content, None)?;
+    Ok(())
+}

@@ -1,0 +1,498 @@
+//! Comm and channel apps in the core, end to end: the comm fixture app runs as a real sidecar
+//! (messages injected through files in its data dir, what Osprey sends read back from its record
+//! file), the chat provider is a loopback server speaking the OpenAI streaming format configured
+//! through the provider settings. An incoming message runs a turn with origin `comm` in its
+//! conversation's session and the answer goes back to that conversation; origin rules and the
+//! approval policy hold for those turns; the app crashing and being restarted by the supervisor
+//! resumes receiving; channel events land in their channel's session.
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use osprey_apps::supervisor::SupervisorEvent;
+use osprey_apps::{Installer, napp};
+use osprey_core::{Core, CoreOptions};
+use osprey_db::AuditQuery;
+use osprey_tests::fixture_binary;
+use osprey_types::Origin;
+use serde_json::{Value, json};
+
+const APP: &str = "bridge";
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A loopback OpenAI-compatible model whose answer depends on the conversation: a tool result
+/// last gets "done: <result>", "please run shell" a `shell` call, "please write a file" a `file`
+/// write, anything else "echo: <the message's last line>". Records every request body.
+struct Model {
+    url: String,
+    bodies: Arc<Mutex<Vec<Value>>>,
+}
+
+fn text_of(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+fn chunk(delta: Value, finish: Value) -> String {
+    let chunk = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    format!("data: {chunk}\n\n")
+}
+
+fn reply(body: &Value) -> String {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let last = messages.last().cloned().unwrap_or(Value::Null);
+    let tool_call = |name: &str, args: Value| {
+        chunk(
+            json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call-1", "type": "function",
+                "function": {"name": name, "arguments": args.to_string()}}]}),
+            Value::Null,
+        ) + &chunk(json!({}), json!("tool_calls"))
+            + "data: [DONE]\n\n"
+    };
+    let text = |text: String| {
+        chunk(json!({"role": "assistant", "content": text}), Value::Null)
+            + &chunk(json!({}), json!("stop"))
+            + "data: [DONE]\n\n"
+    };
+    if last["role"] == "tool" {
+        return text(format!("done: {}", text_of(&last)));
+    }
+    let said = text_of(&last);
+    if said.contains("please run shell") {
+        return tool_call(
+            "shell",
+            json!({"action": "exec", "command": format!("touch {}", said.lines().last().unwrap_or_default().trim_start_matches("please run shell ").trim())}),
+        );
+    }
+    if said.contains("please write a file") {
+        let path = said.lines().last().unwrap_or_default();
+        let path = path.trim_start_matches("please write a file ").trim();
+        return tool_call(
+            "file",
+            json!({"action": "write", "path": path, "content": "from comm"}),
+        );
+    }
+    text(format!("echo: {}", said.lines().last().unwrap_or_default()))
+}
+
+fn model() -> Model {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let record = bodies.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut request = vec![0; length];
+            if reader.read_exact(&mut request).is_err() {
+                continue;
+            }
+            let body: Value = serde_json::from_slice(&request).unwrap_or(Value::Null);
+            let answer = reply(&body);
+            record.lock().unwrap().push(body);
+            let mut stream = stream;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{answer}"
+            );
+            let _ = stream.flush();
+        }
+    });
+    Model { url, bodies }
+}
+
+fn sideload_bridge(root: &Path, data: &Path) -> PathBuf {
+    let project = root.join("bridge-project");
+    std::fs::create_dir_all(&project).unwrap();
+    let manifest = json!({
+        "id": APP,
+        "name": "Chat bridge",
+        "version": "1.0.0",
+        "provides": ["comm", "channel:feed"],
+        "permissions": ["comm:*", "channel:*"],
+    });
+    std::fs::write(project.join(napp::MANIFEST), manifest.to_string()).unwrap();
+    std::fs::write(project.join("SKILL.md"), "# bridge\n").unwrap();
+    std::fs::copy(
+        fixture_binary("osprey-fixture-comm-app"),
+        project.join("binary"),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        project.join("binary"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    Installer::new(data.join("apps"))
+        .sideload(&project)
+        .unwrap();
+    // Sideloaded: the app's data dir lives in the apps dir entry.
+    data.join("apps").join(APP).join("data")
+}
+
+struct Setup {
+    _root: tempfile::TempDir,
+    core: Core,
+    app_data: PathBuf,
+    root: PathBuf,
+}
+
+/// A core with the bridge sideloaded and the model configured (unless `model` is `None`), apps
+/// started.
+async fn setup(model: Option<&Model>) -> Setup {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let core = Core::open(CoreOptions {
+        data_dir: Some(data.clone()),
+        policy: None,
+    })
+    .unwrap();
+    match model {
+        Some(model) => {
+            core.set_provider_setting("provider.default", "openai")
+                .unwrap();
+            core.set_provider_setting("provider.openai.base_url", &model.url)
+                .unwrap();
+            core.set_provider_setting("provider.openai.model", "test-model")
+                .unwrap();
+        }
+        // A provider that cannot be built (no key, no local URL): the sender is told.
+        None => {
+            core.set_provider_setting("provider.default", "openai")
+                .unwrap();
+        }
+    }
+    let app_data = sideload_bridge(root.path(), &data);
+    core.start_apps().unwrap();
+    let path = root.path().to_path_buf();
+    Setup {
+        _root: root,
+        core,
+        app_data,
+        root: path,
+    }
+}
+
+/// Drops a message into the bridge's inbox (written beside it, then renamed in).
+fn inject(app_data: &Path, name: &str, value: Value) {
+    let inbox = app_data.join("inbox");
+    std::fs::create_dir_all(&inbox).unwrap();
+    let staging = app_data.join(format!("{name}.tmp"));
+    std::fs::write(&staging, value.to_string()).unwrap();
+    std::fs::rename(&staging, inbox.join(format!("{name}.json"))).unwrap();
+}
+
+fn sent(app_data: &Path) -> Vec<Value> {
+    std::fs::read_to_string(app_data.join("sent.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// Waits for the reply to message `id`, re-injecting `message` while the app is not yet
+/// connected would lose nothing: the inbox keeps it until the app takes it.
+async fn reply_to(app_data: &Path, id: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        if let Some(found) = sent(app_data).into_iter().find(|s| s["reply_to_id"] == id) {
+            return found;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "no reply to {id}; sent so far: {:?}",
+            sent(app_data)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_is_answered_in_its_conversation_by_a_comm_turn() {
+    let model = model();
+    let setup = setup(Some(&model)).await;
+    inject(
+        &setup.app_data,
+        "01",
+        json!({"id": "m1", "conversation_id": "room-1", "sender": "ana", "text": "hello osprey"}),
+    );
+    let answer = reply_to(&setup.app_data, "m1").await;
+    assert_eq!(answer["conversation_id"], "room-1");
+    assert_eq!(answer["recipient"], "ana");
+    assert_eq!(answer["text"], "echo: hello osprey");
+
+    // The turn ran in the conversation's session with origin comm, and the model was told who
+    // wrote through which app.
+    let sessions = setup.core.db().sessions();
+    let session = sessions.get("comm:bridge:room-1").unwrap().unwrap();
+    assert_eq!(session.origin, "comm");
+    let first_request = model.bodies.lock().unwrap()[0].clone();
+    let said = text_of(
+        first_request["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap(),
+    );
+    assert!(
+        said.contains("from ana via the comm app `bridge`"),
+        "{said}"
+    );
+
+    // The same conversation continues in the same session (the model sees the history); another
+    // conversation gets its own.
+    inject(
+        &setup.app_data,
+        "02",
+        json!({"id": "m2", "conversation_id": "room-1", "sender": "ana", "text": "again"}),
+    );
+    inject(
+        &setup.app_data,
+        "03",
+        json!({"id": "m3", "conversation_id": "room-2", "sender": "bo", "text": "other room"}),
+    );
+    assert_eq!(reply_to(&setup.app_data, "m2").await["text"], "echo: again");
+    let other = reply_to(&setup.app_data, "m3").await;
+    assert_eq!(other["conversation_id"], "room-2");
+    assert_eq!(other["text"], "echo: other room");
+    // (A compaction summary may sit between them; only the conversation's messages count.)
+    let conversation = |id: &str| {
+        sessions
+            .messages(id)
+            .unwrap()
+            .iter()
+            .filter(|m| m.role == "user" || m.role == "assistant")
+            .count()
+    };
+    assert_eq!(conversation("comm:bridge:room-1"), 4);
+    assert_eq!(conversation("comm:bridge:room-2"), 2);
+    let bodies = model.bodies.lock().unwrap().clone();
+    let saw_history = bodies.iter().any(|body| {
+        let messages = body["messages"].as_array().unwrap();
+        let (last, earlier) = messages.split_last().unwrap();
+        text_of(last).ends_with("again")
+            && earlier.iter().any(|m| text_of(m).contains("hello osprey"))
+    });
+    assert!(
+        saw_history,
+        "the second turn did not see the first: {bodies:#?}"
+    );
+    setup.core.stop_apps().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn comm_turns_meet_origin_rules_and_approval_is_never_assumed() {
+    let model = model();
+    let setup = setup(Some(&model)).await;
+    let marker = setup.root.join("shell-ran");
+    inject(
+        &setup.app_data,
+        "01",
+        json!({"id": "s1", "conversation_id": "room-s", "sender": "eve",
+               "text": format!("please run shell {}", marker.display())}),
+    );
+    let answer = reply_to(&setup.app_data, "s1").await;
+    let text = answer["text"].as_str().unwrap();
+    assert!(text.starts_with("done: "), "{text}");
+    assert!(text.contains("origin rules"), "{text}");
+    assert!(!marker.exists(), "the shell command ran");
+    let audit = setup
+        .core
+        .db()
+        .audit()
+        .list(&AuditQuery {
+            session_id: Some("comm:bridge:room-s".into()),
+            ..AuditQuery::default()
+        })
+        .unwrap();
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    assert_eq!(audit[0].tool, "shell");
+    assert_eq!(audit[0].origin, Origin::Comm.as_str());
+    assert_eq!(audit[0].decision, "origin_denied");
+
+    // A write needs approval at the default policy; no one is attached to answer, so it is
+    // refused, not approved.
+    let target = setup.root.join("written-by-comm.txt");
+    inject(
+        &setup.app_data,
+        "02",
+        json!({"id": "w1", "conversation_id": "room-w", "sender": "eve",
+               "text": format!("please write a file {}", target.display())}),
+    );
+    let answer = reply_to(&setup.app_data, "w1").await;
+    let text = answer["text"].as_str().unwrap();
+    assert!(text.contains("no one is attached to answer"), "{text}");
+    assert!(!target.exists(), "the write ran without approval");
+    let audit = setup
+        .core
+        .db()
+        .audit()
+        .list(&AuditQuery {
+            session_id: Some("comm:bridge:room-w".into()),
+            ..AuditQuery::default()
+        })
+        .unwrap();
+    assert_eq!(audit[0].tool, "file");
+    assert_eq!(audit[0].origin, "comm");
+    assert_eq!(audit[0].decision, "policy_denied");
+
+    // With the broker attached the question goes to the UI, naming the comm origin; denied there.
+    setup.core.attach_approvals();
+    let mut events = setup.core.subscribe();
+    inject(
+        &setup.app_data,
+        "03",
+        json!({"id": "w2", "conversation_id": "room-w", "sender": "eve",
+               "text": format!("please write a file {}", target.display())}),
+    );
+    let request = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Ok(osprey_types::CoreEvent::ApprovalRequested { request, .. }) =
+                events.recv().await
+            {
+                return request;
+            }
+        }
+    })
+    .await
+    .expect("no approval was asked");
+    assert_eq!(request.origin, Origin::Comm);
+    assert_eq!(request.session_id.as_deref(), Some("comm:bridge:room-w"));
+    setup
+        .core
+        .approvals()
+        .answer(&request.id, osprey_types::ApprovalAnswer::Deny)
+        .unwrap();
+    reply_to(&setup.app_data, "w2").await;
+    assert!(!target.exists());
+    setup.core.stop_apps().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receiving_resumes_after_the_supervisor_restarts_a_crashed_app() {
+    let model = model();
+    let setup = setup(Some(&model)).await;
+    let mut supervisor = setup.core.apps().supervisor().subscribe();
+    inject(
+        &setup.app_data,
+        "01",
+        json!({"id": "a1", "conversation_id": "room", "text": "before"}),
+    );
+    assert_eq!(
+        reply_to(&setup.app_data, "a1").await["text"],
+        "echo: before"
+    );
+    inject(&setup.app_data, "02", json!({"crash": true}));
+    // The supervisor notices, waits its backoff (10 s by default) and relaunches.
+    tokio::time::timeout(Duration::from_secs(90), async {
+        loop {
+            if let Ok(SupervisorEvent::Restarted { id, .. }) = supervisor.recv().await
+                && id == APP
+            {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the app was not restarted");
+    inject(
+        &setup.app_data,
+        "03",
+        json!({"id": "a2", "conversation_id": "room", "text": "after"}),
+    );
+    assert_eq!(reply_to(&setup.app_data, "a2").await["text"], "echo: after");
+    setup.core.stop_apps().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_provider_the_sender_is_told_in_one_short_reply() {
+    if std::env::var("OPENAI_API_KEY").is_ok_and(|key| !key.is_empty()) {
+        eprintln!("skipped: OPENAI_API_KEY is set, so a provider exists");
+        return;
+    }
+    let setup = setup(None).await;
+    inject(
+        &setup.app_data,
+        "01",
+        json!({"id": "n1", "conversation_id": "room", "text": "anyone?"}),
+    );
+    let answer = reply_to(&setup.app_data, "n1").await;
+    assert_eq!(answer["text"], osprey_core::comm::NO_PROVIDER_REPLY);
+    setup.core.stop_apps().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channel_events_land_in_their_session_and_posts_reach_the_app() {
+    let setup = setup(None).await;
+    inject(
+        &setup.app_data,
+        "01",
+        json!({"channel": "feed", "kind": "alert", "text": "disk almost full", "data": {"free_gb": 3}}),
+    );
+    let sessions = setup.core.db().sessions();
+    let started = Instant::now();
+    while sessions
+        .get("channel:bridge:feed")
+        .unwrap()
+        .is_none_or(|s| s.message_count == 0)
+    {
+        assert!(started.elapsed() < WAIT, "the event was not stored");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The agent reads it through the `agent` tool's session resource.
+    let result = setup
+        .core
+        .call_tool(
+            Origin::User,
+            "agent",
+            json!({"resource": "session", "action": "history", "session_id": "channel:bridge:feed"}),
+        )
+        .await;
+    assert!(!result.is_error, "{result:?}");
+    let text = result.text_content();
+    assert!(text.contains("disk almost full"), "{text}");
+    assert!(text.contains("alert"), "{text}");
+    assert!(text.contains("free_gb"), "{text}");
+
+    let id = setup
+        .core
+        .channel_send(APP, "feed", "hello feed", None)
+        .await
+        .unwrap();
+    assert_eq!(id, "posted");
+    let posts = std::fs::read_to_string(setup.app_data.join("channel-sent.jsonl")).unwrap();
+    assert!(posts.contains("hello feed"), "{posts}");
+    let error = setup
+        .core
+        .channel_send(APP, "nope", "x", None)
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("`nope`"), "{error}");
+    setup.core.stop_apps().await;
+}
