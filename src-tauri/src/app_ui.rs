@@ -15,6 +15,14 @@ use crate::CoreState;
 
 /// The URI scheme of app UI windows.
 pub const SCHEME: &str = "osprey-app";
+/// The content security policy every app UI response carries: the page may load and call only
+/// its own app (`'self'` is `osprey-app://<id>`), so a UI cannot reach the network around the
+/// `network:` permissions its app was granted, nor be framed. An app's own policy, if it sends
+/// one, applies too (browsers enforce every policy), so it can only tighten this.
+pub const APP_UI_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+     img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; media-src 'self' blob:; \
+     object-src 'none'; frame-src 'none'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
+
 /// App UI window labels start with this (capabilities/app-ui.json matches `app-ui-*`).
 pub const LABEL_PREFIX: &str = "app-ui-";
 
@@ -92,6 +100,7 @@ async fn serve(
     for (name, value) in &response.headers {
         builder = builder.header(name.as_str(), value.as_str());
     }
+    builder = builder.header("content-security-policy", APP_UI_CSP);
     builder
         .body(Cow::Owned(response.body))
         .unwrap_or_else(|error| plain(502, &format!("the app sent a bad header: {error}")))

@@ -119,6 +119,25 @@ fn an_apps_ui_opens_in_its_own_window_and_reaches_its_api_only() -> Result<()> {
     )?;
     ensure!(escaped != 200, "a path outside ui/ was served ({escaped})");
 
+    // The page cannot reach anything but its own app: a fetch to a loopback server (standing in
+    // for the internet) is blocked by the content security policy, and the server sees nothing.
+    let outside = std::net::TcpListener::bind("127.0.0.1:0")?;
+    outside.set_nonblocking(true)?;
+    let outside_url = format!("http://{}/", outside.local_addr()?);
+    let blocked = driver.execute_async(
+        "const [url, done] = arguments; \
+         fetch(url).then((r) => done('reached: ' + r.status), (e) => done('blocked: ' + e));",
+        vec![outside_url.clone().into()],
+    )?;
+    ensure!(
+        blocked.as_str().is_some_and(|o| o.starts_with("blocked")),
+        "fetch({outside_url}) from an app window: {blocked}"
+    );
+    ensure!(
+        outside.accept().is_err(),
+        "the outside server got a connection from the app window"
+    );
+
     // No IPC: Osprey's commands are not granted to app windows.
     let ipc = driver.execute_async(
         "const done = arguments[0]; \

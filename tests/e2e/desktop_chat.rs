@@ -74,7 +74,9 @@ fn a_typed_message_streams_and_an_approved_tool_call_runs() -> Result<()> {
         .prefix("osprey-e2e-chat-")
         .tempdir()?;
     // Outside the data dir: the safeguard refuses writes into Osprey's own data.
-    let work = tempfile::Builder::new().prefix("osprey-e2e-work-").tempdir()?;
+    let work = tempfile::Builder::new()
+        .prefix("osprey-e2e-work-")
+        .tempdir()?;
     let target = work.path().join("approved-by-a-click");
     let server = AnthropicServer::start(vec![
         // Paced so the transcript is seen growing.
@@ -140,14 +142,15 @@ fn a_typed_message_streams_and_an_approved_tool_call_runs() -> Result<()> {
 
     // 2. A tool call that needs approval: the dialog shows it, Allow once runs it.
     send(driver, "Please create the file")?;
-    let dialog_summary = driver.wait_for_text(
-        "[data-testid='approval-dialog'] [data-testid='approval-summary']",
-        UI_TIMEOUT,
-        |t| t.contains("touch"),
-    )
-    .inspect_err(|_| {
-        let _ = app.save_screenshot("no-approval-dialog");
-    })?;
+    let dialog_summary = driver
+        .wait_for_text(
+            "[data-testid='approval-dialog'] [data-testid='approval-summary']",
+            UI_TIMEOUT,
+            |t| t.contains("touch"),
+        )
+        .inspect_err(|_| {
+            let _ = app.save_screenshot("no-approval-dialog");
+        })?;
     ensure!(
         dialog_summary.contains(&target.display().to_string()),
         "the dialog summarises {dialog_summary:?}"
@@ -197,5 +200,33 @@ fn a_typed_message_streams_and_an_approved_tool_call_runs() -> Result<()> {
         "the last request did not carry the tool result: {last}"
     );
     app.save_screenshot("approved-tool-call")?;
+
+    // 3. New chat empties the transcript; the session list brings the stored one back.
+    let new_chat = driver.wait_for("[data-testid='chat-new']", UI_TIMEOUT)?;
+    driver.click(&new_chat)?;
+    driver.wait_for("[data-testid='chat-empty']", UI_TIMEOUT)?;
+    let session = driver.wait_for("[data-testid='chat-sessions'] button", UI_TIMEOUT)?;
+    driver.click(&session)?;
+    wait_until("the stored session", || {
+        Ok(
+            texts(driver, "[data-testid='chat-user']")?
+                == ["Hello there", "Please create the file"],
+        )
+    })?;
+    ensure!(
+        texts(driver, "[data-testid='chat-assistant']")?
+            .last()
+            .map(String::as_str)
+            == Some("Done: I created the file you asked for."),
+        "the reloaded transcript lacks the final answer"
+    );
+    let status = driver.execute(
+        "return document.querySelector(\"[data-testid='chat-tool']\").dataset.status;",
+        vec![],
+    )?;
+    ensure!(
+        status == "done",
+        "the reloaded tool call's status is {status}"
+    );
     Ok(())
 }
