@@ -155,6 +155,54 @@ impl Core {
         self.attach_app_scheduler(scheduler);
     }
 
+    /// Follows the supervisor from now on: an app that provides `schedule` becomes the reminder
+    /// backend when it launches (or restarts), and the built-in scheduler comes back when that
+    /// app stops or is given up on. Needs a tokio runtime; the task ends with the supervisor.
+    #[cfg(unix)]
+    pub fn follow_schedule_apps(&self) -> tokio::task::JoinHandle<()> {
+        use osprey_apps::supervisor::SupervisorEvent;
+        use tokio::sync::broadcast::error::RecvError;
+        let core = Arc::downgrade(&self.inner);
+        let supervisor = self.apps().supervisor().clone();
+        let mut events = supervisor.subscribe();
+        tokio::spawn(async move {
+            loop {
+                let event = match events.recv().await {
+                    Ok(event) => event,
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => break,
+                };
+                let Some(core) = core.upgrade().map(|inner| Core { inner }) else {
+                    break;
+                };
+                match event {
+                    SupervisorEvent::Launched { id, .. }
+                    | SupervisorEvent::Restarted { id, .. } => {
+                        let provides_schedule = matches!(
+                            supervisor.channel(&id).await,
+                            Ok(Some((manifest, _)))
+                                if manifest.provides.contains(&osprey_apps::Capability::Schedule)
+                        );
+                        if provides_schedule {
+                            tracing::info!(app = %id, "reminders now go to the schedule app");
+                            core.use_app_scheduler(&id);
+                        }
+                    }
+                    SupervisorEvent::Stopped { id } | SupervisorEvent::GaveUp { id, .. } => {
+                        if core
+                            .reminders()
+                            .is_some_and(|b| b.name() == format!("app:{id}"))
+                        {
+                            tracing::info!(app = %id, "the schedule app is gone; reminders go back to the built-in scheduler");
+                            core.detach_app_scheduler();
+                        }
+                    }
+                    SupervisorEvent::Failed { .. } => {}
+                }
+            }
+        })
+    }
+
     /// Stops using an app scheduler: the built-in one (when started) or the database-only
     /// backend takes its place again.
     pub fn detach_app_scheduler(&self) {
