@@ -18,7 +18,7 @@
 //! builds a chat runner), so this module knows nothing about providers or settings.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use osprey_db::{Database, NewSubAgentTask, Sessions, SubAgentTask, SubAgentTasks};
@@ -53,6 +53,10 @@ impl SubAgentFactory for Runner {
 /// The runners an application has built (one per model), offered to sub-agents: a child runs on
 /// the runner of its parent session's model (so a reminder's turn on one provider and a chat on
 /// another each get children like themselves), or on the one a model hint names. Cheap to clone.
+///
+/// Hand [`RunnerPool::factory`] to [`SubAgents::set_factory`], not the pool: a runner holds the
+/// registry, which holds the agent tool and its sub-agents, so a strong link back to the runners
+/// would be a cycle that keeps them all alive after the application lets go.
 #[derive(Clone)]
 pub struct RunnerPool {
     sessions: Sessions,
@@ -90,6 +94,14 @@ impl RunnerPool {
         }
     }
 
+    /// A factory over this pool that does not keep its runners alive (see the type's docs).
+    pub fn factory(&self) -> Arc<dyn SubAgentFactory> {
+        Arc::new(PoolFactory {
+            sessions: self.sessions.clone(),
+            runners: Arc::downgrade(&self.runners),
+        })
+    }
+
     /// The models on offer, newest last.
     pub fn models(&self) -> Vec<String> {
         self.runners
@@ -103,33 +115,56 @@ impl RunnerPool {
 
 impl SubAgentFactory for RunnerPool {
     fn runner(&self, parent_session_id: &str, model: Option<&str>) -> Result<Runner, String> {
-        let runners = self.runners.lock().unwrap_or_else(|e| e.into_inner());
-        let by_model = |model: &str| runners.iter().rev().find(|r| r.config().model == model);
-        if let Some(wanted) = model {
-            return by_model(wanted).cloned().ok_or_else(|| {
-                let models: Vec<&str> = runners.iter().map(|r| r.config().model.as_str()).collect();
-                format!(
-                    "the model `{wanted}` is not available to sub-agents; use one of: {} (or leave `model` out)",
-                    models.join(", ")
-                )
-            });
-        }
-        let parent_model = self
-            .sessions
-            .get(parent_session_id)
-            .ok()
-            .flatten()
-            .and_then(|s| s.model);
-        parent_model
-            .as_deref()
-            .and_then(by_model)
-            .or_else(|| runners.last())
-            .cloned()
-            .ok_or_else(|| {
-                "no model runner is attached here: sub-agents run from a chat, on its model"
-                    .to_string()
-            })
+        pick(&self.sessions, &self.runners, parent_session_id, model)
     }
+}
+
+/// [`RunnerPool::factory`]: the pool's runners, held weakly.
+struct PoolFactory {
+    sessions: Sessions,
+    runners: Weak<Mutex<Vec<Runner>>>,
+}
+
+impl SubAgentFactory for PoolFactory {
+    fn runner(&self, parent_session_id: &str, model: Option<&str>) -> Result<Runner, String> {
+        let runners = self
+            .runners
+            .upgrade()
+            .ok_or("sub-agents are not available: the application is shutting down")?;
+        pick(&self.sessions, &runners, parent_session_id, model)
+    }
+}
+
+fn pick(
+    sessions: &Sessions,
+    runners: &Mutex<Vec<Runner>>,
+    parent_session_id: &str,
+    model: Option<&str>,
+) -> Result<Runner, String> {
+    let runners = runners.lock().unwrap_or_else(|e| e.into_inner());
+    let by_model = |model: &str| runners.iter().rev().find(|r| r.config().model == model);
+    if let Some(wanted) = model {
+        return by_model(wanted).cloned().ok_or_else(|| {
+            let models: Vec<&str> = runners.iter().map(|r| r.config().model.as_str()).collect();
+            format!(
+                "the model `{wanted}` is not available to sub-agents; use one of: {} (or leave `model` out)",
+                models.join(", ")
+            )
+        });
+    }
+    let parent_model = sessions
+        .get(parent_session_id)
+        .ok()
+        .flatten()
+        .and_then(|s| s.model);
+    parent_model
+        .as_deref()
+        .and_then(by_model)
+        .or_else(|| runners.last())
+        .cloned()
+        .ok_or_else(|| {
+            "no model runner is attached here: sub-agents run from a chat, on its model".to_string()
+        })
 }
 
 /// Limits for sub-agents.

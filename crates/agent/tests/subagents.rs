@@ -855,6 +855,36 @@ async fn children_run_on_their_parents_model_or_the_one_they_name() {
         error.contains("huge") && error.contains("large, small"),
         "{error}"
     );
+
+    // The pool's factory sees the same runners but does not keep them alive.
+    let factory = pool.factory();
+    assert_eq!(model(factory.runner("on-large", None).unwrap()), "large");
+    drop(pool);
+    let error = factory.runner("on-large", None).unwrap_err();
+    assert!(error.contains("shutting down"), "{error}");
+}
+
+#[tokio::test]
+async fn a_pool_factory_leaves_no_cycle_between_the_registry_and_its_runners() {
+    let fx = fixture(Level::Allowlist, SubAgentConfig::default());
+    let (retry, _) = recording_retry(0);
+    let runner = Runner::new(
+        Wire::Ollama.provider("http://127.0.0.1:9", retry),
+        fx.registry.clone(),
+        fx.db.sessions(),
+        RunnerConfig::default(),
+    );
+    let pool = RunnerPool::new(fx.db.sessions());
+    pool.register(&runner);
+    fx.subagents.set_factory(pool.factory());
+    // The probe tool lives in the registry; it holds this counter.
+    let probe_alive = fx.changes.clone();
+    drop((runner, pool, fx));
+    assert_eq!(
+        Arc::strong_count(&probe_alive),
+        1,
+        "the registry (and its tools) outlived everything that held it"
+    );
 }
 
 #[tokio::test]

@@ -178,7 +178,7 @@ impl Core {
                 });
         let subagent_runners = osprey_agent::RunnerPool::new(db.sessions());
         let subagents = osprey_agent::SubAgents::new(&db, subagent_config);
-        subagents.set_factory(Arc::new(subagent_runners.clone()));
+        subagents.set_factory(subagent_runners.factory());
         let mut agent_tool = AgentTool::new(&db)
             .with_hooks(registry.hooks())
             .with_schedule(reminders.slot.clone())
