@@ -19,6 +19,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Notify;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::to_mcp_result;
 
@@ -48,6 +49,10 @@ pub struct McpServer {
     /// Woken by the registry when tools come or go; the connection then tells its client.
     changes: Arc<Notify>,
     forwarding: Arc<AtomicBool>,
+    /// Cancelled when the last clone of this connection's server is dropped (the connection
+    /// ended), so the forwarding task does not outlive it.
+    ended: CancellationToken,
+    _end_guard: Arc<DropGuard>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -67,11 +72,14 @@ impl McpServer {
                 changes.notify_one();
             }
         });
+        let ended = CancellationToken::new();
         McpServer {
             registry,
             options,
             changes,
             forwarding: Arc::new(AtomicBool::new(false)),
+            _end_guard: Arc::new(ended.clone().drop_guard()),
+            ended,
         }
     }
 
@@ -104,9 +112,13 @@ impl McpServer {
             return;
         }
         let changes = self.changes.clone();
+        let ended = self.ended.clone();
         tokio::spawn(async move {
             loop {
-                changes.notified().await;
+                tokio::select! {
+                    _ = changes.notified() => {}
+                    _ = ended.cancelled() => break,
+                }
                 // Tools often come in bursts (a server connecting registers all of its tools):
                 // one notification for the burst.
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -125,7 +137,7 @@ impl McpServer {
         &self,
         name: &str,
         input: serde_json::Value,
-        ct: tokio_util::sync::CancellationToken,
+        ct: CancellationToken,
     ) -> ToolResult {
         let mut ctx = ToolContext::new(Origin::Mcp, self.options.call_timeout);
         ctx.cancel = ct;
