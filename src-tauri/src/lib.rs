@@ -3,7 +3,6 @@
 //! file per UI area under `commands/`). Logic belongs in osprey-core; a command here only
 //! forwards and maps errors to [`UiError`].
 
-#[cfg(unix)]
 mod app_ui;
 mod commands;
 mod events;
