@@ -303,6 +303,49 @@ async fn a_message_is_answered_in_its_conversation_by_a_comm_turn() {
         saw_history,
         "the second turn did not see the first: {bodies:#?}"
     );
+
+    // Messages of one conversation arriving together are answered one turn at a time, in
+    // order: the session alternates question and answer, never two questions in a row.
+    for n in 1..=3 {
+        inject(
+            &setup.app_data,
+            &format!("1{n}"),
+            json!({"id": format!("q{n}"), "conversation_id": "room-3", "sender": "cy", "text": format!("question {n}")}),
+        );
+    }
+    for n in 1..=3 {
+        assert_eq!(
+            reply_to(&setup.app_data, &format!("q{n}")).await["text"],
+            format!("echo: question {n}")
+        );
+    }
+    let order: Vec<String> = sessions
+        .messages("comm:bridge:room-3")
+        .unwrap()
+        .iter()
+        .filter(|m| m.role == "user" || m.role == "assistant")
+        .map(|m| {
+            let text = m.content[0]["text"].as_str().unwrap_or_default();
+            format!("{}: {}", m.role, text.lines().last().unwrap_or_default())
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "user: question 1",
+            "assistant: echo: question 1",
+            "user: question 2",
+            "assistant: echo: question 2",
+            "user: question 3",
+            "assistant: echo: question 3",
+        ]
+    );
+    let replies: Vec<String> = sent(&setup.app_data)
+        .iter()
+        .filter(|s| s["conversation_id"] == "room-3")
+        .map(|s| s["reply_to_id"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(replies, ["q1", "q2", "q3"]);
     setup.core.stop_apps().await;
 }
 
