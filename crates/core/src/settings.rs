@@ -30,6 +30,10 @@ pub const STORE_URL: &str = "store.url";
 /// Sub-agent limits (`osprey_agent::SubAgentSettings`): `{"max_depth": 2, "timeout_seconds": 300}`.
 pub const SUBAGENTS: &str = "subagents";
 
+/// Embeddings for memory search (optional): `{"provider": "ollama", "model": "nomic-embed-text"}`
+/// or `{"provider": "openai", "model": "text-embedding-3-small", "base_url": ...}`.
+pub const MEMORY_EMBEDDINGS: &str = "memory.embeddings";
+
 /// Seconds an approval question waits for the person before it is denied (5 to 3600; default 120).
 pub const APPROVAL_TIMEOUT: &str = "approvals.timeout_seconds";
 
@@ -59,6 +63,10 @@ pub const KNOWN: &[(&str, &str)] = &[
     (
         STORE_URL,
         "the app store's URL (OSPREY_STORE_URL wins when set)",
+    ),
+    (
+        MEMORY_EMBEDDINGS,
+        "memory search by meaning too: {\"provider\": \"ollama\"|\"openai\", \"model\": ..., \"base_url\": ...}",
     ),
     (
         PROVIDERS,
@@ -100,6 +108,18 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
                 .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
         }
         PROVIDERS => check::<crate::agent::ProviderSettings>(key, value),
+        MEMORY_EMBEDDINGS => {
+            let settings: crate::agent::EmbeddingSettings =
+                serde_json::from_value(value.clone())
+                    .with_context(|| format!("invalid value for `{key}`: {value}"))?;
+            if settings.provider == crate::agent::ProviderKind::Anthropic {
+                bail!("`{key}`: Anthropic has no embeddings API; use ollama or openai");
+            }
+            if settings.model.trim().is_empty() {
+                bail!("`{key}` needs a model, e.g. nomic-embed-text");
+            }
+            Ok(())
+        }
         STORE_URL => {
             let url: String = serde_json::from_value(value.clone())
                 .with_context(|| format!("`{key}` takes a URL string, not {value}"))?;
