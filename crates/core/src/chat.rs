@@ -38,6 +38,17 @@ pub const TURN_RUNNING: &str = "turn_running";
 pub const PROVIDER_UNAVAILABLE: &str = "provider_unavailable";
 /// The message was empty.
 pub const EMPTY_MESSAGE: &str = "empty_message";
+/// A session id the caller chose is not usable.
+pub const INVALID_SESSION_ID: &str = "invalid_session_id";
+
+/// Session ids a caller may choose: 1 to 128 ASCII letters, digits, `.`, `_`, `:` and `-`, so
+/// they stay readable in lists, logs and file names.
+pub fn valid_session_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+}
 
 /// The desktop's chats. Cheap to clone.
 #[derive(Clone)]
@@ -101,6 +112,15 @@ impl Chats {
         let session_id = session_id
             .filter(|id| !id.trim().is_empty())
             .unwrap_or_else(|| self.new_session_id());
+        if !valid_session_id(&session_id) {
+            return Err(StartError {
+                code: INVALID_SESSION_ID,
+                message: format!(
+                    "`{}` is not a session id: use 1 to 128 letters, digits, `.`, `_`, `:` or `-`",
+                    session_id.chars().take(140).collect::<String>()
+                ),
+            });
+        }
         let choice = self
             .choice
             .lock()
@@ -404,6 +424,16 @@ mod tests {
                 text: "two files".into()
             }
         );
+    }
+
+    #[test]
+    fn session_ids_are_short_and_plain() {
+        assert!(valid_session_id("chat-1732240000000-0a1b2"));
+        assert!(valid_session_id("reminder:daily.report_1"));
+        assert!(!valid_session_id(""));
+        assert!(!valid_session_id("../../etc"));
+        assert!(!valid_session_id("a b"));
+        assert!(!valid_session_id(&"x".repeat(129)));
     }
 
     #[test]

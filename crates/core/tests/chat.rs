@@ -226,12 +226,18 @@ async fn stopping_a_turn_withdraws_its_pending_approval() {
 }
 
 #[tokio::test]
-async fn an_empty_message_is_refused_before_anything_runs() {
+async fn an_empty_message_or_a_bad_session_id_is_refused_before_anything_runs() {
     let server = AnthropicServer::start(vec![]).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (_core, chats) = chats(dir.path(), &server);
     let error = chats.send(None, "   ").await.unwrap_err();
     assert_eq!(error.code, chat::EMPTY_MESSAGE);
+    let error = chats
+        .send(Some("../other".into()), "hello")
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, chat::INVALID_SESSION_ID);
+    assert!(error.message.contains("../other"));
     assert!(server.seen().is_empty());
     assert!(chats.sessions(10).unwrap().is_empty());
 }
