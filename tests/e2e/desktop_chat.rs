@@ -230,3 +230,41 @@ fn a_typed_message_streams_and_an_approved_tool_call_runs() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn without_a_model_provider_the_chat_says_how_to_set_one_up() -> Result<()> {
+    let app = DesktopApp::launch_with(
+        "desktop_chat_no_provider",
+        LaunchOptions {
+            data_dir: None,
+            env: vec![
+                // Whatever the machine running the tests has set up, this app has no provider.
+                ("ANTHROPIC_API_KEY".into(), String::new()),
+                ("OPENAI_API_KEY".into(), String::new()),
+                ("OLLAMA_HOST".into(), "127.0.0.1:9".into()),
+                ("OSPREY_SECRETS".into(), "file".into()),
+            ],
+        },
+    )?;
+    let driver = &app.driver;
+    send(driver, "Hello?")?;
+    let error = driver.wait_for_text("[data-testid='chat-send-error']", UI_TIMEOUT, |t| {
+        !t.is_empty()
+    })?;
+    ensure!(
+        error.contains("ANTHROPIC_API_KEY") && error.contains("Ollama"),
+        "the error does not say how to set up a provider: {error:?}"
+    );
+    // Nothing was sent: the message is back in the box to try again, and no turn runs.
+    let draft = driver.execute(
+        "return document.querySelector(\"[data-testid='chat-input']\").value;",
+        vec![],
+    )?;
+    ensure!(draft == "Hello?", "the typed message was lost: {draft}");
+    ensure!(
+        driver.find("[data-testid='chat-running']")?.is_none(),
+        "a turn looks like it is running"
+    );
+    app.save_screenshot("no-provider")?;
+    Ok(())
+}
