@@ -276,3 +276,55 @@ async fn channel_events_arrive_and_posts_need_channel_write() {
     assert_eq!(posts[0]["data_json"], r#"{"a":1}"#);
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_receive_stream_takes_the_queue_over_from_an_open_one() {
+    use osprey_rpc::v1::CommReceiveRequest;
+    use osprey_rpc::v1::comm_service_client::CommServiceClient;
+
+    let apps = Apps::new();
+    let dir = install(&apps, json!(["comm:*", "channel:*"]));
+    let app = apps.launcher().launch("bridge").await.unwrap();
+    let mut client = CommServiceClient::new(app.channel());
+    let mut first = client
+        .receive(CommReceiveRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    inject(
+        &dir,
+        "01",
+        json!({"conversation_id": "c", "text": "to the first"}),
+    );
+    let got = tokio::time::timeout(WAIT, first.message())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.text, "to the first");
+
+    // A second stream while the first is still open (Osprey reconnected without the old one
+    // closing): it gets what follows, the old one nothing more.
+    let mut second = client
+        .receive(CommReceiveRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    inject(
+        &dir,
+        "02",
+        json!({"conversation_id": "c", "text": "to the second"}),
+    );
+    let got = tokio::time::timeout(WAIT, second.message())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.text, "to the second");
+    let old = tokio::time::timeout(Duration::from_millis(300), first.message()).await;
+    assert!(
+        !matches!(old, Ok(Ok(Some(_)))),
+        "the replaced stream still got a message: {old:?}"
+    );
+    app.stop().await;
+}

@@ -236,6 +236,7 @@ async fn answer(core: &Core, session: &str, message: Incoming) {
                 });
                 let outcome = runner.run_turn(turn).await;
                 deadline.abort();
+                name_session(core, session, &message);
                 match outcome {
                     Ok(outcome) if !outcome.text.trim().is_empty() => outcome.text,
                     Ok(outcome) => {
@@ -265,6 +266,31 @@ async fn answer(core: &Core, session: &str, message: Incoming) {
         .await;
     if let Err(error) = sent {
         tracing::warn!(%session, "the answer was not sent: {error}");
+    }
+}
+
+/// Titles a new comm session after the conversation, as the session list shows it.
+fn name_session(core: &Core, session: &str, message: &Incoming) {
+    let sessions = core.db().sessions();
+    if let Ok(Some(row)) = sessions.get(session)
+        && row.title.is_none()
+    {
+        let who = if message.sender.is_empty() {
+            &message.conversation_id
+        } else {
+            &message.sender
+        };
+        let mut title = format!("{who} via {}", message.app_id);
+        truncate_chars(&mut title, 80);
+        if let Err(error) = sessions.set_title(session, &title) {
+            tracing::warn!(%session, "could not title the session: {error}");
+        }
+    }
+}
+
+fn truncate_chars(text: &mut String, max: usize) {
+    if let Some((index, _)) = text.char_indices().nth(max) {
+        text.truncate(index);
     }
 }
 
@@ -335,4 +361,59 @@ fn store_channel_event(core: &Core, session: &str, event: &ChannelEventIn) -> an
     let content = json!([{"type": "text", "text": text}]);
     sessions.append_message(session, "user", &content, None)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use osprey_rpc::v1::Attachment;
+
+    #[test]
+    fn the_agent_is_told_who_wrote_and_what_was_left_out() {
+        let mut message = Incoming {
+            app_id: "bridge".into(),
+            id: "m1".into(),
+            conversation_id: "room".into(),
+            sender: String::new(),
+            text: "hi".into(),
+            sent_at_ms: 1,
+            attachments: Vec::new(),
+            truncated: false,
+            dropped_attachments: Vec::new(),
+        };
+        assert_eq!(
+            turn_input(&message),
+            "[A message from someone via the comm app `bridge`]\nhi"
+        );
+        message.sender = "ana".into();
+        message.truncated = true;
+        message.attachments.push(Attachment {
+            name: "a.txt".into(),
+            mime_type: "text/plain".into(),
+            data: vec![0; 3],
+        });
+        message
+            .dropped_attachments
+            .push("big.bin (over 4 bytes)".into());
+        let input = turn_input(&message);
+        assert!(input.starts_with("[A message from ana via"), "{input}");
+        assert!(input.contains("the rest was cut"), "{input}");
+        assert!(
+            input.contains("[Attachments, not shown: a.txt (text/plain, 3 bytes)]"),
+            "{input}"
+        );
+        assert!(
+            input.contains("[Attachments dropped: big.bin (over 4 bytes)]"),
+            "{input}"
+        );
+    }
+
+    #[test]
+    fn sessions_are_named_by_app_and_conversation() {
+        assert_eq!(comm_session("bridge", "room:1"), "comm:bridge:room:1");
+        assert_eq!(channel_session("bridge", "feed"), "channel:bridge:feed");
+        let mut title = "é".repeat(100);
+        truncate_chars(&mut title, 80);
+        assert_eq!(title.chars().count(), 80);
+    }
 }

@@ -252,6 +252,7 @@ async fn a_message_is_answered_in_its_conversation_by_a_comm_turn() {
     let sessions = setup.core.db().sessions();
     let session = sessions.get("comm:bridge:room-1").unwrap().unwrap();
     assert_eq!(session.origin, "comm");
+    assert_eq!(session.title.as_deref(), Some("ana via bridge"));
     let first_request = model.bodies.lock().unwrap()[0].clone();
     let said = text_of(
         first_request["messages"]
