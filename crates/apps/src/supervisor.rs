@@ -520,6 +520,8 @@ impl Task {
 enum Flow {
     Continue,
     End,
+    /// A first launch failed: end unless more requests are waiting (each is its own attempt).
+    EndIfIdle,
 }
 
 /// One app's task: owns its process and its restart bookkeeping.
@@ -592,10 +594,15 @@ impl AppTask {
                     Flow::Continue
                 }
             };
-            if flow == Flow::End {
-                break;
+            match flow {
+                Flow::Continue => {}
+                Flow::EndIfIdle if !requests.is_empty() => {}
+                Flow::End | Flow::EndIfIdle => break,
             }
         }
+        // No new requests from here: the supervisor starts a new task for them, which waits for
+        // this one to finish.
+        requests.close();
         if let Some(running) = self.running.take() {
             self.context.host.detach(&self.id);
             running.stop().await;
@@ -604,6 +611,25 @@ impl AppTask {
             });
         } else if self.supervised {
             self.context.host.detach(&self.id);
+        }
+        // Requests that slipped in before the close are answered (the app is stopped now).
+        while let Ok(request) = requests.try_recv() {
+            let superseded = || Error::LaunchFailed {
+                id: self.id.clone(),
+                reason: "superseded",
+                message: "the app's supervision ended while this request waited; try again".into(),
+            };
+            match request {
+                AppRequest::Launch(reply) => {
+                    let _ = reply.send(Err(superseded()));
+                }
+                AppRequest::Reload { reply, .. } => {
+                    let _ = reply.send(Err(superseded()));
+                }
+                AppRequest::Stop(reply) => {
+                    let _ = reply.send(Ok(()));
+                }
+            }
         }
         *self.published.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let _ = ended.send((self.id.clone(), generation));
@@ -726,7 +752,7 @@ impl AppTask {
             self.publish();
             Flow::Continue
         } else {
-            Flow::End
+            Flow::EndIfIdle
         }
     }
 

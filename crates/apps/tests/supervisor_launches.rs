@@ -205,3 +205,27 @@ async fn launch_slots_bound_how_many_start_at_once() {
     cancel.cancel();
     supervisor.stopped().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn launching_one_app_twice_at_once_starts_it_once() {
+    let apps = Apps::new();
+    let ids = install_slow(&apps, 1);
+    let (supervisor, cancel) = supervisor(&apps, 8);
+    let (first, second) = tokio::join!(supervisor.launch(&ids[0]), supervisor.launch(&ids[0]));
+    let (first, second) = (first.unwrap(), second.unwrap());
+    assert_eq!(
+        first, second,
+        "the second launch found the first one's process"
+    );
+    assert_eq!(
+        states(&supervisor).await,
+        [(ids[0].clone(), AppState::Running { pid: first })]
+    );
+    // Stopped while nothing else waits: gone from the status, and launchable again.
+    supervisor.stop(&ids[0]).await.unwrap();
+    assert!(states(&supervisor).await.is_empty());
+    let again = supervisor.launch(&ids[0]).await.unwrap();
+    assert_ne!(again, first);
+    cancel.cancel();
+    supervisor.stopped().await;
+}
