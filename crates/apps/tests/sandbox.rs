@@ -364,3 +364,32 @@ fn a_stale_or_hand_run_launcher_refuses_clearly() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("usage"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sideloaded_app_is_sandboxed_through_its_symlink() {
+    // The app directory is a symlink to the project: the rules follow it to the real paths.
+    let setup = setup(json!([]));
+    let project = setup.apps.dir().parent().unwrap().join("project");
+    std::fs::rename(&setup.dir, &project).unwrap();
+    std::os::unix::fs::symlink(&project, &setup.dir).unwrap();
+    let app = setup.launch(true).await;
+    assert_eq!(app.sandbox().level, SandboxLevel::Enforced);
+    assert!(
+        attempt(&app, write(&setup.dir.join("data/state")))
+            .await
+            .is_ok()
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("data/state")).unwrap(),
+        "written by the probe"
+    );
+    refused(
+        attempt(&app, write(&project.join("src.rs"))).await,
+        "writing into the project outside data/",
+    );
+    refused(
+        attempt(&app, read(&setup.home.join(".ssh/id_rsa"))).await,
+        "reading the key",
+    );
+    app.stop().await;
+}
