@@ -207,6 +207,9 @@ struct Inner {
     /// denser than four characters a token, and undercounting would let a request overflow.
     /// Never below 1, because providers report cached prompt tokens apart (or not at all).
     calibration: std::sync::Mutex<f64>,
+    /// A window learned from the provider refusing a request as too long, for a model whose
+    /// window is neither configured nor known by name: below the estimate that was refused.
+    learned_window: std::sync::Mutex<Option<u64>>,
     config: RunnerConfig,
 }
 
@@ -255,6 +258,7 @@ impl Runner {
                 sources: RwLock::new(Sources::default()),
                 tacit: std::sync::Mutex::new(None),
                 calibration: std::sync::Mutex::new(1.0),
+                learned_window: std::sync::Mutex::new(None),
                 config,
             }),
         }
@@ -395,20 +399,39 @@ impl Runner {
         let mut total = Usage::default();
         let mut last_text = String::new();
         for step in 1..=config.max_steps {
-            let estimate = self
+            let mut estimate = self
                 .fit_context(turn, fixed_tokens, &mut transcript)
                 .await?;
-            let mut request = ChatRequest {
-                model: config.model.clone(),
-                system: system.clone(),
-                messages: transcript.messages.clone(),
-                tools: tools.clone(),
-                max_tokens: config.max_tokens,
+            let mut refused_as_too_long = false;
+            let streamed = loop {
+                let mut request = ChatRequest {
+                    model: config.model.clone(),
+                    system: system.clone(),
+                    messages: transcript.messages.clone(),
+                    tools: tools.clone(),
+                    max_tokens: config.max_tokens,
+                };
+                self.steer(turn, step, &mut request).await;
+                self.pre_send(turn, &mut request).await;
+                match self.stream_step(turn, request).await {
+                    // The window was a guess (or unknown): learn it from the refusal, compact
+                    // to fit under it, and try once more.
+                    Err(Error::ContextTooLong(message)) if !refused_as_too_long => {
+                        refused_as_too_long = true;
+                        let refused = self.measured(estimate);
+                        tracing::info!(%message, refused, "the model's window is smaller than the request; compacting");
+                        *self
+                            .inner
+                            .learned_window
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner()) = Some(refused * 9 / 10);
+                        estimate = self
+                            .fit_context(turn, fixed_tokens, &mut transcript)
+                            .await?;
+                    }
+                    other => break other?,
+                }
             };
-            self.steer(turn, step, &mut request).await;
-            self.pre_send(turn, &mut request).await;
-
-            let streamed = self.stream_step(turn, request).await?;
             let (assembler, cancelled) = match streamed {
                 Streamed::Done(a) => (a, false),
                 Streamed::Cancelled(a) => (a, true),
@@ -575,6 +598,16 @@ impl Runner {
         tacit
     }
 
+    /// A plain estimate scaled by what the provider's reported token counts taught.
+    fn measured(&self, estimate: u64) -> u64 {
+        let scale = *self
+            .inner
+            .calibration
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        (estimate as f64 * scale) as u64
+    }
+
     /// Before a model call: when the request's estimate reaches the threshold of the window,
     /// drop old screenshots, then summarize older turns (persisted as a summary row). Returns
     /// the plain estimate of what will be sent (before calibration).
@@ -586,9 +619,25 @@ impl Runner {
     ) -> Result<u64> {
         let config = &self.inner.config;
         let provider = self.inner.provider.name();
-        let window = config
+        let learned = *self
+            .inner
+            .learned_window
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let Some(window) = config
             .context_window
-            .unwrap_or_else(|| tokens::default_context_window(provider, &config.model));
+            .or(learned)
+            .or_else(|| tokens::default_context_window(provider, &config.model))
+        else {
+            // Nothing known about the window: send as is; a refusal teaches it (see run_turn).
+            let images = ImageCost::for_provider(provider);
+            return Ok(fixed
+                + transcript
+                    .messages
+                    .iter()
+                    .map(|m| tokens::message_tokens(m, images))
+                    .sum::<u64>());
+        };
         let limit = (window as f64 * config.compact_threshold) as u64;
         let images = ImageCost::for_provider(provider);
         let raw = |messages: &[Message]| -> u64 {

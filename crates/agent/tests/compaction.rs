@@ -352,3 +352,107 @@ async fn the_estimate_follows_the_token_counts_the_provider_reports() {
         }
     }
 }
+
+/// A model whose window nobody knows (an OpenAI-compatible server with a local model): nothing
+/// is compacted on a guess; when the server refuses a request as too long, the runner learns the
+/// window from it, summarizes the older turns and sends the step again, once.
+#[tokio::test]
+async fn an_unknown_window_is_learned_from_a_too_long_refusal() {
+    let wire = Wire::OpenAi;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_in(dir.path()).unwrap();
+    let registry = Registry::new(RegistryConfig::new(
+        Policy::at_level(Level::Allowlist),
+        dir.path().join("data"),
+    ));
+    let too_long = Reply::Status {
+        status: 400,
+        headers: vec![("content-type", "application/json".into())],
+        body: json!({"error": {"message": "This model's maximum context length is 4096 tokens. However, you requested 9000 tokens.", "type": "invalid_request_error", "code": "context_length_exceeded"}}).to_string(),
+    };
+    let long = "An earlier message with plenty of words in it. ".repeat(60);
+    let server = Server::start(vec![
+        wire.turn("One.", &[]),
+        wire.turn("Two.", &[]),
+        wire.turn("Three.", &[]),
+        too_long,
+        wire.turn("Earlier: three long messages, answered briefly.", &[]),
+        wire.turn("Four, after compacting.", &[]),
+    ])
+    .await;
+    let (retry, _) = recording_retry(0);
+    let runner = Runner::new(
+        wire.provider(&server.url(), retry),
+        registry,
+        db.sessions(),
+        RunnerConfig {
+            model: "some-local-model".into(),
+            identity: "Test.".into(),
+            keep_turns: 1,
+            ..RunnerConfig::default()
+        },
+    );
+    for _ in 0..3 {
+        runner
+            .run_turn(TurnRequest::new("u", long.clone()))
+            .await
+            .unwrap();
+    }
+    // Three long turns went out whole: no window was assumed.
+    assert_eq!(server.seen().len(), 3);
+    let (events, mut received) = mpsc::unbounded_channel();
+    let mut request = TurnRequest::new("u", "and now?");
+    request.events = Some(events);
+    let outcome = runner.run_turn(request).await.unwrap();
+    assert_eq!(outcome.text, "Four, after compacting.");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 6);
+    assert!(
+        seen[4]
+            .body
+            .to_string()
+            .contains("You summarize the earlier part of a conversation")
+    );
+    let retried = conversation(wire, &seen[5].body);
+    assert!(retried[0].to_string().contains(SUMMARY_HEADING));
+    assert!(seen[5].body.to_string().len() < seen[3].body.to_string().len());
+    let mut compacted = false;
+    while let Ok(event) = received.try_recv() {
+        compacted |= matches!(event, AgentEvent::Compacted { messages_summarized, .. } if messages_summarized > 0);
+    }
+    assert!(compacted);
+
+    // A server that still refuses after compacting: the error reaches the caller, no loop.
+    let refusing = Server::start(vec![
+        Reply::Status {
+            status: 400,
+            headers: vec![("content-type", "application/json".into())],
+            body: json!({"error": {"message": "maximum context length exceeded"}}).to_string(),
+        },
+        Reply::Status {
+            status: 400,
+            headers: vec![("content-type", "application/json".into())],
+            body: json!({"error": {"message": "maximum context length exceeded"}}).to_string(),
+        },
+    ])
+    .await;
+    let (retry, _) = recording_retry(0);
+    let stubborn = Runner::new(
+        wire.provider(&refusing.url(), retry),
+        Registry::new(RegistryConfig::new(
+            Policy::at_level(Level::Allowlist),
+            dir.path().join("data"),
+        )),
+        db.sessions(),
+        RunnerConfig {
+            model: "some-local-model".into(),
+            ..RunnerConfig::default()
+        },
+    );
+    let error = stubborn
+        .run_turn(TurnRequest::new("fresh", "hi"))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "context_too_long");
+    assert_eq!(refusing.seen().len(), 2);
+}

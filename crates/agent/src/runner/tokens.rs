@@ -220,30 +220,33 @@ pub fn request_tokens(request: &ChatRequest, images: ImageCost) -> u64 {
             .sum::<u64>()
 }
 
-/// The context window of a model by name, when not configured: the families' published windows,
-/// and 8,192 tokens (a common local default) for what is not recognised.
-pub fn default_context_window(provider: &str, model: &str) -> u64 {
+/// The context window of a model by name, when not configured: the families' published windows.
+/// For a model it does not recognise it knows nothing, except on Ollama, which silently drops
+/// the start of a prompt that is too long (so compacting early is the only protection) and whose
+/// common default is 8,192 tokens. Elsewhere an unknown window is learned from the provider's
+/// "context too long" error instead ([`Runner`](crate::Runner) then compacts and retries).
+pub fn default_context_window(provider: &str, model: &str) -> Option<u64> {
     let model = model.to_ascii_lowercase();
     if provider == "anthropic" || model.starts_with("claude") {
-        return 200_000;
+        return Some(200_000);
     }
     if model.starts_with("gpt-4.1") {
-        return 1_047_576;
+        return Some(1_047_576);
     }
     let reasoning = ["o1", "o3", "o4"].iter().any(|p| model.starts_with(p));
     if model.starts_with("gpt-4o") || model.starts_with("gpt-4-turbo") || reasoning {
-        return 128_000;
+        return Some(128_000);
     }
     if model.starts_with("gpt-5") {
-        return 400_000;
+        return Some(400_000);
     }
     if provider == "openai" && model.starts_with("gpt") {
-        return 128_000;
+        return Some(128_000);
     }
     if model.starts_with("llama3.1") || model.starts_with("llama3.2") || model.starts_with("qwen") {
-        return 128_000;
+        return Some(128_000);
     }
-    8_192
+    (provider == "ollama").then_some(8_192)
 }
 
 #[cfg(test)]
