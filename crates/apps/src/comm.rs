@@ -44,12 +44,13 @@ pub struct CommLimits {
 impl Default for CommLimits {
     fn default() -> CommLimits {
         CommLimits {
-            max_message_bytes: 16 * 1024 * 1024,
+            max_message_bytes: 8 * 1024 * 1024,
             max_text_bytes: 64 * 1024,
             max_attachments: 8,
-            max_attachment_bytes: 4 * 1024 * 1024,
+            max_attachment_bytes: 2 * 1024 * 1024,
             max_id_bytes: 256,
-            queue: 64,
+            // With the message cap, at most 128 MB wait here.
+            queue: 16,
         }
     }
 }

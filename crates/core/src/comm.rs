@@ -38,7 +38,7 @@ pub const MAX_CONCURRENT_TURNS: usize = 4;
 /// Messages of one conversation waiting for its running turn; more are dropped (and logged).
 pub const MAX_WAITING_PER_CONVERSATION: usize = 16;
 /// Conversations with messages waiting; messages of further ones are dropped (and logged).
-pub const MAX_WAITING_CONVERSATIONS: usize = 256;
+pub const MAX_WAITING_CONVERSATIONS: usize = 64;
 /// Channel events stored per channel per minute.
 pub const MAX_CHANNEL_EVENTS_PER_MINUTE: u32 = 120;
 /// How long one comm turn may run before it is cancelled.
@@ -109,8 +109,29 @@ pub(crate) fn start(core: &Core) {
     }
 }
 
+/// A message waiting for its turn: the attachments' bytes are not kept (the agent is only told
+/// their names and sizes), so waiting messages cost little more than their text.
+struct Queued {
+    message: Incoming,
+    /// "name (mime type, N bytes)" per attachment.
+    attachments: Vec<String>,
+}
+
+impl Queued {
+    fn new(mut message: Incoming) -> Queued {
+        let attachments = std::mem::take(&mut message.attachments)
+            .iter()
+            .map(|a| format!("{} ({}, {} bytes)", a.name, a.mime_type, a.data.len()))
+            .collect();
+        Queued {
+            message,
+            attachments,
+        }
+    }
+}
+
 /// Each conversation's waiting messages; an entry exists while its worker runs.
-type Waiting = Arc<Mutex<HashMap<String, mpsc::Sender<Incoming>>>>;
+type Waiting = Arc<Mutex<HashMap<String, mpsc::Sender<Queued>>>>;
 
 async fn dispatch(core: WeakCore, mut incoming: mpsc::Receiver<Incoming>) {
     let turns = Arc::new(Semaphore::new(MAX_CONCURRENT_TURNS));
@@ -119,7 +140,8 @@ async fn dispatch(core: WeakCore, mut incoming: mpsc::Receiver<Incoming>) {
         if core.upgrade().is_none() {
             return;
         }
-        let session = comm_session(&message.app_id, &message.conversation_id);
+        let message = Queued::new(message);
+        let session = comm_session(&message.message.app_id, &message.message.conversation_id);
         let mut queues = waiting.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(queue) = queues.get(&session) {
             // Sent under the lock: the worker checks for more under it before it ends.
@@ -150,7 +172,7 @@ async fn dispatch(core: WeakCore, mut incoming: mpsc::Receiver<Incoming>) {
 async fn conversation(
     core: WeakCore,
     session: String,
-    mut receiver: mpsc::Receiver<Incoming>,
+    mut receiver: mpsc::Receiver<Queued>,
     waiting: Waiting,
     turns: Arc<Semaphore>,
 ) {
@@ -176,7 +198,8 @@ async fn conversation(
 }
 
 /// What the agent reads: who wrote, through which app, the text, and what was left out.
-fn turn_input(message: &Incoming) -> String {
+fn turn_input(queued: &Queued) -> String {
+    let message = &queued.message;
     let mut input = format!(
         "[A message from {} via the comm app `{}`]\n{}",
         if message.sender.is_empty() {
@@ -190,13 +213,11 @@ fn turn_input(message: &Incoming) -> String {
     if message.truncated {
         input.push_str("\n[The message was longer; the rest was cut.]");
     }
-    if !message.attachments.is_empty() {
-        let names: Vec<String> = message
-            .attachments
-            .iter()
-            .map(|a| format!("{} ({}, {} bytes)", a.name, a.mime_type, a.data.len()))
-            .collect();
-        input.push_str(&format!("\n[Attachments, not shown: {}]", names.join(", ")));
+    if !queued.attachments.is_empty() {
+        input.push_str(&format!(
+            "\n[Attachments, not shown: {}]",
+            queued.attachments.join(", ")
+        ));
     }
     if !message.dropped_attachments.is_empty() {
         input.push_str(&format!(
@@ -208,7 +229,7 @@ fn turn_input(message: &Incoming) -> String {
 }
 
 /// Runs the turn for `message` and sends the answer back.
-async fn answer(core: &Core, session: &str, message: Incoming) {
+async fn answer(core: &Core, session: &str, queued: Queued) {
     let reply = match core.resolve_chat(&ChatChoice::default()).await {
         Err(error) => {
             tracing::warn!(%session, "a comm message got no answer: {error:#}");
@@ -221,7 +242,7 @@ async fn answer(core: &Core, session: &str, message: Incoming) {
             }
             Ok(runner) => {
                 let cancel = CancellationToken::new();
-                let mut turn = TurnRequest::new(session, turn_input(&message));
+                let mut turn = TurnRequest::new(session, turn_input(&queued));
                 turn.origin = Origin::Comm;
                 // No approver of its own: the registry's default (the broker a UI attached)
                 // asks, and without one approval-needing calls are refused.
@@ -236,7 +257,7 @@ async fn answer(core: &Core, session: &str, message: Incoming) {
                 });
                 let outcome = runner.run_turn(turn).await;
                 deadline.abort();
-                name_session(core, session, &message);
+                name_session(core, session, &queued.message);
                 match outcome {
                     Ok(outcome) if !outcome.text.trim().is_empty() => outcome.text,
                     Ok(outcome) => {
@@ -251,6 +272,7 @@ async fn answer(core: &Core, session: &str, message: Incoming) {
             }
         },
     };
+    let message = queued.message;
     let sent = core
         .apps()
         .comms()
@@ -382,7 +404,7 @@ mod tests {
             dropped_attachments: Vec::new(),
         };
         assert_eq!(
-            turn_input(&message),
+            turn_input(&Queued::new(message.clone())),
             "[A message from someone via the comm app `bridge`]\nhi"
         );
         message.sender = "ana".into();
@@ -395,7 +417,12 @@ mod tests {
         message
             .dropped_attachments
             .push("big.bin (over 4 bytes)".into());
-        let input = turn_input(&message);
+        let queued = Queued::new(message);
+        assert!(
+            queued.message.attachments.is_empty(),
+            "the bytes are not kept"
+        );
+        let input = turn_input(&queued);
         assert!(input.starts_with("[A message from ana via"), "{input}");
         assert!(input.contains("the rest was cut"), "{input}");
         assert!(

@@ -492,7 +492,7 @@ async fn without_a_provider_the_sender_is_told_in_one_short_reply() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn channel_events_land_in_their_session_and_posts_reach_the_app() {
+async fn channel_events_land_in_their_session_and_the_core_posts_out() {
     let setup = setup(None).await;
     inject(
         &setup.app_data,
@@ -532,6 +532,17 @@ async fn channel_events_land_in_their_session_and_posts_reach_the_app() {
     assert_eq!(id, "posted");
     let posts = std::fs::read_to_string(setup.app_data.join("channel-sent.jsonl")).unwrap();
     assert!(posts.contains("hello feed"), "{posts}");
+    // The core can also start a message in a conversation (not a reply).
+    let id = setup
+        .core
+        .comm_send(APP, "room-9", "a notice")
+        .await
+        .unwrap();
+    assert_eq!(id, "sent-");
+    let notice = sent(&setup.app_data);
+    assert_eq!(notice[0]["conversation_id"], "room-9");
+    assert_eq!(notice[0]["text"], "a notice");
+    assert_eq!(notice[0]["reply_to_id"], "");
     let error = setup
         .core
         .channel_send(APP, "nope", "x", None)
