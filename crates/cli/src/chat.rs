@@ -82,6 +82,8 @@ pub async fn run(data_dir: Option<PathBuf>, args: ChatArgs) -> anyhow::Result<Ex
         core.stop_apps().await;
         return code;
     }
+    // The configured MCP servers connect in the background; their tools join as they come.
+    core.start_mcp()?;
     let options = core
         .resolve_chat(&ChatChoice {
             provider: args.provider,
@@ -92,10 +94,13 @@ pub async fn run(data_dir: Option<PathBuf>, args: ChatArgs) -> anyhow::Result<Ex
         .await?;
     let runner = core.chat_runner(&options)?;
     let session = args.session.clone().unwrap_or_else(new_session_id);
-    match args.prompt {
+    let code = match args.prompt {
         Some(message) => one_shot(&runner, &session, message).await,
         None => interactive(&runner, &session).await,
-    }
+    };
+    // Stdio MCP servers are child processes: stop them rather than leave them to the exit.
+    core.stop_mcp().await;
+    code
 }
 
 /// `osprey config providers`: each provider's settings and whether a key is set, never the key.

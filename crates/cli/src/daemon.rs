@@ -1,7 +1,9 @@
 //! `osprey daemon`: the long-running Osprey without a window, for servers, headless machines and
-//! tests. It starts the installed apps under the supervisor and serves the control socket, so
-//! `osprey app launch | stop` from another terminal reach its supervisor, and it stops every app
-//! on SIGTERM or Ctrl-C. Calls that need approval are denied: nobody is there to ask.
+//! tests. It starts the installed apps under the supervisor, the reminder scheduler (an app that
+//! provides `schedule` takes over while it runs) and the configured MCP servers, and serves the
+//! control socket, so `osprey app launch | stop` from another terminal reach its supervisor. It
+//! stops everything on SIGTERM or Ctrl-C. Calls that need approval are denied: nobody is there
+//! to ask.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,6 +22,9 @@ pub async fn run(data_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let core = crate::open(data_dir, None, None)?;
     let control = core.serve_control()?;
     core.start_apps()?;
+    core.start_scheduler()?;
+    let schedule_apps = core.follow_schedule_apps();
+    core.start_mcp()?;
     println!("{READY} on {}", core.data_dir().display());
     std::io::stdout().flush()?;
     tokio::select! {
@@ -28,6 +33,9 @@ pub async fn run(data_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     }
     eprintln!("osprey daemon: stopping the apps");
     drop(control);
+    schedule_apps.abort();
+    core.stop_mcp().await;
+    core.stop_scheduler().await;
     core.stop_apps().await;
     Ok(ExitCode::SUCCESS)
 }
