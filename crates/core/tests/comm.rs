@@ -161,6 +161,8 @@ struct Setup {
     core: Core,
     app_data: PathBuf,
     root: PathBuf,
+    /// What the supervisor reported, for failure messages.
+    supervisor: Arc<Mutex<Vec<String>>>,
 }
 
 /// A core with the bridge sideloaded and the model configured (unless `model` is `None`), apps
@@ -189,6 +191,14 @@ async fn setup(model: Option<&Model>) -> Setup {
         }
     }
     let app_data = sideload_bridge(root.path(), &data);
+    let supervisor = Arc::new(Mutex::new(Vec::new()));
+    let mut events = core.apps().supervisor().subscribe();
+    let log = Arc::clone(&supervisor);
+    tokio::spawn(async move {
+        while let Ok(event) = events.recv().await {
+            log.lock().unwrap().push(format!("{event:?}"));
+        }
+    });
     core.start_apps().unwrap();
     let path = root.path().to_path_buf();
     Setup {
@@ -196,6 +206,7 @@ async fn setup(model: Option<&Model>) -> Setup {
         core,
         app_data,
         root: path,
+        supervisor,
     }
 }
 
@@ -216,20 +227,28 @@ fn sent(app_data: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// Waits for the reply to message `id`, re-injecting `message` while the app is not yet
-/// connected would lose nothing: the inbox keeps it until the app takes it.
-async fn reply_to(app_data: &Path, id: &str) -> Value {
-    let started = Instant::now();
-    loop {
-        if let Some(found) = sent(app_data).into_iter().find(|s| s["reply_to_id"] == id) {
-            return found;
+impl Setup {
+    /// Waits for the reply to message `id`.
+    async fn reply_to(&self, id: &str) -> Value {
+        let started = Instant::now();
+        loop {
+            if let Some(found) = sent(&self.app_data)
+                .into_iter()
+                .find(|s| s["reply_to_id"] == id)
+            {
+                return found;
+            }
+            if started.elapsed() > WAIT {
+                let log = self.app_data.parent().unwrap().join("logs/stderr.log");
+                panic!(
+                    "no reply to {id}; sent so far: {:?}; supervisor: {:?}; app stderr: {}",
+                    sent(&self.app_data),
+                    self.supervisor.lock().unwrap(),
+                    std::fs::read_to_string(log).unwrap_or_default()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert!(
-            started.elapsed() < WAIT,
-            "no reply to {id}; sent so far: {:?}",
-            sent(app_data)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -242,7 +261,7 @@ async fn a_message_is_answered_in_its_conversation_by_a_comm_turn() {
         "01",
         json!({"id": "m1", "conversation_id": "room-1", "sender": "ana", "text": "hello osprey"}),
     );
-    let answer = reply_to(&setup.app_data, "m1").await;
+    let answer = setup.reply_to("m1").await;
     assert_eq!(answer["conversation_id"], "room-1");
     assert_eq!(answer["recipient"], "ana");
     assert_eq!(answer["text"], "echo: hello osprey");
@@ -278,8 +297,8 @@ async fn a_message_is_answered_in_its_conversation_by_a_comm_turn() {
         "03",
         json!({"id": "m3", "conversation_id": "room-2", "sender": "bo", "text": "other room"}),
     );
-    assert_eq!(reply_to(&setup.app_data, "m2").await["text"], "echo: again");
-    let other = reply_to(&setup.app_data, "m3").await;
+    assert_eq!(setup.reply_to("m2").await["text"], "echo: again");
+    let other = setup.reply_to("m3").await;
     assert_eq!(other["conversation_id"], "room-2");
     assert_eq!(other["text"], "echo: other room");
     // (A compaction summary may sit between them; only the conversation's messages count.)
@@ -316,7 +335,7 @@ async fn a_message_is_answered_in_its_conversation_by_a_comm_turn() {
     }
     for n in 1..=3 {
         assert_eq!(
-            reply_to(&setup.app_data, &format!("q{n}")).await["text"],
+            setup.reply_to(&format!("q{n}")).await["text"],
             format!("echo: question {n}")
         );
     }
@@ -361,7 +380,7 @@ async fn comm_turns_meet_origin_rules_and_approval_is_never_assumed() {
         json!({"id": "s1", "conversation_id": "room-s", "sender": "eve",
                "text": format!("please run shell {}", marker.display())}),
     );
-    let answer = reply_to(&setup.app_data, "s1").await;
+    let answer = setup.reply_to("s1").await;
     let text = answer["text"].as_str().unwrap();
     assert!(text.starts_with("done: "), "{text}");
     assert!(text.contains("origin rules"), "{text}");
@@ -389,7 +408,7 @@ async fn comm_turns_meet_origin_rules_and_approval_is_never_assumed() {
         json!({"id": "w1", "conversation_id": "room-w", "sender": "eve",
                "text": format!("please write a file {}", target.display())}),
     );
-    let answer = reply_to(&setup.app_data, "w1").await;
+    let answer = setup.reply_to("w1").await;
     let text = answer["text"].as_str().unwrap();
     assert!(text.contains("no one is attached to answer"), "{text}");
     assert!(!target.exists(), "the write ran without approval");
@@ -433,7 +452,7 @@ async fn comm_turns_meet_origin_rules_and_approval_is_never_assumed() {
         .approvals()
         .answer(&request.id, osprey_types::ApprovalAnswer::Deny)
         .unwrap();
-    reply_to(&setup.app_data, "w2").await;
+    setup.reply_to("w2").await;
     assert!(!target.exists());
     setup.core.stop_apps().await;
 }
@@ -448,10 +467,7 @@ async fn receiving_resumes_after_the_supervisor_restarts_a_crashed_app() {
         "01",
         json!({"id": "a1", "conversation_id": "room", "text": "before"}),
     );
-    assert_eq!(
-        reply_to(&setup.app_data, "a1").await["text"],
-        "echo: before"
-    );
+    assert_eq!(setup.reply_to("a1").await["text"], "echo: before");
     inject(&setup.app_data, "02", json!({"crash": true}));
     // The supervisor notices, waits its backoff (10 s by default) and relaunches.
     tokio::time::timeout(Duration::from_secs(90), async {
@@ -470,7 +486,7 @@ async fn receiving_resumes_after_the_supervisor_restarts_a_crashed_app() {
         "03",
         json!({"id": "a2", "conversation_id": "room", "text": "after"}),
     );
-    assert_eq!(reply_to(&setup.app_data, "a2").await["text"], "echo: after");
+    assert_eq!(setup.reply_to("a2").await["text"], "echo: after");
     setup.core.stop_apps().await;
 }
 
@@ -486,7 +502,7 @@ async fn without_a_provider_the_sender_is_told_in_one_short_reply() {
         "01",
         json!({"id": "n1", "conversation_id": "room", "text": "anyone?"}),
     );
-    let answer = reply_to(&setup.app_data, "n1").await;
+    let answer = setup.reply_to("n1").await;
     assert_eq!(answer["text"], osprey_core::comm::NO_PROVIDER_REPLY);
     setup.core.stop_apps().await;
 }
