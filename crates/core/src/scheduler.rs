@@ -88,6 +88,7 @@ impl Core {
         {
             self.inner.reminders.slot.set(Arc::new(scheduler.clone()));
         }
+        forward_reminder_events(Arc::downgrade(&self.inner), scheduler.subscribe());
         *builtin = Some(scheduler);
         Ok(())
     }
@@ -252,6 +253,42 @@ impl Core {
             .as_ref()
             .map(|s| s.subscribe())
     }
+}
+
+/// Tells the shells (as core events) when a reminder fires and how its run ended, until the
+/// scheduler or the core goes away.
+fn forward_reminder_events(core: Weak<Inner>, mut events: broadcast::Receiver<SchedulerEvent>) {
+    tokio::spawn(async move {
+        loop {
+            let event = match events.recv().await {
+                Ok(event) => event,
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return,
+            };
+            let Some(inner) = core.upgrade() else { return };
+            let event = match event {
+                SchedulerEvent::Fired {
+                    reminder, trigger, ..
+                } => CoreEvent::ReminderFired {
+                    reminder_id: reminder.id,
+                    title: reminder.title,
+                    trigger: trigger.as_str().to_string(),
+                    session_id: reminder.session_id,
+                },
+                SchedulerEvent::Finished {
+                    reminder_id,
+                    outcome,
+                    error,
+                    ..
+                } => CoreEvent::ReminderFinished {
+                    reminder_id,
+                    outcome: outcome.as_str().to_string(),
+                    error,
+                },
+            };
+            Core { inner }.emit(event);
+        }
+    });
 }
 
 /// Runs a fired reminder. It holds the core weakly: the scheduler task lives inside the core, and
@@ -500,19 +537,33 @@ mod tests {
             "{:?}",
             sent[0]
         );
-        let finished = tokio::time::timeout(Duration::from_secs(20), async {
-            loop {
-                if let CoreEvent::ChatTurnFinished {
-                    session_id, text, ..
-                } = core_events.recv().await.unwrap()
-                {
-                    return (session_id, text);
+        // The shells hear that it fired, that its turn finished, and how the run ended.
+        let (mut fired, mut turn, mut ended) = (None, None, None);
+        tokio::time::timeout(Duration::from_secs(20), async {
+            while fired.is_none() || turn.is_none() || ended.is_none() {
+                match core_events.recv().await.unwrap() {
+                    CoreEvent::ReminderFired {
+                        reminder_id,
+                        trigger,
+                        ..
+                    } => fired = Some((reminder_id, trigger)),
+                    CoreEvent::ChatTurnFinished {
+                        session_id, text, ..
+                    } => turn = Some((session_id, text)),
+                    CoreEvent::ReminderFinished {
+                        reminder_id,
+                        outcome,
+                        ..
+                    } => ended = Some((reminder_id, outcome)),
+                    _ => {}
                 }
             }
         })
         .await
-        .expect("a turn-finished event");
-        assert_eq!(finished, (session, "Time to stretch!".to_string()));
+        .expect("reminder and turn events");
+        assert_eq!(fired, Some((id.clone(), "manual".to_string())));
+        assert_eq!(turn, Some((session, "Time to stretch!".to_string())));
+        assert_eq!(ended, Some((id.clone(), "ok".to_string())));
 
         core.stop_scheduler().await;
         assert_eq!(core.reminders().unwrap().name(), "stored");

@@ -339,6 +339,22 @@ pub enum CoreEvent {
     },
     /// An app's state changed (launched, failed, gave up, quarantined, update staged, ...).
     AppStateChanged { app: AppStatus },
+    /// A reminder's time came (or it was run by hand); its turn runs in `session_id` when set.
+    /// `trigger` is `schedule`, `catch_up` (it came due while Osprey was not running) or `manual`.
+    ReminderFired {
+        reminder_id: String,
+        title: String,
+        trigger: String,
+        #[ts(optional)]
+        session_id: Option<String>,
+    },
+    /// A reminder's run ended: `outcome` is `ok`, `error` or `interrupted`.
+    ReminderFinished {
+        reminder_id: String,
+        outcome: String,
+        #[ts(optional)]
+        error: Option<String>,
+    },
 }
 
 /// A question waiting for the person's answer (the approval dialog lists these after a reload).
