@@ -1,6 +1,8 @@
-//! Start-up with 150 installed apps (issue 3): the time until the registry is ready, which is
-//! `Core::open` returning (apps launch later, in the background, from `start_apps`), and the
-//! `app` tool's listing of all 150 installed apps with no supervisor running.
+//! Start-up with 150 installed apps and 2,500 skills on disk (issues 3 and 5): the time until
+//! the registry is ready, which is `Core::open` returning (apps launch later, in the background,
+//! from `start_apps`; skills are indexed on first use), the first index of all the skills (what
+//! the first chat turn pays), and the `app` tool's listing of all 150 installed apps with no
+//! supervisor running.
 
 #[cfg(unix)]
 mod startup {
@@ -14,6 +16,19 @@ mod startup {
     use serde_json::json;
 
     const APPS: usize = 150;
+    const SKILLS: usize = 2_500;
+
+    fn write_skills(skills_dir: &Path) {
+        for n in 0..SKILLS {
+            let dir = skills_dir.join(format!("skill-{n:04}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let body = format!(
+                "---\nname: skill-{n:04}\ndescription: Bench skill number {n}\ntriggers: [\"topic{n}\", \"task {n}\"]\n---\n\n# Skill {n}\n\n{}",
+                "Steps to follow. ".repeat(20)
+            );
+            std::fs::write(dir.join("SKILL.md"), body).unwrap();
+        }
+    }
 
     fn install_apps(apps_dir: &Path) {
         for n in 0..APPS {
@@ -46,11 +61,20 @@ mod startup {
         let root = tempfile::tempdir().unwrap();
         let data = root.path().join("data");
         install_apps(&data.join("apps"));
+        write_skills(&data.join("skills"));
         // The first open creates the database; the benchmark measures a warm start.
         drop(open(&data));
 
-        c.bench_function("core_open_150_apps_registry_ready", |b| {
+        c.bench_function("core_open_150_apps_2500_skills_registry_ready", |b| {
             b.iter(|| black_box(open(&data)));
+        });
+        c.bench_function("core_open_then_first_index_of_2500_skills", |b| {
+            b.iter(|| {
+                let core = open(&data);
+                let skills = core.skills().catalog().len();
+                assert!(skills >= SKILLS, "{skills}");
+                black_box(core)
+            });
         });
 
         let core = open(&data);
