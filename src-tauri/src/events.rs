@@ -4,7 +4,9 @@
 //! learn about chats or other apps.
 
 use osprey_core::Core;
+use osprey_types::CoreEvent;
 use tauri::{AppHandle, Emitter, Runtime};
+use tauri_plugin_notification::NotificationExt;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::tray::MAIN_WINDOW;
@@ -20,6 +22,7 @@ pub fn forward<R: Runtime>(app: AppHandle<R>, core: &Core) {
         loop {
             match events.recv().await {
                 Ok(event) => {
+                    notify(&app, &event);
                     if let Err(error) = app.emit_to(MAIN_WINDOW, CORE_EVENT, &event) {
                         tracing::warn!("could not forward a core event: {error}");
                     }
@@ -32,4 +35,19 @@ pub fn forward<R: Runtime>(app: AppHandle<R>, core: &Core) {
             }
         }
     });
+}
+
+/// A reminder that fires is worth a system notification even when the window is hidden (the
+/// desktop may have no notification service, as under Xvfb: then only the log says so).
+fn notify<R: Runtime>(app: &AppHandle<R>, event: &CoreEvent) {
+    if let CoreEvent::ReminderFired { title, .. } = event
+        && let Err(error) = app
+            .notification()
+            .builder()
+            .title("Osprey reminder")
+            .body(title)
+            .show()
+    {
+        tracing::info!("no notification shown for a reminder: {error}");
+    }
 }

@@ -63,6 +63,12 @@ pub fn ui_error(code: &str, error: impl std::fmt::Display) -> UiError {
     }
 }
 
+/// The control socket's server, kept for the life of the app (dropping it removes the socket).
+#[cfg(unix)]
+struct ControlSocket {
+    _server: osprey_core::control::ControlServer,
+}
+
 /// Starts the desktop app and blocks until it quits.
 pub fn run() {
     let _ = tracing_subscriber::fmt()
@@ -107,11 +113,31 @@ pub fn run() {
                 // The UI answers approval questions; events reach it through the main window.
                 core.attach_approvals();
                 events::forward(app.handle().clone(), &core);
+                let handle = app.handle().clone();
                 tauri::async_runtime::spawn(async move {
                     core.forward_app_events();
                     if let Err(error) = core.start_apps() {
                         tracing::warn!("apps not started: {error:#}");
                     }
+                    // Reminders fire while the window is open; an app that provides `schedule`
+                    // takes over while it runs.
+                    if let Err(error) = core.start_scheduler() {
+                        tracing::warn!("reminders not started: {error:#}");
+                    }
+                    core.follow_schedule_apps();
+                    if let Err(error) = core.start_mcp() {
+                        tracing::warn!("MCP servers not started: {error:#}");
+                    }
+                    // `osprey app launch | stop` from a terminal reach this supervisor.
+                    #[cfg(unix)]
+                    match core.serve_control() {
+                        Ok(server) => {
+                            tauri::Manager::manage(&handle, ControlSocket { _server: server });
+                        }
+                        Err(error) => tracing::warn!("no control socket: {error:#}"),
+                    }
+                    #[cfg(not(unix))]
+                    let _ = handle;
                 });
             }
             Ok(())
@@ -130,7 +156,11 @@ pub fn run() {
         if let tauri::RunEvent::Exit = event
             && let Ok(core) = tauri::Manager::state::<CoreState>(handle).core()
         {
-            tauri::async_runtime::block_on(core.stop_apps());
+            tauri::async_runtime::block_on(async {
+                core.stop_mcp().await;
+                core.stop_scheduler().await;
+                core.stop_apps().await;
+            });
         }
     });
 }
