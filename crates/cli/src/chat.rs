@@ -11,7 +11,7 @@ use std::sync::Arc;
 use clap::Args;
 use osprey_core::Core;
 use osprey_core::agent::{
-    AgentEvent, ChatChoice, ProviderKind, Runner, TurnOutcome, TurnRequest, TurnStop,
+    AgentEvent, ChatChoice, ChatOptions, ProviderKind, Runner, TurnOutcome, TurnRequest, TurnStop,
 };
 use osprey_tools::{AskMode, Level};
 use osprey_types::ToolResult;
@@ -47,8 +47,8 @@ pub struct ChatArgs {
     /// Continue (or name) this session; default a new one.
     #[arg(long)]
     session: Option<String>,
-    /// Chat through an installed app that provides a gateway (its id); starts the installed apps
-    /// for the chat and stops them after.
+    /// Chat through an installed app that provides a gateway (its id; default: the
+    /// `provider.app` setting); starts the installed apps for the chat and stops them after.
     #[arg(long, value_name = "APP_ID", conflicts_with_all = ["provider", "base_url"])]
     app: Option<String>,
     /// Model calls per turn before stopping.
@@ -70,36 +70,33 @@ fn new_session_id() -> String {
 
 pub async fn run(data_dir: Option<PathBuf>, args: ChatArgs) -> anyhow::Result<ExitCode> {
     let core: Core = crate::open(data_dir, args.policy, args.ask)?;
-    #[cfg(unix)]
-    if let Some(app) = &args.app {
-        core.start_apps()?;
-        let runner = core.gateway_runner(app, args.model.clone(), args.max_steps);
-        let session = args.session.clone().unwrap_or_else(new_session_id);
-        let code = match args.prompt {
-            Some(message) => one_shot(&runner, &session, message).await,
-            None => interactive(&runner, &session).await,
-        };
-        core.stop_apps().await;
-        return code;
-    }
-    // The configured MCP servers connect in the background; their tools join as they come.
-    core.start_mcp()?;
     let options = core
         .resolve_chat(&ChatChoice {
             provider: args.provider,
+            app: args.app.clone(),
             base_url: args.base_url.clone(),
             model: args.model.clone(),
             max_steps: args.max_steps,
         })
         .await?;
+    // A gateway app is the model: the apps run for the length of the chat.
+    let apps = options.gateway_app.is_some();
+    if apps {
+        core.start_apps()?;
+    }
+    // The configured MCP servers connect in the background; their tools join as they come.
+    core.start_mcp()?;
     let runner = core.chat_runner(&options)?;
     let session = args.session.clone().unwrap_or_else(new_session_id);
     let code = match args.prompt {
         Some(message) => one_shot(&runner, &session, message).await,
         None => interactive(&runner, &session).await,
     };
-    // Stdio MCP servers are child processes: stop them rather than leave them to the exit.
+    // Stdio MCP servers and apps are child processes: stop them rather than leave them to exit.
     core.stop_mcp().await;
+    if apps {
+        core.stop_apps().await;
+    }
     code
 }
 
@@ -126,6 +123,10 @@ pub async fn print_providers(core: &Core, json: bool) -> anyhow::Result<()> {
         }));
     }
     let chat = match &resolved {
+        Ok(options) if options.gateway_app.is_some() => serde_json::json!({
+            "app": options.gateway_app,
+            "model": options.model,
+        }),
         Ok(options) => serde_json::json!({
             "provider": options.provider.name(),
             "base_url": options.base_url,
@@ -148,6 +149,10 @@ pub async fn print_providers(core: &Core, json: bool) -> anyhow::Result<()> {
         );
     }
     match resolved {
+        Ok(ChatOptions {
+            gateway_app: Some(app),
+            ..
+        }) => println!("chat uses: the gateway of the app {app}"),
         Ok(options) => println!(
             "chat uses: {} {}",
             options.provider.name(),

@@ -99,6 +99,9 @@ pub struct ProviderEntry {
 pub struct ProviderSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub default: Option<ProviderKind>,
+    /// An installed app whose gateway chat uses by default; it wins over `default`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
     pub anthropic: ProviderEntry,
     pub openai: ProviderEntry,
     pub ollama: ProviderEntry,
@@ -171,6 +174,8 @@ pub(crate) fn memory_embedder(
 #[derive(Clone, Debug, Default)]
 pub struct ChatChoice {
     pub provider: Option<ProviderKind>,
+    /// Chat through this installed app's gateway.
+    pub app: Option<String>,
     pub base_url: Option<String>,
     pub model: Option<String>,
     pub max_steps: Option<u32>,
@@ -213,6 +218,9 @@ fn default_ollama_url() -> String {
 #[derive(Clone, Debug)]
 pub struct ChatOptions {
     pub provider: ProviderKind,
+    /// An installed app whose gateway is the model; then `provider`, `base_url` and `api_key`
+    /// are unused.
+    pub gateway_app: Option<String>,
     pub base_url: Option<String>,
     pub model: Option<String>,
     pub api_key: Option<String>,
@@ -262,11 +270,16 @@ impl Core {
         let path = key
             .strip_prefix("provider.")
             .with_context(|| format!("`{key}` is not a provider setting"))?;
-        let usage =
-            "use provider.default, provider.<anthropic|openai|ollama>.model, .base_url or .api_key";
+        let usage = "use provider.default, provider.app, provider.<anthropic|openai|ollama>.model, \
+                     .base_url or .api_key";
         let mut stored = self.provider_settings();
         let value = value.trim();
-        if path == "default" {
+        if path == "app" {
+            if !value.is_empty() && !crate::apps::apps_dir(self.data_dir()).join(value).is_dir() {
+                bail!("no app `{value}` is installed (`osprey app list` shows the apps)");
+            }
+            stored.app = (!value.is_empty()).then(|| value.to_string());
+        } else if path == "default" {
             stored.default = if value.is_empty() {
                 None
             } else {
@@ -328,6 +341,21 @@ impl Core {
     /// Ollama server that answers; with none of those it says how to set one up.
     pub async fn resolve_chat(&self, choice: &ChatChoice) -> anyhow::Result<ChatOptions> {
         let stored = self.provider_settings();
+        // A gateway app: named for this run, or stored, unless the run names a provider.
+        let app = choice
+            .app
+            .clone()
+            .or_else(|| stored.app.clone().filter(|_| choice.provider.is_none()));
+        if let Some(app) = app {
+            return Ok(ChatOptions {
+                provider: stored.default.unwrap_or(ProviderKind::Anthropic),
+                gateway_app: Some(app),
+                base_url: None,
+                model: choice.model.clone(),
+                api_key: None,
+                max_steps: choice.max_steps,
+            });
+        }
         let kind = match choice.provider.or(stored.default) {
             Some(kind) => kind,
             None => match [ProviderKind::Anthropic, ProviderKind::OpenAi]
@@ -363,6 +391,7 @@ impl Core {
             }
             return Ok(ChatOptions {
                 provider: kind,
+                gateway_app: None,
                 base_url: Some(url),
                 model,
                 api_key: None,
@@ -371,6 +400,7 @@ impl Core {
         }
         Ok(ChatOptions {
             provider: kind,
+            gateway_app: None,
             base_url,
             model,
             api_key: self.provider_key(kind),
@@ -401,6 +431,12 @@ impl Core {
 
     /// A runner for chat turns on this core's registry and session store.
     pub fn chat_runner(&self, options: &ChatOptions) -> anyhow::Result<Runner> {
+        if let Some(app) = &options.gateway_app {
+            #[cfg(unix)]
+            return Ok(self.gateway_runner(app, options.model.clone(), options.max_steps));
+            #[cfg(not(unix))]
+            anyhow::bail!("apps do not run on this platform yet, so `{app}` cannot be the model");
+        }
         let model = options
             .model
             .clone()
@@ -445,6 +481,7 @@ mod tests {
         assert!("gemini".parse::<ProviderKind>().is_err());
         let options = |provider, base_url: Option<&str>, key: Option<&str>| ChatOptions {
             provider,
+            gateway_app: None,
             base_url: base_url.map(String::from),
             model: None,
             api_key: key.map(String::from),

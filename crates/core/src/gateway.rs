@@ -69,8 +69,9 @@ impl GatewayProvider {
                     }
                     return Ok(channel);
                 }
-                Ok(None) if Instant::now() < deadline => {
-                    // Launching; the supervisor answers again in a moment.
+                // Launching, or the supervisor itself is still starting (`start_apps` returns
+                // before it runs): ask again in a moment.
+                Ok(None) | Err(_) if Instant::now() < deadline => {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
                 Ok(None) => {

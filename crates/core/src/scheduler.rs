@@ -466,6 +466,7 @@ mod tests {
         assert_eq!(body(&early)["kept_by"], "stored");
 
         core.set_reminder_options(Some(ChatOptions {
+            gateway_app: None,
             provider: ProviderKind::Anthropic,
             base_url: Some(server.url()),
             model: Some("claude-test".into()),
@@ -827,6 +828,7 @@ mod tests {
         })
         .unwrap();
         core.set_reminder_options(Some(ChatOptions {
+            gateway_app: None,
             provider: ProviderKind::Anthropic,
             base_url: Some(server.url()),
             model: Some("claude-test".into()),

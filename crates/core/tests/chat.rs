@@ -21,6 +21,7 @@ fn chats(data: &Path, server: &AnthropicServer) -> (Core, Chats) {
     .unwrap();
     let chats = Chats::new(core.clone());
     chats.set_options(Some(ChatOptions {
+        gateway_app: None,
         provider: ProviderKind::Anthropic,
         base_url: Some(server.url()),
         model: Some("claude-test".into()),

@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use osprey_apps::{Installer, napp};
-use osprey_core::agent::{AgentEvent, TurnRequest, TurnStop};
+use osprey_core::agent::{AgentEvent, ChatChoice, ProviderKind, TurnRequest, TurnStop};
 use osprey_core::{Core, CoreOptions, PolicyOverride};
 use osprey_tests::fixture_binary;
 use osprey_tools::Level;
@@ -108,5 +108,35 @@ async fn a_gateway_app_answers_chat_turns_and_its_failures_are_classified() {
             .contains("no app `no-such-app` is installed"),
         "{error}"
     );
+
+    // Stored as the default model (`osprey config set provider.app echo-model`), chat without
+    // any choice goes through the gateway; naming a provider for the run overrides it.
+    let refused = core
+        .set_provider_setting("provider.app", "not-installed")
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("no app `not-installed`"),
+        "{refused}"
+    );
+    core.set_provider_setting("provider.app", "echo-model")
+        .unwrap();
+    let options = core.resolve_chat(&ChatChoice::default()).await.unwrap();
+    assert_eq!(options.gateway_app.as_deref(), Some("echo-model"));
+    let runner = core.chat_runner(&options).unwrap();
+    let outcome = runner
+        .run_turn(TurnRequest::new("g5", "through the default"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.text, "through the default");
+    let named = core
+        .resolve_chat(&ChatChoice {
+            provider: Some(ProviderKind::Ollama),
+            base_url: Some("http://127.0.0.1:9".into()),
+            ..ChatChoice::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(named.gateway_app, None);
+    assert_eq!(named.provider, ProviderKind::Ollama);
     core.stop_apps().await;
 }

@@ -28,6 +28,7 @@ async fn a_chat_runner_from_the_core_can_delegate_to_a_sub_agent() {
     .unwrap();
     let runner = core
         .chat_runner(&ChatOptions {
+            gateway_app: None,
             provider: ProviderKind::Anthropic,
             base_url: Some(server.url()),
             model: Some("claude-test".into()),
@@ -91,6 +92,7 @@ async fn the_subagents_setting_is_validated_and_read_at_start_up() {
     .unwrap();
     let runner = core
         .chat_runner(&ChatOptions {
+            gateway_app: None,
             provider: ProviderKind::Anthropic,
             base_url: Some(server.url()),
             model: Some("claude-test".into()),

@@ -85,6 +85,11 @@ describe("applying a turn's events", () => {
     expect(
       applyEvent(start, { type: "approval_resolved", request_id: "r", resolution: { kind: "timed_out" } }),
     ).toBe(start);
+    // Reminder events name a session, or none; neither is a chat entry.
+    expect(
+      applyEvent(start, { type: "reminder_fired", reminder_id: "1", title: "t", trigger: "manual", session_id: S }),
+    ).toBe(start);
+    expect(applyEvent(start, { type: "reminder_finished", reminder_id: "1", outcome: "ok" })).toBe(start);
   });
 });
 

@@ -80,7 +80,8 @@ function appendText(entries: Entry[], kind: "assistant" | "thinking", text: stri
 }
 
 function sessionOf(event: CoreEvent): string | null {
-  return "session_id" in event ? event.session_id : null;
+  // Reminder events name a session only when the reminder has one.
+  return "session_id" in event ? (event.session_id ?? null) : null;
 }
 
 /**
