@@ -197,6 +197,30 @@ fn tool_call(c: &mut Criterion) {
             })
         })
     });
+    // The same echo answered by another process (the fixture binary in its echo mode, blocking
+    // std I/O): the cheapest round trip with the topology of an app call.
+    let process_socket = root.path().join("process-echo.sock");
+    let mut echo_process = std::process::Command::new(&binary)
+        .env("OSPREY_FIXTURE_ECHO_SOCK", &process_socket)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut process_echo = loop {
+        match std::os::unix::net::UnixStream::connect(&process_socket) {
+            Ok(stream) => break stream,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Err(error) => panic!("the echo process did not listen: {error}"),
+        }
+    };
+    group.bench_function("unix_socket_echo_process", |b| {
+        b.iter(|| {
+            use std::io::{Read, Write};
+            let mut buffer = [7u8; 64];
+            process_echo.write_all(&buffer).unwrap();
+            process_echo.read_exact(&mut buffer).unwrap();
+            black_box(buffer)
+        })
+    });
     group.bench_function("unix_socket_echo", |b| {
         b.iter(|| {
             rt.block_on(async {
@@ -208,6 +232,8 @@ fn tool_call(c: &mut Criterion) {
         })
     });
     group.finish();
+    drop(process_echo);
+    let _ = echo_process.wait();
     rt.block_on(app.stop());
 }
 
