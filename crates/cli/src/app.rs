@@ -145,6 +145,7 @@ pub async fn run(data_dir: Option<PathBuf>, args: AppArgs) -> anyhow::Result<Exi
 }
 
 /// Asks the running Osprey (desktop app or `osprey daemon`) to do `request` with its supervisor.
+#[cfg(unix)]
 async fn supervised(
     data: &Path,
     request: Value,
@@ -176,8 +177,25 @@ async fn supervised(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Apps run only on Unix for now: there is no supervisor to ask elsewhere.
+#[cfg(not(unix))]
+async fn supervised(
+    _data: &Path,
+    _request: Value,
+    json: bool,
+    _done: impl FnOnce(&Value) -> String,
+) -> anyhow::Result<ExitCode> {
+    report_failure(json, "unsupported", "apps do not run on this platform yet")
+}
+
+#[cfg(not(unix))]
+async fn running_states(_data: &Path) -> std::collections::HashMap<String, String> {
+    Default::default()
+}
+
 /// Each app's state in the running Osprey, when one runs on this data dir (else nothing: the
 /// listing then says only what is installed).
+#[cfg(unix)]
 async fn running_states(data: &Path) -> std::collections::HashMap<String, String> {
     let Ok(answer) = osprey_core::control::request(data, &json!({"op": "app.status"})).await else {
         return Default::default();

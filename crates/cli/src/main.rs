@@ -3,6 +3,7 @@
 
 mod app;
 mod chat;
+#[cfg(unix)]
 mod daemon;
 mod mcp;
 mod napp;
@@ -74,6 +75,7 @@ enum Command {
     App(app::AppArgs),
     /// Run Osprey without a window: supervise the installed apps and answer `osprey app
     /// launch | stop` from other terminals, until SIGTERM or Ctrl-C.
+    #[cfg(unix)]
     Daemon,
     /// The app store server: `osprey store serve [--addr 127.0.0.1:8787] [--dir DIR]`.
     Store(store::StoreArgs),
@@ -242,6 +244,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Napp(args) => napp::run(args),
         Command::App(args) => app::run(cli.data_dir, args).await,
         Command::Store(args) => store::run(cli.data_dir, args).await,
+        #[cfg(unix)]
         Command::Daemon => daemon::run(cli.data_dir).await,
         Command::Mcp(args) => mcp::run(cli.data_dir, args).await,
         Command::Info => {

@@ -9,6 +9,11 @@
 //! over them, and its `app` tool lists them as not running.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use osprey_apps::store_client::StoreClient;
+use osprey_apps::trust::{Revocation, TrustSource};
 
 /// The store URL from the environment; it wins over the `store.url` setting.
 pub const STORE_URL_ENV: &str = "OSPREY_STORE_URL";
@@ -24,12 +29,39 @@ pub fn store_url(stored: &osprey_db::Settings) -> Option<String> {
 
 #[cfg(unix)]
 pub use platform::{AppPlatform, LAUNCHING, LaunchReports};
-#[cfg(unix)]
-pub use platform::{MAX_REVOCATION_AGE, StoreSource};
 
 /// The apps directory of a data directory.
 pub fn apps_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("apps")
+}
+
+/// How old a cached revocation list may be when the store cannot be reached before store
+/// apps are refused (the command line uses the same).
+pub const MAX_REVOCATION_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The store as a trust source, or none: then only the cached key and list are used.
+pub struct StoreSource(pub Option<StoreClient>);
+
+impl StoreSource {
+    fn client(&self) -> osprey_apps::Result<&StoreClient> {
+        self.0.as_ref().ok_or_else(|| {
+            osprey_apps::Error::StoreUnavailable(
+                "no store configured: pass --store URL, set OSPREY_STORE_URL, or run \
+                 `osprey config set store.url URL`"
+                    .to_string(),
+            )
+        })
+    }
+}
+
+impl TrustSource for StoreSource {
+    fn signing_key(&self) -> BoxFuture<'_, osprey_apps::Result<String>> {
+        Box::pin(async move { self.client()?.signing_key().await })
+    }
+
+    fn revocations(&self) -> BoxFuture<'_, osprey_apps::Result<Vec<Revocation>>> {
+        Box::pin(async move { self.client()?.revocations().await })
+    }
 }
 
 #[cfg(unix)]
@@ -39,7 +71,6 @@ mod platform {
     use std::time::Duration;
 
     use anyhow::Context;
-    use futures::future::BoxFuture;
     use osprey_apps::Installer;
     use osprey_apps::apps_tool::AppsTool;
     use osprey_apps::capabilities::Capabilities;
@@ -50,14 +81,13 @@ mod platform {
     use osprey_apps::settings::SettingsStore;
     use osprey_apps::store_client::StoreClient;
     use osprey_apps::supervisor::{Supervisor, SupervisorConfig};
-    use osprey_apps::trust::{Revocation, Trust, TrustSource};
+    use osprey_apps::trust::Trust;
     use osprey_apps::watcher::{AppWatcher, watch};
     use osprey_tools::Registry;
     use tokio_util::sync::CancellationToken;
 
-    /// How old a cached revocation list may be when the store cannot be reached before store
-    /// apps are refused (the command line uses the same).
-    pub const MAX_REVOCATION_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+    use super::{MAX_REVOCATION_AGE, StoreSource};
+
     /// How long the watcher waits for an app's files to be quiet before restarting it.
     const WATCH_DEBOUNCE: Duration = Duration::from_millis(500);
 
@@ -132,31 +162,6 @@ mod platform {
             f.debug_struct("AppPlatform")
                 .field("apps_dir", &self.apps_dir)
                 .finish_non_exhaustive()
-        }
-    }
-
-    /// The store as a trust source, or none: then only the cached key and list are used.
-    pub struct StoreSource(pub Option<StoreClient>);
-
-    impl StoreSource {
-        fn client(&self) -> osprey_apps::Result<&StoreClient> {
-            self.0.as_ref().ok_or_else(|| {
-                osprey_apps::Error::StoreUnavailable(
-                    "no store configured: pass --store URL, set OSPREY_STORE_URL, or run \
-                     `osprey config set store.url URL`"
-                        .to_string(),
-                )
-            })
-        }
-    }
-
-    impl TrustSource for StoreSource {
-        fn signing_key(&self) -> BoxFuture<'_, osprey_apps::Result<String>> {
-            Box::pin(async move { self.client()?.signing_key().await })
-        }
-
-        fn revocations(&self) -> BoxFuture<'_, osprey_apps::Result<Vec<Revocation>>> {
-            Box::pin(async move { self.client()?.revocations().await })
         }
     }
 

@@ -76,9 +76,11 @@ struct Inner {
 }
 
 /// A handle that does not keep the core alive, for background tasks that must end with it.
+#[cfg(unix)]
 #[derive(Clone)]
 pub(crate) struct WeakCore(std::sync::Weak<Inner>);
 
+#[cfg(unix)]
 impl WeakCore {
     pub(crate) fn upgrade(&self) -> Option<Core> {
         self.0.upgrade().map(|inner| Core { inner })
@@ -214,6 +216,7 @@ impl Core {
         &self.inner.data_dir
     }
 
+    #[cfg(unix)]
     pub(crate) fn downgrade(&self) -> WeakCore {
         WeakCore(Arc::downgrade(&self.inner))
     }
