@@ -15,7 +15,7 @@ use osprey_agent::{Anthropic, Ollama, OpenAi};
 use serde::{Deserialize, Serialize};
 
 use crate::Core;
-use crate::secrets::SecretLocation;
+use crate::secrets::{Backend, SecretLocation, Secrets};
 use crate::settings;
 
 /// Which wire format to speak.
@@ -125,6 +125,20 @@ impl ProviderSettings {
     }
 }
 
+/// The API key for `kind`: its environment variable, else the secret store.
+fn key_for(kind: ProviderKind, secrets: &Secrets) -> Option<String> {
+    kind.key_variable()
+        .and_then(|name| std::env::var(name).ok())
+        .filter(|key| !key.is_empty())
+        .or_else(|| match secrets.get(&kind.key_secret()) {
+            Ok(key) => key.filter(|k| !k.is_empty()),
+            Err(err) => {
+                tracing::warn!(%err, "cannot read the secret store");
+                None
+            }
+        })
+}
+
 /// The `memory.embeddings` setting.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -151,18 +165,8 @@ pub(crate) fn memory_embedder(
             settings.model,
         ))),
         ProviderKind::OpenAi => {
-            let key = std::env::var("OPENAI_API_KEY")
-                .ok()
-                .filter(|k| !k.is_empty())
-                .or_else(|| {
-                    crate::secrets::Secrets::new(
-                        data_dir,
-                        crate::secrets::Backend::from_environment(),
-                    )
-                    .get(&ProviderKind::OpenAi.key_secret())
-                    .ok()
-                    .flatten()
-                });
+            let secrets = Secrets::new(data_dir, Backend::from_environment());
+            let key = key_for(ProviderKind::OpenAi, &secrets);
             Some(Arc::new(OpenAiEmbedder::new(base_url, key, settings.model)))
         }
         ProviderKind::Anthropic => None,
@@ -324,16 +328,7 @@ impl Core {
 
     /// The API key for `kind`: its environment variable, else the secret store.
     pub fn provider_key(&self, kind: ProviderKind) -> Option<String> {
-        kind.key_variable()
-            .and_then(|name| std::env::var(name).ok())
-            .filter(|key| !key.is_empty())
-            .or_else(|| match self.secrets().get(&kind.key_secret()) {
-                Ok(key) => key.filter(|k| !k.is_empty()),
-                Err(err) => {
-                    tracing::warn!(%err, "cannot read the secret store");
-                    None
-                }
-            })
+        key_for(kind, &self.secrets())
     }
 
     /// Fills in everything `choice` leaves open. The provider is the run's choice, else the
