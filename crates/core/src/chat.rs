@@ -220,13 +220,13 @@ impl Chats {
         self.running().contains_key(session_id)
     }
 
-    /// The most recently updated sessions first.
+    /// The most recently updated conversations first (sub-agents' sessions left out).
     pub fn sessions(&self, limit: u32) -> anyhow::Result<Vec<ChatSessionSummary>> {
         let rows = self
             .core
             .db()
             .sessions()
-            .list(Some(limit))
+            .list_conversations(Some(limit))
             .context("listing chat sessions")?;
         Ok(rows
             .into_iter()

@@ -139,6 +139,20 @@ impl Sessions {
         })
     }
 
+    /// Like [`Sessions::list`], without the sessions sub-agents ran in (they belong to their
+    /// parent's conversation; the agent tool's `task` resource shows them).
+    pub fn list_conversations(&self, limit: Option<u32>) -> Result<Vec<SessionRow>> {
+        self.db.with_conn(|c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {SESSION_COLUMNS} FROM sessions s
+                 WHERE NOT EXISTS (SELECT 1 FROM subagent_tasks t WHERE t.session_id = s.id)
+                 ORDER BY s.updated_ms DESC, s.rowid DESC LIMIT ?1"
+            ))?;
+            let rows = stmt.query_map([limit.map(i64::from).unwrap_or(-1)], session_row)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
     pub fn set_status(&self, id: &str, status: &str) -> Result<()> {
         self.db.with_conn(|c| {
             c.execute(
@@ -354,6 +368,43 @@ mod tests {
             model: Some("m"),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn conversations_leave_out_the_sessions_sub_agents_ran_in() {
+        let db = Database::open_in_memory().unwrap();
+        let sessions = db.sessions();
+        sessions.open_or_create(&new("parent")).unwrap();
+        let task = db
+            .subagent_tasks()
+            .start(&crate::NewSubAgentTask {
+                parent_session_id: "parent",
+                depth: 1,
+                prompt: "look",
+                model: None,
+                timeout_ms: 1000,
+            })
+            .unwrap();
+        sessions.open_or_create(&new(&task.session_id)).unwrap();
+        sessions.open_or_create(&new("other")).unwrap();
+        let all: Vec<String> = sessions
+            .list(None)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(all.len(), 3);
+        let conversations: Vec<String> = sessions
+            .list_conversations(None)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert!(
+            !conversations.contains(&task.session_id),
+            "{conversations:?}"
+        );
+        assert_eq!(conversations.len(), 2);
     }
 
     #[test]
