@@ -15,7 +15,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::Core;
-use crate::agent::{AgentEvent, ChatChoice, ChatOptions, TurnRequest, TurnStop};
+use crate::agent::{
+    AgentEvent, ChatChoice, ChatOptions, Runner, TurnOutcome, TurnRequest, TurnStop,
+};
 
 /// Why a turn could not start (the UI branches on the code).
 #[derive(Debug)]
@@ -151,55 +153,27 @@ impl Chats {
             running.insert(session_id.clone(), cancel.clone());
         }
 
-        let (sender, mut receiver) = mpsc::unbounded_channel();
         let mut turn = TurnRequest::new(session_id.clone(), text);
         turn.origin = Origin::User;
         turn.approver = Some(Arc::new(self.core.approvals().clone()));
         turn.cancel = cancel;
-        turn.events = Some(sender);
         let title = title_for(text);
         let chats = self.clone();
         let session = session_id.clone();
         tokio::spawn(async move {
-            let core = &chats.core;
-            core.emit(CoreEvent::ChatTurnStarted {
-                session_id: session.clone(),
-            });
-            let forwarder = tokio::spawn({
-                let events = core.events().clone();
-                let session = session.clone();
-                async move {
-                    while let Some(event) = receiver.recv().await {
-                        if let Some(event) = to_core_event(&session, event) {
-                            events.emit(event);
-                        }
+            chats
+                .core
+                .run_turn_with_events(&runner, turn, |core, _| {
+                    let sessions = core.db().sessions();
+                    if let Ok(Some(row)) = sessions.get(&session)
+                        && row.title.is_none()
+                        && let Err(error) = sessions.set_title(&session, &title)
+                    {
+                        tracing::warn!(%error, "could not title the session");
                     }
-                }
-            });
-            let outcome = runner.run_turn(turn).await;
-            // The turn request (and its sender) is gone: the forwarder drains and ends, so every
-            // streamed event is out before the turn's end is announced.
-            let _ = forwarder.await;
-            let sessions = core.db().sessions();
-            if let Ok(Some(row)) = sessions.get(&session)
-                && row.title.is_none()
-                && let Err(error) = sessions.set_title(&session, &title)
-            {
-                tracing::warn!(%error, "could not title the session");
-            }
-            chats.running().remove(&session);
-            core.emit(match outcome {
-                Ok(outcome) => CoreEvent::ChatTurnFinished {
-                    session_id: session,
-                    stop: stop_name(&outcome.stop),
-                    text: outcome.text,
-                },
-                Err(error) => CoreEvent::ChatTurnFailed {
-                    session_id: session,
-                    code: failure_code(&error).to_string(),
-                    message: error.to_string(),
-                },
-            });
+                    chats.running().remove(&session);
+                })
+                .await
         });
         Ok(session_id)
     }
@@ -259,6 +233,56 @@ impl Chats {
             messages.push(Message { role, content });
         }
         Ok(transcript(&messages))
+    }
+}
+
+impl Core {
+    /// Runs `turn` on `runner` and tells the shells as it goes: `ChatTurnStarted`, the streamed
+    /// text, thinking and tool calls, then `ChatTurnFinished` or `ChatTurnFailed`. Every turn a
+    /// person may watch goes through here (their own, a reminder's, a comm message's), so the
+    /// desktop shows them all alike. `before_end` runs after the last streamed event and before
+    /// the end is announced (titling the session, bookkeeping).
+    pub(crate) async fn run_turn_with_events(
+        &self,
+        runner: &Runner,
+        mut turn: TurnRequest,
+        before_end: impl FnOnce(&Core, &osprey_agent::Result<TurnOutcome>),
+    ) -> osprey_agent::Result<TurnOutcome> {
+        let session = turn.session_id.clone();
+        let (sender, mut receiver) = mpsc::unbounded_channel();
+        turn.events = Some(sender);
+        self.emit(CoreEvent::ChatTurnStarted {
+            session_id: session.clone(),
+        });
+        let forwarder = tokio::spawn({
+            let events = self.events().clone();
+            let session = session.clone();
+            async move {
+                while let Some(event) = receiver.recv().await {
+                    if let Some(event) = to_core_event(&session, event) {
+                        events.emit(event);
+                    }
+                }
+            }
+        });
+        let outcome = runner.run_turn(turn).await;
+        // The turn request (and its sender) is gone: the forwarder drains and ends, so every
+        // streamed event is out before the turn's end is announced.
+        let _ = forwarder.await;
+        before_end(self, &outcome);
+        self.emit(match &outcome {
+            Ok(outcome) => CoreEvent::ChatTurnFinished {
+                session_id: session,
+                stop: stop_name(&outcome.stop),
+                text: outcome.text.clone(),
+            },
+            Err(error) => CoreEvent::ChatTurnFailed {
+                session_id: session,
+                code: failure_code(error).to_string(),
+                message: error.to_string(),
+            },
+        });
+        outcome
     }
 }
 

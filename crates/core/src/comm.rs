@@ -255,9 +255,12 @@ async fn answer(core: &Core, session: &str, queued: Queued) {
                         cancel.cancel();
                     }
                 });
-                let outcome = runner.run_turn(turn).await;
+                let outcome = core
+                    .run_turn_with_events(&runner, turn, |core, _| {
+                        name_session(core, session, &queued.message)
+                    })
+                    .await;
                 deadline.abort();
-                name_session(core, session, &queued.message);
                 match outcome {
                     Ok(outcome) if !outcome.text.trim().is_empty() => outcome.text,
                     Ok(outcome) => {

@@ -320,7 +320,6 @@ async fn fire(core: Core, firing: Firing) -> Result<FireReport, String> {
         Err(error) => return notify(&core, &firing, &error),
     };
     let session_id = session_for(&core, &firing);
-    let sessions = core.db().sessions();
     let mut turn = TurnRequest::new(
         session_id.clone(),
         format!(
@@ -333,34 +332,23 @@ async fn fire(core: Core, firing: Firing) -> Result<FireReport, String> {
     turn.origin = Origin::System;
     turn.approver = Some(Arc::new(core.approvals().clone()));
     turn.cancel = firing.cancel.clone();
-    core.emit(CoreEvent::ChatTurnStarted {
-        session_id: session_id.clone(),
-    });
-    match runner.run_turn(turn).await {
-        Ok(outcome) => {
+    let title = reminder.title.clone();
+    let outcome = core
+        .run_turn_with_events(&runner, turn, |core, _| {
+            let sessions = core.db().sessions();
             if let Ok(Some(row)) = sessions.get(&session_id)
                 && row.title.is_none()
             {
-                let _ = sessions.set_title(&session_id, &reminder.title);
+                let _ = sessions.set_title(&session_id, &title);
             }
-            core.emit(CoreEvent::ChatTurnFinished {
-                session_id: session_id.clone(),
-                stop: format!("{:?}", outcome.stop).to_lowercase(),
-                text: outcome.text.clone(),
-            });
-            Ok(FireReport {
-                session_id: Some(session_id),
-                output: Some(outcome.text),
-            })
-        }
-        Err(error) => {
-            core.emit(CoreEvent::ChatTurnFailed {
-                session_id: session_id.clone(),
-                code: crate::chat::failure_code(&error).to_string(),
-                message: error.to_string(),
-            });
-            Err(format!("the reminder's turn failed: {error}"))
-        }
+        })
+        .await;
+    match outcome {
+        Ok(outcome) => Ok(FireReport {
+            session_id: Some(session_id),
+            output: Some(outcome.text),
+        }),
+        Err(error) => Err(format!("the reminder's turn failed: {error}")),
     }
 }
 

@@ -256,6 +256,7 @@ impl Setup {
 async fn a_message_is_answered_in_its_conversation_by_a_comm_turn() {
     let model = model();
     let setup = setup(Some(&model)).await;
+    let mut events = setup.core.subscribe();
     inject(
         &setup.app_data,
         "01",
@@ -265,6 +266,32 @@ async fn a_message_is_answered_in_its_conversation_by_a_comm_turn() {
     assert_eq!(answer["conversation_id"], "room-1");
     assert_eq!(answer["recipient"], "ana");
     assert_eq!(answer["text"], "echo: hello osprey");
+    // The desktop watches it like any chat: started, streamed, finished, in that session.
+    let mut seen = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        match event {
+            osprey_types::CoreEvent::ChatTurnStarted { session_id } => {
+                seen.push(format!("started {session_id}"))
+            }
+            osprey_types::CoreEvent::ChatTextDelta { .. } => {
+                if seen.last().is_none_or(|last| last != "text") {
+                    seen.push("text".into());
+                }
+            }
+            osprey_types::CoreEvent::ChatTurnFinished {
+                session_id, text, ..
+            } => seen.push(format!("finished {session_id}: {text}")),
+            _ => {}
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            "started comm:bridge:room-1",
+            "text",
+            "finished comm:bridge:room-1: echo: hello osprey"
+        ]
+    );
 
     // The turn ran in the conversation's session with origin comm, and the model was told who
     // wrote through which app.
