@@ -273,10 +273,10 @@ async fn a_message_is_answered_in_its_conversation_by_a_comm_turn() {
             osprey_types::CoreEvent::ChatTurnStarted { session_id } => {
                 seen.push(format!("started {session_id}"))
             }
-            osprey_types::CoreEvent::ChatTextDelta { .. } => {
-                if seen.last().is_none_or(|last| last != "text") {
-                    seen.push("text".into());
-                }
+            osprey_types::CoreEvent::ChatTextDelta { .. }
+                if seen.last().is_none_or(|last| last != "text") =>
+            {
+                seen.push("text".into())
             }
             osprey_types::CoreEvent::ChatTurnFinished {
                 session_id, text, ..
