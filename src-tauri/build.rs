@@ -17,6 +17,8 @@ const COMMANDS: &[&str] = &[
     "approve_app_update",
     "reject_app_update",
     "open_app_ui",
+    "provider_overview",
+    "set_provider_setting",
 ];
 
 fn main() {

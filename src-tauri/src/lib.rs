@@ -89,6 +89,8 @@ pub fn run() {
         .manage(state)
         .invoke_handler(tauri::generate_handler![
             commands::settings::app_info,
+            commands::settings::provider_overview,
+            commands::settings::set_provider_setting,
             commands::chat::send_message,
             commands::chat::cancel_turn,
             commands::chat::list_sessions,

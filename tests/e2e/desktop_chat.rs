@@ -252,7 +252,9 @@ fn without_a_model_provider_the_chat_says_how_to_set_one_up() -> Result<()> {
         !t.is_empty()
     })?;
     ensure!(
-        error.contains("ANTHROPIC_API_KEY") && error.contains("Ollama"),
+        error.contains("Settings > Model")
+            && error.contains("ANTHROPIC_API_KEY")
+            && error.contains("Ollama"),
         "the error does not say how to set up a provider: {error:?}"
     );
     // Nothing was sent: the message is back in the box to try again, and no turn runs.

@@ -77,6 +77,27 @@ fn window_opens_on_chat_and_settings_shows_app_info() -> Result<()> {
         "plugin:shell|open from the page: {shell_open}"
     );
 
+    // Settings > Model: choose an OpenAI-compatible local server; what chat will use updates,
+    // and the choice is stored in the core's settings.
+    driver.wait_for("[data-testid='model-settings']", UI_TIMEOUT)?;
+    let openai = driver.wait_for("[data-testid='provider-openai']", UI_TIMEOUT)?;
+    driver.click(&openai)?;
+    let base_url = driver.wait_for("[data-testid='provider-base-url']", UI_TIMEOUT)?;
+    driver.send_keys(&base_url, "http://127.0.0.1:9/v1")?;
+    let save = driver.wait_for("[data-testid='provider-save']", UI_TIMEOUT)?;
+    driver.click(&save)?;
+    driver.wait_for_text("[data-testid='chat-uses']", UI_TIMEOUT, |text| {
+        text == "Chat uses openai gpt-4.1-mini."
+    })?;
+    let stored = osprey_db::Database::open_in(app.data_dir())?
+        .settings()
+        .get("providers")?
+        .unwrap_or_default();
+    ensure!(
+        stored["default"] == "openai" && stored["openai"]["base_url"] == "http://127.0.0.1:9/v1",
+        "stored provider settings: {stored}"
+    );
+
     let settings_screenshot = app.save_screenshot("settings")?;
     let (width, height) = png_dimensions(&std::fs::read(&settings_screenshot)?)?;
     ensure!(

@@ -11,6 +11,8 @@ import type {
   CoreEvent,
   CoreInfo,
   PendingApproval,
+  ProviderOverview,
+  ProviderRow,
   TranscriptItem,
   UiError,
 } from "./gen";
@@ -22,6 +24,8 @@ export type {
   CoreEvent,
   CoreInfo,
   PendingApproval,
+  ProviderOverview,
+  ProviderRow,
   TranscriptItem,
   UiError,
 };
@@ -76,6 +80,19 @@ async function call<T>(command: string, args?: Record<string, unknown>): Promise
 /** Version, data directory and registered tools of the running core (Settings > About). */
 export function appInfo(): Promise<CoreInfo> {
   return call<CoreInfo>("app_info");
+}
+
+/** What chat will use and each provider's stored settings (Settings > Model). */
+export function providerOverview(): Promise<ProviderOverview> {
+  return call<ProviderOverview>("provider_overview");
+}
+
+/**
+ * Writes one provider setting (`provider.default`, `provider.<kind>.model | base_url | api_key`;
+ * an empty value clears it) and returns the new overview. Keys go to the OS keyring.
+ */
+export function setProviderSetting(key: string, value: string): Promise<ProviderOverview> {
+  return call<ProviderOverview>("set_provider_setting", { key, value });
 }
 
 // ---- Core events -------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use clap::Args;
 use osprey_core::Core;
 use osprey_core::agent::{
-    AgentEvent, ChatChoice, ChatOptions, ProviderKind, Runner, TurnOutcome, TurnRequest, TurnStop,
+    AgentEvent, ChatChoice, ProviderKind, Runner, TurnOutcome, TurnRequest, TurnStop,
 };
 use osprey_tools::{AskMode, Level};
 use osprey_types::ToolResult;
@@ -102,66 +102,30 @@ pub async fn run(data_dir: Option<PathBuf>, args: ChatArgs) -> anyhow::Result<Ex
 
 /// `osprey config providers`: each provider's settings and whether a key is set, never the key.
 pub async fn print_providers(core: &Core, json: bool) -> anyhow::Result<()> {
-    let stored = core.provider_settings();
-    let resolved = core.resolve_chat(&ChatChoice::default()).await;
-    let mut rows = Vec::new();
-    for kind in ProviderKind::ALL {
-        let entry = stored.entry(kind);
-        let key = match kind.key_variable() {
-            None => "not needed".to_string(),
-            Some(variable) if std::env::var(variable).is_ok_and(|v| !v.is_empty()) => {
-                format!("from ${variable}")
-            }
-            Some(_) if core.provider_key(kind).is_some() => "stored".to_string(),
-            Some(_) => "not set".to_string(),
-        };
-        rows.push(serde_json::json!({
-            "provider": kind.name(),
-            "base_url": entry.base_url,
-            "model": entry.model.clone().unwrap_or_else(|| kind.default_model().to_string()),
-            "key": key,
-        }));
-    }
-    let chat = match &resolved {
-        Ok(options) if options.gateway_app.is_some() => serde_json::json!({
-            "app": options.gateway_app,
-            "model": options.model,
-        }),
-        Ok(options) => serde_json::json!({
-            "provider": options.provider.name(),
-            "base_url": options.base_url,
-            "model": options.model,
-        }),
-        Err(err) => serde_json::json!({"error": format!("{err:#}")}),
-    };
+    let overview = core.provider_overview().await;
     if json {
-        let all = serde_json::json!({"providers": rows, "chat": chat});
-        println!("{}", serde_json::to_string_pretty(&all)?);
+        println!("{}", serde_json::to_string_pretty(&overview)?);
         return Ok(());
     }
-    for row in &rows {
+    for row in &overview.providers {
+        let key = match row.key.as_str() {
+            "environment" => "from its variable",
+            "not_needed" => "not needed",
+            "not_set" => "not set",
+            other => other,
+        };
         println!(
-            "{:<10} model {:<24} key {:<14} base URL {}",
-            row["provider"].as_str().unwrap_or_default(),
-            row["model"].as_str().unwrap_or_default(),
-            row["key"].as_str().unwrap_or_default(),
-            row["base_url"].as_str().unwrap_or("(default)"),
+            "{:<10} model {:<24} key {:<17} base URL {}",
+            row.provider,
+            row.model,
+            key,
+            row.base_url.as_deref().unwrap_or("(default)"),
         );
     }
-    match resolved {
-        Ok(ChatOptions {
-            gateway_app: Some(app),
-            ..
-        }) => println!("chat uses: the gateway of the app {app}"),
-        Ok(options) => println!(
-            "chat uses: {} {}",
-            options.provider.name(),
-            options
-                .model
-                .as_deref()
-                .unwrap_or(options.provider.default_model())
-        ),
-        Err(err) => println!("chat uses: nothing yet ({err:#})"),
+    match (&overview.chat_uses, &overview.chat_problem) {
+        (Some(uses), _) => println!("chat uses: {uses}"),
+        (None, Some(problem)) => println!("chat uses: nothing yet ({problem})"),
+        (None, None) => println!("chat uses: nothing yet"),
     }
     Ok(())
 }

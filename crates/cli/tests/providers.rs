@@ -205,8 +205,8 @@ fn stored_provider_settings_and_key_drive_chat_and_the_key_is_never_printed() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(!run.stdout.contains("sk-from-stdin"));
     let shown: Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(shown["chat"]["provider"], "openai");
-    assert_eq!(shown["chat"]["model"], "local-model");
+    assert_eq!(shown["chat_uses"], "openai local-model");
+    assert_eq!(shown["default"], "openai");
     let openai = shown["providers"]
         .as_array()
         .unwrap()
@@ -444,13 +444,13 @@ fn keys_go_to_the_system_keyring_when_one_answers() {
     let shown: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(shown["providers"][0]["provider"], "anthropic");
     assert_eq!(shown["providers"][0]["key"], "stored");
-    assert_eq!(shown["chat"]["provider"], "anthropic");
+    assert_eq!(shown["chat_uses"], "anthropic claude-sonnet-4-5");
     // Removed from the keyring: the next run has no key.
     let run = run_with_keyring(&["config", "unset", "provider.anthropic.api_key"], "");
     assert_eq!(run.code, 0, "{}", run.stderr);
     let run = run_with_keyring(&["config", "providers", "--json"], "");
     let shown: Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(shown["providers"][0]["key"], "not set");
+    assert_eq!(shown["providers"][0]["key"], "not_set");
 }
 
 /// With `memory.embeddings` set, the agent tool's memory search finds by meaning through the

@@ -326,6 +326,60 @@ impl Core {
         Ok(ProviderSettingWritten::Setting)
     }
 
+    /// The stored provider settings, whether each provider has a key (never the key), and what
+    /// chat resolves to now: for the settings page and `osprey config providers`.
+    pub async fn provider_overview(&self) -> osprey_types::ProviderOverview {
+        let stored = self.provider_settings();
+        let providers = ProviderKind::ALL
+            .into_iter()
+            .map(|kind| {
+                let entry = stored.entry(kind);
+                let key = match kind.key_variable() {
+                    None => "not_needed",
+                    Some(variable) if std::env::var(variable).is_ok_and(|v| !v.is_empty()) => {
+                        "environment"
+                    }
+                    Some(_) if self.provider_key(kind).is_some() => "stored",
+                    Some(_) => "not_set",
+                };
+                osprey_types::ProviderRow {
+                    provider: kind.name().to_string(),
+                    base_url: entry.base_url.clone(),
+                    model: entry
+                        .model
+                        .clone()
+                        .unwrap_or_else(|| kind.default_model().to_string()),
+                    key: key.to_string(),
+                }
+            })
+            .collect();
+        let (chat_uses, chat_problem) = match self.resolve_chat(&ChatChoice::default()).await {
+            Ok(ChatOptions {
+                gateway_app: Some(app),
+                ..
+            }) => (Some(format!("the app {app}")), None),
+            Ok(options) => (
+                Some(format!(
+                    "{} {}",
+                    options.provider.name(),
+                    options
+                        .model
+                        .as_deref()
+                        .unwrap_or(options.provider.default_model())
+                )),
+                None,
+            ),
+            Err(error) => (None, Some(format!("{error:#}"))),
+        };
+        osprey_types::ProviderOverview {
+            default: stored.default.map(|kind| kind.name().to_string()),
+            app: stored.app,
+            providers,
+            chat_uses,
+            chat_problem,
+        }
+    }
+
     /// The API key for `kind`: its environment variable, else the secret store.
     pub fn provider_key(&self, kind: ProviderKind) -> Option<String> {
         key_for(kind, &self.secrets())
@@ -378,9 +432,10 @@ impl Core {
                     }
                 }
                 None if !explicit => bail!(
-                    "no model provider is set up. Set ANTHROPIC_API_KEY or OPENAI_API_KEY, \
-                     store a key with `osprey config set provider.anthropic.api_key <key>`, \
-                     or start Ollama (nothing answered at {url})"
+                    "no model provider is set up. Choose one under Settings > Model in the \
+                     desktop app, store a key with `osprey config set provider.anthropic.api_key -`, \
+                     set ANTHROPIC_API_KEY or OPENAI_API_KEY, or start Ollama (nothing answered \
+                     at {url})"
                 ),
                 None => {}
             }

@@ -417,6 +417,33 @@ pub struct AppStatus {
     pub has_ui: bool,
 }
 
+/// One model provider as the settings page shows it. Keys are never sent: only whether one is set.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ProviderRow {
+    /// `anthropic`, `openai` or `ollama`.
+    pub provider: String,
+    /// The stored base URL; `None`: the provider's own.
+    pub base_url: Option<String>,
+    /// The stored model, else the provider's default.
+    pub model: String,
+    /// `not_needed`, `environment` (from its variable), `stored`, `not_set`.
+    pub key: String,
+}
+
+/// What chat will talk to, and what is stored (the settings page's model section).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ProviderOverview {
+    /// The stored default provider, if any.
+    pub default: Option<String>,
+    /// A stored gateway app that chat uses instead, if any.
+    pub app: Option<String>,
+    pub providers: Vec<ProviderRow>,
+    /// What chat resolves to now (`anthropic claude-sonnet-4-5`, `the app com.example.gw`).
+    pub chat_uses: Option<String>,
+    /// Why chat cannot talk to a model yet, and how to set one up.
+    pub chat_problem: Option<String>,
+}
+
 /// A chat session as the session list shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct ChatSessionSummary {

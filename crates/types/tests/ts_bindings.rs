@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use osprey_types::{
     AppRunState, AppStatus, ApprovalAnswer, ApprovalRequest, ApprovalResolution,
     ChatSessionSummary, ContentBlock, CoreEvent, CoreInfo, ErrorCode, GrantDuration, GrantScope,
-    Origin, PendingApproval, ToolResult, TranscriptItem, UiError,
+    Origin, PendingApproval, ProviderOverview, ProviderRow, ToolResult, TranscriptItem, UiError,
 };
 use ts_rs::{Config, TS};
 
@@ -56,6 +56,8 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<ChatSessionSummary>(&config, &mut index);
     export::<TranscriptItem>(&config, &mut index);
     export::<PendingApproval>(&config, &mut index);
+    export::<ProviderOverview>(&config, &mut index);
+    export::<ProviderRow>(&config, &mut index);
 
     index.sort();
     let mut index_ts = String::from(

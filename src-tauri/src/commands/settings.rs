@@ -1,9 +1,10 @@
-//! The settings area: for now the About box.
+//! The settings area: the model provider (which one chat uses, its model and base URL, its key)
+//! and the About box.
 
-use osprey_types::{CoreInfo, UiError};
+use osprey_types::{CoreInfo, ProviderOverview, UiError};
 use tauri::State;
 
-use crate::CoreState;
+use crate::{CoreState, ui_error};
 
 /// Version, data directory and registered tools of the running core.
 #[tauri::command]
@@ -14,6 +15,35 @@ pub fn app_info(state: State<'_, CoreState>) -> Result<CoreInfo, UiError> {
 // Split from the command so it can be tested without a Tauri runtime.
 fn info(state: &CoreState) -> Result<CoreInfo, UiError> {
     Ok(state.core()?.info())
+}
+
+/// What chat will use, each provider's stored settings, and whether it has a key (never the key).
+#[tauri::command]
+pub async fn provider_overview(state: State<'_, CoreState>) -> Result<ProviderOverview, UiError> {
+    Ok(state.core()?.provider_overview().await)
+}
+
+/// Writes one provider setting as `osprey config set` takes it (`provider.default`,
+/// `provider.app`, `provider.<kind>.model | base_url | api_key`; empty clears) and returns the
+/// new overview. A key goes to the OS keyring, else the private file.
+#[tauri::command]
+pub async fn set_provider_setting(
+    state: State<'_, CoreState>,
+    key: String,
+    value: String,
+) -> Result<ProviderOverview, UiError> {
+    set_setting(&state, &key, &value).await
+}
+
+async fn set_setting(
+    state: &CoreState,
+    key: &str,
+    value: &str,
+) -> Result<ProviderOverview, UiError> {
+    let core = state.core()?;
+    core.set_provider_setting(key, value)
+        .map_err(|error| ui_error("invalid_setting", format!("{error:#}")))?;
+    Ok(core.provider_overview().await)
 }
 
 #[cfg(test)]
@@ -32,6 +62,33 @@ mod tests {
         let info = info(&state).unwrap();
         assert_eq!(info.version, env!("CARGO_PKG_VERSION"));
         assert_eq!(info.data_dir, dir.path().display().to_string());
+    }
+
+    #[tokio::test]
+    async fn provider_settings_are_written_and_refused_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = CoreState::open(CoreOptions {
+            data_dir: Some(dir.path().to_path_buf()),
+            policy: None,
+        });
+        let overview = set_setting(&state, "provider.default", "openai")
+            .await
+            .unwrap();
+        assert_eq!(overview.default.as_deref(), Some("openai"));
+        let overview = set_setting(&state, "provider.openai.model", "gpt-4.1-mini")
+            .await
+            .unwrap();
+        let openai = overview
+            .providers
+            .iter()
+            .find(|row| row.provider == "openai")
+            .unwrap();
+        assert_eq!(openai.model, "gpt-4.1-mini");
+        let error = set_setting(&state, "provider.openai.base_url", "ftp://x")
+            .await
+            .unwrap_err();
+        assert_eq!(error.code, "invalid_setting");
+        assert!(error.message.contains("http or https"), "{}", error.message);
     }
 
     #[test]

@@ -13,6 +13,8 @@ export type { GrantDuration } from "./GrantDuration";
 export type { GrantScope } from "./GrantScope";
 export type { Origin } from "./Origin";
 export type { PendingApproval } from "./PendingApproval";
+export type { ProviderOverview } from "./ProviderOverview";
+export type { ProviderRow } from "./ProviderRow";
 export type { ToolResult } from "./ToolResult";
 export type { TranscriptItem } from "./TranscriptItem";
 export type { UiError } from "./UiError";
