@@ -566,12 +566,16 @@ mod tests {
             policy: None,
         })
         .unwrap();
-        // Anthropic chosen, but no key anywhere: no model can run the prompt.
-        if core.provider_key(ProviderKind::Anthropic).is_some() {
-            return;
-        }
-        core.set_provider_setting("provider.default", "anthropic")
-            .unwrap();
+        // Anthropic chosen without a key (whatever this machine's environment holds): no model
+        // can run the prompt.
+        core.set_reminder_options(Some(ChatOptions {
+            provider: ProviderKind::Anthropic,
+            gateway_app: None,
+            base_url: None,
+            model: None,
+            api_key: None,
+            max_steps: None,
+        }));
         core.start_scheduler().unwrap();
         let mut reminder_events = core.reminder_events().unwrap();
         let created = body(
