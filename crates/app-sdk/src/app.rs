@@ -234,17 +234,33 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Completes on the first SIGTERM or SIGINT. The handlers are installed before serving starts,
-/// so a signal that arrives during start-up is not lost.
+/// How often an app checks that the Osprey that started it is still there.
+#[cfg(unix)]
+const PARENT_CHECK: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Completes on the first SIGTERM or SIGINT, or when the process that started the app is gone
+/// (Osprey killed or crashed: the app was reparented), so no app outlives the Osprey that runs
+/// it. The handlers are installed before serving starts, so a signal that arrives during
+/// start-up is not lost.
 #[cfg(unix)]
 fn termination() -> Result<impl Future<Output = ()> + Send> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
+    let parent = std::os::unix::process::parent_id();
     Ok(async move {
+        let orphaned = async {
+            loop {
+                tokio::time::sleep(PARENT_CHECK).await;
+                if std::os::unix::process::parent_id() != parent {
+                    return;
+                }
+            }
+        };
         tokio::select! {
             _ = terminate.recv() => {}
             _ = interrupt.recv() => {}
+            () = orphaned => eprintln!("the Osprey that started this app is gone; shutting down"),
         }
     })
 }

@@ -184,3 +184,27 @@ fn the_daemon_supervises_apps_that_other_commands_launch_and_stop() {
     until("the app process to exit", || !pid_alive(pid));
     assert!(!data.join("control.sock").exists());
 }
+
+/// An Osprey that is killed outright (no chance to stop its apps) leaves no app behind: each app
+/// notices it was orphaned and shuts down.
+#[test]
+fn apps_do_not_outlive_a_killed_daemon() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    std::fs::create_dir_all(data.join("apps")).unwrap();
+    sideload(root.path(), &data);
+    let (mut daemon, lines) = start_daemon(&data);
+    wait_for_line(&lines, "osprey daemon: ready");
+    until("the app to run", || {
+        state_of(&data, "units").as_deref() == Some("running")
+    });
+    let pid: i32 = std::fs::read_to_string(data.join("apps/units/.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(pid_alive(pid));
+    daemon.0.kill().unwrap();
+    daemon.0.wait().unwrap();
+    until("the orphaned app to exit", || !pid_alive(pid));
+}
