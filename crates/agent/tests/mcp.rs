@@ -3,18 +3,17 @@
 //! and to Osprey's own server over streamable HTTP on loopback.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use futures::FutureExt;
-use futures::future::BoxFuture;
 use osprey_agent::mcp::{
     McpClientOptions, McpClients, McpServer, McpServerConfig, McpServerOptions, McpServers,
     ServerState,
 };
 use osprey_tools::file::FileTool;
-use osprey_tools::{Approver, Level, PathGuard, Policy, Registry, RegistryConfig, ToolContext};
-use osprey_types::{ApprovalAnswer, ApprovalRequest, ContentBlock, ErrorCode, Origin};
+use osprey_tools::{
+    FixedApprover, Level, PathGuard, Policy, Registry, RegistryConfig, ToolContext,
+};
+use osprey_types::{ApprovalAnswer, ContentBlock, ErrorCode, Origin};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -46,19 +45,6 @@ async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
             "timed out waiting until {what}"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Answers every question with "once" and counts them.
-#[derive(Default)]
-struct CountingApprover {
-    asked: AtomicUsize,
-}
-
-impl Approver for CountingApprover {
-    fn ask(&self, _request: ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
-        self.asked.fetch_add(1, Ordering::SeqCst);
-        futures::future::ready(ApprovalAnswer::Once).boxed()
     }
 }
 
@@ -139,7 +125,7 @@ async fn the_server_lists_the_registry_runs_calls_as_mcp_and_approves_nothing() 
 async fn the_server_hands_questions_to_its_approver_when_it_has_one() {
     let dir = tempfile::tempdir().unwrap();
     let registry = registry(Level::Allowlist, &dir.path().join("data"));
-    let approver = Arc::new(CountingApprover::default());
+    let approver = Arc::new(FixedApprover::new(ApprovalAnswer::Once));
     let (server_side, client_side) = tokio::io::duplex(64 * 1024);
     let (read, write) = tokio::io::split(server_side);
     let options = McpServerOptions {
@@ -156,7 +142,7 @@ async fn the_server_hands_questions_to_its_approver_when_it_has_one() {
         .await
         .unwrap();
     assert_eq!(result.is_error, Some(false), "{result:?}");
-    assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
+    assert_eq!(approver.count(), 1);
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "ok");
     client.cancel().await.unwrap();
 }
@@ -203,13 +189,13 @@ async fn stdio_server_tools_come_work_follow_changes_and_go_with_the_process() {
         .await;
     assert_eq!(refused.code, Some(ErrorCode::PolicyDenied), "{refused:?}");
     // ...and with an approver, asked and run on the server.
-    let approver = Arc::new(CountingApprover::default());
+    let approver = Arc::new(FixedApprover::new(ApprovalAnswer::Once));
     let ctx = ToolContext::new(Origin::User, DEADLINE).with_approver(approver.clone());
     let echoed = registry
         .execute(&ctx, "mcp__echo__echo", json!({"text": "hi"}))
         .await;
     assert_eq!(echoed.text_content(), "echo: hi", "{echoed:?}");
-    assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
+    assert_eq!(approver.count(), 1);
 
     let image = registry.execute(&ctx, "mcp__echo__image", json!({})).await;
     assert!(
@@ -327,7 +313,7 @@ async fn http_server_tools_come_work_and_go_with_the_server() {
     });
 
     let local = registry(Level::Allowlist, &dir.path().join("local-data"));
-    local.set_approver(Some(Arc::new(CountingApprover::default())));
+    local.set_approver(Some(Arc::new(FixedApprover::new(ApprovalAnswer::Once))));
     let servers: McpServers = serde_json::from_value(json!({
         "remote": {
             "url": format!("http://{address}/mcp"),

@@ -20,8 +20,8 @@ use osprey_db::Database;
 use osprey_tools::domain::Domain;
 use osprey_tools::hooks::{FilterOutcome, HookDispatcher};
 use osprey_tools::{
-    ApprovalNeed, Approver, Call, CallFacts, DomainTool, FieldType, Level, PathGuard, Policy,
-    Registry, RegistryConfig, Safeguard, ToolContext,
+    ApprovalNeed, Approver, Call, CallFacts, DomainTool, FieldType, FixedApprover, Level,
+    PathGuard, Policy, Registry, RegistryConfig, Safeguard, ToolContext,
 };
 use osprey_types::{ApprovalAnswer, ApprovalRequest, ErrorCode, Origin, ToolResult};
 use serde_json::{Value, json};
@@ -75,20 +75,6 @@ impl DomainTool for Probe {
                 }
             }
         })
-    }
-}
-
-/// Answers every question the same way and remembers them.
-struct ScriptedApprover {
-    answer: ApprovalAnswer,
-    asked: Mutex<Vec<ApprovalRequest>>,
-}
-
-impl Approver for ScriptedApprover {
-    fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
-        self.asked.lock().unwrap().push(request);
-        let answer = self.answer.clone();
-        Box::pin(async move { answer })
     }
 }
 
@@ -294,10 +280,7 @@ async fn approval_denied_goes_back_to_the_model_and_approved_runs() {
             wire.turn("Done.", &[]),
         ])
         .await;
-        let approver = Arc::new(ScriptedApprover {
-            answer: answer.clone(),
-            asked: Mutex::new(Vec::new()),
-        });
+        let approver = Arc::new(FixedApprover::new(answer.clone()));
         let mut turn = TurnRequest::new("a", "paint the door");
         turn.approver = Some(approver.clone());
         let outcome = runner(&fx, wire, &server.url(), 8)
@@ -305,7 +288,7 @@ async fn approval_denied_goes_back_to_the_model_and_approved_runs() {
             .await
             .unwrap();
         assert_eq!(outcome.stop, TurnStop::EndTurn);
-        let asked = approver.asked.lock().unwrap().clone();
+        let asked = approver.asked();
         assert_eq!(asked.len(), 1, "{answer:?}");
         assert_eq!(asked[0].tool, "probe");
         assert_eq!(asked[0].origin, Origin::User);

@@ -2,34 +2,22 @@
 //! create / update / delete of the person's skills (with approval), and the refusals: bundled and
 //! app skills, bad frontmatter, names that try to leave the directory.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use osprey_agent::SkillTool;
 use osprey_agent::skills::{
     BUNDLED, Frontmatter, MANUAL_TTL, SKILL_FILE, SkillSource, Skills, write_skill,
 };
-use osprey_tools::{Approver, Level, Policy, Registry, RegistryConfig, ToolContext};
-use osprey_types::{ApprovalAnswer, ApprovalRequest, ErrorCode, Origin, ToolResult};
+use osprey_tools::{FixedApprover, Level, Policy, Registry, RegistryConfig, ToolContext};
+use osprey_types::{ApprovalAnswer, ErrorCode, Origin, ToolResult};
 use serde_json::{Value, json};
-
-struct CountingApprover {
-    asked: Mutex<Vec<String>>,
-}
-
-impl Approver for CountingApprover {
-    fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
-        self.asked.lock().unwrap().push(format!("{request:?}"));
-        Box::pin(async { ApprovalAnswer::Once })
-    }
-}
 
 struct Fixture {
     dir: tempfile::TempDir,
     skills: Skills,
     registry: Registry,
-    approver: Arc<CountingApprover>,
+    approver: Arc<FixedApprover>,
 }
 
 impl Fixture {
@@ -58,7 +46,7 @@ impl Fixture {
     }
 
     fn asked(&self) -> usize {
-        self.approver.asked.lock().unwrap().len()
+        self.approver.count()
     }
 }
 
@@ -105,9 +93,7 @@ fn fixture() -> Fixture {
         dir,
         skills,
         registry,
-        approver: Arc::new(CountingApprover {
-            asked: Mutex::new(Vec::new()),
-        }),
+        approver: Arc::new(FixedApprover::new(ApprovalAnswer::Once)),
     }
 }
 

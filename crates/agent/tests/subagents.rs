@@ -27,10 +27,10 @@ use osprey_agent::{
 use osprey_db::Database;
 use osprey_tools::domain::Domain;
 use osprey_tools::{
-    ApprovalNeed, Approver, Call, CallFacts, DomainTool, FieldType, Level, PathGuard, Policy,
+    ApprovalNeed, Call, CallFacts, DomainTool, FieldType, FixedApprover, Level, PathGuard, Policy,
     Registry, RegistryConfig, Safeguard, ToolContext,
 };
-use osprey_types::{ApprovalAnswer, ApprovalRequest, ErrorCode, Origin, ToolResult};
+use osprey_types::{ApprovalAnswer, ErrorCode, Origin, ToolResult};
 use serde_json::{Value, json};
 use server::Reply;
 use tokio::sync::Notify;
@@ -173,19 +173,6 @@ impl DomainTool for Probe {
                 }
             }
         })
-    }
-}
-
-struct ScriptedApprover {
-    answer: ApprovalAnswer,
-    asked: Mutex<Vec<ApprovalRequest>>,
-}
-
-impl Approver for ScriptedApprover {
-    fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
-        self.asked.lock().unwrap().push(request);
-        let answer = self.answer.clone();
-        Box::pin(async move { answer })
     }
 }
 
@@ -599,15 +586,12 @@ async fn the_childs_calls_are_asked_like_the_parents_and_never_auto_run() {
         ],
     ])
     .await;
-    let approver = Arc::new(ScriptedApprover {
-        answer: ApprovalAnswer::Deny,
-        asked: Mutex::new(Vec::new()),
-    });
+    let approver = Arc::new(FixedApprover::new(ApprovalAnswer::Deny));
     let mut turn = TurnRequest::new("main", "change the door, via a helper");
     turn.approver = Some(approver.clone());
     runner(&fx, wire, &server.url).run_turn(turn).await.unwrap();
 
-    let asked = approver.asked.lock().unwrap().clone();
+    let asked = approver.asked();
     assert_eq!(
         asked.len(),
         1,

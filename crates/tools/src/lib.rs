@@ -24,6 +24,6 @@ pub use registry::{CheckOutcome, Registry, RegistryChange, RegistryConfig};
 pub use security::Refusal;
 pub use security::origin::OriginRules;
 pub use security::paths::PathGuard;
-pub use security::policy::{Approver, AskMode, Level, Policy, PolicyConfig};
+pub use security::policy::{Approver, AskMode, FixedApprover, Level, Policy, PolicyConfig};
 pub use security::safeguard::Safeguard;
 pub use tool::{ApprovalNeed, Call, CallFacts, DomainTool, Tool, ToolContext};

@@ -11,10 +11,10 @@ use futures::future::BoxFuture;
 use osprey_tools::registry::DEFAULT_OUTPUT_CAP;
 use osprey_tools::security::shell_syntax::analyze;
 use osprey_tools::{
-    ApprovalNeed, Approver, AuditSink, Call, CallFacts, Level, OriginRules, PathGuard, Policy,
+    ApprovalNeed, AuditSink, Call, CallFacts, FixedApprover, Level, OriginRules, PathGuard, Policy,
     PolicyConfig, Registry, RegistryConfig, Safeguard, Tool, ToolContext,
 };
-use osprey_types::{ApprovalAnswer, ApprovalRequest, ErrorCode, Origin, ToolResult};
+use osprey_types::{ApprovalAnswer, ErrorCode, Origin, ToolResult};
 use serde_json::{Value, json};
 
 const HOME: &str = "/home/tester";
@@ -126,16 +126,6 @@ impl Tool for FakeShell {
     }
 }
 
-/// Approves everything, counting the questions.
-struct CountingApprover(AtomicUsize);
-
-impl Approver for CountingApprover {
-    fn ask(&self, _request: ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
-        self.0.fetch_add(1, Ordering::SeqCst);
-        Box::pin(async { ApprovalAnswer::Once })
-    }
-}
-
 fn full_registry() -> (Registry, Arc<FakeShell>) {
     let registry = Registry::new(RegistryConfig {
         policy: Policy::new(
@@ -162,12 +152,12 @@ fn full_registry() -> (Registry, Arc<FakeShell>) {
 #[tokio::test]
 async fn the_registry_blocks_every_dangerous_command_under_full_without_asking() {
     let (registry, tool) = full_registry();
-    let approver = Arc::new(CountingApprover(AtomicUsize::new(0)));
+    let approver = Arc::new(FixedApprover::new(ApprovalAnswer::Once));
     let mut wrong = Vec::new();
     for command in corpus("dangerous.txt") {
         let ctx =
             ToolContext::new(Origin::User, Duration::from_secs(5)).with_approver(approver.clone());
-        let asked = approver.0.load(Ordering::SeqCst);
+        let asked = approver.count();
         let runs = tool.runs.load(Ordering::SeqCst);
         let result = registry
             .execute(&ctx, "shell", json!({"command": command}))
@@ -175,7 +165,7 @@ async fn the_registry_blocks_every_dangerous_command_under_full_without_asking()
         let ok = result.is_error
             && result.code == Some(ErrorCode::SafeguardBlocked)
             && tool.runs.load(Ordering::SeqCst) == runs
-            && approver.0.load(Ordering::SeqCst) == asked;
+            && approver.count() == asked;
         if !ok {
             wrong.push(format!(
                 "  {}  -> is_error={} code={:?} ran={} asked={}",
@@ -183,7 +173,7 @@ async fn the_registry_blocks_every_dangerous_command_under_full_without_asking()
                 result.is_error,
                 result.code,
                 tool.runs.load(Ordering::SeqCst) != runs,
-                approver.0.load(Ordering::SeqCst) != asked
+                approver.count() != asked
             ));
         }
     }
@@ -198,7 +188,7 @@ async fn the_registry_blocks_every_dangerous_command_under_full_without_asking()
 #[tokio::test]
 async fn the_registry_runs_everyday_commands_under_full() {
     let (registry, tool) = full_registry();
-    let approver = Arc::new(CountingApprover(AtomicUsize::new(0)));
+    let approver = Arc::new(FixedApprover::new(ApprovalAnswer::Once));
     let mut wrong = Vec::new();
     for command in corpus("safe.txt") {
         let ctx =

@@ -20,6 +20,43 @@ pub trait Approver: Send + Sync {
     fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer>;
 }
 
+/// Gives every question the same answer and keeps the questions: for scripted runs and tests,
+/// where nobody is there to ask but what was asked matters.
+#[derive(Debug)]
+pub struct FixedApprover {
+    answer: ApprovalAnswer,
+    asked: Mutex<Vec<ApprovalRequest>>,
+}
+
+impl FixedApprover {
+    pub fn new(answer: ApprovalAnswer) -> FixedApprover {
+        FixedApprover {
+            answer,
+            asked: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The questions so far, oldest first.
+    pub fn asked(&self) -> Vec<ApprovalRequest> {
+        self.asked.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn count(&self) -> usize {
+        self.asked.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+impl Approver for FixedApprover {
+    fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, ApprovalAnswer> {
+        self.asked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(request);
+        let answer = self.answer.clone();
+        Box::pin(async move { answer })
+    }
+}
+
 /// How much the policy lets through without asking.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
