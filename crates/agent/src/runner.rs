@@ -624,21 +624,6 @@ impl Runner {
             .learned_window
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let Some(window) = config
-            .context_window
-            .or(learned)
-            .or_else(|| tokens::default_context_window(provider, &config.model))
-        else {
-            // Nothing known about the window: send as is; a refusal teaches it (see run_turn).
-            let images = ImageCost::for_provider(provider);
-            return Ok(fixed
-                + transcript
-                    .messages
-                    .iter()
-                    .map(|m| tokens::message_tokens(m, images))
-                    .sum::<u64>());
-        };
-        let limit = (window as f64 * config.compact_threshold) as u64;
         let images = ImageCost::for_provider(provider);
         let raw = |messages: &[Message]| -> u64 {
             fixed
@@ -647,12 +632,16 @@ impl Runner {
                     .map(|m| tokens::message_tokens(m, images))
                     .sum::<u64>()
         };
-        let scale = *self
-            .inner
-            .calibration
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let measure = |messages: &[Message]| (raw(messages) as f64 * scale) as u64;
+        let Some(window) = config
+            .context_window
+            .or(learned)
+            .or_else(|| tokens::default_context_window(provider, &config.model))
+        else {
+            // Nothing known about the window: send as is; a refusal teaches it (see run_turn).
+            return Ok(raw(&transcript.messages));
+        };
+        let limit = (window as f64 * config.compact_threshold) as u64;
+        let measure = |messages: &[Message]| self.measured(raw(messages));
         let before = measure(&transcript.messages);
         if before < limit {
             return Ok(raw(&transcript.messages));
