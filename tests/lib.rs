@@ -132,6 +132,37 @@ pub fn fixture_binary(package: &str) -> PathBuf {
     executable
 }
 
+/// An ELF header followed by a xorshift stream, `len` bytes in all: a package binary that does
+/// not compress away, for the install benchmarks.
+pub fn incompressible_elf(len: usize) -> Vec<u8> {
+    let mut binary = b"\x7FELF\x02\x01\x01\x00".to_vec();
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    while binary.len() < len {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        binary.extend_from_slice(&state.to_le_bytes());
+    }
+    binary
+}
+
+/// The install benchmarks' baseline: `tar xzf` of `package` into `out`, then `sha256sum` of its
+/// binary, as processes; returns how long both took.
+pub fn tar_xzf_sha256sum(package: &Path, out: &Path) -> std::time::Duration {
+    let started = std::time::Instant::now();
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("tar xzf \"$1\" -C \"$2\" && sha256sum \"$2/binary\" >/dev/null")
+        .arg("sh")
+        .arg(package)
+        .arg(out)
+        .status()
+        .expect("run sh");
+    let elapsed = started.elapsed();
+    assert!(status.success(), "tar xzf + sha256sum failed");
+    elapsed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,6 @@
 mod install {
     use std::hint::black_box;
     use std::os::unix::fs::PermissionsExt;
-    use std::process::Command;
     use std::time::{Duration, Instant};
 
     use criterion::Criterion;
@@ -19,19 +18,6 @@ mod install {
     use serde_json::json;
 
     const TOKEN: &str = "bench-admin";
-
-    /// 20 MB that does not compress away: an ELF header, then a xorshift stream.
-    fn big_binary() -> Vec<u8> {
-        let mut binary = b"\x7FELF\x02\x01\x01\x00".to_vec();
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        while binary.len() < 20 * 1024 * 1024 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            binary.extend_from_slice(&state.to_le_bytes());
-        }
-        binary
-    }
 
     pub fn benches(c: &mut Criterion) {
         let root = tempfile::tempdir().unwrap();
@@ -53,7 +39,11 @@ mod install {
 
         let project = root.path().join("project");
         std::fs::create_dir(&project).unwrap();
-        std::fs::write(project.join("binary"), big_binary()).unwrap();
+        std::fs::write(
+            project.join("binary"),
+            osprey_tests::incompressible_elf(20 * 1024 * 1024),
+        )
+        .unwrap();
         std::fs::set_permissions(
             project.join("binary"),
             std::fs::Permissions::from_mode(0o755),
@@ -122,17 +112,7 @@ mod install {
                 let mut total = Duration::ZERO;
                 for _ in 0..iterations {
                     let out = tempfile::tempdir_in(root.path()).unwrap();
-                    let started = Instant::now();
-                    let status = Command::new("sh")
-                        .arg("-c")
-                        .arg("tar xzf \"$1\" -C \"$2\" && sha256sum \"$2/binary\" >/dev/null")
-                        .arg("sh")
-                        .arg(&package)
-                        .arg(out.path())
-                        .status()
-                        .unwrap();
-                    total += started.elapsed();
-                    assert!(status.success());
+                    total += osprey_tests::tar_xzf_sha256sum(&package, out.path());
                 }
                 total
             })
