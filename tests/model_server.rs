@@ -2,7 +2,7 @@
 //! named events), for tests of whole programs (the desktop app, the core's chat) that cannot
 //! share a tokio runtime with the test. It plays scripted replies in order, whatever the path,
 //! and records each request body. Blocking std networking on its own thread; dropped, it stops
-//! accepting. (crates/agent/tests/support has the async, multi-format original.)
+//! accepting. (src-tauri/crates/agent/tests/support has the async, multi-format original.)
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};

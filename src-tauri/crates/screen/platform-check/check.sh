@@ -5,7 +5,7 @@
 # apt-get install gcc-mingw-w64-x86-64 (some dependencies compile C). Nothing is linked or run.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../../.." && pwd)"
+root="$(cd "$here/../../../.." && pwd)"
 cp "$root/Cargo.lock" "$here/Cargo.lock"
 cd "$here"
 for target in x86_64-pc-windows-gnu x86_64-apple-darwin; do

@@ -12,7 +12,7 @@
 //! ```
 //!
 //! Skills come from three kinds of place, later ones overriding earlier ones by name: bundled
-//! (compiled into Osprey from `crates/agent/skills/`, see [`BUNDLED`]), then apps'
+//! (compiled into Osprey from `src-tauri/crates/agent/skills/`, see [`BUNDLED`]), then apps'
 //! (`<data>/apps/<app-id>/SKILL.md`), then the person's own (`<data>/skills/<name>/SKILL.md`).
 //! Start-up must not wait on thousands of them, so [`SkillCatalog::new`] only records the
 //! directories; the index (every frontmatter) is built on first use or by

@@ -8,7 +8,7 @@ const FILES: [&str; 8] = [
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../../proto");
     let files: Vec<PathBuf> = FILES
         .iter()
         .map(|name| root.join(format!("osprey/app/v1/{name}.proto")))

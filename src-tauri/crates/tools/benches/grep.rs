@@ -19,7 +19,7 @@ const PATTERN: &str = r"fn\s+\w+";
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
+        .join("../../..")
         .canonicalize()
         .expect("the workspace root exists")
 }

@@ -338,7 +338,7 @@ impl FixtureApp {
 
 /// Where tests leave images for people to look at: `<target>/screen-tests/`.
 pub fn artifact(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/screen-tests");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../target/screen-tests");
     std::fs::create_dir_all(&dir).expect("creating the artifacts directory");
     dir.join(name)
 }

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn fixture_binary(package: &str) -> PathBuf {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
     let output = Command::new(env!("CARGO"))
         .args(["build", "--release", "-p", package, "--message-format=json"])
         .current_dir(&workspace)
