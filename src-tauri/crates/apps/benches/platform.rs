@@ -10,8 +10,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use osprey_apps::app_tools::register_tools;
 use osprey_apps::hooks::AppHooks;
+use osprey_apps::provided_tools::register_tools;
 use osprey_apps::runtime::{LaunchOptions, Launcher};
 use osprey_apps::sandbox::{SandboxLevel, SandboxOptions};
 use osprey_apps::{Installer, KeyPair, napp};

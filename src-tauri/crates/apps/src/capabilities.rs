@@ -11,11 +11,11 @@ use futures::future::BoxFuture;
 use osprey_tools::Registry;
 
 use crate::Result;
-use crate::app_tools::register_tools;
 use crate::channel::Channels;
 use crate::comm::Comms;
 use crate::hooks::AppHooks;
 use crate::manifest::Capability;
+use crate::provided_tools::register_tools;
 use crate::runtime::RunningApp;
 
 /// Where a running app's capabilities go. Implemented by [`Capabilities`]; tests record calls.

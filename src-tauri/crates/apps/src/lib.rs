@@ -9,9 +9,6 @@
 //! `manifest_invalid`, `signature_invalid`, `binary_invalid`, ...) and, where it applies, a stable
 //! reason code next to a message for people.
 
-pub mod app_tools;
-#[cfg(unix)]
-pub mod apps_tool;
 pub mod binary;
 #[cfg(unix)]
 pub mod capabilities;
@@ -23,9 +20,14 @@ pub mod gateway;
 pub mod hooks;
 pub mod install;
 pub mod layout;
+/// The `app` tool the agent uses to list, launch, install and configure apps.
+#[cfg(unix)]
+pub mod manage_tool;
 pub mod manifest;
 pub mod napp;
 pub mod permissions;
+/// The tools that installed apps provide, registered in the registry as they come and go.
+pub mod provided_tools;
 #[cfg(unix)]
 pub mod runtime;
 pub mod sandbox;

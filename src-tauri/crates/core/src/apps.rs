@@ -72,11 +72,11 @@ mod platform {
 
     use anyhow::Context;
     use osprey_apps::Installer;
-    use osprey_apps::apps_tool::AppsTool;
     use osprey_apps::capabilities::Capabilities;
     use osprey_apps::channel::Channels;
     use osprey_apps::comm::Comms;
     use osprey_apps::hooks::AppHooks;
+    use osprey_apps::manage_tool::AppsTool;
     use osprey_apps::runtime::{LaunchOptions, Launcher, kill_orphans};
     use osprey_apps::settings::SettingsStore;
     use osprey_apps::store_client::StoreClient;

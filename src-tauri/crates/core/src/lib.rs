@@ -248,7 +248,7 @@ impl Core {
                 let supervisor = supervisor.clone();
                 Box::pin(async move {
                     let states = supervisor.status().await.unwrap_or_default();
-                    osprey_apps::apps_tool::installed_apps_prompt(&installer.list(), &states)
+                    osprey_apps::manage_tool::installed_apps_prompt(&installer.list(), &states)
                 })
             }));
         }

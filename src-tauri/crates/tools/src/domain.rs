@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::tool::{ApprovalNeed, Call};
+use crate::call::{ApprovalNeed, Call};
 
 /// The table of one domain tool.
 #[derive(Clone, Debug)]

@@ -24,9 +24,10 @@ use osprey_types::{ErrorCode, ToolResult};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::call::{ApprovalNeed, Call, CallFacts};
 use crate::domain::{Domain, FieldType};
 use crate::security::paths::PathGuard;
-use crate::tool::{ApprovalNeed, Call, CallFacts, DomainTool, ToolContext};
+use crate::tool::{DomainTool, ToolContext};
 
 /// Lines a read returns when `limit` is not given.
 pub const DEFAULT_READ_LIMIT: u64 = 2000;

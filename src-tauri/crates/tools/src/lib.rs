@@ -7,6 +7,7 @@
 //! [`HookDispatcher`] trait and approvals through the [`Approver`] trait.
 
 pub mod audit;
+pub mod call;
 pub mod correction;
 pub mod domain;
 pub mod file;
@@ -18,6 +19,7 @@ pub mod tool;
 pub mod web;
 
 pub use audit::AuditSink;
+pub use call::{ApprovalNeed, Call, CallFacts};
 pub use domain::{Domain, FieldType};
 pub use hooks::{FilterOutcome, HookDispatcher, NoHooks};
 pub use registry::{CheckOutcome, Registry, RegistryChange, RegistryConfig};
@@ -26,4 +28,4 @@ pub use security::origin::OriginRules;
 pub use security::paths::PathGuard;
 pub use security::policy::{Approver, AskMode, FixedApprover, Level, Policy, PolicyConfig};
 pub use security::safeguard::Safeguard;
-pub use tool::{ApprovalNeed, Call, CallFacts, DomainTool, Tool, ToolContext};
+pub use tool::{DomainTool, Tool, ToolContext};

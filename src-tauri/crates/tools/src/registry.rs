@@ -27,6 +27,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::audit::AuditSink;
+use crate::call::{Call, CallFacts};
 use crate::correction::{resolve_tool_name, unknown_tool_message};
 use crate::hooks::{HookDispatcher, NoHooks, TOOL_POST_EXECUTE, TOOL_PRE_EXECUTE};
 use crate::security::Refusal;
@@ -34,7 +35,7 @@ use crate::security::origin::OriginRules;
 use crate::security::policy::{Approver, Policy, Subject, Verdict};
 use crate::security::safeguard::Safeguard;
 use crate::security::shell_syntax::{CommandAnalysis, analyze};
-use crate::tool::{Call, CallFacts, DomainAdapter, DomainTool, Tool, ToolContext};
+use crate::tool::{DomainAdapter, DomainTool, Tool, ToolContext};
 
 /// A change to the set of registered tools.
 #[derive(Clone, Debug, PartialEq, Eq)]

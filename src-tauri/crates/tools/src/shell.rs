@@ -29,8 +29,9 @@ use serde_json::json;
 
 pub use env::{child_env, is_denied};
 
+use crate::call::{ApprovalNeed, Call, CallFacts};
 use crate::domain::{Domain, FieldType};
-use crate::tool::{ApprovalNeed, Call, CallFacts, DomainTool, ToolContext};
+use crate::tool::{DomainTool, ToolContext};
 
 /// How the shell tool behaves.
 #[derive(Clone, Debug)]

@@ -21,8 +21,9 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use url::{Host, Url};
 
+use crate::call::{ApprovalNeed, Call, CallFacts};
 use crate::domain::{Domain, FieldType};
-use crate::tool::{ApprovalNeed, Call, CallFacts, DomainTool, ToolContext};
+use crate::tool::{DomainTool, ToolContext};
 use content::Kind;
 use resolve::{GuardedResolver, LookupError};
 use ssrf::{Blocked, UrlError};

@@ -11,8 +11,8 @@ use osprey_types::{ErrorCode, ToolResult};
 
 use super::walk::{mentions_hidden, walker};
 use super::{DEFAULT_GLOB_LIMIT, Stop, failed, not_found};
+use crate::call::Call;
 use crate::security::paths::PathGuard;
-use crate::tool::Call;
 
 struct Hit {
     modified: SystemTime,

@@ -17,8 +17,8 @@ use osprey_types::{ErrorCode, ToolResult};
 
 use super::walk::{mentions_hidden, walker};
 use super::{DEFAULT_GREP_LIMIT, Stop, not_found};
+use crate::call::Call;
 use crate::security::paths::PathGuard;
-use crate::tool::Call;
 
 /// Characters of a matching line shown before it is cut.
 const MAX_MATCH_LINE_CHARS: usize = 500;

@@ -8,8 +8,8 @@ use std::path::Path;
 use osprey_types::ToolResult;
 
 use super::{DEFAULT_READ_LIMIT, Stop, failed, human_bytes, not_found};
+use crate::call::Call;
 use crate::security::paths::PathGuard;
-use crate::tool::Call;
 
 /// Characters of one line shown before it is cut.
 pub(crate) const MAX_LINE_CHARS: usize = 2000;

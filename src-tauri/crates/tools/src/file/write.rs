@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use osprey_types::{ErrorCode, ToolResult};
 
 use super::{failed, human_bytes, not_found};
+use crate::call::Call;
 use crate::security::paths::PathGuard;
-use crate::tool::Call;
 
 /// Files larger than this are not edited in memory.
 const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;

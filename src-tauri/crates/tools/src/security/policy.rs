@@ -13,7 +13,7 @@ use osprey_types::{ApprovalAnswer, ApprovalRequest, GrantDuration, GrantScope};
 use serde::{Deserialize, Serialize};
 
 use super::shell_syntax::{CommandAnalysis, SimpleCommand};
-use crate::tool::{ApprovalNeed, CallFacts};
+use crate::call::{ApprovalNeed, CallFacts};
 
 /// Answers approval questions: the desktop UI's dialog, the CLI's prompt, a test.
 pub trait Approver: Send + Sync {

@@ -11,7 +11,8 @@ use super::ShellTool;
 use super::env::child_env;
 use super::job::{Job, JobGuard, Spec};
 use super::sessions::{duration_words, status_line};
-use crate::tool::{Call, ToolContext};
+use crate::call::Call;
+use crate::tool::ToolContext;
 
 /// Our own limit fires this long before the registry's deadline, so the person gets the
 /// "timed out" result with the output so far rather than a bare deadline error.

@@ -18,8 +18,8 @@ use std::path::PathBuf;
 
 use osprey_types::{ErrorCode, ToolResult};
 
+use crate::call::Call;
 use crate::file::human_bytes;
-use crate::tool::Call;
 
 /// Rows `list` shows when `limit` is not given.
 const DEFAULT_LIST_LIMIT: usize = 300;

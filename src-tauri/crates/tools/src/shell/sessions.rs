@@ -14,7 +14,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::job::{Job, signal_group};
 use super::output::cap_bytes;
-use crate::tool::Call;
+use crate::call::Call;
 
 /// Lines `log` shows when `limit` is not given.
 const DEFAULT_LOG_LINES: usize = 2000;

@@ -6,7 +6,7 @@ mod fixtures;
 
 use std::time::Duration;
 
-use osprey_apps::app_tools::register_tools;
+use osprey_apps::provided_tools::register_tools;
 use osprey_tools::ToolContext;
 use osprey_types::{ErrorCode, Origin};
 use serde_json::{Value, json};

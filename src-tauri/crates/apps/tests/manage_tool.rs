@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use osprey_apps::Installer;
-use osprey_apps::apps_tool::{AppsTool, installed_apps_prompt};
 use osprey_apps::capabilities::Capabilities;
 use osprey_apps::hooks::AppHooks;
+use osprey_apps::manage_tool::{AppsTool, installed_apps_prompt};
 use osprey_apps::runtime::{self, Launcher};
 use osprey_apps::settings::SettingsStore;
 use osprey_apps::supervisor::{Supervisor, SupervisorConfig};
