@@ -34,22 +34,11 @@ use compaction::{SUMMARY_INSTRUCTIONS, SUMMARY_ROLE, Transcript};
 use prompt::{MemoryBudget, Section};
 use tokens::ImageCost;
 
-/// Filter: the outgoing request (`{session_id, system, messages}`); may rewrite both.
-pub const MESSAGE_PRE_SEND: &str = "message.pre_send";
-/// Filter: the model's finished reply (`{session_id, message}`); may rewrite it.
-pub const MESSAGE_POST_RECEIVE: &str = "message.post_receive";
-/// Action: a message was persisted (`{session_id, seq, role, content}`).
-pub const SESSION_MESSAGE_APPEND: &str = "session.message_append";
-/// Filter: the system prompt's sections (`{session_id, sections: [{name, text}]}`).
-pub const PROMPT_SYSTEM_SECTIONS: &str = "prompt.system_sections";
-/// Filter: steering before each model call (`{session_id, step, steering: []}`); the strings a
-/// subscriber puts in `steering` are added to the request's last user message for this call only
-/// (not persisted: steering is guidance for the moment, not conversation).
-pub const STEERING_GENERATE: &str = "steering.generate";
-/// Filters for the memory layer, called by the `agent` tool's memory resource
-/// (`agent_tool.rs`).
-pub const MEMORY_PRE_STORE: &str = "memory.pre_store";
-pub const MEMORY_PRE_RECALL: &str = "memory.pre_recall";
+pub use osprey_tools::hooks::{
+    MEMORY_PRE_RECALL, MEMORY_PRE_STORE, MESSAGE_POST_RECEIVE, MESSAGE_PRE_SEND,
+    PROMPT_SYSTEM_SECTIONS, RESPONSE_STREAM, SESSION_MESSAGE_APPEND, SESSION_START,
+    STEERING_GENERATE,
+};
 
 /// How the runner behaves.
 #[derive(Clone, Debug)]
@@ -352,6 +341,7 @@ impl Runner {
     /// marked `failed`); everything persisted so far stays.
     pub async fn run_turn(&self, turn: TurnRequest) -> Result<TurnOutcome> {
         let sessions = &self.inner.sessions;
+        let new = sessions.get(&turn.session_id)?.is_none();
         sessions.open_or_create(&NewSession {
             id: &turn.session_id,
             title: None,
@@ -359,6 +349,11 @@ impl Runner {
             provider: Some(self.inner.provider.name()),
             model: Some(&self.inner.config.model),
         })?;
+        let hooks = self.hooks();
+        if new && hooks.has_subscribers(SESSION_START) {
+            let payload = json!({"session_id": turn.session_id, "origin": turn.origin.as_str()});
+            hooks.do_action(SESSION_START, payload).await;
+        }
         sessions.set_status(&turn.session_id, "running")?;
         let outcome = self.play(&turn).await;
         if let Some(skills) = &self.sources().skills {
@@ -413,7 +408,7 @@ impl Runner {
                 };
                 self.steer(turn, step, &mut request).await;
                 self.pre_send(turn, &mut request).await;
-                match self.stream_step(turn, request).await {
+                match self.stream_step(turn, step, request).await {
                     // The window was a guess (or unknown): learn it from the refusal, compact
                     // to fit under it, and try once more.
                     Err(Error::ContextTooLong(message)) if !refused_as_too_long => {
@@ -851,8 +846,14 @@ impl Runner {
     }
 
     /// Streams one model call, forwarding deltas; stops early on cancellation.
-    async fn stream_step(&self, turn: &TurnRequest, request: ChatRequest) -> Result<Streamed> {
+    async fn stream_step(
+        &self,
+        turn: &TurnRequest,
+        step: u32,
+        request: ChatRequest,
+    ) -> Result<Streamed> {
         let mut assembler = Assembler::new();
+        let stream_hook = ResponseStreamHook::start(self.hooks(), &turn.session_id, step);
         let mut stream = tokio::select! {
             biased;
             _ = turn.cancel.cancelled() => return Ok(Streamed::Cancelled(assembler)),
@@ -879,6 +880,9 @@ impl Runner {
                 Some(Ok(event)) => {
                     match &event {
                         StreamEvent::TextDelta(text) => {
+                            if let Some(hook) = &stream_hook {
+                                hook.send(text);
+                            }
                             emit(turn, AgentEvent::TextDelta(text.clone()))
                         }
                         StreamEvent::ThinkingDelta(text) => {
@@ -1027,6 +1031,34 @@ fn repair_indexed(messages: Vec<(Message, i64)>) -> Vec<(Message, i64)> {
 fn emit(turn: &TurnRequest, event: AgentEvent) {
     if let Some(events) = &turn.events {
         let _ = events.send(event);
+    }
+}
+
+/// Hands each streamed piece of text to `response.stream` subscribers in order, on a task of its
+/// own so a slow subscriber never holds up the stream the person is watching. Exists only while
+/// someone subscribes; pieces still queued when the step ends are delivered, then the task ends.
+struct ResponseStreamHook {
+    pieces: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+impl ResponseStreamHook {
+    fn start(hooks: Arc<dyn HookDispatcher>, session_id: &str, step: u32) -> Option<Self> {
+        if !hooks.has_subscribers(RESPONSE_STREAM) {
+            return None;
+        }
+        let (pieces, mut received) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let session_id = session_id.to_string();
+        tokio::spawn(async move {
+            while let Some(text) = received.recv().await {
+                let payload = json!({"session_id": session_id, "step": step, "text": text});
+                hooks.do_action(RESPONSE_STREAM, payload).await;
+            }
+        });
+        Some(ResponseStreamHook { pieces })
+    }
+
+    fn send(&self, text: &str) {
+        let _ = self.pieces.send(text.to_string());
     }
 }
 

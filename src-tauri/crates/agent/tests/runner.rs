@@ -660,3 +660,108 @@ async fn cancelling_while_an_approval_is_pending_ends_the_turn() {
     let calls = fx.db.sessions().tool_calls("ap").unwrap();
     assert_eq!(calls[0].code.as_deref(), Some("cancelled"));
 }
+
+/// Subscribes to every hook Osprey knows and records which fired, with the streamed text.
+#[derive(Default)]
+struct EveryHook {
+    fired: Mutex<Vec<String>>,
+    streamed: Mutex<String>,
+}
+
+impl HookDispatcher for EveryHook {
+    fn has_subscribers(&self, hook: &str) -> bool {
+        osprey_tools::hooks::KNOWN_HOOKS.contains(&hook)
+    }
+    fn apply_filter<'a>(&'a self, hook: &'a str, payload: Value) -> BoxFuture<'a, FilterOutcome> {
+        self.fired.lock().unwrap().push(hook.to_string());
+        Box::pin(async move {
+            FilterOutcome {
+                payload,
+                handled: false,
+            }
+        })
+    }
+    fn do_action<'a>(&'a self, hook: &'a str, payload: Value) -> BoxFuture<'a, ()> {
+        self.fired.lock().unwrap().push(hook.to_string());
+        if hook == osprey_tools::hooks::RESPONSE_STREAM {
+            self.streamed
+                .lock()
+                .unwrap()
+                .push_str(payload["text"].as_str().unwrap_or_default());
+        }
+        Box::pin(async {})
+    }
+}
+
+/// The list apps may subscribe to is exactly what fires: one turn that stores a memory through
+/// the agent tool fires every hook in `KNOWN_HOOKS`, and nothing outside it.
+#[tokio::test]
+async fn every_known_hook_fires_in_a_turn_and_no_other() {
+    let fx = fixture();
+    let hooks = Arc::new(EveryHook::default());
+    fx.registry.set_hooks(hooks.clone());
+    fx.registry
+        .register_domain(osprey_agent::AgentTool::new(&fx.db).with_hooks(hooks.clone()));
+    let wire = Wire::Anthropic;
+    let store = ScriptCall {
+        id: "m1",
+        name: "agent",
+        args: json!({"resource": "memory", "action": "store", "content": "tea, not coffee"}),
+    };
+    let server = Server::start(vec![
+        wire.turn("Noting that.", &[store]),
+        wire.turn("Done: tea it is.", &[]),
+    ])
+    .await;
+    let runner = runner(&fx, wire, &server.url(), 8);
+    runner.set_memory(fx.db.memory());
+    runner.set_hooks(hooks.clone());
+    let outcome = runner
+        .run_turn(TurnRequest::new("every-hook", "remember: tea"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop, TurnStop::EndTurn);
+
+    // response.stream runs on a task of its own: wait for the last piece with a deadline.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !hooks.streamed.lock().unwrap().ends_with("tea it is.") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "response.stream never caught up"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        *hooks.streamed.lock().unwrap(),
+        "Noting that.Done: tea it is.",
+        "every streamed piece, in order"
+    );
+    let fired: std::collections::BTreeSet<String> =
+        hooks.fired.lock().unwrap().iter().cloned().collect();
+    let known: std::collections::BTreeSet<String> = osprey_tools::hooks::KNOWN_HOOKS
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
+    assert_eq!(fired, known);
+
+    // A second turn in the same session does not start it again.
+    hooks.fired.lock().unwrap().clear();
+    let server = Server::start(vec![wire.turn("Still tea.", &[])]).await;
+    let again = runner_with_url(&fx, wire, &server.url());
+    again.set_hooks(hooks.clone());
+    again
+        .run_turn(TurnRequest::new("every-hook", "and now?"))
+        .await
+        .unwrap();
+    assert!(
+        !hooks
+            .fired
+            .lock()
+            .unwrap()
+            .contains(&osprey_tools::hooks::SESSION_START.to_string())
+    );
+}
+
+fn runner_with_url(fx: &Fixture, wire: Wire, url: &str) -> Runner {
+    runner(fx, wire, url, 8)
+}

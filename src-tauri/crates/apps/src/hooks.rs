@@ -1,9 +1,10 @@
 //! The hook dispatcher the registry calls ([`osprey_tools::HookDispatcher`]), fed by hook apps.
 //! Filters run in priority order (lower first; 0 means 10), each with a 500 ms deadline; a late,
 //! failed or garbled filter is skipped and the chain goes on with the payload unchanged;
-//! `handled: true` stops the chain. Three consecutive failures of one app disable all of its
-//! hooks (a circuit breaker) until it is registered again (after a restart); any success resets
-//! the count. Subscriptions to unknown hooks, or without their `hook:` permission, are refused at
+//! `handled: true` stops the chain, but only from an app that declares the hook in its manifest's
+//! `overrides` (any other filter may rewrite the payload, never skip the built-in step). Three
+//! consecutive failures of one app disable all of its hooks (a circuit breaker) until it is
+//! registered again (after a restart); any success resets the count. Subscriptions to unknown hooks, or without their `hook:` permission, are refused at
 //! registration. With no subscribers, [`AppHooks::has_subscribers`] is one read lock and a map
 //! lookup: no allocation, no JSON.
 
@@ -20,7 +21,7 @@ use serde_json::Value;
 use tonic::transport::Channel;
 
 use crate::manifest::{Capability, Manifest};
-use crate::permissions::{self, KNOWN_HOOKS};
+use crate::permissions;
 use crate::{Error, Result};
 
 /// Each filter or action call's deadline.
@@ -77,6 +78,9 @@ struct Subscriber {
     app_id: Arc<str>,
     kind: HookKind,
     priority: i32,
+    /// The manifest lists this hook in `overrides`: its `handled: true` may skip the built-in
+    /// step. Any other filter may rewrite the payload, never stop the chain.
+    may_override: bool,
     client: HookServiceClient<Channel>,
     breaker: Arc<Breaker>,
 }
@@ -144,8 +148,8 @@ impl AppHooks {
             };
             let refusal = if !manifest.provides.contains(&Capability::Hooks) {
                 Some("the manifest does not provide `hooks`".to_owned())
-            } else if !KNOWN_HOOKS.contains(&hook.as_str()) {
-                Some(format!("unknown hook `{hook}`"))
+            } else if let Some(why) = osprey_tools::hooks::unknown_hook(&hook) {
+                Some(why)
             } else if !permissions::allows(&manifest.permissions, "hook", &hook) {
                 Some(format!("needs the `hook:{hook}` permission"))
             } else {
@@ -161,12 +165,14 @@ impl AppHooks {
                 other => other,
             };
             registration.accepted.push((hook.clone(), kind, priority));
+            let may_override = manifest.overrides.contains(&hook);
             subscribers.push((
                 hook,
                 Subscriber {
                     app_id: Arc::from(app_id),
                     kind,
                     priority,
+                    may_override,
                     client: client.clone(),
                     breaker: Arc::clone(&breaker),
                 },
@@ -271,10 +277,18 @@ impl AppHooks {
             }
             subscriber.breaker.succeed();
             if response.handled {
-                return FilterOutcome {
-                    payload,
-                    handled: true,
-                };
+                if subscriber.may_override {
+                    return FilterOutcome {
+                        payload,
+                        handled: true,
+                    };
+                }
+                tracing::warn!(
+                    app = &*subscriber.app_id,
+                    hook,
+                    "a filter answered handled without declaring the hook in `overrides`; \
+                     the chain and the built-in step go on"
+                );
             }
         }
         FilterOutcome {

@@ -8,7 +8,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::permissions::{self, KNOWN_HOOKS};
+use crate::permissions;
 use crate::{Error, Result};
 
 /// The manifest format and protocol this Osprey speaks.
@@ -229,8 +229,8 @@ impl Manifest {
         let overrides = string_list(&object, "overrides")?;
         for (index, hook) in overrides.iter().enumerate() {
             let field = format!("overrides[{index}]");
-            if !KNOWN_HOOKS.contains(&hook.as_str()) {
-                return Err(Error::manifest(field, format!("unknown hook `{hook}`")));
+            if let Some(why) = osprey_tools::hooks::unknown_hook(hook) {
+                return Err(Error::manifest(field, why));
             }
             if !permissions::allows(&permissions, "hook", hook) {
                 return Err(Error::manifest(

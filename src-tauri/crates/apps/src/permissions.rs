@@ -3,20 +3,8 @@
 //! `settings:`) take a validated pattern; every prefix accepts `*`. Which suffixes exist is part
 //! of the `.napp` format (docs/napp-format.md) and only grows within a protocol version.
 
-use osprey_tools::hooks::{TOOL_POST_EXECUTE, TOOL_PRE_EXECUTE};
-
-/// Hook points apps may subscribe to. The first two are wired into the registry now; the rest are
-/// named for the agent's turn loop and refused nowhere, so apps can declare them ahead of time.
-pub const KNOWN_HOOKS: &[&str] = &[
-    TOOL_PRE_EXECUTE,
-    TOOL_POST_EXECUTE,
-    "session.message_append",
-    "session.start",
-    "session.end",
-    "prompt.system",
-    "model.pre_request",
-    "model.post_response",
-];
+/// Hook points apps may subscribe to: exactly the ones Osprey fires (`osprey_tools::hooks`).
+pub use osprey_tools::hooks::KNOWN_HOOKS;
 
 /// How a prefix's suffix is checked.
 #[derive(Clone, Copy, Debug)]
@@ -100,6 +88,11 @@ pub fn validate(permission: &str) -> Result<(), String> {
         Suffix::Strict(allowed) => {
             if allowed.contains(&suffix) {
                 return Ok(());
+            }
+            if prefix == "hook"
+                && let Some(why) = osprey_tools::hooks::unknown_hook(suffix)
+            {
+                return Err(format!("`{permission}`: {why}"));
             }
             return Err(format!(
                 "`{prefix}:` takes one of {} or `*`, not `{suffix}`",
@@ -214,6 +207,17 @@ mod tests {
     fn unknown_prefixes_and_missing_colons_are_refused() {
         assert!(validate("root:everything").unwrap_err().contains("unknown"));
         assert!(validate("network").unwrap_err().contains("prefix"));
+    }
+
+    #[test]
+    fn hook_permissions_name_only_hooks_that_fire_and_point_old_names_to_new_ones() {
+        for hook in KNOWN_HOOKS {
+            assert!(validate(&format!("hook:{hook}")).is_ok(), "{hook}");
+        }
+        let why = validate("hook:prompt.system").unwrap_err();
+        assert!(why.contains("use `prompt.system_sections`"), "{why}");
+        let why = validate("hook:session.end").unwrap_err();
+        assert!(why.contains("unknown hook `session.end`"), "{why}");
     }
 
     #[test]

@@ -31,11 +31,21 @@ struct Hooked {
 }
 
 async fn hooked() -> Hooked {
+    hooked_with(json!({
+        "provides": ["hooks"],
+        "permissions": GUARD_PERMISSIONS,
+        "overrides": ["tool.pre_execute"],
+    }))
+    .await
+}
+
+/// [`hooked`] with the guard's manifest fields given.
+async fn hooked_with(guard_manifest: Value) -> Hooked {
     let apps = Apps::new();
     apps.install(
         "guard",
         &fixture_binary("osprey-fixture-hooks-app"),
-        json!({"provides": ["hooks"], "permissions": GUARD_PERMISSIONS}),
+        guard_manifest,
     );
     apps.install(
         "probe",
@@ -121,6 +131,23 @@ async fn filters_chain_by_priority_and_handled_stops_the_chain() {
     hooks.deregister("guard");
     assert_eq!(hooks.subscribers("tool.pre_execute").len(), 1);
     assert!(!hooks.has_subscribers("session.message_append"));
+    hooked.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handled_skips_the_built_in_step_only_for_a_hook_the_app_overrides() {
+    // The same guard without `overrides`: its rewrite still applies, its `handled` does not.
+    let hooked =
+        hooked_with(json!({"provides": ["hooks"], "permissions": GUARD_PERMISSIONS})).await;
+    let outcome = hooked
+        .hooks
+        .apply_filter(
+            "tool.pre_execute",
+            json!({"tool": "shell", "input": {"command": "rm forbidden"}}),
+        )
+        .await;
+    assert!(!outcome.handled, "{outcome:?}");
+    assert_eq!(outcome.payload["result"]["code"], "hook_rejected");
     hooked.stop().await;
 }
 
@@ -234,12 +261,13 @@ async fn unknown_hook_names_are_refused() {
         .unwrap();
     let hooks = AppHooks::default();
     let registration = hooks.register(&manifest, channel).await.unwrap();
-    assert_eq!(
-        registration.refused,
-        [(
-            "tool.teleport".to_owned(),
-            "unknown hook `tool.teleport`".to_owned()
-        )]
+    assert_eq!(registration.refused.len(), 1, "{registration:?}");
+    assert_eq!(registration.refused[0].0, "tool.teleport");
+    assert!(
+        registration.refused[0]
+            .1
+            .starts_with("unknown hook `tool.teleport` (known: tool.pre_execute"),
+        "{registration:?}"
     );
     assert_eq!(
         registration.accepted,
