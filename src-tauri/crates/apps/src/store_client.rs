@@ -15,12 +15,20 @@ use crate::{Error, Result};
 
 /// The largest download accepted.
 pub const MAX_DOWNLOAD_BYTES: u64 = 600 * 1024 * 1024;
+/// The largest signing-key answer accepted (a key is a few dozen bytes).
+pub const MAX_SIGNING_KEY_BYTES: usize = 64 * 1024;
+/// The largest revocation list accepted.
+pub const MAX_REVOCATIONS_BYTES: usize = 1024 * 1024;
+/// How long a signing-key or revocation fetch may take in all (connecting, waiting, reading):
+/// these run before launches and installs, so a store that stalls must not stall Osprey.
+pub const TRUST_FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 #[derive(Clone, Debug)]
 pub struct StoreClient {
     base: String,
     http: reqwest::Client,
     max_download: u64,
+    trust_timeout: std::time::Duration,
 }
 
 impl StoreClient {
@@ -33,12 +41,53 @@ impl StoreClient {
                 .build()
                 .unwrap_or_default(),
             max_download: MAX_DOWNLOAD_BYTES,
+            trust_timeout: TRUST_FETCH_TIMEOUT,
         }
     }
 
     pub fn with_max_download(mut self, bytes: u64) -> StoreClient {
         self.max_download = bytes;
         self
+    }
+
+    /// Replaces [`TRUST_FETCH_TIMEOUT`] (tests).
+    pub fn with_trust_timeout(mut self, timeout: std::time::Duration) -> StoreClient {
+        self.trust_timeout = timeout;
+        self
+    }
+
+    /// Fetches a small trust document whole: at most `limit` bytes (a larger declared or received
+    /// body is refused without reading on), all within the trust timeout.
+    async fn fetch_capped(&self, path: &str, what: &str, limit: usize) -> Result<Vec<u8>> {
+        let fetch = async {
+            let mut response = self.get(path).await?;
+            if response
+                .content_length()
+                .is_some_and(|length| length > limit as u64)
+            {
+                return Err(too_large(what, limit));
+            }
+            let mut body = Vec::new();
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|e| Error::StoreUnavailable(format!("reading {what}: {e}")))?
+            {
+                if body.len() + chunk.len() > limit {
+                    return Err(too_large(what, limit));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(body)
+        };
+        tokio::time::timeout(self.trust_timeout, fetch)
+            .await
+            .unwrap_or_else(|_| {
+                Err(Error::StoreUnavailable(format!(
+                    "the store did not send {what} within {} s",
+                    self.trust_timeout.as_secs_f32()
+                )))
+            })
     }
 
     fn url(&self, path: &str) -> String {
@@ -127,24 +176,32 @@ impl StoreClient {
     }
 }
 
+fn too_large(what: &str, limit: usize) -> Error {
+    Error::StoreUnavailable(format!(
+        "the store's {what} is larger than {} KB: refused",
+        limit / 1024
+    ))
+}
+
 impl TrustSource for StoreClient {
     fn signing_key(&self) -> BoxFuture<'_, Result<String>> {
         Box::pin(async move {
-            self.get("/signing-key")
-                .await?
-                .text()
-                .await
-                .map_err(|e| Error::StoreUnavailable(e.to_string()))
+            let body = self
+                .fetch_capped("/signing-key", "signing key", MAX_SIGNING_KEY_BYTES)
+                .await?;
+            String::from_utf8(body)
+                .map_err(|_| Error::StoreUnavailable("the store's signing key is not text".into()))
         })
     }
 
     fn revocations(&self) -> BoxFuture<'_, Result<Vec<Revocation>>> {
         Box::pin(async move {
-            self.get("/revocations")
-                .await?
-                .json()
-                .await
-                .map_err(|e| Error::StoreUnavailable(e.to_string()))
+            let body = self
+                .fetch_capped("/revocations", "revocation list", MAX_REVOCATIONS_BYTES)
+                .await?;
+            serde_json::from_slice(&body).map_err(|e| {
+                Error::StoreUnavailable(format!("the store's revocation list is not valid: {e}"))
+            })
         })
     }
 }
