@@ -109,6 +109,9 @@ mod web {
         "http://METADATA.GOOGLE.INTERNAL./",
         "http://metadata/",
         "http://metadata.goog/",
+        "http://metadata.google.com/computeMetadata/v1/",
+        "https://Metadata.Google.Com./",
+        "http://metadata.packet.net/metadata",
         "http://instance-data/",
         "http://instance-data.ec2.internal/latest/",
         "http://printer.local/",
@@ -255,6 +258,7 @@ mod web {
         assert!(reason("http://100.64.0.1/").contains("carrier-grade NAT"));
         assert!(reason("http://198.18.0.1/").contains("benchmarking"));
         assert!(reason("http://metadata.google.internal/").contains("metadata"));
+        assert!(reason("http://metadata.google.com/computeMetadata/v1/").contains("metadata"));
         assert!(reason("http://a.localhost/").contains("loopback"));
         assert!(reason("gopher://x.example/").contains("only http and https"));
         assert!(reason("http://a.example@b.example/").contains("credentials"));
@@ -332,6 +336,8 @@ mod web {
             "localhost",
             "a.localhost",
             "metadata.google.internal",
+            "metadata.google.com",
+            "METADATA.Google.COM.",
             "intranet",
         ] {
             assert!(matches!(

@@ -112,11 +112,15 @@ pub fn check_url(url: &Url, allow_loopback: bool) -> Result<(), Blocked> {
 }
 
 /// Names refused before any look-up: they point at this machine, a cloud metadata service or a
-/// local network by convention, whatever DNS says.
-const METADATA_NAMES: &[&str] = &[
+/// local network by convention, whatever DNS says. (`metadata.google.com` is public DNS: refusing
+/// only what it resolves to would let it through wherever it answers with a public address.)
+pub const METADATA_NAMES: &[&str] = &[
     "metadata",
     "metadata.google.internal",
+    "metadata.google.com",
     "metadata.goog",
+    "metadata.packet.net",
+    "metadata.platformequinix.com",
     "instance-data",
     "instance-data.ec2.internal",
     "metadata.tencentyun.com",
