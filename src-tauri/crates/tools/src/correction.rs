@@ -1,7 +1,9 @@
 //! Names models reach for that are not Osprey's tools, mapped to the call that does the job, so
 //! an unknown name gets an error that teaches the right call.
 
-/// `(wrong names, the right call)`.
+/// `(wrong names, the tool, the right call)`. The call is written as a model would write it; its
+/// input (every `key: value` inside the parentheses) is checked against the registered tool before
+/// it is suggested, so no error ever teaches a call that would fail.
 const CORRECTIONS: &[(&[&str], &str, &str)] = &[
     (
         &[
@@ -100,11 +102,42 @@ pub fn suggest(name: &str) -> Option<(&'static str, &'static str)> {
         .map(|(_, tool, call)| (*tool, *call))
 }
 
-/// The error text for an unknown tool: the right call (if the tool it names is registered) and
-/// the list of tools.
-pub fn unknown_tool_message(name: &str, registered: &[String]) -> String {
+/// The input of a suggested call: `web(resource: "search", action: "query", query: "...")` is
+/// `{"resource": "search", "action": "query", "query": "..."}`.
+pub fn call_input(call: &str) -> serde_json::Value {
+    let inner = call
+        .split_once('(')
+        .and_then(|(_, rest)| rest.rsplit_once(')'))
+        .map(|(inner, _)| inner)
+        .unwrap_or_default();
+    let mut input = serde_json::Map::new();
+    let mut rest = inner;
+    while let Some((key, after)) = rest.split_once(':') {
+        let after = after.trim_start();
+        let Some(quoted) = after.strip_prefix('"') else {
+            break;
+        };
+        let Some((value, tail)) = quoted.split_once('"') else {
+            break;
+        };
+        input.insert(key.trim().to_string(), value.into());
+        rest = tail.trim_start().trim_start_matches(',');
+    }
+    serde_json::Value::Object(input)
+}
+
+/// The error text for an unknown tool: the right call, when the tool it names is registered and
+/// accepts it (`accepts(tool, input)`), and the list of tools.
+pub fn unknown_tool_message(
+    name: &str,
+    registered: &[String],
+    accepts: impl Fn(&str, serde_json::Value) -> bool,
+) -> String {
     let list = registered.join(", ");
-    if let Some((tool, call)) = suggest(name).filter(|(t, _)| registered.iter().any(|r| r == t)) {
+    if let Some((tool, call)) = suggest(name)
+        .filter(|(t, _)| registered.iter().any(|r| r == t))
+        .filter(|(t, call)| accepts(t, call_input(call)))
+    {
         return format!(
             "There is no tool `{name}`. Use {call} — the `{tool}` tool does that. Available tools: {list}."
         );
@@ -148,6 +181,10 @@ mod tests {
             .collect()
     }
 
+    fn message(name: &str) -> String {
+        unknown_tool_message(name, &tools(), |_, _| true)
+    }
+
     #[test]
     fn every_named_alias_maps_to_its_call() {
         for (name, tool) in [
@@ -164,14 +201,14 @@ mod tests {
             ("apps", "app"),
             ("Bash", "shell"),
         ] {
-            let msg = unknown_tool_message(name, &tools());
+            let msg = message(name);
             assert!(msg.contains(&format!("`{tool}` tool")), "{name}: {msg}");
             assert!(
                 msg.contains("Available tools: file, shell, web, app"),
                 "{msg}"
             );
         }
-        let msg = unknown_tool_message("bash", &tools());
+        let msg = message("bash");
         assert!(
             msg.contains(r#"shell(resource: "bash", action: "exec""#),
             "{msg}"
@@ -180,14 +217,47 @@ mod tests {
 
     #[test]
     fn unknown_names_list_the_tools_and_case_slips_name_the_right_one() {
-        let msg = unknown_tool_message("teleport", &tools());
+        let msg = message("teleport");
         assert_eq!(
             msg,
             "There is no tool `teleport`. Available tools: file, shell, web, app."
         );
-        assert!(unknown_tool_message("Web", &tools()).contains("use `web`"));
+        assert!(message("Web").contains("use `web`"));
         // A suggestion for a tool that is not registered is not made.
-        assert!(!unknown_tool_message("screen", &tools()).contains("screenshot("));
+        assert!(!message("screen").contains("screenshot("));
+    }
+
+    #[test]
+    fn a_call_the_tool_would_refuse_is_not_suggested() {
+        // A web tool without a search resource: no suggestion of one, only the list.
+        let without_search = |tool: &str, input: serde_json::Value| {
+            !(tool == "web" && input["resource"] == "search")
+        };
+        for name in ["websearch", "web_search", "search", "google"] {
+            let msg = unknown_tool_message(name, &tools(), without_search);
+            assert_eq!(
+                msg,
+                format!("There is no tool `{name}`. Available tools: file, shell, web, app.")
+            );
+        }
+        // fetch is still suggested: the same tool accepts it.
+        let msg = unknown_tool_message("webfetch", &tools(), without_search);
+        assert!(
+            msg.contains(r#"web(resource: "http", action: "fetch""#),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn call_inputs_are_read_from_the_suggested_call() {
+        assert_eq!(
+            call_input(r#"web(resource: "search", action: "query", query: "...")"#),
+            serde_json::json!({"resource": "search", "action": "query", "query": "..."})
+        );
+        assert_eq!(
+            call_input(r#"app(action: "list")"#),
+            serde_json::json!({"action": "list"})
+        );
     }
 
     #[test]

@@ -311,7 +311,12 @@ impl Registry {
         let Some(tool) = self.get(name) else {
             return refuse(Refusal::new(
                 ErrorCode::UnknownTool,
-                unknown_tool_message(name, &self.names()),
+                unknown_tool_message(name, &self.names(), |tool, input| {
+                    self.get(tool).is_some_and(|tool| match tool.domain() {
+                        Some(domain) => domain.resolve(input).is_ok(),
+                        None => true,
+                    })
+                }),
             ));
         };
 

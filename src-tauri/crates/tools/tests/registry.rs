@@ -767,3 +767,70 @@ async fn a_command_reading_credentials_is_asked_even_under_full() {
     assert_eq!(r.code, Some(ErrorCode::PolicyDenied), "{r:?}");
     assert!(r.text_content().contains(".ssh"), "{}", r.text_content());
 }
+
+/// Every name the registry corrects, against the real built-in tools: when the error suggests a
+/// call, that call passes the tool's own validation (no error teaches a call that fails).
+#[tokio::test]
+async fn every_suggested_correction_is_a_call_the_tool_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = PathGuard::new(Some(dir.path().join("home")), dir.path().join("data"));
+    let registry = Registry::new(RegistryConfig::new(
+        Policy::at_level(Level::Full),
+        dir.path().join("data"),
+    ));
+    registry.register_domain(osprey_tools::file::FileTool::new(paths));
+    registry.register_domain(osprey_tools::shell::ShellTool::new(
+        osprey_tools::shell::ShellConfig::default(),
+    ));
+    registry.register_domain(
+        osprey_tools::web::WebTool::new(osprey_tools::web::WebConfig::default()).unwrap(),
+    );
+    let ctx = ToolContext::new(Origin::User, Duration::from_secs(5));
+    let mut suggested = 0;
+    for name in [
+        "bash",
+        "exec",
+        "read_file",
+        "write_file",
+        "str_replace",
+        "grep",
+        "glob",
+        "websearch",
+        "web_search",
+        "search",
+        "google",
+        "webfetch",
+        "curl",
+        "apps",
+        "computer",
+        "capture",
+    ] {
+        let CheckOutcome::Refused { code, message } = registry.check(&ctx, name, json!({})).await
+        else {
+            panic!("{name} is not a tool");
+        };
+        assert_eq!(code, ErrorCode::UnknownTool);
+        let Some(call) = message
+            .split_once("Use ")
+            .and_then(|(_, rest)| rest.split_once(" — "))
+            .map(|(call, _)| call)
+        else {
+            continue;
+        };
+        suggested += 1;
+        let tool = call.split_once('(').unwrap().0;
+        let input = osprey_tools::correction::call_input(call);
+        let outcome = registry.check(&ctx, tool, input.clone()).await;
+        assert!(
+            !matches!(
+                outcome,
+                CheckOutcome::Refused {
+                    code: ErrorCode::InvalidInput | ErrorCode::UnknownTool,
+                    ..
+                }
+            ),
+            "`{name}` suggests {call}, which is refused: {outcome:?}"
+        );
+    }
+    assert!(suggested >= 8, "only {suggested} names got a suggestion");
+}
