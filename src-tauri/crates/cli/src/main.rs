@@ -275,6 +275,14 @@ async fn tool(data_dir: Option<PathBuf>, args: ToolArgs) -> anyhow::Result<ExitC
     } else {
         parse_input(&args.input)?
     };
+    let mut input = input;
+    // This process ends with the call, and a command yielded into a session would end with it:
+    // a shell command run from here waits to its end (within the timeout) unless told otherwise.
+    if args.name == "shell"
+        && let Some(fields) = input.as_object_mut()
+    {
+        fields.entry("yield_ms").or_insert(Value::from(0));
+    }
     let core = open(data_dir, args.policy, args.ask)?;
     let mut ctx = ToolContext::new(args.origin, Duration::from_secs(args.timeout));
     ctx.session_id = Some(args.session.unwrap_or_else(|| "cli".to_string()));

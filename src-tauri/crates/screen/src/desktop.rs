@@ -42,7 +42,7 @@ impl Default for DesktopConfig {
             x11_display: None,
             session_bus_address: None,
             tree_limits: TreeLimits::default(),
-            snapshot_ttl: Duration::from_secs(600),
+            snapshot_ttl: Duration::from_secs(3600),
             snapshot_capacity: 16,
             snapshot_dir: None,
         }

@@ -38,6 +38,9 @@ use crate::tool::{DomainTool, ToolContext};
 pub struct ShellConfig {
     /// Foreground commands are stopped after this long unless the call says otherwise.
     pub default_timeout: Duration,
+    /// Foreground commands still running after this long return what they printed and go on as
+    /// a session, unless the call's `yield_ms` says otherwise (0: wait to the end).
+    pub default_yield: Duration,
     /// Bytes of output a result shows; beyond it the head and tail are kept.
     pub output_cap: usize,
     /// Environment variable names passed to commands on top of the built-in allowlist (exact
@@ -62,6 +65,7 @@ impl Default for ShellConfig {
     fn default() -> Self {
         ShellConfig {
             default_timeout: Duration::from_secs(120),
+            default_yield: Duration::from_secs(10),
             output_cap: 50 * 1024,
             extra_env: Vec::new(),
             default_cwd: None,
@@ -272,8 +276,9 @@ fn shell_domain(config: &ShellConfig) -> Domain {
     .field(
         "yield_ms",
         FieldType::Integer,
-        "exec: if still running after this many ms, return and keep it running as a session; \
-         poll: wait up to this long for new output",
+        "exec: if still running after this many ms (default 10000; 0 waits to the end), return \
+         what it printed and keep it running as a session; poll: wait up to this long for new \
+         output",
     )
     .field(
         "session_id",

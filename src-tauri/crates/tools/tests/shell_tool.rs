@@ -581,6 +581,43 @@ async fn background_sessions_start_take_input_poll_log_and_die() {
 }
 
 #[tokio::test]
+async fn foreground_commands_yield_by_default_and_yield_ms_0_waits_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let tool = ShellTool::new(ShellConfig {
+        default_yield: Duration::from_millis(300),
+        ..config()
+    });
+    let command = format!(
+        "echo start; while [ ! -e {} ]; do sleep 0.05; done; echo end",
+        gate.display()
+    );
+    let r = run(&tool, &ctx(), json!({"action": "exec", "command": command})).await;
+    let text = ok(&r);
+    assert!(text.contains("still running after"), "{text}");
+
+    // With yield_ms 0 the call waits: the gate opens from another task while it runs.
+    let opener = tokio::spawn({
+        let gate = gate.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            std::fs::write(&gate, "").unwrap();
+        }
+    });
+    std::fs::remove_file(&gate).ok();
+    let r = run(
+        &tool,
+        &ctx(),
+        json!({"action": "exec", "command": command, "yield_ms": 0}),
+    )
+    .await;
+    let text = ok(&r);
+    assert!(text.contains("start\nend\n"), "{text}");
+    assert!(!text.contains("still running"), "{text}");
+    opener.await.unwrap();
+}
+
+#[tokio::test]
 async fn a_slow_foreground_command_yields_into_a_session() {
     let dir = tempfile::tempdir().unwrap();
     let gate = dir.path().join("gate");
@@ -674,6 +711,15 @@ async fn process_list_and_info_include_osprey_itself() {
     .await;
     let text = ok(&r);
     assert!(text.starts_with("PID\tPPID\tNAME\tCOMMAND\n"));
+    let rows = text.lines().filter(|l| l.contains('\t')).count() - 1;
+    assert!(rows <= 50, "the default list is 50 rows, got {rows}");
+    let r = run(
+        &tool,
+        &ctx(),
+        json!({"resource": "process", "action": "list", "limit": 100000}),
+    )
+    .await;
+    let text = ok(&r);
     assert!(
         text.lines()
             .any(|l| l.starts_with(&format!("{own}\t")) && l.contains("(osprey)")),

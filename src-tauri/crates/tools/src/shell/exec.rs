@@ -32,9 +32,15 @@ pub(crate) async fn exec(tool: &ShellTool, ctx: &ToolContext, call: &Call) -> To
         Some(0) | None => config.default_timeout,
         Some(seconds) => Duration::from_secs(seconds).min(LONGEST),
     };
-    let yield_after = call
-        .u64("yield_ms")
-        .map(|ms| Duration::from_millis(ms).min(LONGEST));
+    // Foreground commands still running after `yield_ms` (default 10 s, `default_yield`) return what they printed
+    // so far and go on as a session, so a long build never holds the turn; 0 means wait to the
+    // end (within the timeout). Background runs return at once anyway.
+    let yield_after = match call.u64("yield_ms") {
+        Some(0) => None,
+        Some(ms) => Some(Duration::from_millis(ms).min(LONGEST)),
+        None if background => None,
+        None => Some(config.default_yield),
+    };
     let cwd = match working_dir(tool, call.str("cwd")) {
         Ok(cwd) => cwd,
         Err(result) => return result,

@@ -21,8 +21,8 @@ use osprey_types::{ErrorCode, ToolResult};
 use crate::call::Call;
 use crate::file::human_bytes;
 
-/// Rows `list` shows when `limit` is not given.
-const DEFAULT_LIST_LIMIT: usize = 300;
+/// Rows `list` shows when `limit` is not given (largest memory first).
+const DEFAULT_LIST_LIMIT: usize = 50;
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct ProcessInfo {
@@ -87,7 +87,7 @@ pub(crate) async fn list(call: &Call) -> ToolResult {
         Err(err) => return failed(format!("could not list processes: {err}")),
     };
     let own = std::process::id() as i32;
-    let matching: Vec<&ProcessInfo> = processes
+    let mut matching: Vec<&ProcessInfo> = processes
         .iter()
         .filter(|p| {
             filter.as_ref().is_none_or(|f| {
@@ -95,6 +95,8 @@ pub(crate) async fn list(call: &Call) -> ToolResult {
             })
         })
         .collect();
+    // With a short list, the ones that matter most come first: the largest in memory.
+    matching.sort_by_key(|p| (std::cmp::Reverse(p.rss_bytes.unwrap_or(0)), p.pid));
     let mut out = String::from("PID\tPPID\tNAME\tCOMMAND\n");
     for p in matching.iter().take(limit) {
         let command = if p.command.is_empty() {
