@@ -101,6 +101,17 @@ pub fn png_dimensions(bytes: &[u8]) -> Result<(u32, u32)> {
     Ok((width, height))
 }
 
+/// Writes an app project into `dir` (created if missing): `manifest` as manifest.json, a
+/// one-line SKILL.md, and `binary` copied in as its executable.
+pub fn app_project(dir: &Path, manifest: &serde_json::Value, binary: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+    std::fs::write(dir.join("SKILL.md"), "# fixture\n").unwrap();
+    std::fs::copy(binary, dir.join("binary")).unwrap();
+    std::fs::set_permissions(dir.join("binary"), std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// Builds a workspace package (a fixture app) once per test process and returns its executable
 /// as cargo reports it. Safe from inside `cargo test`: cargo holds no build lock while tests run.
 pub fn fixture_binary(package: &str) -> PathBuf {

@@ -3,24 +3,22 @@
 //! registry, `stop_apps` leaves no process behind.
 #![cfg(unix)]
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use osprey_apps::Installer;
 use osprey_apps::install::QUARANTINE_MARKER;
 use osprey_apps::runtime::{PID_FILE, process_gone};
 use osprey_apps::supervisor::AppState;
-use osprey_apps::{Installer, napp};
 use osprey_core::{Core, CoreOptions, PolicyOverride};
 use osprey_tools::Level;
 use osprey_types::Origin;
 use serde_json::{Value, json};
 
-use osprey_tests::fixture_binary;
+use osprey_tests::{app_project, fixture_binary};
 
 /// Writes an app project (manifest with `extra` fields, SKILL.md, binary) into `dir`.
 fn project(dir: &Path, id: &str, extra: Value, binary: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
     let mut manifest = json!({
         "id": id,
         "name": format!("Fixture {id}"),
@@ -29,10 +27,7 @@ fn project(dir: &Path, id: &str, extra: Value, binary: &Path) {
     for (key, value) in extra.as_object().unwrap() {
         manifest[key] = value.clone();
     }
-    std::fs::write(dir.join(napp::MANIFEST), manifest.to_string()).unwrap();
-    std::fs::write(dir.join("SKILL.md"), "# fixture\n").unwrap();
-    std::fs::copy(binary, dir.join("binary")).unwrap();
-    std::fs::set_permissions(dir.join("binary"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    app_project(dir, &manifest, binary);
 }
 
 fn open(data: &Path) -> Core {
@@ -194,6 +189,8 @@ async fn a_started_hook_app_filters_tool_calls_made_through_the_core() {
         json!({
             "provides": ["hooks"],
             "permissions": ["hook:tool.pre_execute", "hook:session.message_append"],
+            // Refusing a call is `handled: true`, which counts only for a hook the app overrides.
+            "overrides": ["tool.pre_execute"],
         }),
         &fixture_binary("osprey-fixture-hooks-app"),
     );

@@ -9,16 +9,15 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use osprey_apps::Installer;
 use osprey_apps::supervisor::SupervisorEvent;
-use osprey_apps::{Installer, napp};
 use osprey_core::{Core, CoreOptions};
 use osprey_db::AuditQuery;
-use osprey_tests::fixture_binary;
+use osprey_tests::{app_project, fixture_binary};
 use osprey_types::Origin;
 use serde_json::{Value, json};
 
@@ -129,7 +128,6 @@ fn model() -> Model {
 
 fn sideload_bridge(root: &Path, data: &Path) -> PathBuf {
     let project = root.join("bridge-project");
-    std::fs::create_dir_all(&project).unwrap();
     let manifest = json!({
         "id": APP,
         "name": "Chat bridge",
@@ -137,18 +135,11 @@ fn sideload_bridge(root: &Path, data: &Path) -> PathBuf {
         "provides": ["comm", "channel:feed"],
         "permissions": ["comm:*", "channel:*"],
     });
-    std::fs::write(project.join(napp::MANIFEST), manifest.to_string()).unwrap();
-    std::fs::write(project.join("SKILL.md"), "# bridge\n").unwrap();
-    std::fs::copy(
-        fixture_binary("osprey-fixture-comm-app"),
-        project.join("binary"),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        project.join("binary"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    app_project(
+        &project,
+        &manifest,
+        &fixture_binary("osprey-fixture-comm-app"),
+    );
     Installer::new(data.join("apps"))
         .sideload(&project)
         .unwrap();

@@ -3,19 +3,17 @@
 //! registry, and its errors are classified like any provider's.
 #![cfg(unix)]
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use osprey_apps::{Installer, napp};
+use osprey_apps::Installer;
 use osprey_core::agent::{AgentEvent, ChatChoice, ProviderKind, TurnRequest, TurnStop};
 use osprey_core::{Core, CoreOptions, PolicyOverride};
-use osprey_tests::fixture_binary;
+use osprey_tests::{app_project, fixture_binary};
 use osprey_tools::Level;
 use serde_json::json;
 
 fn sideload_gateway(root: &Path, data: &Path) {
     let project = root.join("echo-model");
-    std::fs::create_dir_all(&project).unwrap();
     let manifest = json!({
         "id": "echo-model",
         "name": "Echo model",
@@ -23,18 +21,11 @@ fn sideload_gateway(root: &Path, data: &Path) {
         "provides": ["gateway"],
         "permissions": ["network:api.example.com"],
     });
-    std::fs::write(project.join(napp::MANIFEST), manifest.to_string()).unwrap();
-    std::fs::write(project.join("SKILL.md"), "# echo\n").unwrap();
-    std::fs::copy(
-        fixture_binary("osprey-fixture-gateway-app"),
-        project.join("binary"),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        project.join("binary"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    app_project(
+        &project,
+        &manifest,
+        &fixture_binary("osprey-fixture-gateway-app"),
+    );
     Installer::new(data.join("apps"))
         .sideload(&project)
         .unwrap();
