@@ -37,17 +37,19 @@ pub fn forward<R: Runtime>(app: AppHandle<R>, core: &Core) {
     });
 }
 
-/// A reminder that fires is worth a system notification even when the window is hidden (the
-/// desktop may have no notification service, as under Xvfb: then only the log says so).
+/// A reminder that fires and an app the store revoked are worth a system notification even when
+/// the window is hidden (the desktop may have no notification service, as under Xvfb: then only
+/// the log says so).
 fn notify<R: Runtime>(app: &AppHandle<R>, event: &CoreEvent) {
-    if let CoreEvent::ReminderFired { title, .. } = event
-        && let Err(error) = app
-            .notification()
-            .builder()
-            .title("Osprey reminder")
-            .body(title)
-            .show()
-    {
-        tracing::info!("no notification shown for a reminder: {error}");
+    let (title, body) = match event {
+        CoreEvent::ReminderFired { title, .. } => ("Osprey reminder".to_string(), title.clone()),
+        CoreEvent::AppRevoked { app_id, reason } => (
+            format!("{app_id} was revoked"),
+            format!("The store revoked it ({reason}); Osprey stopped it and set it aside."),
+        ),
+        _ => return,
+    };
+    if let Err(error) = app.notification().builder().title(title).body(body).show() {
+        tracing::info!("no notification shown: {error}");
     }
 }

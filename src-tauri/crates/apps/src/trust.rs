@@ -80,6 +80,26 @@ fn age(fetched_at: u64) -> Duration {
     Duration::from_secs(now().saturating_sub(fetched_at))
 }
 
+/// `(id, reason)` of each installed store app `revocations` names (the whole app, or its
+/// installed version).
+fn revoked_among(revocations: &[Revocation], installer: &Installer) -> Vec<(String, String)> {
+    installer
+        .list()
+        .into_iter()
+        .filter(|app| !app.sideloaded && app.quarantined.is_none())
+        .filter_map(|app| {
+            let manifest = app.manifest;
+            revocations
+                .iter()
+                .find(|r| {
+                    r.id == manifest.id
+                        && r.version.as_deref().is_none_or(|v| v == manifest.version)
+                })
+                .map(|r| (manifest.id.clone(), r.reason.clone()))
+        })
+        .collect()
+}
+
 impl Trust {
     /// `cache_dir` holds the cached key and list; `max_revocation_age` is how old a cached list
     /// may be when the store cannot be reached before launches are refused.
@@ -145,12 +165,23 @@ impl Trust {
     /// fails, the cached list while younger than `max_revocation_age`, else
     /// `revocation_unavailable`.
     pub async fn revocations(&self) -> Result<Vec<Revocation>> {
+        self.revocations_from(false).await
+    }
+
+    /// The revocation list fetched now, whatever the cache's age (the store announced a
+    /// revocation, or a person asked); on failure the same fallback as [`Trust::revocations`].
+    pub async fn fresh_revocations(&self) -> Result<Vec<Revocation>> {
+        self.revocations_from(true).await
+    }
+
+    async fn revocations_from(&self, force: bool) -> Result<Vec<Revocation>> {
         let cached = self
             .revocations
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        if let Some(cached) = &cached
+        if !force
+            && let Some(cached) = &cached
             && age(cached.fetched_at) < REVOCATION_TTL
         {
             return Ok(cached.revocations.clone());
@@ -200,21 +231,23 @@ impl Trust {
     /// Quarantines every installed (not sideloaded, not already quarantined) app the list
     /// revokes; returns their ids. Stop them first, or let the supervisor notice.
     pub async fn sweep(&self, installer: &Installer) -> Result<Vec<String>> {
-        let revocations = self.revocations().await?;
-        let mut quarantined = Vec::new();
-        for app in installer.list() {
-            if app.sideloaded || app.quarantined.is_some() {
-                continue;
-            }
-            let manifest = &app.manifest;
-            if let Some(revocation) = revocations.iter().find(|r| {
-                r.id == manifest.id && r.version.as_deref().is_none_or(|v| v == manifest.version)
-            }) {
-                installer.quarantine(&manifest.id, &format!("revoked: {}", revocation.reason))?;
-                quarantined.push(manifest.id.clone());
-            }
+        let revoked = revoked_among(&self.revocations().await?, installer);
+        for (id, reason) in &revoked {
+            installer.quarantine(id, &format!("revoked: {reason}"))?;
         }
-        Ok(quarantined)
+        Ok(revoked.into_iter().map(|(id, _)| id).collect())
+    }
+
+    /// The installed store apps (not sideloaded, not quarantined) the list revokes now, with the
+    /// store's reason, fetched fresh when `fresh`. Nothing is changed: the caller stops each
+    /// before quarantining it.
+    pub async fn revoked_installed(
+        &self,
+        installer: &Installer,
+        fresh: bool,
+    ) -> Result<Vec<(String, String)>> {
+        let revocations = self.revocations_from(fresh).await?;
+        Ok(revoked_among(&revocations, installer))
     }
 
     fn store(&self, name: &str, value: &impl Serialize) {

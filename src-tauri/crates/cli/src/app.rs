@@ -53,6 +53,10 @@ enum AppAction {
     Launch { id: String },
     /// Stop an app, through the running desktop app or `osprey daemon`.
     Stop { id: String },
+    /// Check the installed apps against the store's revocation list now, through the running
+    /// desktop app or `osprey daemon` (they also do it every hour): revoked apps are stopped and
+    /// quarantined.
+    Sweep,
     /// Remove an app with its data, logs and any staged update (a sideload loses its link only).
     Remove { id: String },
     /// Link a project directory in as an app, without signatures (for developers).
@@ -88,6 +92,9 @@ pub async fn run(data_dir: Option<PathBuf>, args: AppArgs) -> anyhow::Result<Exi
                 format!("stopped {id}")
             })
             .await;
+        }
+        AppAction::Sweep => {
+            return supervised(&data, json!({"op": "app.sweep"}), json, sweep_summary).await;
         }
         AppAction::Remove { id } => Ok(installer.uninstall(&id).map(|()| {
             json!({"id": id, "message": format!("removed {id} with its data and logs")})
@@ -142,6 +149,37 @@ pub async fn run(data_dir: Option<PathBuf>, args: AppArgs) -> anyhow::Result<Exi
         }
         Err(error) => report_failure(json, "failed", &format!("{error:#}")),
     }
+}
+
+/// What a sweep did, in a sentence per kind of outcome.
+fn sweep_summary(answer: &Value) -> String {
+    let mut lines = Vec::new();
+    for revoked in answer["revoked"].as_array().into_iter().flatten() {
+        lines.push(format!(
+            "revoked: {} ({}); stopped and quarantined",
+            revoked["id"].as_str().unwrap_or_default(),
+            revoked["reason"].as_str().unwrap_or_default()
+        ));
+    }
+    if let Some(why) = answer["unavailable"].as_str() {
+        lines.push(format!("no revocation list: {why}"));
+    }
+    for id in answer["held"].as_array().into_iter().flatten() {
+        lines.push(format!(
+            "stopped until a revocation list can be fetched: {}",
+            id.as_str().unwrap_or_default()
+        ));
+    }
+    for id in answer["released"].as_array().into_iter().flatten() {
+        lines.push(format!(
+            "running again: {}",
+            id.as_str().unwrap_or_default()
+        ));
+    }
+    if lines.is_empty() {
+        lines.push("no installed app is revoked".to_string());
+    }
+    lines.join("\n")
 }
 
 /// Asks the running Osprey (desktop app or `osprey daemon`) to do `request` with its supervisor.

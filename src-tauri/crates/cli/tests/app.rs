@@ -11,6 +11,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use osprey_apps::{KeyPair, Limits, napp};
+use support::{start_daemon, wait_for_line};
+
+#[path = "support/daemon.rs"]
+mod support;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -165,6 +169,25 @@ impl Fixture {
         std::fs::set_permissions(dir.join("binary"), std::fs::Permissions::from_mode(0o755))
             .unwrap();
         dir
+    }
+
+    /// An unsigned package of a project whose binary is the unit-converter fixture app, which
+    /// really runs.
+    fn runnable_package(&self, id: &str, version: &str) -> PathBuf {
+        let project = self.project(id, version, &[]);
+        std::fs::copy(
+            osprey_tests::fixture_binary("osprey-fixture-unit-converter"),
+            project.join("binary"),
+        )
+        .unwrap();
+        let out = self.path().join(format!("{id}-{version}-runnable.napp"));
+        napp::pack_to_file(&project, &out).unwrap();
+        out
+    }
+
+    /// The app's entry in `osprey app list`.
+    fn listed_app(&self, id: &str) -> Option<Value> {
+        self.listed().into_iter().find(|app| app["id"] == id)
     }
 
     /// An unsigned package of a project.
@@ -386,6 +409,83 @@ fn a_revoked_app_is_refused() {
         "{:?}",
         fixture.apps_entries()
     );
+}
+
+/// A store app running under `osprey daemon` that the store then revokes is stopped and
+/// quarantined by the daemon's sweep (here asked for with `osprey app sweep`; it also runs at
+/// start and every hour), its data kept.
+#[test]
+fn a_running_app_the_store_revokes_is_stopped_and_quarantined_by_the_sweep() {
+    let fixture = Fixture::new();
+    let store = ServedStore::start(fixture.path());
+    let url = store.url.as_str();
+    store.publish(&fixture.runnable_package("com.example.units", "1.0.0"));
+    let (code, report, stderr) =
+        fixture.osprey(&["app", "install", "com.example.units", "--store", url]);
+    assert_eq!(code, 0, "{stderr} {report}");
+    let data = fixture.path().join("data");
+    let (code, _, stderr) =
+        fixture.osprey_text(&["config", "set", "store.url", &format!("\"{url}\"")]);
+    assert_eq!(code, 0, "{stderr}");
+    std::fs::create_dir_all(data.join("apps/com.example.units/data")).unwrap();
+    std::fs::write(data.join("apps/com.example.units/data/notes.txt"), "kept").unwrap();
+
+    let (_daemon, lines) = start_daemon(&data);
+    wait_for_line(&lines, "osprey daemon: ready");
+    let pid = wait_for_pid(&fixture, "com.example.units");
+
+    // Nothing revoked yet: the sweep changes nothing.
+    let (code, said, stderr) = fixture.osprey_text(&["app", "sweep"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(said.contains("no installed app is revoked"), "{said}");
+    assert!(pid_alive(pid));
+
+    store.revoke("com.example.units", "leaks keys");
+    let (code, report, stderr) = fixture.osprey(&["app", "sweep"]);
+    assert_eq!(code, 0, "{stderr} {report}");
+    assert_eq!(report["revoked"][0]["id"], "com.example.units", "{report}");
+    assert_eq!(report["revoked"][0]["reason"], "leaks keys");
+    let deadline = Instant::now() + DEADLINE;
+    while pid_alive(pid) {
+        assert!(Instant::now() < deadline, "the revoked app still runs");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let listed = fixture.listed_app("com.example.units").unwrap();
+    assert_eq!(listed["quarantined"], true, "{listed}");
+    assert!(
+        listed["quarantine_reason"]
+            .as_str()
+            .is_some_and(|why| why.contains("leaks keys")),
+        "{listed}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(data.join("apps/com.example.units/data/notes.txt")).unwrap(),
+        "kept"
+    );
+    // Quarantined apps are not launched again.
+    let (code, report, _) = fixture.osprey(&["app", "launch", "com.example.units"]);
+    assert_ne!(code, 0, "{report}");
+}
+
+/// The pid of a running app (from its `.pid` file), once the running Osprey reports it running.
+fn wait_for_pid(fixture: &Fixture, id: &str) -> i32 {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if fixture
+            .listed_app(id)
+            .is_some_and(|app| app["state"] == "running")
+            && let Ok(text) = std::fs::read_to_string(fixture.apps().join(id).join(".pid"))
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "{id} did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn pid_alive(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }
 
 #[test]

@@ -4,14 +4,15 @@
 //! a daemon, `launch` says how to get one.
 #![cfg(unix)]
 
-use std::io::{BufRead, BufReader};
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use osprey_tests::fixture_binary;
+use osprey_tests::{app_project, fixture_binary};
+use support::{start_daemon, wait_for_line};
+
+#[path = "support/daemon.rs"]
+mod support;
 use serde_json::{Value, json};
 
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -36,72 +37,18 @@ fn osprey(data: &Path, args: &[&str]) -> (i32, Value, String) {
 /// A sideloaded unit-converter app in `root/units`.
 fn sideload(root: &Path, data: &Path) {
     let project = root.join("units");
-    std::fs::create_dir_all(&project).unwrap();
     let manifest = json!({"id": "units", "name": "Units", "version": "1.0.0",
         "provides": ["tool:convert"]});
-    std::fs::write(project.join("manifest.json"), manifest.to_string()).unwrap();
-    std::fs::write(project.join("SKILL.md"), "# units\n").unwrap();
-    std::fs::copy(
-        fixture_binary("osprey-fixture-unit-converter"),
-        project.join("binary"),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        project.join("binary"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    app_project(
+        &project,
+        &manifest,
+        &fixture_binary("osprey-fixture-unit-converter"),
+    );
     let (code, _, stderr) = osprey(
         data,
         &["app", "sideload", project.to_str().unwrap(), "--json"],
     );
     assert_eq!(code, 0, "{stderr}");
-}
-
-/// The daemon, killed if the test ends early.
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_daemon(data: &Path) -> (Daemon, mpsc::Receiver<String>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_osprey"))
-        .arg("--data-dir")
-        .arg(data)
-        .arg("daemon")
-        .env_remove("OSPREY_DATA_DIR")
-        .env_remove("OSPREY_STORE_URL")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (lines, received) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    (Daemon(child), received)
-}
-
-fn wait_for_line(lines: &mpsc::Receiver<String>, prefix: &str) {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let line = lines
-            .recv_timeout(left)
-            .unwrap_or_else(|e| panic!("no `{prefix}` line: {e}"));
-        if line.starts_with(prefix) {
-            return;
-        }
-    }
 }
 
 fn state_of(data: &Path, id: &str) -> Option<String> {

@@ -36,8 +36,32 @@ pub fn apps_dir(data_dir: &Path) -> PathBuf {
 }
 
 /// How old a cached revocation list may be when the store cannot be reached before store
-/// apps are refused (the command line uses the same).
+/// apps are refused (the command line uses the same), unless the
+/// `store.revocation_max_age_hours` setting makes it shorter.
 pub const MAX_REVOCATION_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The revocation list's age limit: the setting when it is stricter, else [`MAX_REVOCATION_AGE`].
+pub fn max_revocation_age(stored: &osprey_db::Settings) -> Duration {
+    crate::settings::read::<Option<u64>>(stored, crate::settings::STORE_REVOCATION_MAX_AGE)
+        .map(|hours| Duration::from_secs(hours.saturating_mul(3600)))
+        .map_or(MAX_REVOCATION_AGE, |age| age.min(MAX_REVOCATION_AGE))
+}
+
+/// How often a running Osprey checks its installed apps against the store's revocation list.
+pub const SWEEP_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// What one revocation sweep did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// `(id, reason)` of each app stopped and quarantined.
+    pub revoked: Vec<(String, String)>,
+    /// Store apps stopped because no revocation list could be had.
+    pub held: Vec<String>,
+    /// Apps held by an earlier sweep and launched again.
+    pub released: Vec<String>,
+    /// Why no revocation list could be had, when it could not.
+    pub unavailable: Option<String>,
+}
 
 /// The store as a trust source, or none: then only the cached key and list are used.
 pub struct StoreSource(pub Option<StoreClient>);
@@ -83,10 +107,15 @@ mod platform {
     use osprey_apps::supervisor::{Supervisor, SupervisorConfig};
     use osprey_apps::trust::Trust;
     use osprey_apps::watcher::{AppWatcher, watch};
+    use std::collections::BTreeSet;
+
     use osprey_tools::Registry;
+    use osprey_types::CoreEvent;
+    use tokio::sync::Notify;
     use tokio_util::sync::CancellationToken;
 
-    use super::{MAX_REVOCATION_AGE, StoreSource};
+    use super::{StoreSource, SweepReport};
+    use crate::events::EventBus;
 
     /// How long the watcher waits for an app's files to be quiet before restarting it.
     const WATCH_DEBOUNCE: Duration = Duration::from_millis(500);
@@ -104,6 +133,12 @@ mod platform {
         launch: LaunchOptions,
         running: Mutex<Option<Running>>,
         launch_reports: LaunchReports,
+        events: EventBus,
+        /// Store apps stopped because the revocation list could not be had; relaunched by the
+        /// first sweep that gets one and does not revoke them.
+        held: Arc<Mutex<BTreeSet<String>>>,
+        /// Wakes the sweep loop early (`sweep_revocations_soon`).
+        sweep_now: Arc<Notify>,
     }
 
     /// What became of each app's launch by `start_apps`, by app id: `("launching", "")` while
@@ -172,6 +207,8 @@ mod platform {
             data_dir: &Path,
             registry: &Registry,
             store_url: Option<String>,
+            max_revocation_age: Duration,
+            events: EventBus,
         ) -> anyhow::Result<AppPlatform> {
             let apps_dir = super::apps_dir(data_dir);
             std::fs::create_dir_all(&apps_dir)
@@ -180,7 +217,7 @@ mod platform {
             let trust = Arc::new(Trust::new(
                 StoreSource(store.clone()),
                 data_dir.join("trust"),
-                MAX_REVOCATION_AGE,
+                max_revocation_age,
             ));
             let hooks = AppHooks::default();
             registry.set_hooks(Arc::new(hooks.clone()));
@@ -213,6 +250,9 @@ mod platform {
                 launch: LaunchOptions::default(),
                 running: Mutex::new(None),
                 launch_reports: LaunchReports::default(),
+                events,
+                held: Arc::default(),
+                sweep_now: Arc::new(Notify::new()),
             })
         }
 
@@ -267,8 +307,36 @@ mod platform {
                 launch_reports: self.launch_reports.clone(),
             };
             runtime.spawn(job.run());
+            runtime.spawn(self.sweeper().run(cancel.clone()));
             *running = Some(Running { cancel, watcher });
             Ok(())
+        }
+
+        /// Checks the installed apps against the store's revocation list now (fetched fresh when
+        /// `fresh`): each revoked one is stopped, quarantined and announced
+        /// ([`CoreEvent::AppRevoked`]). When no list can be had (the store unreachable and the
+        /// cache older than [`MAX_REVOCATION_AGE`]), running store apps are stopped and held
+        /// until a later sweep gets a list: revocation fails closed. The same runs at start,
+        /// every [`super::SWEEP_INTERVAL`] and on [`AppPlatform::sweep_revocations_soon`].
+        pub async fn sweep_revocations(&self, fresh: bool) -> SweepReport {
+            self.sweeper().sweep(fresh).await
+        }
+
+        /// Wakes the running sweep loop (the store announced a revocation).
+        pub fn sweep_revocations_soon(&self) {
+            self.sweep_now.notify_one();
+        }
+
+        fn sweeper(&self) -> Sweeper {
+            Sweeper {
+                installer: self.installer.clone(),
+                supervisor: self.supervisor.clone(),
+                trust: Arc::clone(&self.trust),
+                reports: self.launch_reports.clone(),
+                events: self.events.clone(),
+                held: Arc::clone(&self.held),
+                wake: Arc::clone(&self.sweep_now),
+            }
         }
 
         /// Stops every app (SIGTERM, grace, SIGKILL; capabilities removed) and the watcher, and
@@ -303,6 +371,126 @@ mod platform {
             {
                 running.cancel.cancel();
             }
+        }
+    }
+
+    /// The revocation sweep's handles (cheap clones of the platform's).
+    struct Sweeper {
+        installer: Installer,
+        supervisor: Supervisor,
+        trust: Arc<Trust>,
+        reports: LaunchReports,
+        events: EventBus,
+        held: Arc<Mutex<BTreeSet<String>>>,
+        wake: Arc<Notify>,
+    }
+
+    impl Sweeper {
+        /// At start, then every interval or when woken, until cancelled. A wake is fresh: the
+        /// store just said something changed.
+        async fn run(self, cancel: CancellationToken) {
+            let mut fresh = false;
+            loop {
+                let report = self.sweep(fresh).await;
+                if !report.revoked.is_empty() || report.unavailable.is_some() {
+                    tracing::warn!(?report, "revocation sweep");
+                }
+                fresh = tokio::select! {
+                    () = cancel.cancelled() => return,
+                    () = tokio::time::sleep(super::SWEEP_INTERVAL) => false,
+                    () = self.wake.notified() => true,
+                };
+            }
+        }
+
+        async fn sweep(&self, fresh: bool) -> SweepReport {
+            let mut report = SweepReport::default();
+            match self.trust.revoked_installed(&self.installer, fresh).await {
+                Ok(revoked) => {
+                    for (id, reason) in revoked {
+                        self.revoke(&id, &reason).await;
+                        report.revoked.push((id, reason));
+                    }
+                    let held =
+                        std::mem::take(&mut *self.held.lock().unwrap_or_else(|e| e.into_inner()));
+                    for id in held {
+                        self.reports.set(&id, None);
+                        if self.supervisor.is_running() {
+                            match self.supervisor.launch(&id).await {
+                                Ok(_) => report.released.push(id),
+                                Err(error) => self
+                                    .reports
+                                    .set(&id, Some((error.code().to_string(), error.to_string()))),
+                            }
+                        }
+                    }
+                }
+                Err(error) => {
+                    let why = error.to_string();
+                    for app in self.installer.list() {
+                        let id = app.manifest.id;
+                        if app.sideloaded
+                            || app.quarantined.is_some()
+                            || !self.is_running(&id).await
+                        {
+                            continue;
+                        }
+                        if let Err(stop) = self.supervisor.stop(&id).await {
+                            tracing::warn!(app = %id, "could not stop an app without a revocation list: {stop}");
+                        }
+                        self.reports
+                            .set(&id, Some((error.code().to_string(), why.clone())));
+                        self.held
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(id.clone());
+                        report.held.push(id);
+                    }
+                    report.unavailable = Some(why);
+                }
+            }
+            report
+        }
+
+        async fn is_running(&self, id: &str) -> bool {
+            self.supervisor
+                .status()
+                .await
+                .unwrap_or_default()
+                .iter()
+                .any(|(running, _)| running == id)
+        }
+
+        /// Stops the app (if it runs), quarantines it and tells the shells.
+        async fn revoke(&self, id: &str, reason: &str) {
+            if self.is_running(id).await
+                && let Err(error) = self.supervisor.stop(id).await
+            {
+                tracing::warn!(app = %id, "stopping a revoked app: {error}");
+            }
+            let installer = self.installer.clone();
+            let (owned, why) = (id.to_string(), format!("revoked: {reason}"));
+            let quarantined =
+                tokio::task::spawn_blocking(move || installer.quarantine(&owned, &why)).await;
+            match quarantined {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    tracing::error!(app = %id, "a revoked app could not be quarantined: {error}")
+                }
+                Err(error) => {
+                    tracing::error!(app = %id, "quarantining a revoked app failed: {error}")
+                }
+            }
+            self.held
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(id);
+            // The app list shows the quarantine; the notice says why.
+            self.reports.set(id, None);
+            self.events.emit(CoreEvent::AppRevoked {
+                app_id: id.to_string(),
+                reason: reason.to_string(),
+            });
         }
     }
 

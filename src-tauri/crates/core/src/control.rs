@@ -3,7 +3,8 @@
 //! stopping an app. One JSON object per line each way over `<data>/control.sock`, which is
 //! created 0600 and refuses peers of another user, so it grants nothing the person's own files
 //! did not. Requests: `{"op": "ping"}`, `{"op": "app.launch", "id": ...}`,
-//! `{"op": "app.stop", "id": ...}`, `{"op": "app.status"}`. Answers: `{"ok": true, ...}` or
+//! `{"op": "app.stop", "id": ...}`, `{"op": "app.status"}`, `{"op": "app.sweep"}` (check the
+//! installed apps against a freshly fetched revocation list now). Answers: `{"ok": true, ...}` or
 //! `{"ok": false, "code": ..., "message": ...}`.
 
 use std::path::{Path, PathBuf};
@@ -181,9 +182,26 @@ async fn handle(core: &Core, request: &Value) -> Value {
             }
             Err(error) => refusal(error.code(), error.to_string()),
         },
+        "app.sweep" => {
+            let report = core.apps().sweep_revocations(true).await;
+            let revoked: Vec<Value> = report
+                .revoked
+                .iter()
+                .map(|(id, reason)| json!({"id": id, "reason": reason}))
+                .collect();
+            json!({
+                "ok": true,
+                "revoked": revoked,
+                "held": report.held,
+                "released": report.released,
+                "unavailable": report.unavailable,
+            })
+        }
         other => refusal(
             "unknown_op",
-            format!("unknown request `{other}` (ping, app.launch, app.stop, app.status)"),
+            format!(
+                "unknown request `{other}` (ping, app.launch, app.stop, app.status, app.sweep)"
+            ),
         ),
     }
 }

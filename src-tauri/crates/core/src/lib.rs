@@ -165,7 +165,13 @@ impl Core {
         // Before the subsystems, so each can keep a handle to emit on.
         let events = events::EventBus::new();
         #[cfg(unix)]
-        let apps = apps::AppPlatform::open(&data_dir, &registry, apps::store_url(&stored))?;
+        let apps = apps::AppPlatform::open(
+            &data_dir,
+            &registry,
+            apps::store_url(&stored),
+            apps::max_revocation_age(&stored),
+            events.clone(),
+        )?;
         // After the apps' dispatcher is in place, so memory hooks reach hook apps.
         // The reminder resource reads the slot; `start_scheduler` fills it.
         let reminders = scheduler::Reminders::default();

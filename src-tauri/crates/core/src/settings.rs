@@ -27,6 +27,11 @@ pub const PROVIDERS: &str = "providers";
 /// The app store's root URL (`$OSPREY_STORE_URL` wins): `"https://store.example.com"`.
 pub const STORE_URL: &str = "store.url";
 
+/// Hours a cached revocation list stays usable while the store cannot be reached, after which
+/// store apps are refused and stopped (0 to 168, default 168). It can only be made stricter than
+/// the default: revocation fails closed.
+pub const STORE_REVOCATION_MAX_AGE: &str = "store.revocation_max_age_hours";
+
 /// Sub-agent limits (`osprey_agent::SubAgentSettings`): `{"max_depth": 2, "timeout_seconds": 300}`.
 pub const SUBAGENTS: &str = "subagents";
 
@@ -65,6 +70,10 @@ pub const KNOWN: &[(&str, &str)] = &[
         "the app store's URL (OSPREY_STORE_URL wins when set)",
     ),
     (
+        STORE_REVOCATION_MAX_AGE,
+        "hours a cached revocation list is trusted while the store is unreachable (0 to 168, default 168)",
+    ),
+    (
         MEMORY_EMBEDDINGS,
         "memory search by meaning too: {\"provider\": \"ollama\"|\"openai\", \"model\": ..., \"base_url\": ...}",
     ),
@@ -98,6 +107,14 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
                 .config()
                 .map(|_| ())
                 .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
+        }
+        STORE_REVOCATION_MAX_AGE => {
+            let hours: u64 = serde_json::from_value(value.clone())
+                .with_context(|| format!("`{key}` takes a number of hours, not {value}"))?;
+            if hours > 168 {
+                bail!("`{key}` can be at most 168 hours (7 days), not {hours}");
+            }
+            Ok(())
         }
         WEB_ALLOW_LOOPBACK => check::<bool>(key, value),
         SHELL_EXTRA_ENV => check::<Vec<String>>(key, value),

@@ -339,6 +339,9 @@ pub enum CoreEvent {
     },
     /// An app's state changed (launched, failed, gave up, quarantined, update staged, ...).
     AppStateChanged { app: AppStatus },
+    /// The store revoked an installed app: it was stopped and quarantined (its data and logs
+    /// kept). `reason` is the store's.
+    AppRevoked { app_id: String, reason: String },
     /// A reminder's time came (or it was run by hand); its turn runs in `session_id` when set.
     /// `trigger` is `schedule`, `catch_up` (it came due while Osprey was not running) or `manual`.
     ReminderFired {
