@@ -7,6 +7,7 @@ use std::path::Path;
 /// the UI's call to it is refused, so keep the two lists together.
 const COMMANDS: &[&str] = &[
     "app_info",
+    "background_status",
     "send_message",
     "cancel_turn",
     "list_sessions",

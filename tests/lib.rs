@@ -14,6 +14,8 @@ use anyhow::{Context, Result, bail};
 pub use webdriver::{Element, WebDriver};
 
 #[cfg(unix)]
+pub mod daemon;
+#[cfg(unix)]
 mod processes;
 #[cfg(unix)]
 pub use processes::{DesktopApp, LaunchOptions, SessionBus, TauriDriver, VirtualDisplay};
@@ -115,16 +117,40 @@ pub fn app_project(dir: &Path, manifest: &serde_json::Value, binary: &Path) {
 /// Builds a workspace package (a fixture app) once per test process and returns its executable
 /// as cargo reports it. Safe from inside `cargo test`: cargo holds no build lock while tests run.
 pub fn fixture_binary(package: &str) -> PathBuf {
+    built_executable(package, package)
+}
+
+/// The `osprey` command-line program, built as [`fixture_binary`] builds a fixture (for suites
+/// outside osprey-cli, where cargo sets no `CARGO_BIN_EXE_osprey`).
+pub fn cli_binary() -> PathBuf {
+    built_executable("osprey-cli", "osprey")
+}
+
+/// Builds `osprey-app-sandbox` into the target directory, where the app runtime looks for it
+/// beside the running executable's folder: suites that run store apps (which never run without
+/// the sandbox) call this first, so `cargo test -p <crate>` works without a workspace build.
+pub fn build_sandbox_launcher() -> PathBuf {
+    built_executable("osprey-apps", "osprey-app-sandbox")
+}
+
+fn built_executable(package: &str, target: &str) -> PathBuf {
     use std::collections::HashMap;
     use std::sync::Mutex;
 
     static BUILT: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(path) = built.get_or_insert_with(HashMap::new).get(package) {
+    if let Some(path) = built.get_or_insert_with(HashMap::new).get(target) {
         return path.clone();
     }
     let output = std::process::Command::new(env!("CARGO"))
-        .args(["build", "-p", package, "--message-format=json"])
+        .args([
+            "build",
+            "-p",
+            package,
+            "--bin",
+            target,
+            "--message-format=json",
+        ])
         .current_dir(workspace_root())
         .stderr(std::process::Stdio::inherit())
         .output()
@@ -134,12 +160,12 @@ pub fn fixture_binary(package: &str) -> PathBuf {
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
         .filter(|message| message["reason"] == "compiler-artifact")
-        .filter(|message| message["target"]["name"] == package)
+        .filter(|message| message["target"]["name"] == target)
         .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-        .unwrap_or_else(|| panic!("cargo reported no executable for {package}"));
+        .unwrap_or_else(|| panic!("cargo reported no executable {target} in {package}"));
     built
         .get_or_insert_with(HashMap::new)
-        .insert(package.to_owned(), executable.clone());
+        .insert(target.to_owned(), executable.clone());
     executable
 }
 

@@ -10,7 +10,7 @@ mod startup;
 mod tray;
 
 use osprey_core::chat::Chats;
-use osprey_core::{Core, CoreOptions};
+use osprey_core::{Core, CoreOptions, FolderInUse, Services, Start};
 use osprey_types::UiError;
 
 use startup::data_dir_from_args;
@@ -19,6 +19,9 @@ use startup::data_dir_from_args;
 pub mod codes {
     /// The core could not be opened at startup; the message says why.
     pub const CORE_UNAVAILABLE: &str = "core_unavailable";
+    /// The core opened but its background services (apps, reminders, MCP, the control socket)
+    /// did not start; `data_folder_in_use` when another Osprey holds the data folder.
+    pub const SERVICES_UNAVAILABLE: &str = "services_unavailable";
 }
 
 /// What the commands reach through `tauri::State`: the core, or why it failed to open. Keeping the
@@ -63,10 +66,58 @@ pub fn ui_error(code: &str, error: impl std::fmt::Display) -> UiError {
     }
 }
 
-/// The control socket's server, kept for the life of the app (dropping it removes the socket).
-#[cfg(unix)]
-struct ControlSocket {
-    _server: osprey_core::control::ControlServer,
+/// The background services of this window's core ([`Core::start`]), or why they did not start
+/// (the data folder held by another Osprey, say), which the UI shows.
+#[derive(Debug)]
+pub struct Background {
+    services: std::sync::Mutex<Option<Services>>,
+    error: Option<UiError>,
+}
+
+impl From<anyhow::Result<Services>> for Background {
+    fn from(started: anyhow::Result<Services>) -> Background {
+        match started {
+            Ok(services) => Background {
+                services: std::sync::Mutex::new(Some(services)),
+                error: None,
+            },
+            Err(error) => {
+                tracing::error!("Osprey's background services did not start: {error:#}");
+                let code = if error.is::<FolderInUse>() {
+                    FolderInUse::CODE
+                } else {
+                    codes::SERVICES_UNAVAILABLE
+                };
+                Background {
+                    services: std::sync::Mutex::new(None),
+                    error: Some(ui_error(code, error)),
+                }
+            }
+        }
+    }
+}
+
+impl Background {
+    /// Nothing started: the core did not open (the UI shows that error instead).
+    fn none() -> Background {
+        Background {
+            services: std::sync::Mutex::new(None),
+            error: None,
+        }
+    }
+
+    /// Ok while the services run; the start's error when they did not start.
+    pub fn status(&self) -> Result<(), UiError> {
+        self.error.clone().map_or(Ok(()), Err)
+    }
+
+    /// The running services, once, for the shutdown at exit.
+    fn take(&self) -> Option<Services> {
+        self.services
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
 }
 
 /// Starts the desktop app and blocks until it quits.
@@ -89,6 +140,7 @@ pub fn run() {
         .manage(state)
         .invoke_handler(tauri::generate_handler![
             commands::settings::app_info,
+            commands::settings::background_status,
             commands::settings::provider_overview,
             commands::settings::set_provider_setting,
             commands::chat::send_message,
@@ -110,38 +162,19 @@ pub fn run() {
             if let Err(error) = tray::create(app.handle()) {
                 tracing::warn!("no tray icon: {error}");
             }
-            // Apps launch in the background on Tauri's tokio runtime; the window never waits.
+            let mut background = Background::none();
             if let Ok(core) = tauri::Manager::state::<CoreState>(app).core().cloned() {
                 // The UI answers approval questions; events reach it through the main window.
                 core.attach_approvals();
                 events::forward(app.handle().clone(), &core);
-                let handle = app.handle().clone();
-                tauri::async_runtime::spawn(async move {
-                    core.forward_app_events();
-                    if let Err(error) = core.start_apps() {
-                        tracing::warn!("apps not started: {error:#}");
-                    }
-                    // Reminders fire while the window is open; an app that provides `schedule`
-                    // takes over while it runs.
-                    if let Err(error) = core.start_scheduler() {
-                        tracing::warn!("reminders not started: {error:#}");
-                    }
-                    core.follow_schedule_apps();
-                    if let Err(error) = core.start_mcp() {
-                        tracing::warn!("MCP servers not started: {error:#}");
-                    }
-                    // `osprey app launch | stop` from a terminal reach this supervisor.
-                    #[cfg(unix)]
-                    match core.serve_control() {
-                        Ok(server) => {
-                            tauri::Manager::manage(&handle, ControlSocket { _server: server });
-                        }
-                        Err(error) => tracing::warn!("no control socket: {error:#}"),
-                    }
-                    #[cfg(not(unix))]
-                    let _ = handle;
-                });
+                // One start for every background service (apps, reminders, MCP, the control
+                // socket). It only spawns, so the window does not wait; a data folder held by
+                // another Osprey is reported to the UI, and this window still chats.
+                background = Background::from(tauri::async_runtime::block_on(
+                    core.start(Start::all("the Osprey desktop app")),
+                ));
             }
+            tauri::Manager::manage(app, background);
             Ok(())
         })
         .build(tauri::generate_context!());
@@ -156,13 +189,10 @@ pub fn run() {
         // Stop the apps' processes before the process ends, so none is left to be found as an
         // orphan at the next start.
         if let tauri::RunEvent::Exit = event
-            && let Ok(core) = tauri::Manager::state::<CoreState>(handle).core()
+            && let Some(background) = tauri::Manager::try_state::<Background>(handle)
+            && let Some(services) = background.take()
         {
-            tauri::async_runtime::block_on(async {
-                core.stop_mcp().await;
-                core.stop_scheduler().await;
-                core.stop_apps().await;
-            });
+            tauri::async_runtime::block_on(services.shutdown());
         }
     });
 }

@@ -82,6 +82,15 @@ export function appInfo(): Promise<CoreInfo> {
   return call<CoreInfo>("app_info");
 }
 
+/**
+ * Resolves while the background services (apps, reminders, MCP servers, the control socket) run;
+ * rejects with why they did not start: `data_folder_in_use` names the other Osprey that holds the
+ * data folder.
+ */
+export function backgroundStatus(): Promise<void> {
+  return call<void>("background_status");
+}
+
 /** What chat will use and each provider's stored settings (Settings > Model). */
 export function providerOverview(): Promise<ProviderOverview> {
   return call<ProviderOverview>("provider_overview");

@@ -4,12 +4,20 @@
 use osprey_types::{CoreInfo, ProviderOverview, UiError};
 use tauri::State;
 
-use crate::{CoreState, ui_error};
+use crate::{Background, CoreState, ui_error};
 
 /// Version, data directory and registered tools of the running core.
 #[tauri::command]
 pub fn app_info(state: State<'_, CoreState>) -> Result<CoreInfo, UiError> {
     info(&state)
+}
+
+/// Whether the background services (apps, reminders, MCP, the control socket) run; the error
+/// (`data_folder_in_use` naming the other Osprey, or `services_unavailable`) when they did not
+/// start.
+#[tauri::command]
+pub fn background_status(background: State<'_, Background>) -> Result<(), UiError> {
+    background.status()
 }
 
 // Split from the command so it can be tested without a Tauri runtime.

@@ -80,12 +80,11 @@ pub async fn run(data_dir: Option<PathBuf>, args: ChatArgs) -> anyhow::Result<Ex
         })
         .await?;
     // A gateway app is the model: the apps run for the length of the chat.
-    let apps = options.gateway_app.is_some();
-    if apps {
-        core.start_apps()?;
-    }
-    // The configured MCP servers connect in the background; their tools join as they come.
-    core.start_mcp()?;
+    // The configured MCP servers connect in the background; their tools join as they come. The
+    // apps need the data folder to themselves: another Osprey holding it is refused here.
+    let services = core
+        .start(osprey_core::Start::chat(options.gateway_app.is_some()))
+        .await?;
     let runner = core.chat_runner(&options)?;
     let session = args.session.clone().unwrap_or_else(new_session_id);
     let code = match args.prompt {
@@ -93,10 +92,7 @@ pub async fn run(data_dir: Option<PathBuf>, args: ChatArgs) -> anyhow::Result<Ex
         None => interactive(&runner, &session).await,
     };
     // Stdio MCP servers and apps are child processes: stop them rather than leave them to exit.
-    core.stop_mcp().await;
-    if apps {
-        core.stop_apps().await;
-    }
+    services.shutdown().await;
     code
 }
 

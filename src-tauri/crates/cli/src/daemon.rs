@@ -3,7 +3,8 @@
 //! provides `schedule` takes over while it runs) and the configured MCP servers, and serves the
 //! control socket, so `osprey app launch | stop` from another terminal reach its supervisor. It
 //! stops everything on SIGTERM or Ctrl-C. Calls that need approval are denied: nobody is there
-//! to ask.
+//! to ask. One Osprey runs the apps of a data folder: a folder another Osprey holds is refused
+//! before any app starts.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,11 +21,7 @@ pub async fn run(data_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let mut terminate = signal(SignalKind::terminate()).context("installing a SIGTERM handler")?;
     let mut interrupt = signal(SignalKind::interrupt()).context("installing a SIGINT handler")?;
     let core = crate::open(data_dir, None, None)?;
-    let control = core.serve_control()?;
-    core.start_apps()?;
-    core.start_scheduler()?;
-    let schedule_apps = core.follow_schedule_apps();
-    core.start_mcp()?;
+    let services = core.start(osprey_core::Start::all("osprey daemon")).await?;
     println!("{READY} on {}", core.data_dir().display());
     std::io::stdout().flush()?;
     tokio::select! {
@@ -32,10 +29,6 @@ pub async fn run(data_dir: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         _ = interrupt.recv() => {}
     }
     eprintln!("osprey daemon: stopping the apps");
-    drop(control);
-    schedule_apps.abort();
-    core.stop_mcp().await;
-    core.stop_scheduler().await;
-    core.stop_apps().await;
+    services.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -11,10 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use osprey_apps::{KeyPair, Limits, napp};
-use support::{start_daemon, wait_for_line};
-
-#[path = "support/daemon.rs"]
-mod support;
+use osprey_tests::daemon::{start_daemon, wait_for_line};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -416,6 +413,7 @@ fn a_revoked_app_is_refused() {
 /// start and every hour), its data kept.
 #[test]
 fn a_running_app_the_store_revokes_is_stopped_and_quarantined_by_the_sweep() {
+    osprey_tests::build_sandbox_launcher();
     let fixture = Fixture::new();
     let store = ServedStore::start(fixture.path());
     let url = store.url.as_str();
@@ -430,7 +428,7 @@ fn a_running_app_the_store_revokes_is_stopped_and_quarantined_by_the_sweep() {
     std::fs::create_dir_all(data.join("apps/com.example.units/data")).unwrap();
     std::fs::write(data.join("apps/com.example.units/data/notes.txt"), "kept").unwrap();
 
-    let (_daemon, lines) = start_daemon(&data);
+    let (_daemon, lines) = start_daemon(osprey_bin(), &data);
     wait_for_line(&lines, "osprey daemon: ready");
     let pid = wait_for_pid(&fixture, "com.example.units");
 
@@ -619,4 +617,8 @@ fn store_serve_stops_on_sigterm() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(exit.success(), "{exit:?}");
+}
+
+fn osprey_bin() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_BIN_EXE_osprey"))
 }

@@ -1,6 +1,6 @@
 //! `osprey daemon` as a person runs it on a headless machine: it starts the installed apps,
 //! `osprey app launch | stop | list` from another process reach its supervisor over the control
-//! socket, a second daemon on the same data dir is refused, and SIGTERM stops every app. Without
+//! socket, a second Osprey that wants the same data dir's apps is refused naming the holder, and SIGTERM stops every app. Without
 //! a daemon, `launch` says how to get one.
 #![cfg(unix)]
 
@@ -8,11 +8,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use osprey_tests::daemon::{start_daemon, wait_for_line};
 use osprey_tests::{app_project, fixture_binary};
-use support::{start_daemon, wait_for_line};
 
-#[path = "support/daemon.rs"]
-mod support;
 use serde_json::{Value, json};
 
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -62,6 +60,15 @@ fn state_of(data: &Path, id: &str) -> Option<String> {
         .and_then(|app| app["state"].as_str().map(String::from))
 }
 
+/// The running app's process, from its supervisor's pid file.
+fn pid_of(data: &Path, id: &str) -> i32 {
+    std::fs::read_to_string(data.join("apps").join(id).join(".pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
 fn until(what: &str, mut condition: impl FnMut() -> bool) {
     let started = Instant::now();
     while !condition() {
@@ -94,17 +101,28 @@ fn the_daemon_supervises_apps_that_other_commands_launch_and_stop() {
     );
     assert_eq!(state_of(&data, "units"), None);
 
-    let (daemon, lines) = start_daemon(&data);
+    let (daemon, lines) = start_daemon(osprey_bin(), &data);
     wait_for_line(&lines, "osprey daemon: ready");
     // The daemon starts installed apps itself.
     until("the app to run", || {
         state_of(&data, "units").as_deref() == Some("running")
     });
 
-    // A second daemon on the same data dir is refused: one supervisor per data dir.
+    // A second Osprey that wants the apps of the same data dir (another daemon, a chat whose
+    // model is an app) is refused before it touches them, and says who holds the folder.
+    let running = pid_of(&data, "units");
+    let holder = format!("in use by osprey daemon (pid {})", daemon.0.id());
     let (code, _, stderr) = osprey(&data, &["daemon"]);
     assert_eq!(code, 1);
-    assert!(stderr.contains("already running"), "{stderr}");
+    assert!(stderr.contains(&holder), "{stderr}");
+    let (code, _, stderr) = osprey(&data, &["chat", "--app", "units", "-p", "hello"]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains(&holder) && stderr.contains("--data-dir"),
+        "{stderr}"
+    );
+    assert!(pid_alive(running));
+    assert_eq!(pid_of(&data, "units"), running);
 
     let (code, report, stderr) = osprey(&data, &["app", "stop", "units", "--json"]);
     assert_eq!(code, 0, "{stderr} {report}");
@@ -140,18 +158,23 @@ fn apps_do_not_outlive_a_killed_daemon() {
     let data = root.path().join("data");
     std::fs::create_dir_all(data.join("apps")).unwrap();
     sideload(root.path(), &data);
-    let (mut daemon, lines) = start_daemon(&data);
+    let (mut daemon, lines) = start_daemon(osprey_bin(), &data);
     wait_for_line(&lines, "osprey daemon: ready");
     until("the app to run", || {
         state_of(&data, "units").as_deref() == Some("running")
     });
-    let pid: i32 = std::fs::read_to_string(data.join("apps/units/.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = pid_of(&data, "units");
     assert!(pid_alive(pid));
     daemon.0.kill().unwrap();
     daemon.0.wait().unwrap();
     until("the orphaned app to exit", || !pid_alive(pid));
+    // The kernel dropped the killed daemon's folder lock with its process: the next one starts
+    // (its lock file still names the dead holder; a stale name never blocks).
+    let (next, lines) = start_daemon(osprey_bin(), &data);
+    wait_for_line(&lines, "osprey daemon: ready");
+    drop(next);
+}
+
+fn osprey_bin() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_BIN_EXE_osprey"))
 }

@@ -99,7 +99,7 @@ mod unix {
         }
 
         /// Emits `AppStateChanged` whenever the supervisor or a launch reports on an app, until
-        /// the core is dropped. Spawned on the current runtime by the desktop.
+        /// the core is dropped. [`Core::start`] spawns it on the current runtime.
         pub fn forward_app_events(&self) -> tokio::task::JoinHandle<()> {
             let core = self.clone();
             let mut supervisor = self.apps().supervisor().subscribe();

@@ -405,6 +405,17 @@ mod platform {
 
         async fn sweep(&self, fresh: bool) -> SweepReport {
             let mut report = SweepReport::default();
+            // Sideloaded apps have no store to revoke them: without store apps nothing is asked
+            // of the store (nor warned about when there is none).
+            let installer = self.installer.clone();
+            let from_a_store = tokio::task::spawn_blocking(move || {
+                installer.list().iter().any(|app| !app.sideloaded)
+            })
+            .await
+            .unwrap_or(true);
+            if !from_a_store {
+                return report;
+            }
             match self.trust.revoked_installed(&self.installer, fresh).await {
                 Ok(revoked) => {
                     for (id, reason) in revoked {

@@ -17,6 +17,7 @@ pub mod gateway;
 pub mod mcp;
 pub mod scheduler;
 pub mod secrets;
+pub mod services;
 pub mod settings;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +37,7 @@ use osprey_tools::{
 };
 use osprey_types::{CoreInfo, Origin, ToolResult};
 use serde_json::Value;
+pub use services::{FolderInUse, Services, Start};
 
 /// How to build a [`Core`].
 #[derive(Clone, Debug, Default)]
@@ -308,7 +310,8 @@ impl Core {
     /// of a previous run, starts the supervisor and the watcher, launches every installed,
     /// non-quarantined app; each app's tools and hooks appear as it becomes healthy; comm messages
     /// are answered and channel events recorded, see [`comm`]) and returns
-    /// at once. Only the desktop app calls it; a second call does nothing. Fails outside a tokio
+    /// at once. Front ends start it through [`Core::start`], which claims the data folder
+    /// first; a second call does nothing. Fails outside a tokio
     /// runtime; on platforms without the app runtime it does nothing.
     pub fn start_apps(&self) -> anyhow::Result<()> {
         #[cfg(unix)]

@@ -1,5 +1,4 @@
 //! `osprey daemon` started by a test: killed if the test ends early, its stdout lines readable.
-#![allow(dead_code)] // each test binary uses a different part
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -20,8 +19,10 @@ impl Drop for Daemon {
     }
 }
 
-pub fn start_daemon(data: &Path) -> (Daemon, mpsc::Receiver<String>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_osprey"))
+/// Starts `<osprey> --data-dir <data> daemon` (the CLI's tests pass `CARGO_BIN_EXE_osprey`, other
+/// suites [`crate::cli_binary`]) without the caller's data dir or store settings.
+pub fn start_daemon(osprey: &Path, data: &Path) -> (Daemon, mpsc::Receiver<String>) {
+    let mut child = Command::new(osprey)
         .arg("--data-dir")
         .arg(data)
         .arg("daemon")
