@@ -234,6 +234,7 @@ fn serve(stream: TcpStream, script: &Script) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut length = 0usize;
     let mut line = String::new();
+    let mut path = None;
     loop {
         line.clear();
         if reader.read_line(&mut line)? == 0 {
@@ -243,6 +244,10 @@ fn serve(stream: TcpStream, script: &Script) -> std::io::Result<()> {
         if trimmed.is_empty() {
             break;
         }
+        if path.is_none() {
+            // The request line: METHOD PATH VERSION.
+            path = trimmed.split_whitespace().nth(1).map(String::from);
+        }
         if let Some((name, value)) = trimmed.split_once(':')
             && name.eq_ignore_ascii_case("content-length")
         {
@@ -251,17 +256,30 @@ fn serve(stream: TcpStream, script: &Script) -> std::io::Result<()> {
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     script
         .seen
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+        .push(body.clone());
+    let mut stream = stream;
+    // Refused as the real API refuses it, without using up a scripted reply.
+    if let Some((status, error)) =
+        crate::provider_rules::refusal(path.as_deref().unwrap_or("/"), &body)
+    {
+        let error = error.to_string();
+        write!(
+            stream,
+            "HTTP/1.1 {status} Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{error}",
+            error.len()
+        )?;
+        return stream.flush();
+    }
     let reply = script
         .replies
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .pop_front();
-    let mut stream = stream;
     let Some(reply) = reply else {
         let message = "the test script has no more replies";
         write!(

@@ -96,13 +96,8 @@ impl Message {
     }
 }
 
-/// A tool as the model is told about it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    pub input_schema: Value,
-}
+/// A tool as the model is told about it (its schema in the portable dialect).
+pub use osprey_tools::ToolSpec;
 
 /// Everything a provider needs for one model call.
 #[derive(Clone, Debug, PartialEq)]

@@ -376,17 +376,7 @@ impl Runner {
         let user_seq = self.persist(turn, &user, None).await?;
         transcript.push(user, user_seq);
 
-        let tools: Vec<ToolSpec> = self
-            .inner
-            .registry
-            .schemas()
-            .into_iter()
-            .map(|s| ToolSpec {
-                name: s["name"].as_str().unwrap_or_default().to_string(),
-                description: s["description"].as_str().unwrap_or_default().to_string(),
-                input_schema: s["input_schema"].clone(),
-            })
-            .collect();
+        let tools: Vec<ToolSpec> = self.inner.registry.specs();
         let system = self.system_prompt(turn, &tools).await;
         // The system prompt and tools stay the same for the whole turn: measure them once.
         let fixed_tokens = tokens::text_tokens(&system) + tokens::tools_tokens(&tools);

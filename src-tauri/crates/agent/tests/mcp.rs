@@ -78,7 +78,7 @@ async fn the_server_lists_the_registry_runs_calls_as_mcp_and_approves_nothing() 
         .expect("file listed");
     assert_eq!(
         Value::Object((*file.input_schema).clone()),
-        registry.schemas()[0]["input_schema"]
+        registry.specs()[0].input_schema
     );
 
     let note = dir.path().join("note.txt");

@@ -176,16 +176,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tool(args) => tool(cli.data_dir, args).await,
         Command::Tools { json } => {
             let core = open(cli.data_dir, None, None)?;
-            let schemas = core.registry().schemas();
+            // What a model is told: the portable schema every provider accepts.
+            let specs = core.registry().specs();
             if json {
-                println!("{}", serde_json::to_string_pretty(&schemas)?);
+                println!("{}", serde_json::to_string_pretty(&specs)?);
             } else {
-                for s in schemas {
+                for spec in specs {
                     println!(
                         "{}\n  {}\n{}\n",
-                        s["name"].as_str().unwrap_or_default(),
-                        s["description"].as_str().unwrap_or_default(),
-                        serde_json::to_string_pretty(&s["input_schema"])?
+                        spec.name,
+                        spec.description,
+                        serde_json::to_string_pretty(&spec.input_schema)?
                     );
                 }
             }

@@ -1,4 +1,5 @@
-//! The desktop's chat through the core: a real Anthropic-format SSE server on loopback, the real
+//! The desktop's chat through the core: a real Anthropic-format SSE server on loopback (refusing
+//! what the real API refuses, such as a tool schema with a top-level allOf), the real
 //! provider client and runner, a real shell tool call behind the approval broker. What the UI
 //! sees is the event bus, so that is what these tests read.
 

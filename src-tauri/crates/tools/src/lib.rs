@@ -15,6 +15,7 @@ pub mod hooks;
 pub mod registry;
 pub mod security;
 pub mod shell;
+pub mod spec;
 pub mod tool;
 pub mod web;
 
@@ -28,4 +29,5 @@ pub use security::origin::OriginRules;
 pub use security::paths::PathGuard;
 pub use security::policy::{Approver, AskMode, FixedApprover, Level, Policy, PolicyConfig};
 pub use security::safeguard::Safeguard;
+pub use spec::ToolSpec;
 pub use tool::{DomainTool, Tool, ToolContext};

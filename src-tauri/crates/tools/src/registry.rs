@@ -35,6 +35,7 @@ use crate::security::origin::OriginRules;
 use crate::security::policy::{Approver, Policy, Subject, Verdict};
 use crate::security::safeguard::Safeguard;
 use crate::security::shell_syntax::{CommandAnalysis, analyze};
+use crate::spec::ToolSpec;
 use crate::tool::{DomainAdapter, DomainTool, Tool, ToolContext};
 
 /// A change to the set of registered tools.
@@ -204,11 +205,13 @@ impl Registry {
         lock_read(&self.inner.tools).keys().cloned().collect()
     }
 
-    /// `{name, description, input_schema}` for every tool, sorted by name.
-    pub fn schemas(&self) -> Vec<Value> {
+    /// Every tool as a model or an MCP client is told about it, sorted by name: its schema in
+    /// the dialect every provider accepts ([`crate::spec::portable_schema`]; the tool itself
+    /// still validates against its own, richer schema).
+    pub fn specs(&self) -> Vec<ToolSpec> {
         lock_read(&self.inner.tools)
             .values()
-            .map(|t| json!({"name": t.name(), "description": t.description(), "input_schema": t.schema()}))
+            .map(|t| ToolSpec::portable(t.name(), t.description(), t.schema()))
             .collect()
     }
 

@@ -732,9 +732,9 @@ fn tools_can_come_and_go_at_run_time_and_listeners_hear_it() {
             RegistryChange::Added("probe".into())
         ]
     );
-    let schemas = f.registry.schemas();
-    assert_eq!(schemas[0]["name"], "probe");
-    assert_eq!(schemas[0]["input_schema"]["type"], "object");
+    let specs = f.registry.specs();
+    assert_eq!(specs[0].name, "probe");
+    assert_eq!(specs[0].input_schema["type"], "object");
 }
 
 #[tokio::test]

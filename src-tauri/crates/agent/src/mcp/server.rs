@@ -162,18 +162,16 @@ impl McpServer {
     }
 }
 
-/// A registry tool as MCP lists it: name, description, input schema.
+/// A registry tool as MCP lists it: name, description, and the input schema in the portable
+/// dialect, since a client may forward it to a provider that refuses top-level combinators.
 fn as_mcp_tool(tool: &dyn osprey_tools::Tool) -> McpTool {
-    let input_schema = match tool.schema() {
-        serde_json::Value::Object(map) => map.clone(),
-        // MCP requires an object schema; a tool without one takes an object of anything.
-        _ => serde_json::Map::from_iter([("type".to_string(), "object".into())]),
+    let spec = osprey_tools::ToolSpec::portable(tool.name(), tool.description(), tool.schema());
+    let input_schema = match spec.input_schema {
+        serde_json::Value::Object(map) => map,
+        // Never taken: a portable schema is an object.
+        _ => serde_json::Map::new(),
     };
-    McpTool::new(
-        tool.name().to_string(),
-        tool.description().to_string(),
-        Arc::new(input_schema),
-    )
+    McpTool::new(spec.name, spec.description, Arc::new(input_schema))
 }
 
 /// The approver of a server without one: it records the question and says no.

@@ -95,11 +95,20 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     script.seen.lock().unwrap().push(Seen {
         path: uri.path().to_string(),
         headers,
-        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        body: body.clone(),
     });
+    // Refused as the real API refuses it, without using up a scripted reply.
+    if let Some((status, error)) = osprey_tests::provider_rules::refusal(uri.path(), &body) {
+        return Response::builder()
+            .status(status)
+            .header("content-type", "application/json")
+            .body(Body::from(error.to_string()))
+            .unwrap();
+    }
     let reply = script.replies.lock().unwrap().pop_front();
     let Some(reply) = reply else {
         return Response::builder()

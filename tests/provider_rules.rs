@@ -1,0 +1,146 @@
+//! What the real model APIs refuse before they answer, so the loopback model servers refuse it
+//! too: a client that passes against them passes against the real service. Each rule is one the
+//! service documents or was seen enforcing, with its real status and error body.
+//!
+//! - Anthropic Messages (`/v1/messages`): a tool's `input_schema` must be an object schema with
+//!   `type: object` and no `oneOf`, `allOf` or `anyOf` at its top level; tool names match
+//!   `^[a-zA-Z0-9_-]{1,128}$`.
+//! - OpenAI Chat Completions (`/chat/completions`): a function's `parameters` must have
+//!   `type: object` at the top; names match `^[a-zA-Z0-9_-]{1,64}$`.
+
+use serde_json::{Value, json};
+
+/// The status and JSON body the real service answers `body` (sent to `path`) with, when it
+/// refuses it; `None` when it would take it.
+pub fn refusal(path: &str, body: &Value) -> Option<(u16, Value)> {
+    if path.ends_with("/messages") {
+        anthropic(body).map(|message| {
+            (
+                400,
+                json!({"type": "error",
+                       "error": {"type": "invalid_request_error", "message": message}}),
+            )
+        })
+    } else if path.ends_with("/chat/completions") {
+        openai(body).map(|(message, param)| {
+            (
+                400,
+                json!({"error": {"message": message, "type": "invalid_request_error",
+                                 "param": param, "code": "invalid_value"}}),
+            )
+        })
+    } else {
+        None
+    }
+}
+
+fn name_ok(name: &str, max: usize) -> bool {
+    (1..=max).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn anthropic(body: &Value) -> Option<String> {
+    let tools = body.get("tools")?.as_array()?;
+    for (i, tool) in tools.iter().enumerate() {
+        let name = tool["name"].as_str().unwrap_or_default();
+        if !name_ok(name, 128) {
+            return Some(format!(
+                "tools.{i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{{1,128}}$'"
+            ));
+        }
+        let schema = &tool["input_schema"];
+        if !schema.is_object() {
+            return Some(format!("tools.{i}.custom.input_schema: Field required"));
+        }
+        if ["oneOf", "allOf", "anyOf"]
+            .iter()
+            .any(|k| schema.get(*k).is_some())
+        {
+            return Some(format!(
+                "tools.{i}.custom.input_schema: input_schema does not support oneOf, allOf, or \
+                 anyOf at the top level"
+            ));
+        }
+        if schema["type"] != "object" {
+            return Some(format!(
+                "tools.{i}.custom.input_schema.type: Input should be 'object'"
+            ));
+        }
+    }
+    None
+}
+
+fn openai(body: &Value) -> Option<(String, String)> {
+    let tools = body.get("tools")?.as_array()?;
+    for (i, tool) in tools.iter().enumerate() {
+        let function = &tool["function"];
+        let name = function["name"].as_str().unwrap_or_default();
+        if !name_ok(name, 64) {
+            return Some((
+                format!(
+                    "Invalid 'tools[{i}].function.name': string does not match pattern. Expected \
+                     a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
+                ),
+                format!("tools[{i}].function.name"),
+            ));
+        }
+        let parameters = &function["parameters"];
+        if !parameters.is_null() && parameters["type"] != "object" {
+            let got = parameters.get("type").map_or("None".to_string(), |t| {
+                t.as_str().map_or(t.to_string(), String::from)
+            });
+            return Some((
+                format!(
+                    "Invalid schema for function '{name}': schema must be a JSON Schema of 'type: \
+                     \"object\"', got 'type: \"{got}\"'."
+                ),
+                format!("tools[{i}].function.parameters"),
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anthropic_refuses_a_top_level_all_of_with_its_message() {
+        let body = json!({"tools": [
+            {"name": "ok", "input_schema": {"type": "object", "properties": {}}},
+            {"name": "file", "input_schema": {"type": "object", "allOf": []}},
+        ]});
+        let (status, error) = refusal("/v1/messages", &body).unwrap();
+        assert_eq!(status, 400);
+        assert_eq!(
+            error["error"]["message"],
+            "tools.1.custom.input_schema: input_schema does not support oneOf, allOf, or anyOf at \
+             the top level"
+        );
+        assert!(refusal("/v1/messages", &json!({"tools": [body["tools"][0]]})).is_none());
+        assert!(
+            refusal(
+                "/v1/messages",
+                &json!({"tools": [{"name": "a.b", "input_schema": {"type": "object"}}]})
+            )
+            .is_some()
+        );
+    }
+
+    #[test]
+    fn openai_wants_an_object_at_the_top() {
+        let body = json!({"tools": [{"type": "function",
+            "function": {"name": "f", "parameters": {"anyOf": []}}}]});
+        let (_, error) = refusal("/v1/chat/completions", &body).unwrap();
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("got 'type: \"None\"'")
+        );
+        assert!(refusal("/api/chat", &body).is_none());
+    }
+}
