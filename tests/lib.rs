@@ -117,7 +117,9 @@ pub fn app_project(dir: &Path, manifest: &serde_json::Value, binary: &Path) {
 
 /// Builds a workspace package (a fixture app) once per test process and returns its executable
 /// as cargo reports it. Safe from inside `cargo test`: cargo holds no build lock while tests run.
+/// Apps run in the sandbox, so the launcher is built with the first fixture.
 pub fn fixture_binary(package: &str) -> PathBuf {
+    build_sandbox_launcher();
     built_executable(package, package)
 }
 
@@ -127,11 +129,12 @@ pub fn cli_binary() -> PathBuf {
     built_executable("osprey-cli", "osprey")
 }
 
-/// Builds `osprey-app-sandbox` into the target directory, where the app runtime looks for it
-/// beside the running executable's folder: suites that run store apps (which never run without
-/// the sandbox) call this first, so `cargo test -p <crate>` works without a workspace build.
+/// Builds `osprey-sandbox` into the target directory, where the app runtime and the shell tool
+/// look for it beside the running executable's folder: suites that run store apps (which never
+/// run without the sandbox) or sandboxed commands call this first, so `cargo test -p <crate>`
+/// works without a workspace build.
 pub fn build_sandbox_launcher() -> PathBuf {
-    built_executable("osprey-apps", "osprey-app-sandbox")
+    built_executable("osprey-sandbox", "osprey-sandbox")
 }
 
 fn built_executable(package: &str, target: &str) -> PathBuf {

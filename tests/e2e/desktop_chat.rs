@@ -16,8 +16,14 @@ const UI_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Points the app's chat at the loopback server through the stored provider settings (the same
 /// setting `osprey config set provider.anthropic.base_url` writes).
-fn configure_provider(data_dir: &Path, server: &AnthropicServer) -> Result<()> {
+/// The scripted model as the provider, and `work` as the shell sandbox's workspace (commands
+/// write only there).
+fn configure(data_dir: &Path, server: &AnthropicServer, work: &Path) -> Result<()> {
     let database = osprey_db::Database::open_in(data_dir).context("opening the test database")?;
+    database
+        .settings()
+        .set("shell.sandbox", &json!({"workspaces": [work]}))
+        .context("storing the sandbox settings")?;
     database
         .settings()
         .set(
@@ -93,7 +99,7 @@ fn a_typed_message_streams_and_an_approved_tool_call_runs() -> Result<()> {
         ),
         ScriptedReply::text("Done: I created the file you asked for."),
     ])?;
-    configure_provider(data.path(), &server)?;
+    configure(data.path(), &server, work.path())?;
     let app = DesktopApp::launch_with(
         "desktop_chat",
         LaunchOptions {

@@ -95,7 +95,7 @@ fn launch_to_healthy(c: &mut Criterion) {
             LaunchOptions {
                 sandbox: SandboxOptions {
                     enabled: sandboxed,
-                    launcher: Some(env!("CARGO_BIN_EXE_osprey-app-sandbox").into()),
+                    launcher: Some(osprey_tests::build_sandbox_launcher()),
                     allow_degraded: false,
                 },
                 ..quiet()

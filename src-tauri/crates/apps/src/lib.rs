@@ -30,7 +30,8 @@ pub mod permissions;
 pub mod provided_tools;
 #[cfg(unix)]
 pub mod runtime;
-pub mod sandbox;
+/// The kernel sandbox apps run in (shared with shell commands).
+pub use osprey_sandbox as sandbox;
 pub mod settings;
 pub mod signing;
 pub mod store_client;

@@ -310,7 +310,7 @@ impl Launcher {
                     "sandbox_unavailable",
                     format!(
                         "{missing}; store apps are never run unsandboxed: reinstall Osprey, or \
-                         in a source checkout run `cargo build -p osprey-apps --bin {}`",
+                         in a source checkout run `cargo build -p osprey-sandbox --bin {}`",
                         crate::sandbox::LAUNCHER_NAME
                     ),
                 ));

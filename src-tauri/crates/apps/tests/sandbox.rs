@@ -1,5 +1,5 @@
 //! The OS sandbox around a real sidecar (the probe fixture, started through the
-//! `osprey-app-sandbox` launcher): what a hostile app tries is refused by the kernel while its
+//! `osprey-sandbox` launcher): what a hostile app tries is refused by the kernel while its
 //! ordinary work goes on, the network follows the manifest's `network:` permission, the launch
 //! fails closed without the launcher, and the app list shows what is enforced. Each refusal has a
 //! control: the same attempt succeeds with the sandbox turned off, so the tests cannot pass by
@@ -348,16 +348,17 @@ async fn a_sideloaded_app_runs_flagged_without_the_launcher() {
 #[test]
 fn the_launcher_is_found_beside_the_test_executable() {
     // cargo puts test executables in target/<profile>/deps and binaries one level up.
+    let built = osprey_tests::build_sandbox_launcher();
     let found = osprey_apps::sandbox::find_launcher(None).unwrap();
     assert_eq!(
         std::fs::canonicalize(found).unwrap(),
-        std::fs::canonicalize(env!("CARGO_BIN_EXE_osprey-app-sandbox")).unwrap()
+        std::fs::canonicalize(built).unwrap()
     );
 }
 
 #[test]
 fn a_stale_or_hand_run_launcher_refuses_clearly() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_osprey-app-sandbox"))
+    let output = std::process::Command::new(osprey_tests::build_sandbox_launcher())
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));

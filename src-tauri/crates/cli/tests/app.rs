@@ -413,7 +413,6 @@ fn a_revoked_app_is_refused() {
 /// start and every hour), its data kept.
 #[test]
 fn a_running_app_the_store_revokes_is_stopped_and_quarantined_by_the_sweep() {
-    osprey_tests::build_sandbox_launcher();
     let fixture = Fixture::new();
     let store = ServedStore::start(fixture.path());
     let url = store.url.as_str();

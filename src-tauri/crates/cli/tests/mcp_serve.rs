@@ -163,6 +163,10 @@ async fn origin_rules_denying_mcp_refuse_and_policy_full_lets_writes_through() {
         ],
     );
     assert_eq!(code, 0, "{stderr}");
+    // Commands run in the sandbox, which writes only in its workspace: this test's folder.
+    let sandbox = json!({"workspaces": [work.path()]}).to_string();
+    let (code, _, stderr) = osprey(data.path(), &["config", "set", "shell.sandbox", &sandbox]);
+    assert_eq!(code, 0, "{stderr}");
     let client = serve(data.path(), &["--policy", "full"]).await;
 
     let target = work.path().join("denied.txt");

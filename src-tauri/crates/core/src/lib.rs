@@ -29,7 +29,7 @@ use osprey_agent::AgentTool;
 use osprey_db::Database;
 use osprey_screen::{DesktopConfig, ScreenTools};
 use osprey_tools::file::FileTool;
-use osprey_tools::shell::{ShellConfig, ShellTool};
+use osprey_tools::shell::{ShellConfig, ShellSandbox, ShellTool};
 use osprey_tools::web::{WebConfig, WebTool};
 use osprey_tools::{
     AskMode, AuditSink, Level, OriginRules, PathGuard, Policy, PolicyConfig, Registry,
@@ -127,8 +127,25 @@ fn register_builtin_tools(
     registry.register_domain(screenshot);
     registry.register_domain(desktop);
     registry.register_domain(FileTool::new(paths.clone()));
+    let sandbox: settings::ShellSandboxSetting = settings::read(stored, settings::SHELL_SANDBOX);
+    let home = paths.home().map(Path::to_path_buf);
     registry.register_domain(ShellTool::new(ShellConfig {
         extra_env: settings::read(stored, settings::SHELL_EXTRA_ENV),
+        sandbox: ShellSandbox {
+            workspaces: sandbox
+                .workspaces
+                .iter()
+                .map(|dir| match (dir.strip_prefix("~/"), &home) {
+                    (Some(rest), Some(home)) => home.join(rest),
+                    _ => PathBuf::from(dir),
+                })
+                .collect(),
+            home_caches: sandbox.caches,
+            // Osprey's own database, keys and app data.
+            hidden: vec![paths.data_dir().to_path_buf()],
+            network: sandbox.network,
+            ..ShellSandbox::default()
+        },
         ..ShellConfig::default()
     }));
     let web = WebTool::new(WebConfig {

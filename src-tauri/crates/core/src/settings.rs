@@ -16,6 +16,9 @@ pub const ORIGIN_RULES: &str = "origin_rules";
 pub const WEB_ALLOW_LOOPBACK: &str = "web.allow_loopback";
 /// Extra environment variable names passed to shell commands: `["CARGO_HOME", "RUSTUP_HOME"]`.
 pub const SHELL_EXTRA_ENV: &str = "shell.extra_env";
+/// The kernel sandbox shell commands run in: `{"workspaces": ["~/src"], "caches": [".cargo",
+/// ".npm"], "network": true}` (see [`ShellSandboxSetting`]).
+pub const SHELL_SANDBOX: &str = "shell.sandbox";
 /// MCP servers to connect to: `{"weather": {"command": "weather-mcp", "args": []},
 /// "docs": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ..."}}}`.
 pub const MCP_SERVERS: &str = "mcp.servers";
@@ -62,6 +65,10 @@ pub const KNOWN: &[(&str, &str)] = &[
         "extra environment variable names shell commands may see",
     ),
     (
+        SHELL_SANDBOX,
+        "shell commands' sandbox: {\"workspaces\": [folders commands may write], \"caches\": [folders under home they may write too], \"network\": true}",
+    ),
+    (
         MCP_SERVERS,
         "MCP servers: {\"name\": {\"command\": ..., \"args\": [...], \"env\": {...}} or {\"url\": ..., \"headers\": {...}}}",
     ),
@@ -86,6 +93,32 @@ pub const KNOWN: &[(&str, &str)] = &[
         "sub-agent limits: {\"max_depth\": 2, \"timeout_seconds\": 300, \"max_timeout_seconds\": 3600, \"max_running\": 8} (max_depth 0 turns them off; read at start-up)",
     ),
 ];
+
+/// The `shell.sandbox` setting. Every command runs in the kernel sandbox; this only says where it
+/// may write and whether it has the network.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShellSandboxSetting {
+    /// Folders commands may write (`~/` is the home directory). Empty: the folder Osprey was
+    /// started in, unless that is the home directory or `/`.
+    pub workspaces: Vec<String>,
+    /// Folders under the home directory commands may also write: tool caches.
+    pub caches: Vec<String>,
+    pub network: bool,
+}
+
+impl Default for ShellSandboxSetting {
+    fn default() -> ShellSandboxSetting {
+        ShellSandboxSetting {
+            workspaces: Vec::new(),
+            caches: osprey_tools::shell::DEFAULT_HOME_CACHES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            network: true,
+        }
+    }
+}
 
 /// Checks that `value` is valid for `key` before it is stored.
 pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
@@ -118,6 +151,7 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
         }
         WEB_ALLOW_LOOPBACK => check::<bool>(key, value),
         SHELL_EXTRA_ENV => check::<Vec<String>>(key, value),
+        SHELL_SANDBOX => check::<ShellSandboxSetting>(key, value),
         MCP_SERVERS => {
             check::<osprey_agent::mcp::McpServers>(key, value)?;
             let servers: osprey_agent::mcp::McpServers = serde_json::from_value(value.clone())?;

@@ -101,7 +101,6 @@ async fn publish(store: &ServedStore, root: &Path, id: &str) {
 }
 
 async fn install(store: &ServedStore, data: &Path, id: &str) {
-    osprey_tests::build_sandbox_launcher();
     std::fs::create_dir_all(data.join("apps")).unwrap();
     let client = StoreClient::new(store.url());
     let trust = Trust::new(client.clone(), data.join("trust"), MAX_REVOCATION_AGE);

@@ -67,4 +67,8 @@ pub struct CallFacts {
     pub url: Option<String>,
     /// The app the call is for.
     pub app: Option<String>,
+    /// Set when only a person's answer to this very call may let it run: no level, list, safe
+    /// bin, grant or earlier "always" counts (a shell command outside the kernel sandbox, or on
+    /// a machine without one). Says why.
+    pub ask_every_time: Option<String>,
 }

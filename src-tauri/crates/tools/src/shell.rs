@@ -16,6 +16,8 @@ mod job;
 #[cfg_attr(not(unix), allow(dead_code))]
 mod output;
 mod process;
+#[cfg_attr(not(unix), allow(dead_code))]
+mod sandbox;
 #[cfg(unix)]
 mod sessions;
 
@@ -28,6 +30,7 @@ use osprey_types::{ErrorCode, ToolResult};
 use serde_json::json;
 
 pub use env::{child_env, is_denied};
+pub use sandbox::{DEFAULT_HOME_CACHES, ShellSandbox};
 
 use crate::call::{ApprovalNeed, Call, CallFacts};
 use crate::domain::{Domain, FieldType};
@@ -59,6 +62,8 @@ pub struct ShellConfig {
     pub max_sessions: usize,
     /// Between SIGTERM and SIGKILL when stopping a process group.
     pub kill_grace: Duration,
+    /// The kernel sandbox every command runs in.
+    pub sandbox: ShellSandbox,
 }
 
 impl Default for ShellConfig {
@@ -74,6 +79,7 @@ impl Default for ShellConfig {
             session_ttl: Duration::from_secs(30 * 60),
             max_sessions: 32,
             kill_grace: Duration::from_secs(2),
+            sandbox: ShellSandbox::default(),
         }
     }
 }
@@ -84,6 +90,12 @@ pub struct ShellTool {
     domain: Domain,
     #[cfg(unix)]
     sessions: sessions::Sessions,
+    /// What the kernel offers commands here, probed on first use.
+    #[cfg(unix)]
+    sandbox: std::sync::OnceLock<sandbox::Availability>,
+    /// Commands' private temp dir (their `TMPDIR`), made on first use, removed with the tool.
+    #[cfg(unix)]
+    tmp: std::sync::OnceLock<Result<tempfile::TempDir, String>>,
 }
 
 impl ShellTool {
@@ -92,8 +104,37 @@ impl ShellTool {
             domain: shell_domain(&config),
             #[cfg(unix)]
             sessions: sessions::Sessions::new(config.session_ttl),
+            #[cfg(unix)]
+            sandbox: std::sync::OnceLock::new(),
+            #[cfg(unix)]
+            tmp: std::sync::OnceLock::new(),
             config,
         }
+    }
+
+    /// Why every command needs a person's answer on this machine (no sandbox to keep it in),
+    /// if it does.
+    #[cfg(unix)]
+    fn sandbox_lacking(&self) -> Option<String> {
+        if !self.config.sandbox.enabled {
+            return None;
+        }
+        sandbox::availability(&self.config.sandbox, &self.sandbox).lacking()
+    }
+
+    /// The private temp dir commands get as `TMPDIR`.
+    #[cfg(unix)]
+    fn tmp_dir(&self) -> Result<PathBuf, String> {
+        self.tmp
+            .get_or_init(|| {
+                tempfile::Builder::new()
+                    .prefix("osprey-shell-")
+                    .tempdir()
+                    .map_err(|e| format!("cannot make the commands' temp dir: {e}"))
+            })
+            .as_ref()
+            .map(|dir| dir.path().to_path_buf())
+            .map_err(Clone::clone)
     }
 
     pub fn config(&self) -> &ShellConfig {
@@ -173,7 +214,23 @@ impl DomainTool for ShellTool {
             ("bash", "exec") => {
                 let command = call.str("command").unwrap_or("").to_string();
                 facts.command = Some(command.clone());
-                command
+                if call.bool("sandbox") == Some(false) {
+                    let reason = call
+                        .str("reason")
+                        .filter(|r| !r.trim().is_empty())
+                        .unwrap_or("no reason given");
+                    facts.ask_every_time = Some(format!(
+                        "it runs outside Osprey's sandbox, with full access to files ({reason})"
+                    ));
+                    format!("[outside the sandbox] {command}")
+                } else {
+                    #[cfg(unix)]
+                    if let Some(why) = self.sandbox_lacking() {
+                        facts.ask_every_time =
+                            Some(format!("no sandbox can hold it on this machine: {why}"));
+                    }
+                    command
+                }
             }
             ("process", "kill") => {
                 let pid = pid.unwrap_or(0);
@@ -220,8 +277,8 @@ fn shell_domain(config: &ShellConfig) -> Domain {
         "shell",
         "Run bash commands and manage processes. Foreground commands return their output and \
          exit code; use background: true for servers and watchers, then poll the session. \
-         Commands run in their own process group with a minimal environment; stdin is empty \
-         unless the command runs in the background.",
+         Commands run in a kernel sandbox, in their own process group with a minimal \
+         environment; stdin is empty unless the command runs in the background.",
     )
     .resource(
         "bash",
@@ -273,6 +330,19 @@ fn shell_domain(config: &ShellConfig) -> Domain {
         "exec: run as a background session and return at once with its id",
     )
     .default_value(json!(false))
+    .field(
+        "sandbox",
+        FieldType::Boolean,
+        "exec: commands run in a kernel sandbox (writes only in the workspace, its temp dir and \
+         tool caches; no credential stores). false runs this one outside it: the person is \
+         asked every time, so give `reason`",
+    )
+    .default_value(json!(true))
+    .field(
+        "reason",
+        FieldType::String,
+        "exec with sandbox: false: why the command needs to run outside the sandbox",
+    )
     .field(
         "yield_ms",
         FieldType::Integer,

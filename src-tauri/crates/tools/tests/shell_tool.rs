@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use osprey_tools::shell::{ShellConfig, ShellTool};
+use osprey_tools::shell::{ShellConfig, ShellSandbox, ShellTool};
 use osprey_tools::{DomainTool, ToolContext};
 use osprey_types::{ErrorCode, Origin, ToolResult};
 use serde_json::{Value, json};
@@ -25,10 +25,17 @@ fn base_env() -> Vec<(OsString, OsString)> {
     env
 }
 
+/// Commands run in the kernel sandbox as they do for people; these tests' scratch folders are
+/// under the temp dir, which is their workspace.
 fn config() -> ShellConfig {
+    osprey_tests::build_sandbox_launcher();
     ShellConfig {
         parent_env: Some(base_env()),
         kill_grace: Duration::from_millis(500),
+        sandbox: ShellSandbox {
+            workspaces: vec![std::env::temp_dir()],
+            ..ShellSandbox::default()
+        },
         ..Default::default()
     }
 }

@@ -160,7 +160,10 @@ const HOME_STARTUP: &[(&str, &str)] = &[
 /// System files that hold secrets: neither read nor written.
 const SYSTEM_SECRETS: &[(&str, &str)] = &[
     ("/etc/shadow", "the system password database"),
+    ("/etc/shadow-", "the system password database's backup"),
     ("/etc/gshadow", "the system password database"),
+    ("/etc/gshadow-", "the system password database's backup"),
+    ("/etc/security/opasswd", "old password hashes"),
     ("/etc/master.passwd", "the system password database"),
     ("/private/etc/master.passwd", "the system password database"),
     ("/private/var/db/dslocal", "the system password database"),
@@ -303,6 +306,28 @@ pub struct PathGuard {
     data_dir: PathBuf,
     rules: Vec<Rule>,
     exceptions: Vec<String>,
+}
+
+/// Everything no shell command may read: the credential stores under `home`, the password
+/// databases and the SSH host private keys (the shell sandbox hides them from the kernel's
+/// view; missing ones are listed anyway, so one created later stays hidden).
+pub fn secret_paths(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = SYSTEM_SECRETS
+        .iter()
+        .chain(SYSTEM_SECRET_STEMS)
+        .map(|(path, _)| PathBuf::from(path))
+        .collect();
+    if let Some(home) = home {
+        paths.extend(HOME_SECRETS.iter().map(|(path, _)| home.join(path)));
+    }
+    if let Ok(entries) = std::fs::read_dir("/etc/ssh") {
+        paths.extend(entries.flatten().map(|e| e.path()).filter(|path| {
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("ssh_host_") && n.ends_with("_key"))
+        }));
+    }
+    paths
 }
 
 /// What kind of access is being checked.

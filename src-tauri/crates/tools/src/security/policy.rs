@@ -393,6 +393,12 @@ impl Policy {
             ));
         }
         // The person's own answers come first: they hold at every level and ask mode.
+        if let Some(reason) = facts.ask_every_time.as_deref() {
+            return match config.ask {
+                AskMode::Off => Verdict::Deny(format!("{reason}, and asking is off")),
+                _ => Verdict::Ask(reason.to_string()),
+            };
+        }
         if self.remembered(subject) {
             return Verdict::Allow(AllowReason::SessionAlways);
         }
@@ -447,6 +453,10 @@ impl Policy {
         subject: &Subject<'_>,
         answer: &ApprovalAnswer,
     ) -> Result<Option<StoredGrant>, GrantError> {
+        if subject.facts.ask_every_time.is_some() {
+            // Answered for this call only, whatever the answer said.
+            return Ok(None);
+        }
         match answer {
             ApprovalAnswer::AlwaysThisSession => {
                 self.inner
@@ -500,6 +510,10 @@ impl Policy {
     pub fn suggest_scopes(&self, subject: &Subject<'_>) -> Vec<GrantScope> {
         let facts = subject.facts;
         let mut out = Vec::new();
+        if facts.ask_every_time.is_some() {
+            // Nothing lasting may cover it: the person answers for this call only.
+            return out;
+        }
         if let Some(analysis) = subject.analysis
             && analysis.dynamic.is_none()
             && analysis.commands.len() == 1

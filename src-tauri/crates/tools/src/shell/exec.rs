@@ -10,6 +10,7 @@ use osprey_types::{ErrorCode, ToolResult};
 use super::ShellTool;
 use super::env::child_env;
 use super::job::{Job, JobGuard, Spec};
+use super::sandbox::{Availability, Confined, availability, confine, refusal_note};
 use super::sessions::{duration_words, status_line};
 use crate::call::Call;
 use crate::tool::ToolContext;
@@ -56,15 +57,22 @@ pub(crate) async fn exec(tool: &ShellTool, ctx: &ToolContext, call: &Call) -> To
         );
     }
 
+    let mut env = child_env(tool.parent_env(), &config.extra_env);
+    let confined = match confinement(tool, call, command, &mut env) {
+        Ok(confined) => confined,
+        Err(result) => return result,
+    };
     let spec = Spec {
         id: tool.sessions.next_id(),
         command: command.to_string(),
         cwd,
-        env: child_env(tool.parent_env(), &config.extra_env),
+        env,
         piped_stdin: background,
         head_limit: config.output_cap / 2,
         log_capacity: config.session_buffer.max(config.output_cap),
         grace: config.kill_grace,
+        sandboxed: confined.is_some(),
+        sandbox: confined,
     };
     let job = match Job::spawn(spec) {
         Ok(job) => job,
@@ -183,6 +191,14 @@ fn finished(job: &Job, cap: usize) -> ToolResult {
         exit.map_or("ended".to_string(), |e| e.describe()),
         duration_words(took)
     ));
+    let failed = exit.is_none_or(|e| e.code != Some(0));
+    if job.sandboxed
+        && failed
+        && let Some(note) = refusal_note(&output)
+    {
+        text.push_str(note);
+        text.push('\n');
+    }
     ToolResult::text(text)
 }
 
@@ -236,16 +252,54 @@ fn output_block(output: &str) -> String {
 
 /// The directory a command runs in: the call's `cwd` (absolute, `~/...`, or relative to the
 /// default), else the configured default, else the process's working directory.
-fn working_dir(tool: &ShellTool, raw: Option<&str>) -> Result<PathBuf, ToolResult> {
-    let default = match &tool.config.default_cwd {
-        Some(dir) => dir.clone(),
+/// How the command is confined: through the launcher, unless the call asked to run outside
+/// the sandbox or this machine has none (both approved by a person for this call alone, see
+/// `facts`). Sandboxed commands get the private temp dir as `TMPDIR`.
+fn confinement(
+    tool: &ShellTool,
+    call: &Call,
+    command: &str,
+    env: &mut Vec<(std::ffi::OsString, std::ffi::OsString)>,
+) -> Result<Option<Confined>, ToolResult> {
+    let config = &tool.config.sandbox;
+    if !config.enabled || call.bool("sandbox") == Some(false) {
+        return Ok(None);
+    }
+    let Availability::Ready { launcher, .. } = availability(config, &tool.sandbox) else {
+        return Ok(None);
+    };
+    let tmp = tool
+        .tmp_dir()
+        .map_err(|why| ToolResult::error(ErrorCode::ToolFailed, why))?;
+    env.retain(|(name, _)| name != "TMPDIR");
+    env.push(("TMPDIR".into(), tmp.clone().into_os_string()));
+    let default = default_dir(tool)?;
+    let home = tool.home();
+    Ok(Some(confine(
+        config,
+        &launcher,
+        command,
+        &default,
+        home.as_deref(),
+        env,
+        &tmp,
+    )))
+}
+
+fn default_dir(tool: &ShellTool) -> Result<PathBuf, ToolResult> {
+    match &tool.config.default_cwd {
+        Some(dir) => Ok(dir.clone()),
         None => std::env::current_dir().map_err(|err| {
             ToolResult::error(
                 ErrorCode::ToolFailed,
                 format!("cannot determine the working directory: {err}"),
             )
-        })?,
-    };
+        }),
+    }
+}
+
+fn working_dir(tool: &ShellTool, raw: Option<&str>) -> Result<PathBuf, ToolResult> {
+    let default = default_dir(tool)?;
     let Some(raw) = raw.map(str::trim).filter(|r| !r.is_empty()) else {
         return Ok(default);
     };

@@ -61,6 +61,10 @@ pub(crate) struct Spec {
     pub head_limit: usize,
     pub log_capacity: usize,
     pub grace: Duration,
+    /// Run through the sandbox launcher (which execs bash confined); `None`: bash directly.
+    pub sandbox: Option<super::sandbox::Confined>,
+    /// Whether the command ran sandboxed, for the result's notes.
+    pub sandboxed: bool,
 }
 
 pub(crate) struct Job {
@@ -70,6 +74,8 @@ pub(crate) struct Job {
     pub pid: u32,
     pub started: Instant,
     pub log: Mutex<OutputLog>,
+    /// Whether the kernel sandbox held it.
+    pub sandboxed: bool,
     pub stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     /// The offset the next `poll` starts from.
     pub poll_cursor: Mutex<u64>,
@@ -80,12 +86,24 @@ pub(crate) struct Job {
 impl Job {
     pub(crate) fn spawn(spec: Spec) -> io::Result<Arc<Job>> {
         let (reader, writer) = io::pipe()?;
-        let mut command = Command::new("bash");
+        let mut command = match &spec.sandbox {
+            // The launcher confines itself, then execs bash with the same pid.
+            Some(confined) => {
+                let mut command = Command::new(&confined.launcher);
+                command.args(&confined.arguments);
+                command
+            }
+            None => {
+                let mut command = Command::new("bash");
+                command
+                    .arg("--noprofile")
+                    .arg("--norc")
+                    .arg("-c")
+                    .arg(&spec.command);
+                command
+            }
+        };
         command
-            .arg("--noprofile")
-            .arg("--norc")
-            .arg("-c")
-            .arg(&spec.command)
             .env_clear()
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&spec.cwd)
@@ -124,6 +142,7 @@ impl Job {
             pid,
             started: Instant::now(),
             log: Mutex::new(OutputLog::new(spec.head_limit, spec.log_capacity)),
+            sandboxed: spec.sandboxed,
             stdin: tokio::sync::Mutex::new(stdin),
             poll_cursor: Mutex::new(0),
             progress,

@@ -1,5 +1,5 @@
 //! The launcher's half on Linux: resource limits, landlock, `no_new_privs` and seccomp applied to
-//! this (single-threaded) process, the report written, then `exec` into the app. Everything here
+//! this (single-threaded) process, the report written, then `exec` into the program. Everything here
 //! goes through safe APIs (`landlock`, `seccompiler`, `nix`, std's `CommandExt::exec`).
 
 use std::collections::BTreeMap;
@@ -24,22 +24,54 @@ use super::{Policy, SandboxLevel, SandboxReport};
 /// and the report names the ABI they have.
 const LANDLOCK_ABI: ABI = ABI::V9;
 
-/// Applies `policy` and execs the app. Returns only on failure, with what went wrong.
+/// Applies `policy` and execs the program. Returns only on failure, with what went wrong.
 pub(super) fn confine_and_exec(policy: &Policy) -> String {
     // Opened before landlock: the app's directory is read-only from then on.
-    let mut status_file = match std::fs::File::create(&policy.status_file) {
-        Ok(file) => file,
-        Err(e) => return format!("cannot write {}: {e}", policy.status_file.display()),
+    let mut status_file = match policy.status_file.as_deref().map(std::fs::File::create) {
+        None => None,
+        Some(Ok(file)) => Some(file),
+        Some(Err(e)) => return format!("cannot write the sandbox report: {e}"),
     };
+    let report = confine(policy);
+
+    if let Some(mut file) = status_file.take() {
+        let json = serde_json::to_string(&report).unwrap_or_default();
+        if let Err(e) = file.write_all(json.as_bytes()) {
+            return format!("cannot write the sandbox report: {e}");
+        }
+    }
+    if policy.require_enforced && report.level != SandboxLevel::Enforced {
+        return format!(
+            "refused: this kernel cannot sandbox it ({}); it is not run without the sandbox \
+             (a kernel with landlock, Linux 5.13 or later with landlock enabled in the `lsm=` \
+             list, is needed)",
+            report.notes.join("; ")
+        );
+    }
+    // ETXTBSY: a binary just written can still be open for writing in a process Osprey forked
+    // meanwhile, until that process execs; it passes within moments.
+    let mut attempts = 0;
+    loop {
+        let error = std::process::Command::new(&policy.program)
+            .args(&policy.args)
+            .exec();
+        if error.kind() == std::io::ErrorKind::ExecutableFileBusy && attempts < 50 {
+            attempts += 1;
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            continue;
+        }
+        return format!("cannot start {}: {error}", policy.program.display());
+    }
+}
+
+/// Applies `policy` to this process (limits, landlock, `no_new_privs`, seccomp) and says what the
+/// kernel enforced.
+pub(super) fn confine(policy: &Policy) -> SandboxReport {
+    // Nothing confirmed yet; each part below says what it got.
     let mut report = SandboxReport {
         level: SandboxLevel::Enforced,
-        landlock_abi: None,
-        filesystem: false,
-        network_blocked: false,
-        seccomp: false,
-        no_new_privs: false,
-        limits: false,
         notes: Vec::new(),
+        ..SandboxReport::off("")
     };
 
     match set_limits(policy) {
@@ -65,32 +97,7 @@ pub(super) fn confine_and_exec(policy: &Policy) -> String {
     if !(report.filesystem && report.seccomp && report.no_new_privs) {
         report.level = SandboxLevel::Degraded;
     }
-
-    let json = serde_json::to_string(&report).unwrap_or_default();
-    if let Err(e) = status_file.write_all(json.as_bytes()) {
-        return format!("cannot write {}: {e}", policy.status_file.display());
-    }
-    drop(status_file);
-    if policy.require_enforced && report.level != SandboxLevel::Enforced {
-        return format!(
-            "refused: this kernel cannot sandbox the app ({}); store apps are not run without \
-             the sandbox (a kernel with landlock, Linux 5.13 or later with landlock enabled in \
-             the `lsm=` list, is needed)",
-            report.notes.join("; ")
-        );
-    }
-    // ETXTBSY: a binary just written can still be open for writing in a process Osprey forked
-    // meanwhile, until that process execs; it passes within moments.
-    let mut attempts = 0;
-    loop {
-        let error = std::process::Command::new(&policy.binary).exec();
-        if error.kind() == std::io::ErrorKind::ExecutableFileBusy && attempts < 50 {
-            attempts += 1;
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            continue;
-        }
-        return format!("cannot start {}: {error}", policy.binary.display());
-    }
+    report
 }
 
 fn set_limits(policy: &Policy) -> Result<(), String> {
@@ -124,7 +131,11 @@ fn system_tasks() -> u64 {
 fn landlock(policy: &Policy, report: &mut SandboxReport) -> Result<(), String> {
     let read = AccessFs::from_read(LANDLOCK_ABI) & !AccessFs::Execute;
     let read_execute = AccessFs::from_read(LANDLOCK_ABI);
-    let read_write = AccessFs::from_all(LANDLOCK_ABI) & !AccessFs::Execute;
+    let read_write = if policy.execute_writable {
+        AccessFs::from_all(LANDLOCK_ABI)
+    } else {
+        AccessFs::from_all(LANDLOCK_ABI) & !AccessFs::Execute
+    };
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(LANDLOCK_ABI))
@@ -149,7 +160,9 @@ fn landlock(policy: &Policy, report: &mut SandboxReport) -> Result<(), String> {
             .iter()
             .map(|p| (p.clone(), AccessFs::ReadFile | AccessFs::WriteFile)),
     );
-    rules.push((policy.app_dir.clone(), read_execute | AccessFs::MakeSock));
+    if let Some(dir) = &policy.socket_dir {
+        rules.push((dir.clone(), read_execute | AccessFs::MakeSock));
+    }
     // Its own /proc entry (the pid survives the exec): /proc/self works, other processes' do not.
     if let Ok(own) = std::fs::read_link("/proc/self") {
         rules.push((Path::new("/proc").join(own), read));

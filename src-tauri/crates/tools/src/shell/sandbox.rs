@@ -1,0 +1,208 @@
+//! Every shell command runs in the kernel's sandbox (`osprey-sandbox`, see the osprey-sandbox
+//! crate): the whole file system readable but the credential stores, the password databases and
+//! Osprey's data folder; writable only in the workspace folders, a private temp dir and the tool
+//! caches; no privilege gain, no ptrace, no mounts or namespaces, signals only within its own
+//! processes. The shell-syntax safeguard stays the first line; this is the one the kernel keeps.
+//!
+//! What this kernel enforces is learned once per process (`osprey-sandbox --probe`). Where it
+//! cannot confine files or system calls, or the launcher is missing, commands still run when a
+//! person approves each one (the tool says so in every call's facts). A call with
+//! `sandbox: false` runs outside it, also only with a person's answer each time.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use osprey_sandbox::{Policy, SandboxLevel, SandboxReport, ShellScope};
+
+/// Folders under the home directory that commands may write besides the workspace: the caches
+/// and stores of the common build tools.
+pub const DEFAULT_HOME_CACHES: &[&str] = &[
+    ".cache",
+    ".cargo",
+    ".rustup",
+    ".npm",
+    ".yarn",
+    ".pnpm-store",
+    ".local/share/pnpm",
+    ".m2",
+    ".gradle",
+    "go",
+];
+
+/// How shell commands are confined.
+#[derive(Clone, Debug)]
+pub struct ShellSandbox {
+    /// Commands run through the launcher. Off only for tests of the tool's own mechanics and
+    /// the benchmark's baseline; the desktop and the CLI never turn it off.
+    pub enabled: bool,
+    /// The launcher; `None` looks beside the running executable.
+    pub launcher: Option<PathBuf>,
+    /// Where commands may write: the workspace folders. Empty: the default working directory
+    /// (`ShellConfig::default_cwd`, else Osprey's working directory), unless that is the home
+    /// directory or `/`, which are never writable as a whole.
+    pub workspaces: Vec<PathBuf>,
+    /// Folders under the home directory commands may also write (tool caches).
+    pub home_caches: Vec<String>,
+    /// Never reachable by commands, on top of the credential stores and password databases
+    /// ([`crate::security::paths::secret_paths`]): Osprey's data folder.
+    pub hidden: Vec<PathBuf>,
+    /// Commands may use the network.
+    pub network: bool,
+}
+
+impl Default for ShellSandbox {
+    fn default() -> ShellSandbox {
+        ShellSandbox {
+            enabled: true,
+            launcher: None,
+            workspaces: Vec::new(),
+            home_caches: DEFAULT_HOME_CACHES.iter().map(|s| s.to_string()).collect(),
+            hidden: Vec::new(),
+            network: true,
+        }
+    }
+}
+
+impl ShellSandbox {
+    /// No sandbox: commands are Osprey's plain children (tests of the tool's mechanics).
+    pub fn off() -> ShellSandbox {
+        ShellSandbox {
+            enabled: false,
+            ..ShellSandbox::default()
+        }
+    }
+}
+
+/// What this machine offers, learned once.
+#[derive(Clone, Debug)]
+pub(crate) enum Availability {
+    /// The launcher and what the kernel enforced for the probe.
+    Ready {
+        launcher: PathBuf,
+        report: SandboxReport,
+    },
+    /// Commands cannot be confined here; why, for people.
+    Unavailable(String),
+}
+
+impl Availability {
+    /// Why commands must be approved one by one on this machine, if they must.
+    pub(crate) fn lacking(&self) -> Option<String> {
+        match self {
+            Availability::Ready { report, .. } if report.level == SandboxLevel::Enforced => None,
+            Availability::Ready { report, .. } => Some(format!(
+                "this kernel cannot fully sandbox shell commands ({})",
+                report.notes.join("; ")
+            )),
+            Availability::Unavailable(why) => Some(why.clone()),
+        }
+    }
+}
+
+/// The probe's answer for `config`, computed on first use.
+pub(crate) fn availability(config: &ShellSandbox, cell: &OnceLock<Availability>) -> Availability {
+    cell.get_or_init(|| probe(config)).clone()
+}
+
+fn probe(config: &ShellSandbox) -> Availability {
+    if !cfg!(target_os = "linux") {
+        return Availability::Unavailable(
+            "shell commands have no OS sandbox on this platform yet".into(),
+        );
+    }
+    let launcher = match osprey_sandbox::find_launcher(config.launcher.as_deref()) {
+        Ok(launcher) => launcher,
+        Err(looked_in) => {
+            let places: Vec<String> = looked_in.iter().map(|p| p.display().to_string()).collect();
+            return Availability::Unavailable(format!(
+                "the sandbox launcher {} was not found (looked in: {}); reinstall Osprey, or in \
+                 a source checkout run `cargo build -p osprey-sandbox`",
+                osprey_sandbox::LAUNCHER_NAME,
+                places.join(", ")
+            ));
+        }
+    };
+    match osprey_sandbox::probe(&launcher) {
+        Ok(report) => Availability::Ready { launcher, report },
+        Err(why) => Availability::Unavailable(why),
+    }
+}
+
+/// The launcher's program and arguments for running `command` in `cwd`'s sandbox.
+pub(crate) struct Confined {
+    pub launcher: PathBuf,
+    pub arguments: Vec<String>,
+}
+
+/// What a command may reach: `workspaces` (or the fallback), the private `tmp`, the caches.
+pub(crate) fn confine(
+    config: &ShellSandbox,
+    launcher: &Path,
+    command: &str,
+    default_dir: &Path,
+    home: Option<&Path>,
+    env: &[(OsString, OsString)],
+    tmp: &Path,
+) -> Confined {
+    let mut writable: Vec<PathBuf> = if config.workspaces.is_empty() {
+        let whole = |dir: &Path| dir == Path::new("/") || home.is_some_and(|h| dir == h);
+        if whole(default_dir) {
+            Vec::new()
+        } else {
+            vec![default_dir.to_path_buf()]
+        }
+    } else {
+        config.workspaces.clone()
+    };
+    writable.push(tmp.to_path_buf());
+    if let Some(home) = home {
+        writable.extend(config.home_caches.iter().map(|dir| home.join(dir)));
+    }
+    let mut hidden = crate::security::paths::secret_paths(home);
+    hidden.extend(config.hidden.iter().cloned());
+    let policy = Policy::for_shell(&ShellScope {
+        program: bash(env),
+        args: vec![
+            "--noprofile".into(),
+            "--norc".into(),
+            "-c".into(),
+            command.into(),
+        ],
+        writable,
+        hidden,
+        network: config.network,
+    });
+    Confined {
+        launcher: launcher.to_path_buf(),
+        arguments: policy.to_arguments(),
+    }
+}
+
+/// `bash` on the child's `PATH` (the launcher execs a path, not a name).
+fn bash(env: &[(OsString, OsString)]) -> PathBuf {
+    let path = env
+        .iter()
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| value.clone())
+        .unwrap_or_else(|| "/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("bash"))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| PathBuf::from("/bin/bash"))
+}
+
+/// A sentence for a sandboxed command that failed on a refusal the kernel gave.
+pub(crate) fn refusal_note(output: &str) -> Option<&'static str> {
+    let refused = [
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+    ];
+    refused.iter().any(|r| output.contains(r)).then_some(
+        "[sandbox: this command ran in Osprey's kernel sandbox, which refuses writes outside the \
+         workspace folders, its temp dir and the tool caches, reads of credential stores and \
+         Osprey's data, and privilege changes; if the task truly needs more, run it again with \
+         sandbox: false and a reason (the person is asked every time)]",
+    )
+}
