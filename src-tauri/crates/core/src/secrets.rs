@@ -60,6 +60,8 @@ pub struct Secrets {
 
 impl Secrets {
     pub fn new(data_dir: &Path, backend: Backend) -> Secrets {
+        // Written 0600; one left looser (by hand, by an older Osprey) is repaired.
+        osprey_db::keep_private(&data_dir.join(FILE_NAME), 0o600);
         Secrets {
             file: data_dir.join(FILE_NAME),
             backend,

@@ -103,26 +103,74 @@ impl std::fmt::Debug for Database {
     }
 }
 
+/// Creates `path` empty and owner-only when it does not exist yet, so the database is never
+/// readable by others, not even between its creation and a later `chmod`.
+fn create_private(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path);
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
+/// Narrows `path`'s permissions to `mode` when others (group or world) have any; a missing
+/// file is fine, a failure is logged (the data stays usable).
+pub fn keep_private(path: &Path, mode: u32) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let Ok(metadata) = std::fs::metadata(path) else {
+            return;
+        };
+        if metadata.permissions().mode() & 0o077 != 0
+            && let Err(error) =
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        {
+            tracing::warn!(path = %path.display(), %error, "cannot make a private file private");
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (path, mode);
+}
+
 impl Database {
     /// The database file's name inside the data directory.
     pub const FILE_NAME: &'static str = "osprey.db";
 
-    /// Opens (creating if needed) `<data_dir>/osprey.db` and migrates it.
+    /// Opens (creating if needed) `<data_dir>/osprey.db` and migrates it. The data folder is
+    /// made owner-only (0700) and the database files 0600, repaired when found looser: they
+    /// hold conversations, grants and app data.
     pub fn open_in(data_dir: &Path) -> Result<Self> {
         std::fs::create_dir_all(data_dir).map_err(|source| Error::CreateDir {
             path: data_dir.to_path_buf(),
             source,
         })?;
+        keep_private(data_dir, 0o700);
         Self::open(&data_dir.join(Self::FILE_NAME))
     }
 
     /// Opens (creating if needed) the database file at `path` and migrates it.
     pub fn open(path: &Path) -> Result<Self> {
+        create_private(path);
         let conn = Connection::open(path).map_err(|source| Error::Open {
             path: path.to_path_buf(),
             source,
         })?;
-        Self::configure(path, conn)
+        let database = Self::configure(path, conn)?;
+        // SQLite gives its WAL and shared-memory files the database file's mode; an older
+        // Osprey's looser files are repaired here.
+        for suffix in ["", "-wal", "-shm"] {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            keep_private(Path::new(&name), 0o600);
+        }
+        Ok(database)
     }
 
     /// A private in-memory database (tests and benchmarks).
@@ -223,6 +271,39 @@ pub fn now_ms() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_data_folder_and_database_files_are_owner_only_and_repaired() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let data = root.path().join("data");
+        let db = Database::open_in(&data).unwrap();
+        db.settings().set("k", &serde_json::json!(1)).unwrap();
+        let file = data.join(Database::FILE_NAME);
+        assert_eq!(mode(&data), 0o700);
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(mode(&data.join("osprey.db-wal")), 0o600);
+        drop(db);
+
+        // An older Osprey's (or a careless copy's) loose files are narrowed at the next start,
+        // and nothing in them is lost.
+        let loose = |path: &Path, m| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        loose(&data, 0o755);
+        loose(&file, 0o644);
+        let db = Database::open_in(&data).unwrap();
+        assert_eq!(mode(&data), 0o700);
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(db.settings().get("k").unwrap(), Some(serde_json::json!(1)));
+    }
 
     #[test]
     fn opens_in_wal_mode_with_foreign_keys_and_current_schema() {

@@ -198,21 +198,43 @@ pub const SEED_SAFE_BINS: &[&str] = &[
     "strings",
 ];
 
-/// Arguments that make an otherwise read-only program write or run something.
+/// Arguments that make an otherwise read-only program write a file, run a program or change
+/// the system: such a call is judged like any other command, never as a safe bin.
 fn unsafe_arguments(command: &SimpleCommand) -> bool {
+    let args = &command.args;
     let has = |flags: &[&str]| {
-        command.args.iter().any(|a| {
+        args.iter().any(|a| {
             flags
                 .iter()
                 .any(|f| a == f || a.starts_with(&format!("{f}=")))
         })
     };
-    match command.program.as_str() {
+    // A short option given with its value attached (`-ofile`, `-S1` beside `-o`), or grouped.
+    let short = |letter: char| {
+        args.iter()
+            .any(|a| a.starts_with('-') && !a.starts_with("--") && a[1..].contains(letter))
+    };
+    let positional = || args.iter().filter(|a| !a.starts_with('-')).count();
+    match command.program_name() {
         "find" => has(&[
             "-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf",
             "-fls",
         ]),
-        "sort" => has(&["-o", "--output"]) || command.args.iter().any(|a| a.starts_with("-o")),
+        // Output files, and `--compress-program`, which sort runs.
+        "sort" => short('o') || has(&["--output", "--compress-program"]),
+        // `--pre CMD` runs a program on every file.
+        "rg" => has(&["--pre", "--pre-glob"]),
+        // Log files; `less` also runs `$LESSOPEN` (a prefix assignment, judged elsewhere).
+        "less" | "more" => short('o') || short('O') || has(&["--log-file", "--LOG-FILE"]),
+        // Setting the clock or the host name.
+        "date" => short('s') || has(&["--set"]),
+        "hostname" => positional() > 0 || short('F') || short('b') || has(&["--file", "--boot"]),
+        // A second file name is an output file.
+        "uniq" => positional() > 1,
+        "xxd" => positional() > 1,
+        "tree" => short('o'),
+        // Compiling a magic file writes one.
+        "file" => short('C') || has(&["--compile"]),
         // `env` and `printenv` print secrets only to the model; `env CMD` runs CMD, which the
         // shell parser already unwraps, so a remaining `env` has no command.
         _ => false,
@@ -589,6 +611,8 @@ impl Policy {
 fn is_safe_bin(config: &PolicyConfig, command: &SimpleCommand) -> bool {
     config.safe_bins.iter().any(|b| b == &command.program)
         && !unsafe_arguments(command)
+        // What a pattern or an expansion names is only known at run time: asked.
+        && !command.unresolved_args
         && command
             .redirects
             .iter()
@@ -613,6 +637,10 @@ fn allowlisted(config: &PolicyConfig, command: &SimpleCommand) -> bool {
         .iter()
         .any(|r| r.writes && !is_null_device(&r.target))
     {
+        return false;
+    }
+    // `PATH=/tmp git status`: an environment prefix changes what runs; never covered.
+    if command.wrappers.iter().any(|w| w.contains('=')) {
         return false;
     }
     let line = command_line(command);
@@ -819,6 +847,56 @@ mod tests {
             verdict(&p, "find . -delete", None),
             Verdict::Ask(_)
         ));
+    }
+
+    #[test]
+    fn safe_bins_are_judged_by_their_arguments_and_environment() {
+        let p = policy(Level::Allowlist, AskMode::OnMiss, &["git"]);
+        // The review's bypasses: each ran code or read a key unasked.
+        for command in [
+            "cat ~/.ss?/id_rsa",
+            "cat ~/.ssh/id_*",
+            "cat $HOME/.aws/credentials",
+            "sort -S1 --compress-program=sh notes.txt",
+            "sort -ofile notes.txt",
+            "LESSOPEN='|sh -c id %s' less notes.txt",
+            "PATH=/tmp ls",
+            "LD_PRELOAD=/tmp/x.so cat notes.txt",
+            "PATH=/tmp git status",
+            "rg --pre ./run.sh secret .",
+            "date -s 2020-01-01",
+            "hostname evil",
+            "uniq in.txt out.txt",
+            "xxd -r dump.hex out.bin",
+            "less -o log.txt notes.txt",
+            "tree -o listing.txt",
+            "file -C -m magic",
+        ] {
+            assert!(
+                matches!(verdict(&p, command, None), Verdict::Ask(_)),
+                "{command} was not asked: {:?}",
+                verdict(&p, command, None)
+            );
+        }
+        // Everyday reads stay unasked.
+        for command in [
+            "ls -la src",
+            "cat README.md",
+            "grep -rn TODO src",
+            "sort -u names.txt",
+            "uniq -c counts.txt",
+            "date +%F",
+            "hostname",
+            "xxd file.bin",
+            "find . -name '*.rs'",
+            "git status",
+        ] {
+            assert!(
+                matches!(verdict(&p, command, None), Verdict::Allow(_)),
+                "{command} was asked: {:?}",
+                verdict(&p, command, None)
+            );
+        }
     }
 
     #[test]

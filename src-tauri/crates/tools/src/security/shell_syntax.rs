@@ -36,6 +36,9 @@ pub struct SimpleCommand {
     pub wrappers: Vec<String>,
     /// Redirections attached to it.
     pub redirects: Vec<Redirect>,
+    /// Some argument is a file name pattern or came from an expansion (`~/.ss?/id_*`,
+    /// `$HOME/x`, `$(pwd)`): what it names is only known when it runs.
+    pub unresolved_args: bool,
 }
 
 impl SimpleCommand {
@@ -391,7 +394,14 @@ impl Analyzer {
             }
             return;
         }
-        self.run_fields(fields, redirects, &input, &[], depth);
+        // `PATH=/tmp ls`, `LESSOPEN='|cmd' less`: a prefix assignment changes what the program
+        // does, so it is kept with the command like a wrapper (no safe bin or allowlist entry
+        // covers a command that carries one).
+        let prefixes: Vec<String> = assignments
+            .iter()
+            .map(|(name, value)| format!("{name}={}", value.as_deref().unwrap_or("?")))
+            .collect();
+        self.run_fields(fields, redirects, &input, &prefixes, depth);
     }
 
     fn assignment_value(&mut self, assignment: &ast::Assignment, depth: usize) -> Option<String> {
@@ -589,6 +599,7 @@ impl Analyzer {
             args: args.iter().map(|a| a.text.clone()).collect(),
             wrappers: wrappers.clone(),
             redirects: redirects.clone(),
+            unresolved_args: args.iter().any(|a| a.glob || a.expanded || a.unknown),
         });
         self.nested(&name, &args, &redirects, input, &wrappers, depth);
     }
