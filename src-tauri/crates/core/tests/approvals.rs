@@ -13,10 +13,19 @@ use osprey_types::{ApprovalAnswer, ApprovalResolution, CoreEvent, ErrorCode, Ori
 use serde_json::json;
 use tokio::sync::broadcast;
 
-fn open(data: &Path) -> Core {
+/// A core on `root/data` whose shell commands may write in `root/work` (they run in the
+/// sandbox, which keeps them out of the data folder).
+fn open(root: &Path) -> Core {
+    let data = root.join("data");
+    std::fs::create_dir_all(root.join("work")).unwrap();
+    osprey_db::Database::open_in(&data)
+        .unwrap()
+        .settings()
+        .set("shell.sandbox", &json!({"workspaces": [root.join("work")]}))
+        .unwrap();
     // The stored default policy: allowlist level, ask on a miss. `touch` is no safe bin.
     let core = Core::open(CoreOptions {
-        data_dir: Some(data.to_path_buf()),
+        data_dir: Some(data),
         policy: None,
     })
     .unwrap();
@@ -84,9 +93,9 @@ fn decisions(core: &Core, session: &str) -> Vec<(String, Option<String>)> {
 #[tokio::test]
 async fn an_answered_question_runs_the_call_and_is_audited() {
     let dir = tempfile::tempdir().unwrap();
-    let core = open(&dir.path().join("data"));
+    let core = open(dir.path());
     let mut events = core.subscribe();
-    let target = dir.path().join("answered");
+    let target = dir.path().join("work/answered");
 
     let call = tokio::spawn({
         let core = core.clone();
@@ -135,10 +144,10 @@ async fn an_answered_question_runs_the_call_and_is_audited() {
 #[tokio::test]
 async fn an_unanswered_question_is_denied_at_the_timeout() {
     let dir = tempfile::tempdir().unwrap();
-    let core = open(&dir.path().join("data"));
+    let core = open(dir.path());
     core.approvals().set_timeout(Duration::from_millis(300));
     let mut events = core.subscribe();
-    let target = dir.path().join("timed-out");
+    let target = dir.path().join("work/timed-out");
 
     let result = core
         .call_tool_with(&context("s2"), "shell", touch(&target))
@@ -166,9 +175,9 @@ async fn an_unanswered_question_is_denied_at_the_timeout() {
 #[tokio::test]
 async fn always_this_session_skips_the_next_question_in_that_session_only() {
     let dir = tempfile::tempdir().unwrap();
-    let core = open(&dir.path().join("data"));
+    let core = open(dir.path());
     let mut events = core.subscribe();
-    let target = dir.path().join("always");
+    let target = dir.path().join("work/always");
 
     let first = tokio::spawn({
         let core = core.clone();
@@ -216,9 +225,9 @@ async fn always_this_session_skips_the_next_question_in_that_session_only() {
 #[tokio::test]
 async fn a_cancelled_call_withdraws_its_question() {
     let dir = tempfile::tempdir().unwrap();
-    let core = open(&dir.path().join("data"));
+    let core = open(dir.path());
     let mut events = core.subscribe();
-    let target = dir.path().join("cancelled");
+    let target = dir.path().join("work/cancelled");
     let ctx = context("s5");
     let cancel = ctx.cancel.clone();
 
@@ -255,7 +264,10 @@ async fn a_cancelled_call_withdraws_its_question() {
 fn the_timeout_comes_from_the_setting_which_is_validated() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    assert_eq!(open(&data).approvals().timeout(), Duration::from_secs(120));
+    assert_eq!(
+        open(dir.path()).approvals().timeout(),
+        Duration::from_secs(120)
+    );
     let key = osprey_core::settings::APPROVAL_TIMEOUT;
     for bad in [json!(1), json!(7200), json!("soon")] {
         let error = osprey_core::settings::validate(key, &bad).unwrap_err();
@@ -267,5 +279,8 @@ fn the_timeout_comes_from_the_setting_which_is_validated() {
         .settings()
         .set(key, &json!(30))
         .unwrap();
-    assert_eq!(open(&data).approvals().timeout(), Duration::from_secs(30));
+    assert_eq!(
+        open(dir.path()).approvals().timeout(),
+        Duration::from_secs(30)
+    );
 }

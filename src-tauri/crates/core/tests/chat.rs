@@ -14,7 +14,16 @@ use osprey_types::{ApprovalAnswer, ApprovalResolution, CoreEvent, TranscriptItem
 use serde_json::json;
 use tokio::sync::broadcast;
 
+/// Chats on the core in `data`, whose shell commands may write in `data/../work` (they run in
+/// the sandbox, which keeps them out of the data folder).
 fn chats(data: &Path, server: &AnthropicServer) -> (Core, Chats) {
+    let work = data.parent().unwrap().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    osprey_db::Database::open_in(data)
+        .unwrap()
+        .settings()
+        .set("shell.sandbox", &json!({"workspaces": [work]}))
+        .unwrap();
     let core = Core::open(CoreOptions {
         data_dir: Some(data.to_path_buf()),
         policy: None,
@@ -129,7 +138,7 @@ async fn a_message_streams_its_answer_as_events_and_is_stored() {
 #[tokio::test]
 async fn a_tool_call_waits_for_approval_then_runs_and_the_answer_follows() {
     let dir = tempfile::tempdir().unwrap();
-    let target = dir.path().join("made-by-the-model");
+    let target = dir.path().join("work/made-by-the-model");
     let server = AnthropicServer::start(vec![
         ScriptedReply::call(
             "toolu_1",
@@ -192,7 +201,7 @@ async fn a_tool_call_waits_for_approval_then_runs_and_the_answer_follows() {
 #[tokio::test]
 async fn stopping_a_turn_withdraws_its_pending_approval() {
     let dir = tempfile::tempdir().unwrap();
-    let target = dir.path().join("never");
+    let target = dir.path().join("work/never");
     let server = AnthropicServer::start(vec![ScriptedReply::call(
         "toolu_9",
         "shell",

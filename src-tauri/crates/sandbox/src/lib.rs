@@ -230,15 +230,12 @@ impl Policy {
             .filter(|path| !path.starts_with("/dev"))
             .collect();
         system.sort();
+        // A writable folder that holds a hidden one (a workspace around Osprey's data) is
+        // granted around it, like the readable tree; one inside a hidden folder not at all.
         let mut read_write: Vec<PathBuf> = scope
             .writable
             .iter()
-            .filter(|path| {
-                !hidden
-                    .iter()
-                    .any(|h| h.starts_with(path) || path.starts_with(h))
-            })
-            .cloned()
+            .flat_map(|path| reachable_except(path, &hidden))
             .collect();
         read_write.extend(SHELL_DEVICE_DIRS.iter().map(PathBuf::from));
         Policy {
@@ -599,6 +596,23 @@ mod tests {
         assert!(!policy.system.contains(&PathBuf::from("/etc/shadow")));
         assert!(policy.system.contains(&PathBuf::from("/usr")));
         assert!(policy.read_write.contains(&PathBuf::from("/tmp")));
+        // A workspace around a hidden folder is granted around it.
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("data")).unwrap();
+        std::fs::create_dir_all(root.path().join("src")).unwrap();
+        let around = Policy::for_shell(&ShellScope {
+            writable: vec![root.path().to_path_buf(), root.path().join("data/inner")],
+            hidden: vec![root.path().join("data")],
+            ..ShellScope::default()
+        });
+        assert!(around.read_write.contains(&root.path().join("src")));
+        assert!(
+            !around
+                .read_write
+                .iter()
+                .any(|p| p.starts_with(root.path().join("data")))
+        );
+        assert!(!around.read_write.contains(&root.path().to_path_buf()));
         assert_eq!(
             Policy::from_arguments(&policy.to_arguments()).unwrap(),
             policy
