@@ -6,7 +6,14 @@
 //! The binary signature is over `osprey-napp-binary-v1:` followed by the binary's SHA-256 digest,
 //! so a 500 MB binary is hashed as a stream rather than held in memory, and a binary signature
 //! can never be mistaken for a manifest one (a manifest is JSON and starts with `{`).
+//!
+//! The whole package is signed too: `files` lists the SHA-256 of every file in the package but
+//! signatures.json (manifest, binary, SKILL.md, ui/...), and `files_signature` is over
+//! `osprey-napp-files-v1:` followed by one `path NUL hex LF` line per file in path order. A
+//! package whose files differ from that list in any way (a swapped SKILL.md is prompt injection
+//! with the signer's name on it; an extra ui/ script) is refused, naming the file.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
 use std::path::Path;
@@ -21,6 +28,9 @@ use crate::{Error, Result};
 
 pub const ALGORITHM: &str = "ed25519";
 const BINARY_CONTEXT: &[u8] = b"osprey-napp-binary-v1:";
+const FILES_CONTEXT: &[u8] = b"osprey-napp-files-v1:";
+/// The one file the signed list cannot include.
+const SIGNATURES_FILE: &str = "signatures.json";
 /// The group order L, little-endian: a signature's S must be below it.
 const GROUP_ORDER: [u8; 32] = [
     0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14,
@@ -38,6 +48,12 @@ pub struct Signatures {
     /// Base64 (standard alphabet, padded) of the 64-byte signature.
     pub binary_signature: String,
     pub manifest_signature: String,
+    /// Every file of the package but signatures.json, by its `/`-separated path: SHA-256 hex.
+    /// Missing in packages signed before whole-package signatures; such a package is refused.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    #[serde(default)]
+    pub files_signature: String,
 }
 
 impl Signatures {
@@ -74,6 +90,15 @@ pub enum SignatureFailure {
     ManifestSignature,
     BinaryHash,
     BinarySignature,
+    /// Signed before whole-package signatures: its files are not covered.
+    FilesUnsigned,
+    FilesSignature,
+    /// A file whose contents differ from the signed hash.
+    FileHash(String),
+    /// A file in the package that the signature does not list.
+    FileUnlisted(String),
+    /// A signed file that is not in the package.
+    FileMissing(String),
 }
 
 impl SignatureFailure {
@@ -87,6 +112,11 @@ impl SignatureFailure {
             SignatureFailure::ManifestSignature => "manifest_signature_mismatch",
             SignatureFailure::BinaryHash => "binary_hash_mismatch",
             SignatureFailure::BinarySignature => "binary_signature_mismatch",
+            SignatureFailure::FilesUnsigned => "files_unsigned",
+            SignatureFailure::FilesSignature => "files_signature_mismatch",
+            SignatureFailure::FileHash(_) => "file_hash_mismatch",
+            SignatureFailure::FileUnlisted(_) => "file_unlisted",
+            SignatureFailure::FileMissing(_) => "file_missing",
         }
     }
 }
@@ -121,6 +151,22 @@ impl fmt::Display for SignatureFailure {
             }
             SignatureFailure::BinarySignature => {
                 f.write_str("the binary signature does not match the binary")
+            }
+            SignatureFailure::FilesUnsigned => f.write_str(
+                "the signature does not cover the package's files (signed by an older tool): \
+                 sign it again",
+            ),
+            SignatureFailure::FilesSignature => {
+                f.write_str("the signature over the package's file list does not match")
+            }
+            SignatureFailure::FileHash(path) => {
+                write!(f, "`{path}` was changed after the package was signed")
+            }
+            SignatureFailure::FileUnlisted(path) => {
+                write!(f, "`{path}` was added after the package was signed")
+            }
+            SignatureFailure::FileMissing(path) => {
+                write!(f, "`{path}` was removed after the package was signed")
             }
         }
     }
@@ -215,9 +261,10 @@ impl KeyPair {
         Ok(pair)
     }
 
-    /// Signs a package's manifest bytes and binary file.
-    pub fn sign(&self, manifest: &[u8], binary: &Path) -> Result<Signatures> {
+    /// Signs the unpacked package in `package`: its manifest bytes, its binary and every file.
+    pub fn sign(&self, package: &Path, manifest: &[u8], binary: &Path) -> Result<Signatures> {
         let digest = sha256_file(binary)?;
+        let files = file_hashes(package)?;
         Ok(Signatures {
             key_id: self.public().key_id(),
             algorithm: ALGORITHM.into(),
@@ -225,6 +272,8 @@ impl KeyPair {
             binary_signature: STANDARD
                 .encode(self.signing.sign(&binary_message(&digest)).to_bytes()),
             manifest_signature: STANDARD.encode(self.signing.sign(manifest).to_bytes()),
+            files_signature: STANDARD.encode(self.signing.sign(&files_message(&files)).to_bytes()),
+            files,
         })
     }
 }
@@ -290,9 +339,16 @@ impl PublicKey {
         Ok(key)
     }
 
-    /// Verifies a package: `signatures` (the bytes of signatures.json) over `manifest` (the exact
-    /// bytes of manifest.json) and the binary file at `binary`.
-    pub fn verify(&self, signatures: &[u8], manifest: &[u8], binary: &Path) -> Result<()> {
+    /// Verifies the unpacked package in `package`: `signatures` (the bytes of signatures.json)
+    /// over `manifest` (the exact bytes of manifest.json), the binary file at `binary`, and every
+    /// file in the package against the signed list.
+    pub fn verify(
+        &self,
+        signatures: &[u8],
+        package: &Path,
+        manifest: &[u8],
+        binary: &Path,
+    ) -> Result<()> {
         let signatures = Signatures::parse(signatures)?;
         if signatures.algorithm != ALGORITHM {
             return Err(failure(SignatureFailure::UnsupportedAlgorithm(
@@ -318,8 +374,71 @@ impl PublicKey {
         }
         self.key
             .verify_strict(&binary_message(&digest), &binary_signature)
-            .map_err(|_| failure(SignatureFailure::BinarySignature))
+            .map_err(|_| failure(SignatureFailure::BinarySignature))?;
+        if signatures.files.is_empty() {
+            return Err(failure(SignatureFailure::FilesUnsigned));
+        }
+        let files_signature = decode_signature(&signatures.files_signature, "files_signature")?;
+        self.key
+            .verify_strict(&files_message(&signatures.files), &files_signature)
+            .map_err(|_| failure(SignatureFailure::FilesSignature))?;
+        let found = file_hashes(package)?;
+        for (path, hash) in &found {
+            match signatures.files.get(path) {
+                None => return Err(failure(SignatureFailure::FileUnlisted(path.clone()))),
+                Some(signed) if signed != hash => {
+                    return Err(failure(SignatureFailure::FileHash(path.clone())));
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some(path) = signatures.files.keys().find(|p| !found.contains_key(*p)) {
+            return Err(failure(SignatureFailure::FileMissing(path.clone())));
+        }
+        Ok(())
     }
+}
+
+/// Every regular file under `package` but signatures.json, by `/`-separated relative path, with
+/// its SHA-256 in hex. Links and other special files were refused at extraction; met here, they
+/// are listed by name with an empty hash, so they never match a signature.
+pub fn file_hashes(package: &Path) -> Result<BTreeMap<String, String>> {
+    fn walk(dir: &Path, prefix: &str, out: &mut BTreeMap<String, String>) -> Result<()> {
+        let entries =
+            std::fs::read_dir(dir).map_err(|e| Error::io(format!("read {}", dir.display()), e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(format!("read {}", dir.display()), e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = format!("{prefix}{name}");
+            let kind = entry
+                .file_type()
+                .map_err(|e| Error::io(format!("read {path}"), e))?;
+            if kind.is_dir() {
+                walk(&entry.path(), &format!("{path}/"), out)?;
+            } else if kind.is_file() {
+                if path != SIGNATURES_FILE {
+                    out.insert(path, hex::encode(sha256_file(&entry.path())?));
+                }
+            } else {
+                out.insert(path, String::new());
+            }
+        }
+        Ok(())
+    }
+    let mut out = BTreeMap::new();
+    walk(package, "", &mut out)?;
+    Ok(out)
+}
+
+fn files_message(files: &BTreeMap<String, String>) -> Vec<u8> {
+    let mut message = FILES_CONTEXT.to_vec();
+    for (path, hash) in files {
+        message.extend_from_slice(path.as_bytes());
+        message.push(0);
+        message.extend_from_slice(hash.as_bytes());
+        message.push(b'\n');
+    }
+    message
 }
 
 fn decode_exact<const N: usize>(text: &str) -> Option<[u8; N]> {

@@ -1,7 +1,11 @@
 //! `osprey chat`: talk to the agent from the terminal. With `-p "..."` it runs one turn for
-//! scripts (the final answer on stdout, tool activity on stderr, exit code says how it ended);
-//! without, it is interactive (replies stream to stdout, Ctrl-C stops the current turn, an empty
-//! line or end of input quits). Approvals are asked on the terminal either way.
+//! scripts: `--output-format text` (the default) prints the final answer on stdout and tool
+//! activity on stderr; `json` prints one JSON object at the end (answer, tool calls with their
+//! results, usage, stop reason, session id); `stream-json` prints one JSON event per line as it
+//! happens, ending with that same object. Exit code 0: answered; 1: the turn failed or stopped
+//! early (provider error, step limit, refusal); 2: bad usage (from the argument parser). Without
+//! `-p` it is interactive (replies stream to stdout, Ctrl-C stops the current turn, an empty line
+//! or end of input quits). Approvals are asked on the terminal either way.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
@@ -19,8 +23,21 @@ use tokio::sync::mpsc;
 
 use crate::prompt::TerminalApprover;
 
-/// Exit code when the model could not be reached or failed (auth, rate limit, network, ...).
-const EXIT_PROVIDER_FAILED: u8 = 2;
+/// Exit code when the turn failed or stopped before an answer: the model could not be reached
+/// (auth, rate limit, network, ...), the step limit, a refusal. 2 is left to usage errors.
+const EXIT_TURN_FAILED: u8 = 1;
+
+/// How `-p` prints the turn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// The final answer on stdout; tool activity on stderr.
+    #[default]
+    Text,
+    /// One JSON object when the turn ends.
+    Json,
+    /// One JSON object per event, one per line, as they happen; the last is the result.
+    StreamJson,
+}
 
 #[derive(Args, Debug)]
 pub struct ChatArgs {
@@ -54,6 +71,9 @@ pub struct ChatArgs {
     /// Model calls per turn before stopping.
     #[arg(long)]
     max_steps: Option<u32>,
+    /// With -p: text, json (one object at the end) or stream-json (one event per line).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text, requires = "prompt")]
+    output_format: OutputFormat,
 }
 
 fn parse_provider(s: &str) -> Result<ProviderKind, String> {
@@ -88,7 +108,7 @@ pub async fn run(data_dir: Option<PathBuf>, args: ChatArgs) -> anyhow::Result<Ex
     let runner = core.chat_runner(&options)?;
     let session = args.session.clone().unwrap_or_else(new_session_id);
     let code = match args.prompt {
-        Some(message) => one_shot(&runner, &session, message).await,
+        Some(message) => one_shot(&runner, &session, message, args.output_format).await,
         None => interactive(&runner, &session).await,
     };
     // Stdio MCP servers and apps are child processes: stop them rather than leave them to exit.
@@ -133,14 +153,23 @@ struct TurnFailure {
     message: String,
 }
 
-/// Runs one turn, printing events as they come. Text goes to stdout only when `stream_text`.
+/// Where a turn's events go: the terminal (text), one JSON line each (stream-json), and in every
+/// format the tool calls with their results for the final JSON object.
+struct Sink {
+    format: OutputFormat,
+    calls: Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+}
+
+/// Runs one turn, printing events as they come.
 async fn turn(
     runner: &Runner,
     session: &str,
     message: String,
-    stream_text: bool,
+    sink: Sink,
     cancel_on_interrupt: bool,
 ) -> Result<TurnOutcome, TurnFailure> {
+    // Interactive chat streams the answer; `-p` text prints it whole at the end.
+    let stream_text = cancel_on_interrupt;
     let (events, mut received) = mpsc::unbounded_channel();
     let mut request = TurnRequest::new(session, message);
     request.approver = Some(Arc::new(TerminalApprover));
@@ -149,8 +178,18 @@ async fn turn(
     let running = runner.clone();
     let mut task = tokio::spawn(async move { running.run_turn(request).await });
     let printer = tokio::spawn(async move {
+        let mut started = std::collections::HashMap::new();
         while let Some(event) = received.recv().await {
-            print_event(&event, stream_text);
+            record_call(&event, &mut started, &sink.calls);
+            match sink.format {
+                OutputFormat::Text => print_event(&event, stream_text),
+                OutputFormat::Json => {}
+                OutputFormat::StreamJson => {
+                    if let Some(line) = event_line(&event) {
+                        println!("{line}");
+                    }
+                }
+            }
         }
     });
     let outcome = if cancel_on_interrupt {
@@ -177,6 +216,68 @@ async fn turn(
             message: format!("the turn stopped unexpectedly: {join}"),
         }),
     }
+}
+
+/// Pairs each tool call with its result, in the order they finish.
+fn record_call(
+    event: &AgentEvent,
+    started: &mut std::collections::HashMap<String, serde_json::Value>,
+    calls: &std::sync::Mutex<Vec<serde_json::Value>>,
+) {
+    match event {
+        AgentEvent::ToolCallStarted { id, input, .. } => {
+            started.insert(id.clone(), input.clone());
+        }
+        AgentEvent::ToolCallFinished { id, name, result } => {
+            let input = started.remove(id).unwrap_or(serde_json::Value::Null);
+            calls
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(serde_json::json!({
+                    "id": id,
+                    "name": name,
+                    "input": input,
+                    "result": result_json(result),
+                }));
+        }
+        _ => {}
+    }
+}
+
+fn result_json(result: &ToolResult) -> serde_json::Value {
+    serde_json::json!({
+        "text": result.text_content(),
+        "is_error": result.is_error,
+        "code": result.code,
+    })
+}
+
+/// One `stream-json` line for an event.
+fn event_line(event: &AgentEvent) -> Option<serde_json::Value> {
+    Some(match event {
+        AgentEvent::TextDelta(text) => serde_json::json!({"type": "text", "text": text}),
+        AgentEvent::ThinkingDelta(text) => serde_json::json!({"type": "thinking", "text": text}),
+        AgentEvent::ToolCallStarted { id, name, input } => {
+            serde_json::json!({"type": "tool_call", "id": id, "name": name, "input": input})
+        }
+        AgentEvent::ToolCallFinished { id, name, result } => serde_json::json!({
+            "type": "tool_result", "id": id, "name": name, "result": result_json(result),
+        }),
+        AgentEvent::StepFinished { step, usage, stop } => serde_json::json!({
+            "type": "step", "step": step, "usage": usage,
+            "stop": stop.as_ref().map(step_stop_name),
+        }),
+        AgentEvent::Compacted {
+            images_dropped,
+            messages_summarized,
+            tokens_before,
+            tokens_after,
+        } => serde_json::json!({
+            "type": "compacted", "images_dropped": images_dropped,
+            "messages_summarized": messages_summarized, "tokens_before": tokens_before,
+            "tokens_after": tokens_after,
+        }),
+    })
 }
 
 fn print_event(event: &AgentEvent, stream_text: bool) {
@@ -220,26 +321,116 @@ fn result_line(result: &ToolResult) -> String {
     }
 }
 
-async fn one_shot(runner: &Runner, session: &str, message: String) -> anyhow::Result<ExitCode> {
-    match turn(runner, session, message, false, false).await {
-        Ok(outcome) => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(outcome.text.as_bytes())?;
-            if !outcome.text.ends_with('\n') {
-                out.write_all(b"\n")?;
-            }
-            Ok(match outcome.stop {
-                TurnStop::EndTurn => ExitCode::SUCCESS,
-                other => {
-                    eprintln!("osprey: the turn ended early: {other:?}");
-                    ExitCode::from(crate::EXIT_TOOL_FAILED)
+async fn one_shot(
+    runner: &Runner,
+    session: &str,
+    message: String,
+    format: OutputFormat,
+) -> anyhow::Result<ExitCode> {
+    let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Sink {
+        format,
+        calls: calls.clone(),
+    };
+    let outcome = turn(runner, session, message, sink, false).await;
+    let calls = std::mem::take(&mut *calls.lock().unwrap_or_else(|e| e.into_inner()));
+    let answered = matches!(&outcome, Ok(o) if o.stop == TurnStop::EndTurn);
+    match format {
+        OutputFormat::Text => match &outcome {
+            Ok(outcome) => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(outcome.text.as_bytes())?;
+                if !outcome.text.ends_with('\n') {
+                    out.write_all(b"\n")?;
                 }
-            })
+                if outcome.stop != TurnStop::EndTurn {
+                    eprintln!("osprey: {}", stop_sentence(&outcome.stop, session));
+                }
+            }
+            Err(TurnFailure { code, message }) => eprintln!("osprey: {code}: {message}"),
+        },
+        OutputFormat::Json | OutputFormat::StreamJson => {
+            let result = result_object(session, &outcome, calls);
+            let line = if format == OutputFormat::Json {
+                serde_json::to_string_pretty(&result)?
+            } else {
+                result.to_string()
+            };
+            println!("{line}");
         }
-        Err(TurnFailure { code, message }) => {
-            eprintln!("osprey: {code}: {message}");
-            Ok(ExitCode::from(EXIT_PROVIDER_FAILED))
-        }
+    }
+    Ok(if answered {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_TURN_FAILED)
+    })
+}
+
+/// Why a turn stopped before its answer, in words, with what to do.
+fn stop_sentence(stop: &TurnStop, session: &str) -> String {
+    match stop {
+        TurnStop::EndTurn => "the turn finished".to_string(),
+        TurnStop::StepLimit => format!(
+            "the turn stopped after the most model calls a turn may make (--max-steps) before \
+             the model finished; the answer so far is above. Continue it with \
+             `osprey chat --session {session} -p ...`, or raise --max-steps"
+        ),
+        TurnStop::MaxTokens => "the model ran out of output tokens before it finished; the \
+             answer so far is above"
+            .to_string(),
+        TurnStop::Cancelled => "the turn was stopped before it finished".to_string(),
+        TurnStop::Other(reason) => format!("the model stopped early ({reason})"),
+    }
+}
+
+/// The last line of `json` and `stream-json`: everything a script needs about the turn.
+fn result_object(
+    session: &str,
+    outcome: &Result<TurnOutcome, TurnFailure>,
+    tool_calls: Vec<serde_json::Value>,
+) -> serde_json::Value {
+    match outcome {
+        Ok(outcome) => serde_json::json!({
+            "type": "result",
+            "session_id": session,
+            "is_error": outcome.stop != TurnStop::EndTurn,
+            "stop": stop_name(&outcome.stop),
+            "stop_message": (outcome.stop != TurnStop::EndTurn)
+                .then(|| stop_sentence(&outcome.stop, session)),
+            "text": outcome.text,
+            "steps": outcome.steps,
+            "usage": outcome.usage,
+            "tool_calls": tool_calls,
+        }),
+        Err(TurnFailure { code, message }) => serde_json::json!({
+            "type": "result",
+            "session_id": session,
+            "is_error": true,
+            "stop": "error",
+            "error": {"code": code, "message": message},
+            "tool_calls": tool_calls,
+        }),
+    }
+}
+
+fn step_stop_name(stop: &osprey_core::agent::StopReason) -> String {
+    use osprey_core::agent::StopReason;
+    match stop {
+        StopReason::EndTurn => "end_turn".into(),
+        StopReason::ToolUse => "tool_use".into(),
+        StopReason::MaxTokens => "max_tokens".into(),
+        StopReason::StopSequence => "stop_sequence".into(),
+        StopReason::Other(reason) => reason.clone(),
+    }
+}
+
+fn stop_name(stop: &TurnStop) -> String {
+    match stop {
+        TurnStop::EndTurn => "end_turn".into(),
+        TurnStop::MaxTokens => "max_tokens".into(),
+        TurnStop::StepLimit => "step_limit".into(),
+        TurnStop::Cancelled => "cancelled".into(),
+        TurnStop::Other(reason) => reason.clone(),
     }
 }
 
@@ -268,11 +459,15 @@ async fn interactive(runner: &Runner, session: &str) -> anyhow::Result<ExitCode>
         if message.is_empty() {
             break;
         }
-        match turn(runner, session, message, true, true).await {
+        let sink = Sink {
+            format: OutputFormat::Text,
+            calls: Arc::default(),
+        };
+        match turn(runner, session, message, sink, true).await {
             Ok(outcome) => {
                 println!();
                 if outcome.stop != TurnStop::EndTurn {
-                    eprintln!("(the turn ended early: {:?})", outcome.stop);
+                    eprintln!("({})", stop_sentence(&outcome.stop, session));
                 }
             }
             Err(TurnFailure { code, message }) => {

@@ -1,5 +1,6 @@
 //! `osprey chat -p` as a script would run it, against a loopback server that speaks the OpenAI
-//! Chat Completions streaming format (plain HTTP/1.1 on a std thread, server-sent events).
+//! Chat Completions streaming format (plain HTTP/1.1 on a std thread, server-sent events) and
+//! refuses what the real API refuses (`osprey_tests::provider_rules`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -27,10 +28,14 @@ fn serve(replies: Vec<(u16, String)>) -> ModelServer {
             };
             let mut reader = BufReader::new(stream.try_clone().unwrap());
             let mut length = 0;
+            let mut path = String::new();
             loop {
                 let mut line = String::new();
                 if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
                     break;
+                }
+                if path.is_empty() {
+                    path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
                 }
                 if let Some((name, value)) = line.split_once(':')
                     && name.eq_ignore_ascii_case("content-length")
@@ -40,10 +45,14 @@ fn serve(replies: Vec<(u16, String)>) -> ModelServer {
             }
             let mut request = vec![0; length];
             reader.read_exact(&mut request).unwrap();
-            record
-                .lock()
-                .unwrap()
-                .push(serde_json::from_slice(&request).unwrap_or(Value::Null));
+            let request: Value = serde_json::from_slice(&request).unwrap_or(Value::Null);
+            record.lock().unwrap().push(request.clone());
+            // What the real API refuses is refused here too (a tool schema without an object at
+            // the top), whatever the script says.
+            let (status, body) = match osprey_tests::provider_rules::refusal(&path, &request) {
+                Some((status, error)) => (status, error.to_string()),
+                None => (status, body),
+            };
             let kind = if status == 200 {
                 "text/event-stream"
             } else {
@@ -248,14 +257,14 @@ fn a_call_the_person_refuses_on_the_terminal_does_not_run() {
 }
 
 #[test]
-fn a_provider_failure_exits_2_with_its_code() {
+fn a_provider_failure_exits_1_with_its_code() {
     let data = tempfile::tempdir().unwrap();
     let server = serve(vec![(
         401,
         json!({"error": {"message": "Incorrect API key provided"}}).to_string(),
     )]);
     let run = chat(data.path(), &server, &["-p", "hi"], "");
-    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stdout.is_empty());
     assert!(
         run.stderr.contains("auth") && run.stderr.contains("Incorrect API key"),
@@ -285,4 +294,131 @@ fn interactive_chat_streams_replies_and_keeps_one_session() {
     assert!(second.contains("hello") && second.contains("First reply."));
     let db = osprey_db::Database::open_in(data.path()).unwrap();
     assert_eq!(db.sessions().messages("talk").unwrap().len(), 4);
+}
+
+#[test]
+fn json_output_has_the_answer_the_tool_calls_with_results_usage_and_session() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let notes = work.path().join("notes.txt");
+    std::fs::write(&notes, "alpha\n").unwrap();
+    let read = json!({"action": "read", "path": notes.to_str().unwrap()});
+    let server = serve(vec![
+        tool_call_turn("call_1", "file", read.clone()),
+        text_turn("The file says alpha."),
+    ]);
+    let run = chat(
+        data.path(),
+        &server,
+        &["-p", "what is in it?", "--output-format", "json", "--session", "s-json"],
+        "",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let result: Value = serde_json::from_str(&run.stdout).expect("one JSON object");
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["is_error"], false);
+    assert_eq!(result["stop"], "end_turn");
+    assert_eq!(result["session_id"], "s-json");
+    assert_eq!(result["text"], "The file says alpha.");
+    assert_eq!(result["steps"], 2);
+    assert!(result["usage"]["input_tokens"].is_u64());
+    let calls = result["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["name"], "file");
+    assert_eq!(calls[0]["input"], read);
+    assert_eq!(calls[0]["result"]["is_error"], false);
+    assert!(
+        calls[0]["result"]["text"].as_str().unwrap().contains("alpha"),
+        "{result}"
+    );
+    // Tool activity is in the object, not printed on stderr.
+    assert!(!run.stderr.contains("[tool]"), "{}", run.stderr);
+}
+
+#[test]
+fn stream_json_prints_one_event_per_line_and_ends_with_the_result() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let notes = work.path().join("notes.txt");
+    std::fs::write(&notes, "alpha\n").unwrap();
+    let server = serve(vec![
+        tool_call_turn(
+            "call_1",
+            "file",
+            json!({"action": "read", "path": notes.to_str().unwrap()}),
+        ),
+        text_turn("Done."),
+    ]);
+    let run = chat(
+        data.path(),
+        &server,
+        &["-p", "read it", "--output-format", "stream-json"],
+        "",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let events: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is JSON"))
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let position = |kind: &str| kinds.iter().position(|k| *k == kind).unwrap();
+    assert!(position("tool_call") < position("tool_result"), "{kinds:?}");
+    assert!(position("tool_result") < kinds.len() - 1, "{kinds:?}");
+    assert_eq!(*kinds.last().unwrap(), "result");
+    assert_eq!(events.last().unwrap()["text"], "Done.");
+    let text: String = events
+        .iter()
+        .filter(|e| e["type"] == "text")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert!(text.ends_with("Done."), "{text}");
+}
+
+#[test]
+fn the_step_limit_is_a_sentence_and_exit_1() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let notes = work.path().join("notes.txt");
+    std::fs::write(&notes, "alpha\n").unwrap();
+    let read = json!({"action": "read", "path": notes.to_str().unwrap()});
+    let server = serve(vec![tool_call_turn("call_1", "file", read)]);
+    let run = chat(
+        data.path(),
+        &server,
+        &["-p", "loop", "--max-steps", "1", "--session", "s-limit"],
+        "",
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--max-steps") && run.stderr.contains("--session s-limit"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("StepLimit"), "{}", run.stderr);
+    // The same as JSON: an error with the sentence.
+    let server = serve(vec![tool_call_turn(
+        "call_2",
+        "file",
+        json!({"action": "read", "path": notes.to_str().unwrap()}),
+    )]);
+    let run = chat(
+        data.path(),
+        &server,
+        &["-p", "loop", "--max-steps", "1", "--output-format", "json"],
+        "",
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let result: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(result["stop"], "step_limit");
+    assert_eq!(result["is_error"], true);
+    assert!(result["stop_message"].as_str().unwrap().contains("--max-steps"));
+}
+
+#[test]
+fn output_format_needs_a_prompt() {
+    let data = tempfile::tempdir().unwrap();
+    let server = serve(vec![]);
+    let run = chat(data.path(), &server, &["--output-format", "json"], "");
+    assert_eq!(run.code, 2, "{}", run.stderr);
 }

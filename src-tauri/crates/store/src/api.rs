@@ -175,13 +175,7 @@ async fn publish(
 fn publish_blocking(store: &Store, body: &[u8], featured: bool) -> Result<AppEntry> {
     let work = tempfile::tempdir_in(store.blobs())?;
     let staged = napp::extract(body, work.path(), &Limits::default(), false)?;
-    let signatures = store
-        .inner
-        .key
-        .sign(staged.manifest_bytes(), &staged.binary_path())?;
-    let signatures_path = staged.path().join(napp::SIGNATURES);
-    let _ = std::fs::remove_file(&signatures_path);
-    std::fs::write(&signatures_path, signatures.to_json())?;
+    staged.sign(&store.inner.key)?;
     let manifest = staged.manifest().clone();
     let blob = store
         .blobs()

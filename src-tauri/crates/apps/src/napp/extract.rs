@@ -62,7 +62,25 @@ impl StagedPackage {
             io::ErrorKind::NotFound => Error::rejected(Rejection::Missing(super::SIGNATURES)),
             _ => Error::io(format!("read {}", path.display()), e),
         })?;
-        key.verify(&signatures, &self.manifest_bytes, &self.binary_path())
+        key.verify(
+            &signatures,
+            self.staging.path(),
+            &self.manifest_bytes,
+            &self.binary_path(),
+        )
+    }
+
+    /// Signs the package with `key`, replacing any signatures.json it had.
+    pub fn sign(&self, key: &crate::signing::KeyPair) -> Result<()> {
+        let path = self.staging.path().join(super::SIGNATURES);
+        let _ = std::fs::remove_file(&path);
+        let signatures = key.sign(
+            self.staging.path(),
+            &self.manifest_bytes,
+            &self.binary_path(),
+        )?;
+        std::fs::write(&path, signatures.to_json())
+            .map_err(|e| Error::io(format!("write {}", path.display()), e))
     }
 
     /// Renames the staging directory to `<apps dir>/<id>`. Refuses when anything already occupies

@@ -106,11 +106,7 @@ pub fn sign_package(input: &Path, key: &KeyPair, output: &Path) -> Result<Manife
         &Limits::default(),
         false,
     )?;
-    let signatures = key.sign(staged.manifest_bytes(), &staged.binary_path())?;
-    let path = staged.path().join(SIGNATURES);
-    let _ = std::fs::remove_file(&path);
-    std::fs::write(&path, signatures.to_json())
-        .map_err(|e| Error::io(format!("write {}", path.display()), e))?;
+    staged.sign(key)?;
     pack_to_file(staged.path(), output)
 }
 
