@@ -310,7 +310,14 @@ fn json_output_has_the_answer_the_tool_calls_with_results_usage_and_session() {
     let run = chat(
         data.path(),
         &server,
-        &["-p", "what is in it?", "--output-format", "json", "--session", "s-json"],
+        &[
+            "-p",
+            "what is in it?",
+            "--output-format",
+            "json",
+            "--session",
+            "s-json",
+        ],
         "",
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -328,7 +335,10 @@ fn json_output_has_the_answer_the_tool_calls_with_results_usage_and_session() {
     assert_eq!(calls[0]["input"], read);
     assert_eq!(calls[0]["result"]["is_error"], false);
     assert!(
-        calls[0]["result"]["text"].as_str().unwrap().contains("alpha"),
+        calls[0]["result"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("alpha"),
         "{result}"
     );
     // Tool activity is in the object, not printed on stderr.
@@ -412,7 +422,12 @@ fn the_step_limit_is_a_sentence_and_exit_1() {
     let result: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(result["stop"], "step_limit");
     assert_eq!(result["is_error"], true);
-    assert!(result["stop_message"].as_str().unwrap().contains("--max-steps"));
+    assert!(
+        result["stop_message"]
+            .as_str()
+            .unwrap()
+            .contains("--max-steps")
+    );
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 pub use osprey_agent::{
-    AgentEvent, Provider, Runner, RunnerConfig, TurnOutcome, TurnRequest, TurnStop,
+    AgentEvent, Provider, Runner, RunnerConfig, StopReason, TurnOutcome, TurnRequest, TurnStop,
 };
 use osprey_agent::{Anthropic, Ollama, OpenAi};
 use serde::{Deserialize, Serialize};
