@@ -60,6 +60,13 @@ pub enum Error {
     Protocol(String),
     #[error("the provider reported an error: {0}")]
     Stream(String),
+    /// The model's answer had started streaming when the provider failed: not retried (what
+    /// was shown cannot be taken back); the part that arrived is kept in the session.
+    #[error(
+        "the model's answer broke off after it had started ({0}); the part that arrived is kept \
+         in the session: send the message again to continue"
+    )]
+    BrokeOff(Box<Error>),
     #[error("the turn was cancelled")]
     Cancelled,
     #[error("session storage: {0}")]
@@ -94,6 +101,7 @@ impl Error {
             Error::Api { .. } => "api",
             Error::Protocol(_) => "protocol",
             Error::Stream(_) => "stream",
+            Error::BrokeOff(inner) => inner.code(),
             Error::Cancelled => "cancelled",
             Error::Db(_) => "db",
             Error::Config(_) => "config",

@@ -103,6 +103,38 @@ impl RetryPolicy {
     }
 }
 
+impl RetryPolicy {
+    /// Starts a streamed call with `start` and waits for its first output (text, thinking or a
+    /// tool call). A retryable failure before that, whether the request failed or the stream
+    /// reported one (Anthropic's mid-stream `overloaded_error`, an OpenAI-compatible server's
+    /// error chunk), starts the call again with the same backoff and budget as a 529: nothing
+    /// was shown yet. Once output has arrived, errors pass through to the runner.
+    pub async fn run_stream<F, Fut>(&self, mut start: F) -> Result<EventStream>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<EventStream>>,
+    {
+        use futures::StreamExt;
+        self.run(|| {
+            let started = start();
+            async move {
+                let mut stream = started.await?;
+                let mut head = Vec::new();
+                while let Some(item) = stream.next().await {
+                    let event = item?;
+                    let output = !matches!(event, StreamEvent::Usage(_));
+                    head.push(Ok(event));
+                    if output {
+                        break;
+                    }
+                }
+                Ok(futures::stream::iter(head).chain(stream).boxed())
+            }
+        })
+        .await
+    }
+}
+
 /// A call id for providers that send none (Ollama) or a server that left it out: unique across
 /// sessions and restarts, since tool results are matched back by it.
 pub(crate) fn fresh_call_id() -> String {

@@ -864,6 +864,7 @@ impl Runner {
                         let _ = self
                             .persist(turn, &Message::assistant_text(text), None)
                             .await;
+                        return Err(Error::BrokeOff(Box::new(error)));
                     }
                     return Err(error);
                 }

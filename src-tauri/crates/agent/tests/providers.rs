@@ -396,6 +396,107 @@ async fn a_stream_error_event_is_classified() {
     assert_eq!(error.map(|e| e.code()), Some("overloaded"));
 }
 
+/// Anthropic's stream for an answer that starts, and the overloaded error its server sends,
+/// optionally after some text.
+fn anthropic_overloaded(text_first: Option<&str>) -> Reply {
+    let mut chunks = vec![sse_event(
+        "message_start",
+        json!({"type": "message_start", "message": {"usage": {"input_tokens": 3}}}),
+    )];
+    if let Some(text) = text_first {
+        chunks.push(sse_event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0,
+                   "content_block": {"type": "text", "text": ""}}),
+        ));
+        chunks.push(sse_event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+                   "delta": {"type": "text_delta", "text": text}}),
+        ));
+    }
+    chunks.push(sse_event(
+        "error",
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    ));
+    Reply::Stream {
+        content_type: SSE,
+        chunks,
+    }
+}
+
+async fn drain(stream: osprey_agent::EventStream) -> (String, Option<Error>) {
+    let mut stream = stream;
+    let mut text = String::new();
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(StreamEvent::TextDelta(t)) => text.push_str(&t),
+            Ok(_) => {}
+            Err(error) => return (text, Some(error)),
+        }
+    }
+    (text, None)
+}
+
+#[tokio::test]
+async fn a_stream_error_before_any_output_is_retried_like_a_529() {
+    // Anthropic: the answer's stream opens, then the server is overloaded.
+    let server = Server::start(vec![
+        anthropic_overloaded(None),
+        Wire::Anthropic.turn("Hello after the retry.", &[]),
+    ])
+    .await;
+    let (retry, waits) = recording_retry(2);
+    let stream = Wire::Anthropic
+        .provider(&server.url(), retry)
+        .stream(request(vec![Message::user_text("hi")]))
+        .await
+        .expect("the retry answers");
+    let (text, error) = drain(stream).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(text, "Hello after the retry.");
+    assert_eq!(server.seen().len(), 2);
+    assert_eq!(*waits.lock().unwrap(), vec![Duration::from_millis(100)]);
+
+    // An OpenAI-compatible server's error chunk before any output: the same.
+    let error_chunk = Reply::Stream {
+        content_type: SSE,
+        chunks: vec![server::sse_data(json!({"error": {
+            "message": "The server is overloaded", "type": "server_error"}}))],
+    };
+    let server = Server::start(vec![error_chunk, Wire::OpenAi.turn("Recovered.", &[])]).await;
+    let (retry, waits) = recording_retry(2);
+    let stream = Wire::OpenAi
+        .provider(&server.url(), retry)
+        .stream(request(vec![Message::user_text("hi")]))
+        .await
+        .expect("the retry answers");
+    let (text, error) = drain(stream).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(text, "Recovered.");
+    assert_eq!(waits.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_stream_error_after_output_is_not_retried() {
+    let server = Server::start(vec![
+        anthropic_overloaded(Some("Half of")),
+        Wire::Anthropic.turn("never asked for", &[]),
+    ])
+    .await;
+    let (retry, waits) = recording_retry(2);
+    let stream = Wire::Anthropic
+        .provider(&server.url(), retry)
+        .stream(request(vec![Message::user_text("hi")]))
+        .await
+        .unwrap();
+    let (text, error) = drain(stream).await;
+    assert_eq!(text, "Half of");
+    assert_eq!(error.map(|e| e.code()), Some("overloaded"));
+    assert_eq!(server.seen().len(), 1);
+    assert!(waits.lock().unwrap().is_empty());
+}
+
 /// A history with a tool call whose result holds text and a screenshot.
 fn history_with_image_result() -> Vec<Message> {
     vec![

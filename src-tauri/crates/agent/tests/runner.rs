@@ -25,7 +25,7 @@ use osprey_tools::{
 };
 use osprey_types::{ApprovalAnswer, ApprovalRequest, ErrorCode, Origin, ToolResult};
 use serde_json::{Value, json};
-use server::Server;
+use server::{Reply, Server};
 use tokio::sync::{Notify, mpsc};
 use wire::{ALL, ScriptCall, Wire, recording_retry};
 
@@ -380,6 +380,49 @@ async fn cancelling_while_the_model_streams_keeps_the_text_so_far() {
         assert_eq!(messages.len(), 2);
         assert_eq!(messages[1].content[0]["text"], outcome.text);
     }
+}
+
+#[tokio::test]
+async fn an_answer_that_breaks_off_fails_the_turn_clearly_and_keeps_what_arrived() {
+    let fx = fixture();
+    let chunks = vec![
+        server::sse_event(
+            "message_start",
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 3}}}),
+        ),
+        server::sse_event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0,
+                   "content_block": {"type": "text", "text": ""}}),
+        ),
+        server::sse_event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+                   "delta": {"type": "text_delta", "text": "The first half"}}),
+        ),
+        server::sse_event(
+            "error",
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ),
+    ];
+    let server = Server::start(vec![Reply::Stream {
+        content_type: server::SSE,
+        chunks,
+    }])
+    .await;
+    let runner = runner(&fx, Wire::Anthropic, &server.url(), 8);
+    let error = runner
+        .run_turn(TurnRequest::new("b", "talk"))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "overloaded");
+    assert!(error.to_string().contains("broke off"), "{error}");
+    let messages = fx.db.sessions().messages("b").unwrap();
+    assert_eq!(
+        messages.last().unwrap().content[0]["text"],
+        "The first half"
+    );
+    assert_eq!(server.seen().len(), 1, "not retried after output");
 }
 
 /// Subscribes to the runner's hooks: rewrites the system prompt and records every call.

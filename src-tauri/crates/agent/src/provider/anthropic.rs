@@ -118,10 +118,9 @@ impl Provider for Anthropic {
         Box::pin(async move {
             let body = Self::body(&request);
             let url = format!("{}/v1/messages", self.base_url);
-            let response = self
-                .retry
-                .run(|| {
-                    send(
+            self.retry
+                .run_stream(|| async {
+                    let response = send(
                         self.client
                             .post(&url)
                             .header("x-api-key", &self.api_key)
@@ -129,9 +128,10 @@ impl Provider for Anthropic {
                             .header(reqwest::header::ACCEPT, "text/event-stream")
                             .json(&body),
                     )
+                    .await?;
+                    Ok(drive(sse_frames(response), AnthropicDecoder::default()))
                 })
-                .await?;
-            Ok(drive(sse_frames(response), AnthropicDecoder::default()))
+                .await
         })
     }
 }

@@ -152,11 +152,12 @@ impl Provider for Ollama {
         Box::pin(async move {
             let body = Self::body(&request);
             let url = format!("{}/api/chat", self.base_url);
-            let response = self
-                .retry
-                .run(|| send(self.client.post(&url).json(&body)))
-                .await?;
-            Ok(drive(ndjson_lines(response), OllamaDecoder::default()))
+            self.retry
+                .run_stream(|| async {
+                    let response = send(self.client.post(&url).json(&body)).await?;
+                    Ok(drive(ndjson_lines(response), OllamaDecoder::default()))
+                })
+                .await
         })
     }
 }

@@ -172,9 +172,8 @@ impl Provider for OpenAi {
         Box::pin(async move {
             let body = self.body(&request);
             let url = format!("{}/chat/completions", self.base_url);
-            let response = self
-                .retry
-                .run(|| {
+            self.retry
+                .run_stream(|| async {
                     let mut builder = self
                         .client
                         .post(&url)
@@ -183,10 +182,10 @@ impl Provider for OpenAi {
                     if let Some(key) = &self.api_key {
                         builder = builder.bearer_auth(key);
                     }
-                    send(builder)
+                    let response = send(builder).await?;
+                    Ok(drive(sse_frames(response), OpenAiDecoder::default()))
                 })
-                .await?;
-            Ok(drive(sse_frames(response), OpenAiDecoder::default()))
+                .await
         })
     }
 }
@@ -227,7 +226,25 @@ impl Decoder for OpenAiDecoder {
                 .as_str()
                 .map(String::from)
                 .unwrap_or_else(|| error.to_string());
-            return Err(Error::Stream(message));
+            let kind = [&error["type"], &error["code"]]
+                .iter()
+                .filter_map(|v| v.as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            // Overload and rate limits said mid-stream are retried like their HTTP statuses.
+            return Err(if kind.contains("rate_limit") {
+                Error::RateLimited {
+                    message,
+                    retry_after: None,
+                }
+            } else if ["overloaded", "server_error", "service_unavailable"]
+                .iter()
+                .any(|k| kind.contains(k))
+            {
+                Error::Overloaded(message)
+            } else {
+                Error::Stream(message)
+            });
         }
         if let Some(choice) = chunk["choices"].get(0) {
             let delta = &choice["delta"];
