@@ -32,9 +32,20 @@ pub type McpServers = BTreeMap<String, McpServerConfig>;
 /// {"weather": {"command": "weather-mcp", "args": ["--units", "metric"], "env": {"API_KEY": "..."}},
 ///  "docs": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ..."}}}
 /// ```
+///
+/// The `type` field the peers' configs carry (Claude Code, VS Code, Cursor: `stdio`, `http`) is
+/// accepted and checked against the endpoint; the old `sse` transport is refused with a hint.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
+    /// `stdio` or `http` (also `streamable-http`); optional: `command` or `url` says which.
+    #[serde(
+        default,
+        rename = "type",
+        alias = "transport",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub transport: Option<String>,
     /// The program to start; it speaks MCP on its stdin/stdout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
@@ -67,6 +78,7 @@ impl Default for McpServerConfig {
     /// An enabled entry with no endpoint yet.
     fn default() -> Self {
         McpServerConfig {
+            transport: None,
             command: None,
             args: Vec::new(),
             env: BTreeMap::new(),
@@ -93,6 +105,32 @@ pub enum Endpoint<'a> {
 impl McpServerConfig {
     /// Stdio or HTTP, or what is wrong with the entry.
     pub fn endpoint(&self) -> Result<Endpoint<'_>, String> {
+        match self
+            .transport
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            None => {}
+            Some("stdio") if self.command.is_none() => {
+                return Err("`type: stdio` needs `command`".into());
+            }
+            Some("http" | "streamable-http" | "streamablehttp") if self.url.is_none() => {
+                return Err("`type: http` needs `url`".into());
+            }
+            Some("stdio" | "http" | "streamable-http" | "streamablehttp") => {}
+            Some("sse") => {
+                return Err(
+                    "the `sse` transport is MCP's old one and is not supported: use the \
+                            server's streamable HTTP endpoint (often ending in /mcp) with \
+                            `type: http`"
+                        .into(),
+                );
+            }
+            Some(other) => {
+                return Err(format!("unknown `type` `{other}`: use `stdio` or `http`"));
+            }
+        }
         match (&self.command, &self.url) {
             (Some(command), None) if !command.trim().is_empty() => Ok(Endpoint::Stdio {
                 command,
@@ -291,6 +329,20 @@ mod tests {
         assert!(err.contains("header name"), "{err}");
         // Typos are refused rather than ignored.
         serde_json::from_value::<McpServers>(json!({"w": {"comand": "x"}})).unwrap_err();
+        // The `type` that Claude Code and VS Code configs carry: checked against the endpoint.
+        validate_servers(&parse(
+            json!({"fs": {"type": "stdio", "command": "npx", "args": ["-y", "server"]},
+                   "web": {"type": "http", "url": "https://example.com/mcp"}}),
+        ))
+        .unwrap();
+        let err =
+            validate_servers(&parse(json!({"x": {"type": "http", "command": "a"}}))).unwrap_err();
+        assert!(err.contains("needs `url`"), "{err}");
+        let err = validate_servers(&parse(
+            json!({"old": {"type": "sse", "url": "http://x/sse"}}),
+        ))
+        .unwrap_err();
+        assert!(err.contains("streamable HTTP"), "{err}");
     }
 
     #[test]

@@ -58,6 +58,7 @@ impl SkillTool {
              put in your prompt for 4 turns; load puts one there for 6 and returns it now. Only \
              the person's own skills can be created, updated or deleted.",
         )
+        .closed_world()
         .resource(
             "skill",
             &["skills", "instructions"],

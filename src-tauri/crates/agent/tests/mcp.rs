@@ -80,6 +80,27 @@ async fn the_server_lists_the_registry_runs_calls_as_mcp_and_approves_nothing() 
         Value::Object((*file.input_schema).clone()),
         registry.specs()[0].input_schema
     );
+    // A title and the spec's hints: `file` writes (so not read-only, may destroy) and stays on
+    // this machine.
+    assert_eq!(file.title.as_deref(), Some("File"));
+    let hints = file.annotations.as_ref().expect("annotations");
+    assert_eq!(hints.read_only_hint, Some(false));
+    assert_eq!(hints.destructive_hint, Some(true));
+    assert_eq!(hints.idempotent_hint, Some(false));
+    assert_eq!(hints.open_world_hint, Some(false));
+
+    // An unknown tool is the spec's invalid-params error, with the right call suggested.
+    let unknown = client
+        .call_tool(CallToolRequestParams::new("read_file").with_arguments(object(json!({}))))
+        .await
+        .unwrap_err();
+    match unknown {
+        rmcp::ServiceError::McpError(error) => {
+            assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+            assert!(error.message.contains("read_file"), "{}", error.message);
+        }
+        other => panic!("not a JSON-RPC error: {other:?}"),
+    }
 
     let note = dir.path().join("note.txt");
     std::fs::write(&note, "hello over mcp\n").unwrap();

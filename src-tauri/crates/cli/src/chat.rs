@@ -71,6 +71,10 @@ pub struct ChatArgs {
     /// Model calls per turn before stopping.
     #[arg(long)]
     max_steps: Option<u32>,
+    /// With -p: how long to wait for the configured MCP servers to connect before the turn, in
+    /// seconds (their tools are then in the first request; each failure is reported once).
+    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+    mcp_wait: u64,
     /// With -p: text, json (one object at the end) or stream-json (one event per line).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text, requires = "prompt")]
     output_format: OutputFormat,
@@ -105,6 +109,13 @@ pub async fn run(data_dir: Option<PathBuf>, args: ChatArgs) -> anyhow::Result<Ex
     let services = core
         .start(osprey_core::Start::chat(options.gateway_app.is_some()))
         .await?;
+    if args.prompt.is_some() {
+        // One turn: its first request should carry the servers' tools.
+        let statuses = core
+            .wait_for_mcp(std::time::Duration::from_secs(args.mcp_wait))
+            .await;
+        report_mcp(&statuses);
+    }
     let runner = core.chat_runner(&options)?;
     let session = args.session.clone().unwrap_or_else(new_session_id);
     let code = match args.prompt {
@@ -114,6 +125,20 @@ pub async fn run(data_dir: Option<PathBuf>, args: ChatArgs) -> anyhow::Result<Ex
     // Stdio MCP servers and apps are child processes: stop them rather than leave them to exit.
     services.shutdown().await;
     code
+}
+
+/// One line on stderr for each configured MCP server that is not there for this turn.
+fn report_mcp(statuses: &[osprey_core::mcp::ServerStatus]) {
+    use osprey_core::mcp::ServerState;
+    for status in statuses {
+        let why = match &status.state {
+            ServerState::Connected | ServerState::Disabled | ServerState::Stopped => continue,
+            ServerState::Connecting => "still connecting; its tools join when it is ready".into(),
+            ServerState::Retrying { error, .. } => format!("not connected ({error})"),
+            ServerState::Invalid { error } => format!("misconfigured ({error})"),
+        };
+        eprintln!("osprey: MCP server `{}`: {why}", status.name);
+    }
 }
 
 /// `osprey config providers`: each provider's settings and whether a key is set, never the key.

@@ -4,14 +4,15 @@
 //! needs approval is refused, since nobody is there to approve it.
 //!
 //! `osprey mcp list`: connects to the servers configured under `mcp.servers` and prints where
-//! each stands and the tools it brings.
+//! each stands and the tools it brings. `osprey mcp add` / `remove` edit that setting the way the
+//! peers' CLIs do (`claude mcp add NAME -- CMD ARGS`, `--transport http NAME URL`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use osprey_core::mcp::{McpClientOptions, McpServerOptions, ServerState};
+use osprey_core::mcp::{McpClientOptions, McpServerConfig, McpServerOptions, ServerState};
 use osprey_tools::{AskMode, Level};
 
 #[derive(Args, Debug)]
@@ -34,6 +35,26 @@ enum McpAction {
         #[arg(long, default_value_t = 600)]
         timeout: u64,
     },
+    /// Add (or replace) an MCP server: `osprey mcp add NAME -- COMMAND [ARGS...]` for one that
+    /// speaks on stdio, `osprey mcp add --transport http NAME URL` for streamable HTTP.
+    Add {
+        /// `stdio` (default) or `http`.
+        #[arg(long, default_value = "stdio")]
+        transport: String,
+        /// An environment variable for a stdio server, `KEY=VALUE` (`${NAME}` reads Osprey's).
+        #[arg(long = "env", short = 'e', value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// An HTTP header for an http server, `Name: value` or `Name=value`.
+        #[arg(long = "header", short = 'H', value_name = "HEADER")]
+        headers: Vec<String>,
+        /// The server's name; its tools become `mcp__NAME__<tool>`.
+        name: String,
+        /// The command and its arguments (after `--`), or the URL for http.
+        #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
+        target: Vec<String>,
+    },
+    /// Remove an MCP server from `mcp.servers`.
+    Remove { name: String },
     /// Connect to the servers in `mcp.servers` and print each one's state and tools.
     List {
         /// How long to wait for the servers to connect, in seconds.
@@ -61,6 +82,83 @@ pub async fn run(data_dir: Option<PathBuf>, args: McpArgs) -> anyhow::Result<Exi
             Ok(ExitCode::SUCCESS)
         }
         McpAction::List { wait, json } => list(data_dir, Duration::from_secs(wait), json).await,
+        McpAction::Add {
+            transport,
+            env,
+            headers,
+            name,
+            target,
+        } => {
+            let core = crate::open(data_dir, None, None)?;
+            let config = server_config(&transport, &env, &headers, &target)?;
+            core.add_mcp_server(&name, config)?;
+            println!("added MCP server `{name}`; `osprey mcp list` connects and shows its tools");
+            Ok(ExitCode::SUCCESS)
+        }
+        McpAction::Remove { name } => {
+            let core = crate::open(data_dir, None, None)?;
+            if core.remove_mcp_server(&name)? {
+                println!("removed MCP server `{name}`");
+                Ok(ExitCode::SUCCESS)
+            } else {
+                eprintln!("osprey: no MCP server named `{name}` (`osprey mcp list` shows them)");
+                Ok(ExitCode::from(crate::EXIT_TOOL_FAILED))
+            }
+        }
+    }
+}
+
+/// The `mcp.servers` entry `osprey mcp add` describes.
+fn server_config(
+    transport: &str,
+    env: &[String],
+    headers: &[String],
+    target: &[String],
+) -> anyhow::Result<McpServerConfig> {
+    let pair = |text: &str, separators: &[char]| -> anyhow::Result<(String, String)> {
+        text.split_once(separators)
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .filter(|(k, _)| !k.is_empty())
+            .ok_or_else(|| anyhow::anyhow!("`{text}` is not KEY=VALUE"))
+    };
+    match transport {
+        "stdio" => {
+            if !headers.is_empty() {
+                anyhow::bail!("--header is for http servers; a stdio server takes --env");
+            }
+            Ok(McpServerConfig {
+                transport: Some("stdio".into()),
+                command: Some(target[0].clone()),
+                args: target[1..].to_vec(),
+                env: env
+                    .iter()
+                    .map(|e| pair(e, &['=']))
+                    .collect::<anyhow::Result<_>>()?,
+                ..McpServerConfig::default()
+            })
+        }
+        "http" | "streamable-http" => {
+            if target.len() != 1 {
+                anyhow::bail!("an http server takes one URL");
+            }
+            if !env.is_empty() {
+                anyhow::bail!("--env is for stdio servers; an http server takes --header");
+            }
+            Ok(McpServerConfig {
+                transport: Some("http".into()),
+                url: Some(target[0].clone()),
+                headers: headers
+                    .iter()
+                    .map(|h| pair(h, &[':', '=']))
+                    .collect::<anyhow::Result<_>>()?,
+                ..McpServerConfig::default()
+            })
+        }
+        "sse" => anyhow::bail!(
+            "the sse transport is MCP's old one and is not supported: add the server's streamable \
+             HTTP endpoint (often ending in /mcp) with --transport http"
+        ),
+        other => anyhow::bail!("unknown --transport `{other}`: use stdio or http"),
     }
 }
 
@@ -71,18 +169,7 @@ async fn list(data_dir: Option<PathBuf>, wait: Duration, json: bool) -> anyhow::
         ..McpClientOptions::default()
     })?;
     // Until every server has connected or failed once, or the wait is over.
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        let settled = core
-            .mcp_status()
-            .iter()
-            .all(|s| !matches!(s.state, ServerState::Connecting));
-        if settled || tokio::time::Instant::now() >= deadline {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let statuses = core.mcp_status();
+    let statuses = core.wait_for_mcp(wait).await;
     core.stop_mcp().await;
     if json {
         println!("{}", serde_json::to_string_pretty(&statuses)?);

@@ -437,3 +437,90 @@ fn output_format_needs_a_prompt() {
     let run = chat(data.path(), &server, &["--output-format", "json"], "");
     assert_eq!(run.code, 2, "{}", run.stderr);
 }
+
+fn osprey(data: &Path, args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_osprey"))
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .env_remove("OSPREY_DATA_DIR")
+        .output()
+        .unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn a_server_added_with_mcp_add_brings_its_tools_to_the_first_turn() {
+    let data = tempfile::tempdir().unwrap();
+    let echo = osprey_tests::fixture_binary("osprey-fixture-mcp-echo");
+    let added = osprey(
+        data.path(),
+        &["mcp", "add", "echo", "--", echo.to_str().unwrap(), "--flag"],
+    );
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    // Stored as the peers write it, and refused where they would be wrong.
+    let stored = osprey(data.path(), &["config", "get", "mcp.servers"]);
+    let stored: Value = serde_json::from_str(&stored.stdout).unwrap();
+    assert_eq!(stored["echo"]["type"], "stdio");
+    assert_eq!(stored["echo"]["args"], json!(["--flag"]));
+    let sse = osprey(
+        data.path(),
+        &[
+            "mcp",
+            "add",
+            "--transport",
+            "sse",
+            "old",
+            "http://127.0.0.1:1/sse",
+        ],
+    );
+    assert_eq!(sse.code, 1);
+    assert!(sse.stderr.contains("streamable HTTP"), "{}", sse.stderr);
+    let bad = osprey(data.path(), &["mcp", "add", "a__b", "--", "x"]);
+    assert_eq!(bad.code, 1, "{}", bad.stderr);
+
+    // `chat -p` waits for the server, so the first request already lists its tools.
+    let server = serve(vec![text_turn("I see the echo tools.")]);
+    let run = chat(data.path(), &server, &["-p", "what can you use?"], "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let tools: Vec<String> = server.bodies.lock().unwrap()[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        tools.iter().any(|t| t == "mcp__echo__echo"),
+        "the first request's tools: {tools:?}"
+    );
+
+    // A server that cannot start is reported once and the turn still runs.
+    let broken = osprey(
+        data.path(),
+        &["mcp", "add", "broken", "--", "/nonexistent/mcp-server"],
+    );
+    assert_eq!(broken.code, 0, "{}", broken.stderr);
+    let server = serve(vec![text_turn("Still here.")]);
+    let run = chat(data.path(), &server, &["-p", "hi", "--mcp-wait", "5"], "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.matches("MCP server `broken`").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+
+    let removed = osprey(data.path(), &["mcp", "remove", "broken"]);
+    assert_eq!(removed.code, 0, "{}", removed.stderr);
+    let again = osprey(data.path(), &["mcp", "remove", "broken"]);
+    assert_eq!(again.code, 1);
+    assert!(
+        again.stderr.contains("no MCP server named"),
+        "{}",
+        again.stderr
+    );
+}

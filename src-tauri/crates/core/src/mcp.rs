@@ -5,7 +5,9 @@
 
 use std::sync::Mutex;
 
-pub use osprey_agent::mcp::{McpClientOptions, McpServerOptions, ServerState, ServerStatus};
+pub use osprey_agent::mcp::{
+    McpClientOptions, McpServerConfig, McpServerOptions, ServerState, ServerStatus,
+};
 use osprey_agent::mcp::{McpClients, McpServers};
 
 use crate::{Core, settings};
@@ -44,9 +46,61 @@ impl Core {
         if slot.is_some() {
             return Ok(());
         }
-        let servers: McpServers = settings::read(&self.db().settings(), settings::MCP_SERVERS);
-        *slot = Some(McpClients::start(self.registry(), &servers, options));
+        *slot = Some(McpClients::start(
+            self.registry(),
+            &self.mcp_servers(),
+            options,
+        ));
         Ok(())
+    }
+
+    /// Waits until every configured server has connected or failed once, or `wait` is over, and
+    /// returns where each stands (what `osprey chat -p` and `osprey mcp list` wait for, so the
+    /// first turn sees the servers' tools).
+    pub async fn wait_for_mcp(&self, wait: std::time::Duration) -> Vec<ServerStatus> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let statuses = self.mcp_status();
+            let settled = statuses
+                .iter()
+                .all(|s| !matches!(s.state, ServerState::Connecting));
+            if settled || tokio::time::Instant::now() >= deadline {
+                return statuses;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+    }
+
+    /// The `mcp.servers` setting.
+    pub fn mcp_servers(&self) -> McpServers {
+        settings::read(&self.db().settings(), settings::MCP_SERVERS)
+    }
+
+    /// Adds or replaces one entry of `mcp.servers` (`osprey mcp add`), checked first.
+    pub fn add_mcp_server(
+        &self,
+        name: &str,
+        config: osprey_agent::mcp::McpServerConfig,
+    ) -> anyhow::Result<()> {
+        let mut servers = self.mcp_servers();
+        servers.insert(name.to_string(), config);
+        osprey_agent::mcp::validate_servers(&servers).map_err(anyhow::Error::msg)?;
+        self.db()
+            .settings()
+            .set(settings::MCP_SERVERS, &serde_json::to_value(&servers)?)?;
+        Ok(())
+    }
+
+    /// Removes one entry of `mcp.servers`; false when there was none by that name.
+    pub fn remove_mcp_server(&self, name: &str) -> anyhow::Result<bool> {
+        let mut servers = self.mcp_servers();
+        if servers.remove(name).is_none() {
+            return Ok(false);
+        }
+        self.db()
+            .settings()
+            .set(settings::MCP_SERVERS, &serde_json::to_value(&servers)?)?;
+        Ok(true)
     }
 
     /// Every configured server and where its connection stands (empty before `start_mcp`).

@@ -185,6 +185,7 @@ fn screenshot_domain() -> Domain {
          pixels). Use the IDs with the desktop tool. `capture` returns a plain image of a window, \
          a monitor, the screen or a region.",
     )
+    .closed_world()
     .resource(
         "screen",
         &["image", "window", "snapshot"],

@@ -13,6 +13,10 @@ pub struct Domain {
     pub description: String,
     pub resources: Vec<Resource>,
     pub fields: Vec<Field>,
+    /// The tool may reach things outside the person's machine or beyond what its arguments name
+    /// (the web, other programs); `false` for tools confined to local files or the screen. MCP
+    /// clients get it as `openWorldHint`.
+    pub open_world: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -129,7 +133,22 @@ impl Domain {
             description: description.into(),
             resources: Vec::new(),
             fields: Vec::new(),
+            open_world: true,
         }
+    }
+
+    /// Marks the tool as working only on what its arguments name on this machine.
+    pub fn closed_world(mut self) -> Self {
+        self.open_world = false;
+        self
+    }
+
+    /// True when every action only reads (needs no approval).
+    pub fn read_only(&self) -> bool {
+        self.resources
+            .iter()
+            .flat_map(|r| &r.actions)
+            .all(|a| a.approval == ApprovalNeed::None)
     }
 
     /// Adds a resource with `(action, description, approval)` triples.

@@ -208,6 +208,7 @@ fn file_domain() -> Domain {
          Read before editing; edit replaces exact text. Use glob to find files by name and grep \
          to search their contents (regex, ripgrep syntax).",
     )
+    .closed_world()
     .resource(
         "file",
         &["files", "fs", "filesystem"],

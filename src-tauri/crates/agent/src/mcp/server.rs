@@ -13,7 +13,7 @@ use osprey_tools::{Approver, Registry, ToolContext};
 use osprey_types::{ApprovalAnswer, ApprovalRequest, ErrorCode, Origin, ToolResult};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool as McpTool,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -162,8 +162,9 @@ impl McpServer {
     }
 }
 
-/// A registry tool as MCP lists it: name, description, and the input schema in the portable
-/// dialect, since a client may forward it to a provider that refuses top-level combinators.
+/// A registry tool as MCP lists it: name, a title, description, the input schema in the
+/// portable dialect (a client may forward it to a provider that refuses top-level combinators),
+/// and the spec's hints, so a client can treat read-only tools as such.
 fn as_mcp_tool(tool: &dyn osprey_tools::Tool) -> McpTool {
     let spec = osprey_tools::ToolSpec::portable(tool.name(), tool.description(), tool.schema());
     let input_schema = match spec.input_schema {
@@ -171,7 +172,31 @@ fn as_mcp_tool(tool: &dyn osprey_tools::Tool) -> McpTool {
         // Never taken: a portable schema is an object.
         _ => serde_json::Map::new(),
     };
+    let title = title_of(&spec.name);
+    let mut annotations = ToolAnnotations::with_title(title.clone());
+    if let Some(domain) = tool.domain() {
+        // A tool is read-only when every action it has only reads; then it changes nothing and
+        // a repeat changes nothing either. Otherwise some action may delete or overwrite.
+        let read_only = domain.read_only();
+        annotations.read_only_hint = Some(read_only);
+        annotations.destructive_hint = Some(!read_only);
+        annotations.idempotent_hint = Some(read_only);
+        annotations.open_world_hint = Some(domain.open_world);
+    }
     McpTool::new(spec.name, spec.description, Arc::new(input_schema))
+        .with_title(title)
+        .annotate(annotations)
+}
+
+/// "File", "Shell"; another server's tool keeps its own name (`mcp__docs__search`).
+fn title_of(name: &str) -> String {
+    if name.contains("__") {
+        return name.to_string();
+    }
+    let mut chars = name.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
 }
 
 /// The approver of a server without one: it records the question and says no.
@@ -242,6 +267,15 @@ impl ServerHandler for McpServer {
             .map(serde_json::Value::Object)
             .unwrap_or_else(|| serde_json::Value::Object(Default::default()));
         let result = self.call(&request.name, input, context.ct).await;
+        // An unknown tool is a protocol error (-32602), as the MCP spec names it, still with the
+        // registry's suggestion of the right call; a known tool that fails is a result with
+        // isError, which the model can act on.
+        if result.code == Some(ErrorCode::UnknownTool) {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {}. {}", request.name, result.text_content()),
+                None,
+            ));
+        }
         Ok(CallToolResponse::Complete(to_mcp_result(&result)))
     }
 }
