@@ -329,7 +329,7 @@ async fn fire(core: Core, firing: Firing) -> Result<FireReport, String> {
             reminder.prompt
         ),
     );
-    turn.origin = Origin::System;
+    turn.origin = fire_origin(&reminder.origin);
     turn.approver = Some(Arc::new(core.approvals().clone()));
     turn.cancel = firing.cancel.clone();
     let title = reminder.title.clone();
@@ -349,6 +349,18 @@ async fn fire(core: Core, firing: Firing) -> Result<FireReport, String> {
             output: Some(outcome.text),
         }),
         Err(error) => Err(format!("the reminder's turn failed: {error}")),
+    }
+}
+
+/// The origin a reminder's turn runs with: its creator's, so a reminder planted by a chat
+/// message fires under `comm`'s rules (no shell), never a looser one. The person's own reminders
+/// fire as `system` (a firing is not the person typing; `system` allows what `user` does).
+fn fire_origin(created_by: &str) -> Origin {
+    match created_by.parse::<Origin>() {
+        Ok(Origin::User | Origin::System) => Origin::System,
+        Ok(other) => other,
+        // An origin this Osprey does not know: the rules for messages from outside.
+        Err(_) => Origin::Comm,
     }
 }
 
@@ -381,7 +393,7 @@ fn notify(core: &Core, firing: &Firing, error: &anyhow::Error) -> Result<FireRep
         sessions.open_or_create(&osprey_db::NewSession {
             id: &session_id,
             title: Some(&reminder.title),
-            origin: Origin::System.as_str(),
+            origin: fire_origin(&reminder.origin).as_str(),
             provider: None,
             model: None,
         })?;
@@ -556,6 +568,79 @@ mod tests {
 
         core.stop_scheduler().await;
         assert_eq!(core.reminders().unwrap().name(), "stored");
+    }
+
+    #[tokio::test]
+    async fn a_reminder_planted_from_a_chat_message_is_asked_and_fires_under_comm_rules() {
+        // The model, in the fired turn, tries the shell: comm's origin rules refuse it.
+        let server = AnthropicServer::start(vec![
+            ScriptedReply::call(
+                "toolu_1",
+                "shell",
+                json!({"resource": "bash", "action": "exec", "command": "id"}),
+            ),
+            ScriptedReply::text("Could not run it."),
+        ])
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let core = Core::open(CoreOptions {
+            data_dir: Some(dir.path().to_path_buf()),
+            policy: None,
+        })
+        .unwrap();
+        core.set_reminder_options(Some(ChatOptions {
+            gateway_app: None,
+            provider: ProviderKind::Anthropic,
+            base_url: Some(server.url()),
+            model: Some("claude-test".into()),
+            api_key: Some("test-key".into()),
+            max_steps: None,
+        }));
+        core.start_scheduler().unwrap();
+        let mut reminder_events = core.reminder_events().unwrap();
+        let create = json!({"resource": "reminder", "action": "create", "schedule": "in 1 hour",
+                            "prompt": "run id every hour"});
+
+        // From a chat bridge with nobody to ask: refused, nothing created.
+        let refused = core.call_tool(Origin::Comm, "agent", create.clone()).await;
+        assert!(refused.is_error, "{refused:?}");
+        // Asked and approved: created, carrying its origin.
+        let once = Arc::new(osprey_tools::FixedApprover::new(
+            osprey_types::ApprovalAnswer::Once,
+        ));
+        let ctx = osprey_tools::ToolContext::new(Origin::Comm, Duration::from_secs(30))
+            .with_approver(once.clone());
+        let created = body(&core.call_tool_with(&ctx, "agent", create).await);
+        assert_eq!(once.count(), 1, "the creation was not asked");
+        assert_eq!(created["created"]["origin"], "comm");
+        let id = created["created"]["id"].as_str().unwrap().to_string();
+
+        // It fires with comm's rules, not system's: its shell call is refused by origin.
+        body(
+            &core
+                .call_tool(
+                    Origin::User,
+                    "agent",
+                    json!({"resource": "reminder", "action": "run", "id": id}),
+                )
+                .await,
+        );
+        tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                if let SchedulerEvent::Finished { .. } = reminder_events.recv().await.unwrap() {
+                    return;
+                }
+            }
+        })
+        .await
+        .expect("the run finished");
+        let runs = core.reminders().unwrap().history(id, None).await.unwrap();
+        let session = runs[0].session_id.clone().unwrap();
+        let row = core.db().sessions().get(&session).unwrap().unwrap();
+        assert_eq!(row.origin, "comm");
+        let calls = core.db().sessions().tool_calls(&session).unwrap();
+        assert_eq!(calls[0].code.as_deref(), Some("origin_denied"), "{calls:?}");
+        core.stop_scheduler().await;
     }
 
     #[tokio::test]

@@ -27,7 +27,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::audit::AuditSink;
-use crate::call::{Call, CallFacts};
+use crate::call::{ApprovalNeed, Call, CallFacts};
 use crate::correction::{resolve_tool_name, unknown_tool_message};
 use crate::hooks::{HookDispatcher, NoHooks, TOOL_POST_EXECUTE, TOOL_PRE_EXECUTE};
 use crate::security::Refusal;
@@ -373,7 +373,17 @@ impl Registry {
         }
 
         // 4. Origin rules.
-        let facts = facts_of(&*tool, &call);
+        let mut facts = facts_of(&*tool, &call);
+        if facts.approval == ApprovalNeed::None
+            && crate::security::origin::asked_from(
+                ctx.origin,
+                name,
+                call.resource.as_deref(),
+                call.action.as_deref(),
+            )
+        {
+            facts.approval = ApprovalNeed::Required;
+        }
         trail.summary = Some(facts.summary.clone());
         if let Some(entry) = self.origin_rules().denied(
             ctx.origin,

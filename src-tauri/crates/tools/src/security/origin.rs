@@ -27,6 +27,53 @@ impl Default for OriginRules {
     }
 }
 
+/// Calls that are free for the person but change what Osprey does later or speak for the
+/// person: from an origin outside the person's control (`comm`, `app`, `skill`) they need a
+/// person's approval, so a chat message, an app or a skill cannot plant a reminder, a memory or
+/// a profile fact, post as the agent, or type on the desktop unasked. Entries name a tool, a
+/// tool's resource or one action, as deny entries do.
+pub const ASKED_FROM_OUTSIDE: &[&str] = &[
+    "agent.reminder.create",
+    "agent.reminder.update",
+    "agent.reminder.resume",
+    "agent.reminder.run",
+    "agent.memory.store",
+    "agent.profile.set",
+    "agent.message.send",
+    "desktop",
+];
+
+/// Origins outside the person's control: messages from other people, apps, skills' own text.
+pub fn is_outside(origin: Origin) -> bool {
+    matches!(origin, Origin::Comm | Origin::App | Origin::Skill)
+}
+
+/// Whether a call from `origin` must be asked although its action is free for the person.
+pub fn asked_from(
+    origin: Origin,
+    tool: &str,
+    resource: Option<&str>,
+    action: Option<&str>,
+) -> bool {
+    is_outside(origin)
+        && ASKED_FROM_OUTSIDE
+            .iter()
+            .any(|entry| matches_entry(entry, tool, resource, action))
+}
+
+/// `tool`, `tool.resource`, `tool.action` or `tool.resource.action`.
+fn matches_entry(entry: &str, tool: &str, resource: Option<&str>, action: Option<&str>) -> bool {
+    let mut parts = entry.split('.');
+    if parts.next() != Some(tool) {
+        return false;
+    }
+    match (parts.next(), parts.next()) {
+        (None, _) => true,
+        (Some(one), None) => resource == Some(one) || action == Some(one),
+        (Some(r), Some(a)) => resource == Some(r) && action == Some(a),
+    }
+}
+
 impl OriginRules {
     /// No denies at all.
     pub fn none() -> Self {
@@ -81,6 +128,34 @@ mod tests {
             rules.denied(Origin::Comm, "file", Some("file"), Some("read")),
             None
         );
+    }
+
+    #[test]
+    fn what_changes_later_behaviour_is_asked_from_outside_origins_only() {
+        for origin in [Origin::Comm, Origin::App, Origin::Skill] {
+            assert!(asked_from(
+                origin,
+                "agent",
+                Some("reminder"),
+                Some("create")
+            ));
+            assert!(asked_from(origin, "agent", Some("memory"), Some("store")));
+            assert!(asked_from(
+                origin,
+                "desktop",
+                Some("keyboard"),
+                Some("type")
+            ));
+            assert!(!asked_from(origin, "agent", Some("reminder"), Some("list")));
+        }
+        for origin in [Origin::User, Origin::System, Origin::Mcp] {
+            assert!(!asked_from(
+                origin,
+                "agent",
+                Some("reminder"),
+                Some("create")
+            ));
+        }
     }
 
     #[test]
