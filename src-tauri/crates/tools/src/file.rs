@@ -10,6 +10,8 @@
 //! All disk work runs on the blocking pool and polls the call's cancellation token and
 //! deadline, so a cancelled search over a huge tree stops promptly.
 
+#[cfg(unix)]
+mod anchored;
 mod glob;
 mod grep;
 mod read;

@@ -702,3 +702,107 @@ async fn through_the_registry_credentials_stay_refused() {
         "fine"
     );
 }
+
+/// A second thread exchanges `project/swap` (a real folder) with a link to `~/.ssh`, atomically
+/// (`renameat2` with `RENAME_EXCHANGE`), as fast as it can while the tool writes and reads
+/// `swap/...` over and over. Checked by name, a call sees the real folder and then uses the link
+/// (the old code lost within a few hundred tries); judged by what was opened, whatever the
+/// interleaving, nothing lands in `~/.ssh` and the key is never read.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_swapped_for_a_link_between_check_and_use_redirects_nothing() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+
+    let f = Fixture::new();
+    let swap = f.project().join("swap");
+    fs::create_dir_all(&swap).unwrap();
+    fs::write(swap.join("id_ed25519"), "ordinary text\n").unwrap();
+    let ssh = f.home().join(".ssh");
+    let evil = f.project().join("evil");
+    std::os::unix::fs::symlink(&ssh, &evil).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, swap, evil) = (stop.clone(), swap.clone(), evil.clone());
+        std::thread::spawn(move || {
+            let mut flips = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                renameat2(
+                    AT_FDCWD,
+                    &swap,
+                    AT_FDCWD,
+                    &evil,
+                    RenameFlags::RENAME_EXCHANGE,
+                )
+                .unwrap();
+                flips += 1;
+            }
+            // Leave the real folder at `swap`.
+            if flips % 2 == 1 {
+                renameat2(
+                    AT_FDCWD,
+                    &swap,
+                    AT_FDCWD,
+                    &evil,
+                    RenameFlags::RENAME_EXCHANGE,
+                )
+                .unwrap();
+            }
+            flips
+        })
+    };
+    let mut read_key = false;
+    for i in 0..1000 {
+        let _ = f
+            .call(json!({"action": "write", "path": "swap/planted", "content": format!("{i}")}))
+            .await;
+        let read = f
+            .call(json!({"action": "read", "path": "swap/id_ed25519"}))
+            .await;
+        read_key |= read.text_content().contains("OPENSSH PRIVATE KEY");
+        if read_key || ssh.join("planted").exists() {
+            break;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let flips = swapper.join().unwrap();
+    assert!(flips > 100, "the swapper barely ran ({flips} flips)");
+    assert!(!ssh.join("planted").exists(), "a write landed in ~/.ssh");
+    let leftovers: Vec<_> = fs::read_dir(&ssh)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n != "id_ed25519")
+        .collect();
+    assert!(leftovers.is_empty(), "~/.ssh gained {leftovers:?}");
+    assert!(!read_key, "the key was read through the swapped folder");
+}
+
+/// A hard link to the key made under an innocent name is the key: refused for reads, edits and
+/// appends, and the key is unchanged.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_hard_link_to_a_protected_file_is_refused() {
+    let f = Fixture::new();
+    let key = f.home().join(".ssh/id_ed25519");
+    let innocent = f.project().join("notes.txt");
+    fs::hard_link(&key, &innocent).unwrap();
+    let before = fs::read_to_string(&key).unwrap();
+    let read = f.call(json!({"action": "read", "path": "notes.txt"})).await;
+    assert!(err(&read, ErrorCode::SensitivePath).contains("hard link"));
+    let edit = f
+        .call(json!({"action": "edit", "path": "notes.txt", "old_text": "secret", "new_text": "x"}))
+        .await;
+    err(&edit, ErrorCode::SensitivePath);
+    let append = f
+        .call(json!({"action": "write", "path": "notes.txt", "content": "more", "append": true}))
+        .await;
+    err(&append, ErrorCode::SensitivePath);
+    assert_eq!(fs::read_to_string(&key).unwrap(), before);
+    // An ordinary file with two names is fine.
+    fs::write(f.project().join("a.txt"), "shared\n").unwrap();
+    fs::hard_link(f.project().join("a.txt"), f.project().join("b.txt")).unwrap();
+    ok(&f.call(json!({"action": "read", "path": "b.txt"})).await);
+}

@@ -1,6 +1,7 @@
 //! `file read`: a page of a text file with line numbers, streamed so a huge file costs only
 //! the lines shown (plus a fast newline count of the rest, bounded).
 
+#[cfg(not(unix))]
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
@@ -29,7 +30,7 @@ pub(crate) fn run(guard: &PathGuard, target: &Path, call: &Call, stop: &Stop) ->
     };
     let offset = call.u64("offset").unwrap_or(1).max(1);
     let limit = call.u64("limit").unwrap_or(DEFAULT_READ_LIMIT).max(1);
-    match read_page(&path, offset, limit, stop) {
+    match read_page(guard, &path, offset, limit, stop) {
         Ok(text) => ToolResult::text(text),
         Err(ReadError::Result(result)) => result,
         Err(ReadError::Io(err)) => match err.kind() {
@@ -53,7 +54,13 @@ impl From<io::Error> for ReadError {
     }
 }
 
-fn read_page(path: &Path, offset: u64, limit: u64, stop: &Stop) -> Result<String, ReadError> {
+fn read_page(
+    guard: &PathGuard,
+    path: &Path,
+    offset: u64,
+    limit: u64,
+    stop: &Stop,
+) -> Result<String, ReadError> {
     let metadata = std::fs::metadata(path)?;
     if metadata.is_dir() {
         return Err(ReadError::Result(failed(format!(
@@ -62,7 +69,18 @@ fn read_page(path: &Path, offset: u64, limit: u64, stop: &Stop) -> Result<String
             path.display()
         ))));
     }
-    let mut file = File::open(path)?;
+    // Judged by what was opened: a swapped link or a hard link to a protected file is refused.
+    #[cfg(unix)]
+    let mut file = match super::anchored::open_read(guard, path) {
+        Ok(file) => file,
+        Err(super::anchored::Refused::Io(error)) => return Err(ReadError::Io(error)),
+        Err(super::anchored::Refused::Guard(result)) => return Err(ReadError::Result(result)),
+    };
+    #[cfg(not(unix))]
+    let mut file = {
+        let _ = guard;
+        File::open(path)?
+    };
     let mut head = Vec::with_capacity(SNIFF_BYTES);
     (&mut file)
         .take(SNIFF_BYTES as u64)

@@ -2,9 +2,12 @@
 //! directory and a rename, so a crash or a full disk never leaves a half-written file, and
 //! the original permissions are carried over.
 
-use std::fs::{self, File, OpenOptions};
+#[cfg(not(unix))]
+use std::fs::OpenOptions;
+use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+#[cfg(not(unix))]
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use osprey_types::{ErrorCode, ToolResult};
@@ -47,11 +50,10 @@ pub(crate) fn write(guard: &PathGuard, target: &Path, call: &Call) -> ToolResult
     }
     let bytes = content.len() as u64;
     if append {
-        let outcome = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut file| file.write_all(content.as_bytes()));
+        let outcome = match open_append(guard, &path) {
+            Ok(file) => file.and_then(|mut file| file.write_all(content.as_bytes())),
+            Err(refused) => return refused,
+        };
         return match outcome {
             Ok(()) => {
                 let now = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
@@ -65,8 +67,8 @@ pub(crate) fn write(guard: &PathGuard, target: &Path, call: &Call) -> ToolResult
             Err(err) => failed(format!("could not append to {}: {err}", path.display())),
         };
     }
-    match replace_atomically(&path, content.as_bytes()) {
-        Ok(()) => ToolResult::text(match previous {
+    match replace(guard, &path, content.as_bytes()) {
+        Ok(Ok(())) => ToolResult::text(match previous {
             Some(old) => format!(
                 "replaced {} ({}, was {})",
                 path.display(),
@@ -75,7 +77,8 @@ pub(crate) fn write(guard: &PathGuard, target: &Path, call: &Call) -> ToolResult
             ),
             None => format!("created {} ({})", path.display(), human_bytes(bytes)),
         }),
-        Err(err) => failed(format!("could not write {}: {err}", path.display())),
+        Ok(Err(err)) => failed(format!("could not write {}: {err}", path.display())),
+        Err(refused) => refused,
     }
 }
 
@@ -122,7 +125,11 @@ pub(crate) fn edit(guard: &PathGuard, target: &Path, call: &Call) -> ToolResult 
     if meta.permissions().readonly() {
         return failed(format!("{} is read-only; not changing it", path.display()));
     }
-    let text = match fs::read(&path).map(String::from_utf8) {
+    let text = match read_checked(guard, &path) {
+        Ok(read) => read,
+        Err(refused) => return refused,
+    };
+    let text = match text.map(String::from_utf8) {
         Ok(Ok(text)) => text,
         Ok(Err(_)) => {
             return failed(format!(
@@ -161,8 +168,10 @@ pub(crate) fn edit(guard: &PathGuard, target: &Path, call: &Call) -> ToolResult 
     } else {
         text.replacen(&old, &new, 1)
     };
-    if let Err(err) = replace_atomically(&path, updated.as_bytes()) {
-        return failed(format!("could not write {}: {err}", path.display()));
+    match replace(guard, &path, updated.as_bytes()) {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => return failed(format!("could not write {}: {err}", path.display())),
+        Err(refused) => return refused,
     }
     let n = starts.len();
     ToolResult::text(format!(
@@ -239,9 +248,107 @@ fn no_match_message(path: &Path, text: &str, old_text: &str) -> String {
     message
 }
 
+/// Anchored on Unix: the refusal of what a write really reaches, or the I/O outcome.
+type Checked<T> = Result<io::Result<T>, ToolResult>;
+
+#[cfg(unix)]
+fn split<T>(outcome: Result<T, super::anchored::Refused>) -> Checked<T> {
+    match outcome {
+        Ok(value) => Ok(Ok(value)),
+        Err(super::anchored::Refused::Io(error)) => Ok(Err(error)),
+        Err(super::anchored::Refused::Guard(result)) => Err(result),
+    }
+}
+
+/// The file's bytes, read through the checked directory (a file swapped for a link or a hard
+/// link to a protected file is refused).
+fn read_checked(guard: &PathGuard, path: &Path) -> Checked<Vec<u8>> {
+    #[cfg(unix)]
+    {
+        use std::io::Read;
+        split((|| {
+            let anchor = super::anchored::Anchor::for_write(guard, path)?;
+            let mut file = anchor
+                .read_existing(guard)?
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the file is gone"))?;
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes)?;
+            Ok(bytes)
+        })())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = guard;
+        Ok(fs::read(path))
+    }
+}
+
+/// The file opened to append, in its checked directory.
+fn open_append(guard: &PathGuard, path: &Path) -> Checked<File> {
+    #[cfg(unix)]
+    {
+        split(super::anchored::Anchor::for_write(guard, path).and_then(|a| a.append(guard)))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = guard;
+        Ok(OpenOptions::new().create(true).append(true).open(path))
+    }
+}
+
+/// Replaces `path` with `data` through a temporary file and a rename, keeping the original
+/// file's permissions; on Unix everything happens in the directory that was checked.
+fn replace(guard: &PathGuard, path: &Path, data: &[u8]) -> Checked<()> {
+    #[cfg(unix)]
+    {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "file".into());
+        let anchor = match split(super::anchored::Anchor::for_write(guard, path)) {
+            Ok(Ok(anchor)) => anchor,
+            Ok(Err(error)) => return Ok(Err(error)),
+            Err(refused) => return Err(refused),
+        };
+        let permissions = match split(anchor.read_existing(guard)) {
+            Ok(Ok(existing)) => existing
+                .and_then(|f| f.metadata().ok())
+                .map(|m| m.permissions()),
+            Ok(Err(error)) => return Ok(Err(error)),
+            Err(refused) => return Err(refused),
+        };
+        let (mut temp, temp_name) = match split(anchor.temp(&name)) {
+            Ok(Ok(temp)) => temp,
+            Ok(Err(error)) => return Ok(Err(error)),
+            Err(refused) => return Err(refused),
+        };
+        let written = (|| {
+            temp.write_all(data)?;
+            if let Some(permissions) = permissions {
+                temp.set_permissions(permissions)?;
+            }
+            temp.sync_all()
+        })();
+        drop(temp);
+        let outcome = written
+            .map_err(super::anchored::Refused::Io)
+            .and_then(|()| anchor.commit(&temp_name));
+        if outcome.is_err() {
+            anchor.discard(&temp_name);
+        }
+        split(outcome)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = guard;
+        Ok(replace_atomically(path, data))
+    }
+}
+
 /// Replaces `path` with `data` through a temporary file in the same directory and a rename,
 /// keeping the original file's permissions.
-pub(crate) fn replace_atomically(path: &Path, data: &[u8]) -> io::Result<()> {
+#[cfg(not(unix))]
+fn replace_atomically(path: &Path, data: &[u8]) -> io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -267,6 +374,7 @@ pub(crate) fn replace_atomically(path: &Path, data: &[u8]) -> io::Result<()> {
     outcome
 }
 
+#[cfg(not(unix))]
 fn create_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, File)> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut last_error = None;
