@@ -28,6 +28,11 @@ pub trait Provider: Send + Sync {
     /// Sends the request; resolves once the response has started (retrying failures that are
     /// worth retrying), then streams its events.
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream>>;
+    /// The model's context window as the server reports it (Ollama's `/api/show`), when it can
+    /// say; the runner prefers it to guessing from the model's name.
+    fn context_window<'a>(&'a self, _model: &'a str) -> BoxFuture<'a, Option<u64>> {
+        Box::pin(async { None })
+    }
 }
 
 /// How long to wait between attempts. Injected so tests can record the waits instead of sleeping.

@@ -199,6 +199,8 @@ struct Inner {
     /// A window learned from the provider refusing a request as too long, for a model whose
     /// window is neither configured nor known by name: below the estimate that was refused.
     learned_window: std::sync::Mutex<Option<u64>>,
+    /// The window the provider reports for the model (Ollama's `/api/show`), asked once.
+    provider_window: tokio::sync::OnceCell<Option<u64>>,
     config: RunnerConfig,
 }
 
@@ -248,6 +250,7 @@ impl Runner {
                 tacit: std::sync::Mutex::new(None),
                 calibration: std::sync::Mutex::new(1.0),
                 learned_window: std::sync::Mutex::new(None),
+                provider_window: tokio::sync::OnceCell::new(),
                 config,
             }),
         }
@@ -617,9 +620,15 @@ impl Runner {
                     .map(|m| tokens::message_tokens(m, images))
                     .sum::<u64>()
         };
+        let reported = *self
+            .inner
+            .provider_window
+            .get_or_init(|| self.inner.provider.context_window(&config.model))
+            .await;
         let Some(window) = config
             .context_window
             .or(learned)
+            .or(reported)
             .or_else(|| tokens::default_context_window(provider, &config.model))
         else {
             // Nothing known about the window: send as is; a refusal teaches it (see run_turn).

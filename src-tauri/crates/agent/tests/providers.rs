@@ -497,6 +497,55 @@ async fn a_stream_error_after_output_is_not_retried() {
     assert!(waits.lock().unwrap().is_empty());
 }
 
+#[tokio::test]
+async fn ollama_is_told_a_num_ctx_that_fits_the_prompt_within_the_models_window() {
+    let server = Server::start(vec![
+        Wire::Ollama.turn("short", &[]),
+        Wire::Ollama.turn("long", &[]),
+    ])
+    .await;
+    let (retry, _) = recording_retry(0);
+    let provider = Wire::Ollama.provider(&server.url(), retry);
+    // A small request: the smallest step, not Ollama's silent default.
+    drain(
+        provider
+            .stream(request(vec![Message::user_text("hi")]))
+            .await
+            .unwrap(),
+    )
+    .await;
+    // A prompt of about 60,000 tokens: a window that holds it and the reply.
+    let long = "word ".repeat(48_000);
+    drain(
+        provider
+            .stream(request(vec![Message::user_text(&long)]))
+            .await
+            .unwrap(),
+    )
+    .await;
+    let seen = server.seen();
+    let small = seen[0].body["options"]["num_ctx"].as_u64().unwrap();
+    let large = seen[1].body["options"]["num_ctx"].as_u64().unwrap();
+    assert_eq!(small, 4096);
+    let estimate = osprey_agent::runner::tokens::request_tokens(
+        &request(vec![Message::user_text(&long)]),
+        osprey_agent::runner::tokens::ImageCost::for_provider("ollama"),
+    );
+    assert!(
+        large > estimate + 256 && large <= server::OLLAMA_WINDOW,
+        "{large} for {estimate}"
+    );
+    assert_eq!(large % 4096, 0);
+    // The window was asked once for the model, and the provider reports it.
+    assert_eq!(server.shown().len(), 1);
+    assert_eq!(server.shown()[0]["model"], "test-model");
+    assert_eq!(
+        provider.context_window("test-model").await,
+        Some(server::OLLAMA_WINDOW)
+    );
+    assert_eq!(server.shown().len(), 1);
+}
+
 /// A history with a tool call whose result holds text and a screenshot.
 fn history_with_image_result() -> Vec<Message> {
     vec![

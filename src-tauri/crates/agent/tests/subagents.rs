@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
+use axum::http::Uri;
 use axum::response::Response;
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -88,7 +89,10 @@ impl RoutedServer {
     }
 }
 
-async fn routed(State(scripts): State<Arc<Scripts>>, body: Bytes) -> Response {
+async fn routed(State(scripts): State<Arc<Scripts>>, uri: Uri, body: Bytes) -> Response {
+    if uri.path() == "/api/show" {
+        return server::show_reply();
+    }
     let text = String::from_utf8_lossy(&body).to_string();
     let agent = agent_of(&text);
     scripts.seen.lock().unwrap().push((agent, text));

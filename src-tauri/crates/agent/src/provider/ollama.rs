@@ -1,8 +1,15 @@
 //! Ollama's native chat API (`POST {base}/api/chat`, newline-delimited JSON). Tool calls arrive
 //! whole (arguments as an object) and without ids, so ids are made up here and tool results are
 //! matched back by the tool's name.
+//!
+//! Ollama cuts a prompt longer than `options.num_ctx` from the front without a word, and its
+//! default is small (2,048 to 8,192 tokens depending on the version), far below Osprey's system
+//! prompt and tools. So every request sets `num_ctx` to fit what is sent plus the reply, rounded
+//! up, within the model's own window, which is read once per model from `POST /api/show`
+//! (`model_info.<architecture>.context_length`).
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use osprey_types::ContentBlock;
@@ -21,7 +28,14 @@ pub struct Ollama {
     client: reqwest::Client,
     base_url: String,
     retry: RetryPolicy,
+    /// Each model's window from `/api/show` (`None`: the server could not say).
+    windows: Arc<Mutex<HashMap<String, Option<u64>>>>,
 }
+
+/// The smallest `num_ctx` Osprey asks for, and the step it rounds up to.
+const NUM_CTX_STEP: u64 = 4096;
+/// The largest `num_ctx` asked for when the model's window is unknown.
+const NUM_CTX_UNKNOWN_CAP: u64 = 32_768;
 
 impl Ollama {
     pub fn new(base_url: Option<&str>) -> Self {
@@ -32,7 +46,55 @@ impl Ollama {
                 .trim_end_matches('/')
                 .to_string(),
             retry: RetryPolicy::default(),
+            windows: Arc::default(),
         }
+    }
+
+    /// The model's window from `POST /api/show`, asked once per model.
+    async fn window(&self, model: &str) -> Option<u64> {
+        if let Some(known) = self
+            .windows
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(model)
+        {
+            return *known;
+        }
+        let window = async {
+            let response = self
+                .client
+                .post(format!("{}/api/show", self.base_url))
+                .timeout(std::time::Duration::from_secs(5))
+                .json(&json!({"model": model}))
+                .send()
+                .await
+                .ok()?;
+            if !response.status().is_success() {
+                return None;
+            }
+            let body: Value = response.json().await.ok()?;
+            body["model_info"]
+                .as_object()?
+                .iter()
+                .find(|(key, _)| key.ends_with(".context_length"))
+                .and_then(|(_, value)| value.as_u64())
+        }
+        .await;
+        self.windows
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(model.to_string(), window);
+        window
+    }
+
+    /// `num_ctx` for a request: what is sent plus the reply, with a margin for the estimate's
+    /// error, rounded up to 4,096; within the model's window when known, else at most 32,768.
+    pub fn num_ctx(request: &ChatRequest, window: Option<u64>) -> u64 {
+        let images = crate::runner::tokens::ImageCost::for_provider("ollama");
+        let prompt = crate::runner::tokens::request_tokens(request, images);
+        let wanted = prompt + prompt / 5 + u64::from(request.max_tokens);
+        let rounded = wanted.div_ceil(NUM_CTX_STEP).max(1) * NUM_CTX_STEP;
+        rounded.min(window.unwrap_or(NUM_CTX_UNKNOWN_CAP).max(NUM_CTX_STEP))
     }
 
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
@@ -148,9 +210,15 @@ impl Provider for Ollama {
         "ollama"
     }
 
+    fn context_window<'a>(&'a self, model: &'a str) -> BoxFuture<'a, Option<u64>> {
+        Box::pin(self.window(model))
+    }
+
     fn stream(&self, request: ChatRequest) -> BoxFuture<'_, Result<EventStream>> {
         Box::pin(async move {
-            let body = Self::body(&request);
+            let mut body = Self::body(&request);
+            let window = self.window(&request.model).await;
+            body["options"]["num_ctx"] = json!(Self::num_ctx(&request, window));
             let url = format!("{}/api/chat", self.base_url);
             self.retry
                 .run_stream(|| async {

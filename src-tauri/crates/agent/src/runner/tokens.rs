@@ -220,10 +220,11 @@ pub fn request_tokens(request: &ChatRequest, images: ImageCost) -> u64 {
             .sum::<u64>()
 }
 
-/// The context window of a model by name, when not configured: the families' published windows.
-/// For a model it does not recognise it knows nothing, except on Ollama, which silently drops
-/// the start of a prompt that is too long (so compacting early is the only protection) and whose
-/// common default is 8,192 tokens. Elsewhere an unknown window is learned from the provider's
+/// The context window of a model by name, when neither configured nor reported by the provider
+/// (Ollama reports it from `/api/show`, which the runner asks first): the families' published
+/// windows. For a model it does not recognise it knows nothing, except on Ollama, whose server
+/// then could not say: 8,192 tokens, so that compacting early protects a prompt Ollama would
+/// otherwise cut silently. Elsewhere an unknown window is learned from the provider's
 /// "context too long" error instead ([`Runner`](crate::Runner) then compacts and retries).
 pub fn default_context_window(provider: &str, model: &str) -> Option<u64> {
     let model = model.to_ascii_lowercase();

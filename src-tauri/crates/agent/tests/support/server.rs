@@ -53,6 +53,22 @@ pub struct Seen {
 struct Script {
     replies: Mutex<VecDeque<Reply>>,
     seen: Mutex<Vec<Seen>>,
+    /// Ollama's `/api/show` is answered apart from the script (and not counted in `seen`): the
+    /// model's window, as `model_info.llama.context_length`.
+    shown: Mutex<Vec<Value>>,
+}
+
+/// The window the server reports for every model on `/api/show`.
+pub const OLLAMA_WINDOW: u64 = 131_072;
+
+/// Ollama's answer to `/api/show`: a llama model with [`OLLAMA_WINDOW`].
+pub fn show_reply() -> Response {
+    let info = serde_json::json!({"model_info": {
+        "general.architecture": "llama", "llama.context_length": OLLAMA_WINDOW}});
+    Response::builder()
+        .header("content-type", "application/json")
+        .body(Body::from(info.to_string()))
+        .unwrap()
 }
 
 /// The running server.
@@ -65,7 +81,7 @@ impl Server {
     pub async fn start(replies: Vec<Reply>) -> Server {
         let script = Arc::new(Script {
             replies: Mutex::new(replies.into()),
-            seen: Mutex::new(Vec::new()),
+            ..Script::default()
         });
         let app = Router::new().fallback(handle).with_state(script.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -84,6 +100,11 @@ impl Server {
         self.script.seen.lock().unwrap().clone()
     }
 
+    /// The bodies of the `/api/show` requests.
+    pub fn shown(&self) -> Vec<Value> {
+        self.script.shown.lock().unwrap().clone()
+    }
+
     pub fn remaining(&self) -> usize {
         self.script.replies.lock().unwrap().len()
     }
@@ -96,6 +117,10 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if uri.path() == "/api/show" {
+        script.shown.lock().unwrap().push(body);
+        return show_reply();
+    }
     script.seen.lock().unwrap().push(Seen {
         path: uri.path().to_string(),
         headers,
