@@ -232,7 +232,13 @@ impl Analyzer {
 
     fn compound(&mut self, compound: &ast::CompoundCommand, piped: bool, depth: usize) {
         match compound {
-            ast::CompoundCommand::Arithmetic(a) => self.scan_text(&a.expr.value, depth),
+            ast::CompoundCommand::Arithmetic(a) => {
+                self.scan_text(&a.expr.value, depth);
+                // Bash reads `(( ... ))` as nested subshells when the inside is not arithmetic
+                // (and `( ( ... ) )` always), where this grammar may see arithmetic: judge that
+                // reading too, so `( ( rm -rf ~ ) )` is seen as the `rm` bash runs.
+                self.subshell_reading(&a.expr.value, depth);
+            }
             ast::CompoundCommand::ArithmeticForClause(f) => {
                 for expr in [&f.initializer, &f.condition, &f.updater]
                     .into_iter()
@@ -813,6 +819,18 @@ impl Analyzer {
     }
 
     /// Walks substitutions in text that is not a word (arithmetic, parameter operands).
+    /// Adds the commands `text` would run as a command list, when it parses as one.
+    fn subshell_reading(&mut self, text: &str, depth: usize) {
+        if depth >= MAX_DEPTH {
+            return;
+        }
+        let options = words::parser_options();
+        let mut parser = brush_parser::Parser::new(std::io::Cursor::new(text.as_bytes()), options);
+        if parser.parse_program().is_ok() {
+            self.source(text, depth + 1);
+        }
+    }
+
     fn scan_text(&mut self, text: &str, depth: usize) {
         if text.contains("$(") || text.contains('`') || text.contains("<(") {
             words::expand_heredoc(self, text, depth);
