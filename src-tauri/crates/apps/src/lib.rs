@@ -92,6 +92,10 @@ pub enum Error {
     /// The store could not be reached or answered wrongly.
     #[error("store_unavailable: {0}")]
     StoreUnavailable(String),
+    /// The store answered a request with an error of its own (`unauthorized`, `version_exists`,
+    /// `package_rejected`, ...).
+    #[error("store_refused: {code}: {message}")]
+    StoreRefused { code: String, message: String },
     /// The app (or Osprey) refused the settings; the message is for the person.
     #[error("settings_rejected: {0}")]
     SettingsRejected(String),
@@ -129,6 +133,7 @@ impl Error {
             Error::Revoked { .. } => "revoked",
             Error::RevocationUnavailable(_) => "revocation_unavailable",
             Error::StoreUnavailable(_) => "store_unavailable",
+            Error::StoreRefused { .. } => "store_refused",
             Error::NoPendingUpdate(_) => "no_pending_update",
             Error::SendFailed(_) => "send_failed",
             Error::Io { .. } => "io",

@@ -109,6 +109,60 @@ impl StoreClient {
         Ok(response)
     }
 
+    /// Publishes a package (`POST /api/v1/apps` with the admin token): the store checks it as an
+    /// install would, signs it with its own key and lists it. Returns the store's entry.
+    pub async fn publish(&self, package: Vec<u8>, token: &str, featured: bool) -> Result<Value> {
+        let request = self
+            .http
+            .post(self.url(if featured { "?featured=true" } else { "" }))
+            .bearer_auth(token)
+            .header("content-type", "application/octet-stream")
+            .body(package);
+        self.admin(request)
+            .await?
+            .json()
+            .await
+            .map_err(|e| Error::StoreUnavailable(e.to_string()))
+    }
+
+    /// Revokes an app (every version, or one) with a reason the installs see
+    /// (`POST /api/v1/apps/{id}/revoke` with the admin token).
+    pub async fn revoke(
+        &self,
+        id: &str,
+        version: Option<&str>,
+        reason: &str,
+        token: &str,
+    ) -> Result<()> {
+        let request = self
+            .http
+            .post(self.url(&format!("/{id}/revoke")))
+            .bearer_auth(token)
+            .json(&serde_json::json!({"version": version, "reason": reason}));
+        self.admin(request).await.map(|_| ())
+    }
+
+    /// Sends an admin request; the store's own error (JSON with a code) becomes
+    /// [`Error::StoreRefused`].
+    async fn admin(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response> {
+        let response = request
+            .send()
+            .await
+            .map_err(|e| Error::StoreUnavailable(e.to_string()))?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        let status = response.status();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        Err(Error::StoreRefused {
+            code: body["code"].as_str().unwrap_or("http_error").to_string(),
+            message: body["message"]
+                .as_str()
+                .map(String::from)
+                .unwrap_or_else(|| format!("the store answered {status}")),
+        })
+    }
+
     /// A catalog page: `query` searches; `page` starts at 1.
     pub async fn catalog(&self, query: &str, page: u32) -> Result<Value> {
         let path = format!(

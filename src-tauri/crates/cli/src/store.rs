@@ -2,6 +2,10 @@
 //! prints the address it listens on first, so scripts and tests can bind port 0 and read it.
 //! Publishing, featuring and revoking need the admin token from $OSPREY_STORE_ADMIN_TOKEN; without
 //! one they are refused and the store only serves its catalog.
+//!
+//! `osprey store publish FILE.napp` and `osprey store revoke ID --reason ...`: what an app author
+//! or a store operator sends to a store, with the admin token from $OSPREY_STORE_ADMIN_TOKEN or
+//! one line on stdin. The store re-signs what it publishes with its own key.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -30,12 +34,101 @@ enum StoreAction {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// Publish a .napp to a store (it is checked as an install would, then signed by the store).
+    Publish {
+        /// The package (`osprey napp pack` makes one; it needs a SKILL.md).
+        file: PathBuf,
+        /// The store's URL (default: the `store.url` setting or $OSPREY_STORE_URL).
+        #[arg(long)]
+        store: Option<String>,
+        /// List it among the featured apps.
+        #[arg(long)]
+        featured: bool,
+    },
+    /// Revoke an app on a store: running installs stop it at their next sweep.
+    Revoke {
+        id: String,
+        /// Why; installs show it.
+        #[arg(long)]
+        reason: String,
+        /// Only this version (default: every version).
+        #[arg(long)]
+        version: Option<String>,
+        #[arg(long)]
+        store: Option<String>,
+    },
 }
 
 pub async fn run(data_dir: Option<PathBuf>, args: StoreArgs) -> anyhow::Result<ExitCode> {
     match args.action {
         StoreAction::Serve { addr, dir } => serve(data_dir, &addr, dir).await,
+        StoreAction::Publish {
+            file,
+            store,
+            featured,
+        } => {
+            let client = client(data_dir, store)?;
+            let package =
+                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            let entry = client.publish(package, &admin_token()?, featured).await?;
+            println!("{}", serde_json::to_string_pretty(&entry)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        StoreAction::Revoke {
+            id,
+            reason,
+            version,
+            store,
+        } => {
+            let client = client(data_dir, store)?;
+            client
+                .revoke(&id, version.as_deref(), &reason, &admin_token()?)
+                .await?;
+            println!("revoked {id}; installs stop it at their next revocation sweep");
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+fn client(
+    data_dir: Option<PathBuf>,
+    store: Option<String>,
+) -> anyhow::Result<osprey_apps::store_client::StoreClient> {
+    let url = match store {
+        Some(url) => url,
+        None => {
+            let core = crate::open(data_dir, None, None)?;
+            osprey_core::apps::store_url(&core.db().settings()).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no store given: pass --store URL, set OSPREY_STORE_URL, or run \
+                     `osprey config set store.url URL`"
+                )
+            })?
+        }
+    };
+    Ok(osprey_apps::store_client::StoreClient::new(url))
+}
+
+/// The admin token: $OSPREY_STORE_ADMIN_TOKEN, else one line on stdin (never an argument, so it
+/// stays out of shell history and `ps`).
+fn admin_token() -> anyhow::Result<String> {
+    if let Ok(token) = std::env::var(ADMIN_TOKEN_ENV)
+        && !token.trim().is_empty()
+    {
+        return Ok(token.trim().to_string());
+    }
+    use std::io::{BufRead, IsTerminal};
+    if std::io::stdin().is_terminal() {
+        eprint!("store admin token: ");
+        let _ = std::io::stderr().flush();
+    }
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    let token = line.trim().to_string();
+    if token.is_empty() {
+        anyhow::bail!("no admin token: set {ADMIN_TOKEN_ENV} or give it on stdin");
+    }
+    Ok(token)
 }
 
 async fn serve(

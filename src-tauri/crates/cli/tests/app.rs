@@ -73,7 +73,14 @@ impl ServedStore {
     }
 
     /// `METHOD path` with the admin token, over plain HTTP/1.1; returns the status code.
-    fn admin_request(&self, method: &str, path: &str, content_type: &str, body: &[u8]) -> u16 {
+    /// The status code and the body of a raw admin request.
+    fn admin_exchange(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+    ) -> (u16, String) {
         let authority = self.url.trim_start_matches("http://");
         let mut stream = std::net::TcpStream::connect(authority).unwrap();
         stream.set_read_timeout(Some(DEADLINE)).unwrap();
@@ -86,31 +93,78 @@ impl ServedStore {
         stream.write_all(body).unwrap();
         let mut response = Vec::new();
         stream.read_to_end(&mut response).unwrap();
-        let response = String::from_utf8_lossy(&response);
-        response
+        let response = String::from_utf8_lossy(&response).into_owned();
+        let status = response
             .split_whitespace()
             .nth(1)
             .and_then(|status| status.parse().ok())
-            .unwrap_or_else(|| panic!("no status in {response}"))
+            .unwrap_or_else(|| panic!("no status in {response}"));
+        let body = response
+            .split_once("\r\n\r\n")
+            .map(|(_, body)| body.to_string())
+            .unwrap_or_default();
+        (status, body)
+    }
+
+    /// `osprey store ...` against this store, the token in the environment or on stdin.
+    fn cli(&self, args: &[&str], token: Token) -> (i32, String, String) {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_osprey"));
+        command
+            .args(args)
+            .args(["--store", &self.url])
+            .env_remove("OSPREY_STORE_URL")
+            .env_remove("OSPREY_STORE_ADMIN_TOKEN")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let stdin = match token {
+            Token::Env(token) => {
+                command.env("OSPREY_STORE_ADMIN_TOKEN", token);
+                String::new()
+            }
+            Token::Stdin(token) => format!("{token}\n"),
+        };
+        let mut child = command.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
     }
 
     /// Publishes an unsigned package (the store signs it).
+    /// Publishes with `osprey store publish`, as an app author does (token in the environment).
     fn publish(&self, package: &Path) {
-        let body = std::fs::read(package).unwrap();
-        let status = self.admin_request("POST", "/api/v1/apps", "application/octet-stream", &body);
-        assert_eq!(status, 201, "publishing {}", package.display());
+        let (code, stdout, stderr) = self.cli(
+            &["store", "publish", package.to_str().unwrap()],
+            Token::Env(TOKEN),
+        );
+        assert_eq!(code, 0, "publishing {}: {stderr}", package.display());
+        let entry: Value = serde_json::from_str(&stdout).unwrap();
+        assert!(entry["id"].is_string(), "{entry}");
     }
 
+    /// Revokes with `osprey store revoke` (the token on stdin).
     fn revoke(&self, id: &str, reason: &str) {
-        let body = json!({"reason": reason}).to_string();
-        let status = self.admin_request(
-            "POST",
-            &format!("/api/v1/apps/{id}/revoke"),
-            "application/json",
-            body.as_bytes(),
+        let (code, _, stderr) = self.cli(
+            &["store", "revoke", id, "--reason", reason],
+            Token::Stdin(TOKEN),
         );
-        assert_eq!(status, 204, "revoking {id}");
+        assert_eq!(code, 0, "revoking {id}: {stderr}");
     }
+}
+
+/// How `osprey store` gets the admin token.
+enum Token<'a> {
+    Env(&'a str),
+    Stdin(&'a str),
 }
 
 impl Drop for ServedStore {
@@ -620,4 +674,46 @@ fn store_serve_stops_on_sigterm() {
 
 fn osprey_bin() -> &'static std::path::Path {
     std::path::Path::new(env!("CARGO_BIN_EXE_osprey"))
+}
+
+#[test]
+fn the_store_refuses_in_json_with_a_code_and_the_cli_says_which() {
+    let fixture = Fixture::new();
+    let store = ServedStore::start(fixture.path());
+    let package = fixture.runnable_package("com.example.units", "1.0.0");
+    // A wrong token: refused, nothing published.
+    let (code, _, stderr) = store.cli(
+        &["store", "publish", package.to_str().unwrap()],
+        Token::Env("not-the-token"),
+    );
+    assert_eq!(code, 1);
+    assert!(stderr.contains("store_refused: unauthorized"), "{stderr}");
+    store.publish(&package);
+    // The same version again: the store's own code comes through.
+    let (code, _, stderr) = store.cli(
+        &["store", "publish", package.to_str().unwrap()],
+        Token::Env(TOKEN),
+    );
+    assert_eq!(code, 1);
+    assert!(stderr.contains("version_exists"), "{stderr}");
+    // Not JSON, the wrong content type, an unknown path: JSON with a code, never plain text.
+    for (path, content_type, body) in [
+        (
+            "/api/v1/apps/com.example.units/revoke",
+            "text/plain",
+            "leaks keys",
+        ),
+        (
+            "/api/v1/apps/com.example.units/revoke",
+            "application/json",
+            "{",
+        ),
+        ("/api/v1/nothing-here", "application/json", "{}"),
+    ] {
+        let (status, answer) = store.admin_exchange("POST", path, content_type, body.as_bytes());
+        assert!(status >= 400, "{path}: {status}");
+        let answer: Value = serde_json::from_str(&answer)
+            .unwrap_or_else(|e| panic!("{path} {content_type}: not JSON ({e}): {answer}"));
+        assert!(answer["code"].is_string(), "{answer}");
+    }
 }

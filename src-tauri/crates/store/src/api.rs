@@ -39,7 +39,20 @@ pub(crate) fn router(store: Store) -> Router {
         .route("/api/v1/apps/{id}/revoke", post(revoke))
         .route("/api/v1/apps/{id}/feature", post(feature))
         .route("/api/v1/apps/{id}/reviews", get(reviews).post(add_review))
+        // Every answer is JSON with a code, a wrong path or method too.
+        .fallback(|| async { Error::NotFound("no such endpoint under /api/v1/apps".into()) })
+        .method_not_allowed_fallback(|| async {
+            Error::InvalidRequest("this endpoint does not take that method".into())
+        })
         .with_state(store)
+}
+
+/// A JSON request body, whatever its content type says: a malformed one is `invalid_request`
+/// (in JSON), never axum's plain-text 400 or 415.
+fn json_body<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T> {
+    serde_json::from_slice(body).map_err(|e| {
+        Error::InvalidRequest(format!("the request body is not the expected JSON: {e}"))
+    })
 }
 
 impl IntoResponse for Error {
@@ -245,9 +258,10 @@ async fn revoke(
     State(store): State<Store>,
     headers: HeaderMap,
     Path(id): Path<String>,
-    Json(request): Json<RevokeRequest>,
+    body: Bytes,
 ) -> Result<StatusCode> {
     require_admin(&store, &headers)?;
+    let request: RevokeRequest = json_body(&body)?;
     let revocation = Revocation {
         id,
         version: request.version,
@@ -266,8 +280,9 @@ async fn feature(
     State(store): State<Store>,
     headers: HeaderMap,
     Path(id): Path<String>,
-    Json(request): Json<FeatureRequest>,
+    body: Bytes,
 ) -> Result<StatusCode> {
+    let request: FeatureRequest = json_body(&body)?;
     require_admin(&store, &headers)?;
     with_db(&store, |db| {
         catalog::set_featured(db, &id, request.featured)
@@ -286,8 +301,9 @@ async fn reviews(State(store): State<Store>, Path(id): Path<String>) -> Result<J
 async fn add_review(
     State(store): State<Store>,
     Path(id): Path<String>,
-    Json(review): Json<Review>,
+    body: Bytes,
 ) -> Result<StatusCode> {
+    let review: Review = json_body(&body)?;
     with_db(&store, |db| catalog::add_review(db, &id, &review, now()))?;
     Ok(StatusCode::CREATED)
 }
