@@ -900,6 +900,59 @@ mod tests {
     }
 
     #[test]
+    fn programs_that_run_programs_or_strings_are_asked_even_under_full() {
+        let p = policy(Level::Full, AskMode::OnMiss, &[]);
+        for command in [
+            "xargs rm < list",
+            "find . -name '*.tmp' | xargs -0 echo",
+            "parallel gzip ::: a b",
+            "flock /tmp/lock -c 'make deploy'",
+            "script -qc 'id' /dev/null",
+            "tmux new -d 'sleep 100'",
+            "echo 'rm -rf build' | at now",
+            "ssh -o ProxyCommand='sh -c id' host",
+            "git -c core.pager='sh -c id' log",
+            "git -c alias.x='!id' x",
+            "sed -n '1e id' notes.txt",
+            "sed 's/x/id/e' notes.txt",
+            "tar -cf x.tar --checkpoint=1 --checkpoint-action=exec=id src",
+            "tar -xf x.tar --to-command='sh -c id'",
+            "make --eval='all:;id'",
+            "zip -TT 'sh -c id' x.zip f",
+            "gdb -batch -ex 'shell id'",
+            "vim -c '!id' -c q notes.txt",
+            "strace -o /dev/null ls",
+            "fakeroot ls",
+            "nsenter -t 1 -m ls",
+            "firejail ls",
+            "busybox ls",
+            "docker run -v /:/host alpine ls",
+            "/lib64/ld-linux-x86-64.so.2 /bin/ls",
+        ] {
+            assert!(
+                matches!(verdict(&p, command, None), Verdict::Ask(_)),
+                "{command}: {:?}",
+                verdict(&p, command, None)
+            );
+        }
+        // Their plain uses are not affected.
+        for command in [
+            "sed -i 's/foo/bar/g' src/main.rs",
+            "tar xzf archive.tar.gz -C vendor",
+            "git log --oneline",
+            "make test",
+            "docker run --rm app",
+            "vim --version",
+        ] {
+            assert!(
+                matches!(verdict(&p, command, None), Verdict::Allow(_)),
+                "{command}: {:?}",
+                verdict(&p, command, None)
+            );
+        }
+    }
+
+    #[test]
     fn allowlist_matches_exact_binary_and_binary_plus_first_argument() {
         let p = policy(
             Level::Allowlist,

@@ -559,6 +559,14 @@ impl Analyzer {
             }
             let name = program_name(&head.text).to_string();
             let args = &fields[start + 1..];
+            // A program that runs programs or strings it is given (wrappers like `xargs`
+            // included): what runs is decided when it runs, so the command is asked at every
+            // level; its plausible inner commands are still judged, so a destructive one is
+            // blocked outright.
+            let texts: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
+            if let Some(why) = wrappers::runs_code(&name, &texts) {
+                self.set_dynamic(why);
+            }
             match wrappers::strip(&name, args) {
                 wrappers::Stripped::Command(skip) => {
                     wrappers.push(name);

@@ -211,7 +211,6 @@ fn ordinary_commands_are_static() {
         "awk '{print $1}' file",
         "echo $HOME",
         "echo \"$PATH\"",
-        "find . -name '*.rs' | xargs grep foo",
         "bash ./script.sh",
         "sh -c 'echo hi'",
         "perl -MData::Dumper script.pl",
@@ -277,4 +276,14 @@ fn fork_bombs_are_recognised_with_any_name() {
     ] {
         assert_eq!(analyze(command).fork_bomb, None, "{command}");
     }
+}
+
+#[test]
+fn xargs_is_asked_but_its_command_still_judged() {
+    let a = analyze("find . -name '*.rs' | xargs grep foo");
+    assert!(
+        a.dynamic.as_deref().is_some_and(|d| d.contains("xargs")),
+        "{a:?}"
+    );
+    assert_eq!(a.commands[1].program, "grep");
 }

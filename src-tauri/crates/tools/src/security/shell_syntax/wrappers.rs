@@ -124,13 +124,139 @@ pub(super) fn shape_of(name: &str) -> Shape {
         Shape::Find
     } else if name == "watch" {
         Shape::Watch
-    } else if OPAQUE.contains(&name) {
+    } else if OPAQUE.contains(&name) || is_loader(name) || name == "busybox" {
         Shape::Opaque
     } else if is_interpreter(name) {
         Shape::Interpreter
     } else {
         Shape::Plain
     }
+}
+
+/// The dynamic loader run by hand (`ld-linux-x86-64.so.2 /bin/rm ...`): it runs the program it
+/// is given.
+fn is_loader(name: &str) -> bool {
+    (name.starts_with("ld-linux") || name.starts_with("ld-musl") || name.starts_with("ld.so"))
+        || (name.starts_with("ld-") && name.contains(".so"))
+}
+
+/// Why a program with these arguments runs code decided at run time (another program, a
+/// string, commands built from its input), if it does.
+pub(super) fn runs_code(name: &str, args: &[&str]) -> Option<String> {
+    let lower = name.to_ascii_lowercase();
+    let name = lower.as_str();
+    let has = |flags: &[&str]| {
+        args.iter().any(|a| {
+            flags
+                .iter()
+                .any(|f| a == f || a.starts_with(&format!("{f}=")))
+        })
+    };
+    let starts = |prefixes: &[&str]| {
+        args.iter()
+            .any(|a| prefixes.iter().any(|p| a.starts_with(p)))
+    };
+    let why = |what: &str| Some(format!("`{name}` {what}"));
+    if OPAQUE.contains(&name) || name == "busybox" {
+        return why("runs the program it is given");
+    }
+    if is_loader(name) {
+        return why("(the dynamic loader) runs the program it is given");
+    }
+    match name {
+        "xargs" | "parallel" => why("builds commands from its input"),
+        "flock" => why("runs the command it is given while it holds the lock"),
+        "script"
+            if has(&["--command"])
+                || args
+                    .iter()
+                    .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('c')) =>
+        {
+            why("runs the command given with -c")
+        }
+        "tmux" | "screen" | "at" | "batch" | "daemonize" => {
+            why("runs commands apart from this one")
+        }
+        "ssh" | "scp" | "sftp"
+            if args.iter().any(|a| {
+                let a = a.to_ascii_lowercase();
+                a.contains("proxycommand") || a.contains("localcommand") || a.contains("proxyjump")
+            }) =>
+        {
+            why("runs a local command from its options")
+        }
+        "git" if has(&["-c", "--config-env", "--exec-path"]) || starts(&["-c"]) => {
+            why("runs commands named in configuration given on the command line")
+        }
+        "sed" | "gsed" if args.iter().any(|a| sed_runs(a)) => why("runs commands from its script"),
+        "tar" | "bsdtar"
+            if starts(&[
+                "--checkpoint-action",
+                "--to-command",
+                "--use-compress-program",
+                "--info-script",
+                "--new-volume-script",
+                "-I",
+                "-F",
+            ]) =>
+        {
+            why("runs a program named in its options")
+        }
+        "make" | "gmake" if starts(&["--eval", "-E"]) => why("runs code given on the command line"),
+        "zip" if has(&["-TT", "--unzip-command"]) => why("runs the test command it is given"),
+        "gdb" | "lldb" | "perf" | "ltrace" => why("runs and controls other programs"),
+        "vim" | "vi" | "nvim" | "view" | "ex" | "vimdiff"
+            if starts(&["-c", "+", "--cmd", "-S"]) =>
+        {
+            why("runs editor commands, which can run programs")
+        }
+        "docker" | "podman" | "nerdctl"
+            if starts(&[
+                "-v",
+                "--volume",
+                "--mount",
+                "--privileged",
+                "--pid=host",
+                "--device",
+            ]) =>
+        {
+            why("starts a container with access to the host")
+        }
+        _ => None,
+    }
+}
+
+/// A sed script with an `e` command or an `s///e` flag (both run the pattern space as a
+/// command), or a `w /dev/...`-style write is judged by the caller's redirect rules elsewhere.
+fn sed_runs(script: &str) -> bool {
+    script.split([';', '\n']).any(|part| {
+        let part = part.trim_start();
+        // Strip an address: line numbers, `$`, ranges, `/regex/`.
+        let command = part.trim_start_matches(|c: char| {
+            c.is_ascii_digit() || matches!(c, '$' | ',' | '!' | ' ' | '~' | '+')
+        });
+        let command = if let Some(rest) = command.strip_prefix('/') {
+            rest.split_once('/')
+                .map_or("", |(_, after)| after)
+                .trim_start()
+        } else {
+            command
+        };
+        if command == "e" || command.starts_with("e ") {
+            return true;
+        }
+        let mut chars = command.chars();
+        if chars.next() == Some('s')
+            && let Some(delimiter) = chars.next()
+            && !delimiter.is_alphanumeric()
+        {
+            let pieces: Vec<&str> = command[1 + delimiter.len_utf8()..]
+                .split(delimiter)
+                .collect();
+            return pieces.len() >= 3 && pieces[2].contains('e');
+        }
+        false
+    })
 }
 
 /// `python3.12`, `perl5.36`, `php8.2`, `node`, ...: a known name, optionally followed by a
