@@ -285,7 +285,7 @@ fn describe(error: &osprey_apps::Error) -> String {
 }
 
 /// `--store`, else `$OSPREY_STORE_URL`, else the `store.url` setting.
-fn store_url(data: &Path, flag: Option<String>) -> Option<String> {
+pub(crate) fn store_url(data: &Path, flag: Option<String>) -> Option<String> {
     flag.filter(|url| !url.trim().is_empty()).or_else(|| {
         let db = osprey_db::Database::open_in(data).ok()?;
         osprey_core::apps::store_url(&db.settings())

@@ -94,18 +94,13 @@ fn client(
     data_dir: Option<PathBuf>,
     store: Option<String>,
 ) -> anyhow::Result<osprey_apps::store_client::StoreClient> {
-    let url = match store {
-        Some(url) => url,
-        None => {
-            let core = crate::open(data_dir, None, None)?;
-            osprey_core::apps::store_url(&core.db().settings()).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "no store given: pass --store URL, set OSPREY_STORE_URL, or run \
-                     `osprey config set store.url URL`"
-                )
-            })?
-        }
-    };
+    let data = osprey_core::resolve_data_dir(data_dir.as_deref());
+    let url = crate::app::store_url(&data, store).ok_or_else(|| {
+        anyhow::anyhow!(
+            "no store given: pass --store URL, set OSPREY_STORE_URL, or run \
+             `osprey config set store.url URL`"
+        )
+    })?;
     Ok(osprey_apps::store_client::StoreClient::new(url))
 }
 

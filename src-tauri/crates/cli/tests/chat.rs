@@ -102,6 +102,28 @@ fn text_turn(text: &str) -> (u16, String) {
     (200, body)
 }
 
+/// A scratch folder holding `notes.txt` ("alpha"), and the model turn that reads it.
+struct Notes {
+    _dir: tempfile::TempDir,
+    read: Value,
+}
+
+fn notes() -> Notes {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "alpha\n").unwrap();
+    Notes {
+        read: json!({"action": "read", "path": notes.to_str().unwrap()}),
+        _dir: dir,
+    }
+}
+
+impl Notes {
+    fn read_turn(&self, id: &str) -> (u16, String) {
+        tool_call_turn(id, "file", self.read.clone())
+    }
+}
+
 struct Run {
     code: i32,
     stdout: String,
@@ -299,12 +321,9 @@ fn interactive_chat_streams_replies_and_keeps_one_session() {
 #[test]
 fn json_output_has_the_answer_the_tool_calls_with_results_usage_and_session() {
     let data = tempfile::tempdir().unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let notes = work.path().join("notes.txt");
-    std::fs::write(&notes, "alpha\n").unwrap();
-    let read = json!({"action": "read", "path": notes.to_str().unwrap()});
+    let notes = notes();
     let server = serve(vec![
-        tool_call_turn("call_1", "file", read.clone()),
+        notes.read_turn("call_1"),
         text_turn("The file says alpha."),
     ]);
     let run = chat(
@@ -332,7 +351,7 @@ fn json_output_has_the_answer_the_tool_calls_with_results_usage_and_session() {
     let calls = result["tool_calls"].as_array().unwrap();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0]["name"], "file");
-    assert_eq!(calls[0]["input"], read);
+    assert_eq!(calls[0]["input"], notes.read);
     assert_eq!(calls[0]["result"]["is_error"], false);
     assert!(
         calls[0]["result"]["text"]
@@ -348,17 +367,8 @@ fn json_output_has_the_answer_the_tool_calls_with_results_usage_and_session() {
 #[test]
 fn stream_json_prints_one_event_per_line_and_ends_with_the_result() {
     let data = tempfile::tempdir().unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let notes = work.path().join("notes.txt");
-    std::fs::write(&notes, "alpha\n").unwrap();
-    let server = serve(vec![
-        tool_call_turn(
-            "call_1",
-            "file",
-            json!({"action": "read", "path": notes.to_str().unwrap()}),
-        ),
-        text_turn("Done."),
-    ]);
+    let notes = notes();
+    let server = serve(vec![notes.read_turn("call_1"), text_turn("Done.")]);
     let run = chat(
         data.path(),
         &server,
@@ -388,11 +398,8 @@ fn stream_json_prints_one_event_per_line_and_ends_with_the_result() {
 #[test]
 fn the_step_limit_is_a_sentence_and_exit_1() {
     let data = tempfile::tempdir().unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let notes = work.path().join("notes.txt");
-    std::fs::write(&notes, "alpha\n").unwrap();
-    let read = json!({"action": "read", "path": notes.to_str().unwrap()});
-    let server = serve(vec![tool_call_turn("call_1", "file", read)]);
+    let notes = notes();
+    let server = serve(vec![notes.read_turn("call_1")]);
     let run = chat(
         data.path(),
         &server,
@@ -407,11 +414,7 @@ fn the_step_limit_is_a_sentence_and_exit_1() {
     );
     assert!(!run.stderr.contains("StepLimit"), "{}", run.stderr);
     // The same as JSON: an error with the sentence.
-    let server = serve(vec![tool_call_turn(
-        "call_2",
-        "file",
-        json!({"action": "read", "path": notes.to_str().unwrap()}),
-    )]);
+    let server = serve(vec![notes.read_turn("call_2")]);
     let run = chat(
         data.path(),
         &server,

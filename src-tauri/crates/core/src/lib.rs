@@ -163,6 +163,7 @@ impl Core {
         let data_dir = osprey_db::data_dir(options.data_dir.as_deref());
         let db = Database::open_in(&data_dir)
             .with_context(|| format!("opening Osprey's database in {}", data_dir.display()))?;
+        secrets::repair(&data_dir);
         let stored = db.settings();
         let mut policy_config: PolicyConfig = settings::read(&stored, settings::POLICY);
         if let Some(over) = options.policy {

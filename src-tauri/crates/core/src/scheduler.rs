@@ -441,6 +441,24 @@ mod tests {
     use crate::CoreOptions;
     use crate::agent::ProviderKind;
 
+    /// A core in `data` whose reminders run on the scripted model at `server`.
+    fn core_on_model(data: std::path::PathBuf, server: &AnthropicServer) -> Core {
+        let core = Core::open(CoreOptions {
+            data_dir: Some(data),
+            policy: None,
+        })
+        .unwrap();
+        core.set_reminder_options(Some(ChatOptions {
+            gateway_app: None,
+            provider: ProviderKind::Anthropic,
+            base_url: Some(server.url()),
+            model: Some("claude-test".into()),
+            api_key: Some("test-key".into()),
+            max_steps: None,
+        }));
+        core
+    }
+
     fn body(result: &osprey_types::ToolResult) -> Value {
         assert!(!result.is_error, "{result:?}");
         serde_json::from_str(&result.text_content()).unwrap()
@@ -583,19 +601,7 @@ mod tests {
         ])
         .unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let core = Core::open(CoreOptions {
-            data_dir: Some(dir.path().to_path_buf()),
-            policy: None,
-        })
-        .unwrap();
-        core.set_reminder_options(Some(ChatOptions {
-            gateway_app: None,
-            provider: ProviderKind::Anthropic,
-            base_url: Some(server.url()),
-            model: Some("claude-test".into()),
-            api_key: Some("test-key".into()),
-            max_steps: None,
-        }));
+        let core = core_on_model(dir.path().to_path_buf(), &server);
         core.start_scheduler().unwrap();
         let mut reminder_events = core.reminder_events().unwrap();
         let create = json!({"resource": "reminder", "action": "create", "schedule": "in 1 hour",
@@ -899,19 +905,7 @@ mod tests {
 
         let server = AnthropicServer::start(vec![ScriptedReply::text("Coffee time.")]).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let core = Core::open(CoreOptions {
-            data_dir: Some(dir.path().join("data")),
-            policy: None,
-        })
-        .unwrap();
-        core.set_reminder_options(Some(ChatOptions {
-            gateway_app: None,
-            provider: ProviderKind::Anthropic,
-            base_url: Some(server.url()),
-            model: Some("claude-test".into()),
-            api_key: Some("test-key".into()),
-            max_steps: None,
-        }));
+        let core = core_on_model(dir.path().join("data"), &server);
         core.start_scheduler().unwrap();
 
         let fake = fake_app::FakeApp::new();

@@ -14,6 +14,12 @@ const SERVICE: &str = "osprey";
 /// The fallback file's name inside the data directory.
 const FILE_NAME: &str = "secrets.json";
 
+/// Narrows `<data>/secrets.json` to 0600 when it was left looser (by hand, by an older Osprey);
+/// called once when the core opens. New files are written 0600.
+pub fn repair(data_dir: &Path) {
+    osprey_db::keep_private(&data_dir.join(FILE_NAME), 0o600);
+}
+
 /// Where a secret was stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SecretLocation {
@@ -60,8 +66,6 @@ pub struct Secrets {
 
 impl Secrets {
     pub fn new(data_dir: &Path, backend: Backend) -> Secrets {
-        // Written 0600; one left looser (by hand, by an older Osprey) is repaired.
-        osprey_db::keep_private(&data_dir.join(FILE_NAME), 0o600);
         Secrets {
             file: data_dir.join(FILE_NAME),
             backend,

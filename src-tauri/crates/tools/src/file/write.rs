@@ -301,48 +301,46 @@ fn open_append(guard: &PathGuard, path: &Path) -> Checked<File> {
 fn replace(guard: &PathGuard, path: &Path, data: &[u8]) -> Checked<()> {
     #[cfg(unix)]
     {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "file".into());
-        let anchor = match split(super::anchored::Anchor::for_write(guard, path)) {
-            Ok(Ok(anchor)) => anchor,
-            Ok(Err(error)) => return Ok(Err(error)),
-            Err(refused) => return Err(refused),
-        };
-        let permissions = match split(anchor.read_existing(guard)) {
-            Ok(Ok(existing)) => existing
-                .and_then(|f| f.metadata().ok())
-                .map(|m| m.permissions()),
-            Ok(Err(error)) => return Ok(Err(error)),
-            Err(refused) => return Err(refused),
-        };
-        let (mut temp, temp_name) = match split(anchor.temp(&name)) {
-            Ok(Ok(temp)) => temp,
-            Ok(Err(error)) => return Ok(Err(error)),
-            Err(refused) => return Err(refused),
-        };
-        let written = (|| {
-            temp.write_all(data)?;
-            if let Some(permissions) = permissions {
-                temp.set_permissions(permissions)?;
-            }
-            temp.sync_all()
-        })();
-        drop(temp);
-        let outcome = written
-            .map_err(super::anchored::Refused::Io)
-            .and_then(|()| anchor.commit(&temp_name));
-        if outcome.is_err() {
-            anchor.discard(&temp_name);
-        }
-        split(outcome)
+        split(replace_anchored(guard, path, data))
     }
     #[cfg(not(unix))]
     {
         let _ = guard;
         Ok(replace_atomically(path, data))
     }
+}
+
+#[cfg(unix)]
+fn replace_anchored(
+    guard: &PathGuard,
+    path: &Path,
+    data: &[u8],
+) -> Result<(), super::anchored::Refused> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let anchor = super::anchored::Anchor::for_write(guard, path)?;
+    let permissions = anchor
+        .read_existing(guard)?
+        .and_then(|f| f.metadata().ok())
+        .map(|m| m.permissions());
+    let (mut temp, temp_name) = anchor.temp(&name)?;
+    let written = (|| {
+        temp.write_all(data)?;
+        if let Some(permissions) = permissions {
+            temp.set_permissions(permissions)?;
+        }
+        temp.sync_all()
+    })();
+    drop(temp);
+    let outcome = written
+        .map_err(super::anchored::Refused::Io)
+        .and_then(|()| anchor.commit(&temp_name));
+    if outcome.is_err() {
+        anchor.discard(&temp_name);
+    }
+    outcome
 }
 
 /// Replaces `path` with `data` through a temporary file in the same directory and a rename,

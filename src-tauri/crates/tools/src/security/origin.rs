@@ -58,17 +58,18 @@ pub fn asked_from(
     is_outside(origin)
         && ASKED_FROM_OUTSIDE
             .iter()
-            .any(|entry| matches_entry(entry, tool, resource, action))
+            .any(|entry| entry_matches(entry, tool, resource, action))
 }
 
-/// `tool`, `tool.resource`, `tool.action` or `tool.resource.action`.
-fn matches_entry(entry: &str, tool: &str, resource: Option<&str>, action: Option<&str>) -> bool {
+/// Whether a rule entry names this call: `tool` (or `tool.*`), `tool.resource`, `tool.action`
+/// or `tool.resource.action`. Deny rules and [`ASKED_FROM_OUTSIDE`] read entries the same way.
+fn entry_matches(entry: &str, tool: &str, resource: Option<&str>, action: Option<&str>) -> bool {
     let mut parts = entry.split('.');
     if parts.next() != Some(tool) {
         return false;
     }
     match (parts.next(), parts.next()) {
-        (None, _) => true,
+        (None, _) | (Some("*"), None) => true,
         (Some(one), None) => resource == Some(one) || action == Some(one),
         (Some(r), Some(a)) => resource == Some(r) && action == Some(a),
     }
@@ -91,17 +92,10 @@ impl OriginRules {
         action: Option<&str>,
     ) -> Option<&str> {
         let entries = self.deny.get(&origin)?;
-        entries.iter().map(String::as_str).find(|entry| {
-            let (entry_tool, rest) = match entry.split_once('.') {
-                Some((t, r)) => (t, Some(r)),
-                None => (*entry, None),
-            };
-            entry_tool == tool
-                && match rest {
-                    None | Some("*") => true,
-                    Some(part) => Some(part) == resource || Some(part) == action,
-                }
-        })
+        entries
+            .iter()
+            .map(String::as_str)
+            .find(|entry| entry_matches(entry, tool, resource, action))
     }
 }
 
