@@ -225,11 +225,7 @@ impl Policy {
     /// programs may run. The network stays open unless `scope.network` is false.
     pub fn for_shell(scope: &ShellScope) -> Policy {
         let hidden = with_real_paths(&scope.hidden);
-        let mut system: Vec<PathBuf> = reachable_except(Path::new("/"), &hidden)
-            .into_iter()
-            .filter(|path| !path.starts_with("/dev"))
-            .collect();
-        system.sort();
+        let system = readable_tree(&hidden);
         // A writable folder that holds a hidden one (a workspace around Osprey's data) is
         // granted around it, like the readable tree; one inside a hidden folder not at all.
         let mut read_write: Vec<PathBuf> = scope
@@ -332,18 +328,67 @@ fn with_real_paths(paths: &[PathBuf]) -> Vec<PathBuf> {
     all
 }
 
+/// The readable tree for `hidden` (everything under `/` but them and `/dev`), kept between
+/// commands while none of the folders it was listed from has changed (their modification times
+/// move when an entry is added, removed or renamed): listing it costs milliseconds, checking it
+/// a few `stat`s.
+fn readable_tree(hidden: &[PathBuf]) -> Vec<PathBuf> {
+    use std::sync::Mutex;
+    struct Cached {
+        hidden: Vec<PathBuf>,
+        listed: Vec<(PathBuf, Option<std::time::SystemTime>)>,
+        tree: Vec<PathBuf>,
+    }
+    static CACHE: Mutex<Option<Cached>> = Mutex::new(None);
+    let modified = |dir: &Path| std::fs::metadata(dir).and_then(|m| m.modified()).ok();
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(cached) = cache.as_ref()
+        && cached.hidden == hidden
+        && cached
+            .listed
+            .iter()
+            .all(|(dir, when)| modified(dir) == *when)
+    {
+        return cached.tree.clone();
+    }
+    let mut listed = Vec::new();
+    let mut tree: Vec<PathBuf> = reachable_listing(Path::new("/"), hidden, &mut listed)
+        .into_iter()
+        .filter(|path| !path.starts_with("/dev"))
+        .collect();
+    tree.sort();
+    *cache = Some(Cached {
+        hidden: hidden.to_vec(),
+        listed: listed
+            .into_iter()
+            .map(|dir| {
+                let when = modified(&dir);
+                (dir, when)
+            })
+            .collect(),
+        tree: tree.clone(),
+    });
+    tree
+}
+
 /// The paths to grant so that everything under `root` is reachable except `hidden` and what is
 /// under it. Landlock only grants, so a directory holding a hidden path is not granted itself:
 /// its other entries are, one by one (recursing towards the hidden path), which also means an
 /// entry created there later is out of reach until the next command. A link is granted only
 /// when what it leads to is neither hidden nor holds something hidden (landlock follows it).
 pub fn reachable_except(root: &Path, hidden: &[PathBuf]) -> Vec<PathBuf> {
+    reachable_listing(root, hidden, &mut Vec::new())
+}
+
+/// [`reachable_except`], noting in `listed` every folder whose entries it read.
+fn reachable_listing(root: &Path, hidden: &[PathBuf], listed: &mut Vec<PathBuf>) -> Vec<PathBuf> {
     if hidden.iter().any(|h| root.starts_with(h)) {
         return Vec::new();
     }
     if !hidden.iter().any(|h| h.starts_with(root)) {
         return vec![root.to_path_buf()];
     }
+    listed.push(root.to_path_buf());
     let Ok(entries) = std::fs::read_dir(root) else {
         // Cannot be listed: nothing under it is granted rather than all of it.
         return Vec::new();
@@ -364,7 +409,7 @@ pub fn reachable_except(root: &Path, hidden: &[PathBuf]) -> Vec<PathBuf> {
             granted.push(path);
             continue;
         }
-        granted.extend(reachable_except(&path, hidden));
+        granted.extend(reachable_listing(&path, hidden, listed));
     }
     granted
 }
@@ -579,6 +624,26 @@ mod tests {
             [home.join("src")]
         );
         assert!(reachable_except(&home.join(".ssh"), &hidden).is_empty());
+    }
+
+    #[test]
+    fn the_readable_tree_is_kept_until_a_listed_folder_changes() {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("home");
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join("a.txt"), "a").unwrap();
+        let hidden = vec![home.join(".ssh")];
+        let first = readable_tree(&hidden);
+        assert!(first.contains(&home.join("a.txt")));
+        assert!(!first.iter().any(|p| p.starts_with(home.join(".ssh"))));
+        assert_eq!(readable_tree(&hidden), first);
+        // A new entry beside the hidden one is seen at the next command.
+        std::fs::write(home.join("b.txt"), "b").unwrap();
+        let next = readable_tree(&hidden);
+        assert!(
+            next.contains(&home.join("b.txt")),
+            "the cached tree was reused"
+        );
     }
 
     #[test]
