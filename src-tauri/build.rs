@@ -15,6 +15,8 @@ const COMMANDS: &[&str] = &[
     "answer_approval",
     "pending_approvals",
     "list_apps",
+    "install_app",
+    "uninstall_app",
     "approve_app_update",
     "reject_app_update",
     "open_app_ui",

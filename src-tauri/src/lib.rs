@@ -10,19 +10,10 @@ mod startup;
 mod tray;
 
 use osprey_core::chat::Chats;
-use osprey_core::{Core, CoreOptions, FolderInUse, Services, Start};
-use osprey_types::UiError;
+use osprey_core::{Core, CoreError, CoreOptions, Services, Start};
+use osprey_types::{UiError, UiErrorCode};
 
 use startup::data_dir_from_args;
-
-/// Error codes the shell itself produces (the UI branches on them).
-pub mod codes {
-    /// The core could not be opened at startup; the message says why.
-    pub const CORE_UNAVAILABLE: &str = "core_unavailable";
-    /// The core opened but its background services (apps, reminders, MCP, the control socket)
-    /// did not start; `data_folder_in_use` when another Osprey holds the data folder.
-    pub const SERVICES_UNAVAILABLE: &str = "services_unavailable";
-}
 
 /// What the commands reach through `tauri::State`: the core, or why it failed to open. Keeping the
 /// failure (instead of panicking) lets the window open and show it.
@@ -43,27 +34,23 @@ impl CoreState {
     }
 
     pub fn core(&self) -> Result<&Core, UiError> {
-        self.core.as_ref().map_err(|message| UiError {
-            code: codes::CORE_UNAVAILABLE.to_string(),
-            message: message.clone(),
-        })
+        self.core
+            .as_ref()
+            .map_err(|message| UiError::new(UiErrorCode::CoreUnavailable, message.clone()))
     }
 
     pub fn chats(&self) -> Result<&Chats, UiError> {
         self.core()?;
-        self.chats.as_ref().ok_or_else(|| UiError {
-            code: codes::CORE_UNAVAILABLE.to_string(),
-            message: "chat is not available".to_string(),
-        })
+        self.chats
+            .as_ref()
+            .ok_or_else(|| UiError::new(UiErrorCode::CoreUnavailable, "chat is not available"))
     }
 }
 
-/// A core error as the UI receives it.
-pub fn ui_error(code: &str, error: impl std::fmt::Display) -> UiError {
-    UiError {
-        code: code.to_string(),
-        message: format!("{error:#}"),
-    }
+/// A failure of the shell itself (a window that would not open) as the UI receives it. Errors
+/// from the core arrive as `CoreError` and convert with `?`, keeping their code.
+pub fn ui_error(code: UiErrorCode, error: impl std::fmt::Display) -> UiError {
+    UiError::new(code, format!("{error:#}"))
 }
 
 /// The background services of this window's core ([`Core::start`]), or why they did not start
@@ -83,14 +70,10 @@ impl From<anyhow::Result<Services>> for Background {
             },
             Err(error) => {
                 tracing::error!("Osprey's background services did not start: {error:#}");
-                let code = if error.is::<FolderInUse>() {
-                    FolderInUse::CODE
-                } else {
-                    codes::SERVICES_UNAVAILABLE
-                };
+                let error = CoreError::with_fallback(&error, UiErrorCode::ServicesUnavailable);
                 Background {
                     services: std::sync::Mutex::new(None),
-                    error: Some(ui_error(code, error)),
+                    error: Some(error.into()),
                 }
             }
         }
@@ -150,6 +133,8 @@ pub fn run() {
             commands::approvals::answer_approval,
             commands::approvals::pending_approvals,
             commands::apps::list_apps,
+            commands::apps::install_app,
+            commands::apps::uninstall_app,
             commands::apps::approve_app_update,
             commands::apps::reject_app_update,
             commands::apps::open_app_ui,

@@ -5,6 +5,7 @@
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
 import type {
+  AppInstallReport,
   AppStatus,
   ApprovalAnswer,
   ChatSessionSummary,
@@ -14,10 +15,12 @@ import type {
   ProviderOverview,
   ProviderRow,
   TranscriptItem,
-  UiError,
+  UiError as CoreUiError,
+  UiErrorCode,
 } from "./gen";
 
 export type {
+  AppInstallReport,
   AppStatus,
   ApprovalAnswer,
   ChatSessionSummary,
@@ -27,12 +30,18 @@ export type {
   ProviderOverview,
   ProviderRow,
   TranscriptItem,
-  UiError,
+  UiErrorCode,
 };
 
 /** Codes produced on the TypeScript side (the Rust side owns the rest). */
 export const IPC_UNAVAILABLE = "ipc_unavailable";
 export const IPC_ERROR = "ipc_error";
+
+/** Every code a failure can carry: the core's (generated from Rust) and the two made here. */
+export type ErrorCode = UiErrorCode | typeof IPC_UNAVAILABLE | typeof IPC_ERROR;
+
+/** A failure as every component receives it. */
+export type UiError = Omit<CoreUiError, "code"> & { code: ErrorCode };
 
 function isUiError(value: unknown): value is UiError {
   return (
@@ -158,6 +167,20 @@ export function pendingApprovals(): Promise<PendingApproval[]> {
 
 export function listApps(): Promise<AppStatus[]> {
   return call<AppStatus[]>("list_apps");
+}
+
+/**
+ * Installs (or updates) an app from a `.napp` file path or a store id, verified (signatures, then
+ * the revocation list) before anything is placed. A refusal rejects with its code
+ * (`signature_invalid`, `revoked`, `store_unavailable`, ...).
+ */
+export function installApp(source: string): Promise<AppInstallReport> {
+  return call<AppInstallReport>("install_app", { source });
+}
+
+/** Stops the app and removes it with its data and logs. */
+export function uninstallApp(appId: string): Promise<void> {
+  return call<void>("uninstall_app", { appId });
 }
 
 export function approveAppUpdate(appId: string): Promise<AppStatus> {

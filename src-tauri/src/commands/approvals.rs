@@ -21,14 +21,11 @@ pub fn pending_approvals(state: State<'_, CoreState>) -> Result<Vec<PendingAppro
 
 // Split from the command so it can be tested without a Tauri runtime.
 fn answer_with(state: &CoreState, request_id: &str, answer: ApprovalAnswer) -> Result<(), UiError> {
-    state
+    Ok(state
         .core()?
         .approvals()
         .answer(request_id, answer)
-        .map_err(|error| UiError {
-            code: error.code().to_string(),
-            message: error.to_string(),
-        })
+        .map_err(osprey_core::CoreError::from)?)
 }
 
 #[cfg(test)]
@@ -45,7 +42,7 @@ mod tests {
             policy: None,
         });
         let error = answer_with(&state, "call-1", ApprovalAnswer::Once).unwrap_err();
-        assert_eq!(error.code, "approval_not_pending");
+        assert_eq!(error.code, osprey_types::UiErrorCode::ApprovalNotPending);
         assert!(error.message.contains("call-1"));
     }
 }

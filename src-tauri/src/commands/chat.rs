@@ -5,7 +5,7 @@ use osprey_core::chat::Chats;
 use osprey_types::{ChatSessionSummary, TranscriptItem, UiError};
 use tauri::State;
 
-use crate::{CoreState, ui_error};
+use crate::CoreState;
 
 /// How many sessions the list shows.
 const SESSION_LIST_LIMIT: u32 = 100;
@@ -21,13 +21,7 @@ pub async fn send_message(
     session_id: Option<String>,
     text: String,
 ) -> Result<String, UiError> {
-    chats(&state)?
-        .send(session_id, &text)
-        .await
-        .map_err(|error| UiError {
-            code: error.code.to_string(),
-            message: error.message,
-        })
+    Ok(chats(&state)?.send(session_id, &text).await?)
 }
 
 /// Stops the session's running turn; false when none was running.
@@ -38,9 +32,7 @@ pub fn cancel_turn(state: State<'_, CoreState>, session_id: String) -> Result<bo
 
 #[tauri::command]
 pub fn list_sessions(state: State<'_, CoreState>) -> Result<Vec<ChatSessionSummary>, UiError> {
-    chats(&state)?
-        .sessions(SESSION_LIST_LIMIT)
-        .map_err(|error| ui_error("storage", error))
+    Ok(chats(&state)?.sessions(SESSION_LIST_LIMIT)?)
 }
 
 #[tauri::command]
@@ -48,7 +40,5 @@ pub fn load_history(
     state: State<'_, CoreState>,
     session_id: String,
 ) -> Result<Vec<TranscriptItem>, UiError> {
-    chats(&state)?
-        .history(&session_id)
-        .map_err(|error| ui_error("storage", error))
+    Ok(chats(&state)?.history(&session_id)?)
 }

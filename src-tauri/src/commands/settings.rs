@@ -1,7 +1,7 @@
 //! The settings area: the model provider (which one chat uses, its model and base URL, its key)
 //! and the About box.
 
-use osprey_types::{CoreInfo, ProviderOverview, UiError};
+use osprey_types::{CoreInfo, ProviderOverview, UiError, UiErrorCode};
 use tauri::State;
 
 use crate::{Background, CoreState, ui_error};
@@ -50,7 +50,7 @@ async fn set_setting(
 ) -> Result<ProviderOverview, UiError> {
     let core = state.core()?;
     core.set_provider_setting(key, value)
-        .map_err(|error| ui_error("invalid_setting", format!("{error:#}")))?;
+        .map_err(|error| ui_error(UiErrorCode::InvalidSetting, format!("{error:#}")))?;
     Ok(core.provider_overview().await)
 }
 
@@ -95,7 +95,7 @@ mod tests {
         let error = set_setting(&state, "provider.openai.base_url", "ftp://x")
             .await
             .unwrap_err();
-        assert_eq!(error.code, "invalid_setting");
+        assert_eq!(error.code, UiErrorCode::InvalidSetting);
         assert!(error.message.contains("http or https"), "{}", error.message);
     }
 
@@ -110,7 +110,7 @@ mod tests {
             policy: None,
         });
         let error = info(&state).unwrap_err();
-        assert_eq!(error.code, crate::codes::CORE_UNAVAILABLE);
+        assert_eq!(error.code, UiErrorCode::CoreUnavailable);
         assert!(!error.message.is_empty());
     }
 }

@@ -14,6 +14,10 @@ reason: string | null,
  */
 sideloaded: boolean, 
 /**
+ * The permissions the installed version holds (`network:api.example.com`, ...).
+ */
+permissions: Array<string>, 
+/**
  * The permissions a staged update would add, waiting for approve or reject.
  */
 pending_permissions: Array<string> | null, 

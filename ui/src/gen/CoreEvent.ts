@@ -3,6 +3,7 @@ import type { AppStatus } from "./AppStatus";
 import type { ApprovalRequest } from "./ApprovalRequest";
 import type { ApprovalResolution } from "./ApprovalResolution";
 import type { ToolResult } from "./ToolResult";
+import type { TurnFailureCode } from "./TurnFailureCode";
 import type { JsonValue } from "./serde_json/JsonValue";
 
 /**
@@ -10,4 +11,4 @@ import type { JsonValue } from "./serde_json/JsonValue";
  * a Tauri event named `core-event`). Tagged by `type`; the UI switches on it. New variants may be
  * added at any time, so a listener must ignore types it does not know.
  */
-export type CoreEvent = { "type": "chat_turn_started", session_id: string, } | { "type": "chat_text_delta", session_id: string, text: string, } | { "type": "chat_thinking_delta", session_id: string, text: string, } | { "type": "chat_tool_call_started", session_id: string, call_id: string, name: string, input: JsonValue, } | { "type": "chat_tool_call_finished", session_id: string, call_id: string, name: string, result: ToolResult, } | { "type": "chat_turn_finished", session_id: string, stop: string, text: string, } | { "type": "chat_turn_failed", session_id: string, code: string, message: string, } | { "type": "approval_requested", request: ApprovalRequest, deadline_ms: number, } | { "type": "approval_resolved", request_id: string, resolution: ApprovalResolution, } | { "type": "app_state_changed", app: AppStatus, } | { "type": "app_revoked", app_id: string, reason: string, } | { "type": "reminder_fired", reminder_id: string, title: string, trigger: string, session_id?: string, } | { "type": "reminder_finished", reminder_id: string, outcome: string, error?: string, };
+export type CoreEvent = { "type": "chat_turn_started", session_id: string, } | { "type": "chat_text_delta", session_id: string, text: string, } | { "type": "chat_thinking_delta", session_id: string, text: string, } | { "type": "chat_tool_call_started", session_id: string, call_id: string, name: string, input: JsonValue, } | { "type": "chat_tool_call_finished", session_id: string, call_id: string, name: string, result: ToolResult, } | { "type": "chat_turn_finished", session_id: string, stop: string, text: string, } | { "type": "chat_turn_failed", session_id: string, code: TurnFailureCode, message: string, } | { "type": "approval_requested", request: ApprovalRequest, deadline_ms: number, } | { "type": "approval_resolved", request_id: string, resolution: ApprovalResolution, } | { "type": "app_state_changed", app: AppStatus, } | { "type": "app_revoked", app_id: string, reason: string, } | { "type": "reminder_fired", reminder_id: string, title: string, trigger: string, session_id?: string, } | { "type": "reminder_finished", reminder_id: string, outcome: string, error?: string, };

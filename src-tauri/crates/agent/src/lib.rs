@@ -90,6 +90,24 @@ impl Error {
         )
     }
 
+    /// Why a turn that ended with this error failed, in the one list the desktop, the CLI and
+    /// comm replies share.
+    pub fn turn_failure(&self) -> osprey_types::TurnFailureCode {
+        use osprey_types::TurnFailureCode as Code;
+        match self {
+            Error::Auth(_) => Code::Auth,
+            Error::RateLimited { .. } => Code::RateLimited,
+            Error::Overloaded(_) => Code::Overloaded,
+            Error::ContextTooLong(_) => Code::ContextTooLong,
+            Error::Network(_) => Code::Network,
+            Error::BrokeOff(inner) => inner.turn_failure(),
+            Error::Cancelled => Code::Cancelled,
+            Error::Db(_) => Code::Storage,
+            Error::Config(_) => Code::ProviderUnavailable,
+            _ => Code::ProviderError,
+        }
+    }
+
     /// A stable code for UIs and scripts.
     pub fn code(&self) -> &'static str {
         match self {

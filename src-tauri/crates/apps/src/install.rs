@@ -85,8 +85,11 @@ impl Installer {
         self.place(staged)
     }
 
-    /// Installs or updates from a store package, verified against the store's current key
-    /// (cached, refreshed once when the package names another key).
+    /// Installs or updates from a store package: extracted once, verified against the store's
+    /// current key (cached, refreshed once when the package names another key), and checked
+    /// against the revocation list before anything is placed. A revoked app is refused, and so
+    /// is any store package when no recent enough list can be had (fail closed). Every front end
+    /// installs through here (the CLI, the `app` tool and the desktop, via the core).
     pub async fn install_from_store(
         &self,
         archive: impl Read,
@@ -94,6 +97,8 @@ impl Installer {
     ) -> Result<InstallOutcome> {
         let staged = napp::extract(archive, &self.apps_dir, &self.limits, true)?;
         trust.verify(&staged).await?;
+        let manifest = staged.manifest();
+        trust.check_launch(&manifest.id, &manifest.version).await?;
         self.place(staged)
     }
 

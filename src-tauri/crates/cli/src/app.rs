@@ -10,16 +10,13 @@
 //! or `osprey daemon`): they ask it over its control socket, and say so when none runs rather
 //! than start an app nobody would watch over.
 
-use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
-use osprey_apps::store_client::StoreClient;
-use osprey_apps::trust::Trust;
-use osprey_apps::{InstallOutcome, Installer, Limits, napp};
-use osprey_core::apps::{MAX_REVOCATION_AGE, StoreSource};
+use osprey_apps::InstalledApp;
+use osprey_core::CoreError;
+use osprey_types::{AppInstallOutcome, AppInstallReport, UiErrorCode};
 use serde_json::{Value, json};
 
 /// Exit code for something Osprey refused (same as a refused tool call).
@@ -70,17 +67,21 @@ enum AppAction {
 }
 
 /// The outer error is a failure to run; the inner one is Osprey refusing, with its code.
-type Outcome = anyhow::Result<Result<Value, osprey_apps::Error>>;
+type Outcome = anyhow::Result<Result<Value, CoreError>>;
 
 pub async fn run(data_dir: Option<PathBuf>, args: AppArgs) -> anyhow::Result<ExitCode> {
     let json = args.json;
     let data = osprey_core::resolve_data_dir(data_dir.as_deref());
-    let installer = Installer::new(data.join("apps"));
-    let outcome = match args.action {
-        AppAction::Install { source } => {
-            install(&data, &installer, &source, store_url(&data, args.store)).await
-        }
-        AppAction::List => Ok(Ok(list(&installer, &running_states(&data).await))),
+    let core = crate::open(Some(data.clone()), None, None)?;
+    let outcome: Outcome = match args.action {
+        AppAction::Install { source } => Ok(core
+            .install_app(&source, args.store.filter(|url| !url.trim().is_empty()))
+            .await
+            .map(|report| install_json(&report))),
+        AppAction::List => Ok(Ok(list(
+            &core.installed_apps().await,
+            &running_states(&data).await,
+        ))),
         AppAction::Launch { id } => {
             return supervised(&data, json!({"op": "app.launch", "id": id}), json, |answer| {
                 format!("{id} is running (pid {})", answer["pid"])
@@ -96,25 +97,36 @@ pub async fn run(data_dir: Option<PathBuf>, args: AppArgs) -> anyhow::Result<Exi
         AppAction::Sweep => {
             return supervised(&data, json!({"op": "app.sweep"}), json, sweep_summary).await;
         }
-        AppAction::Remove { id } => Ok(installer.uninstall(&id).map(|()| {
+        AppAction::Remove { id } => Ok(core.uninstall_app(&id).await.map(|()| {
             json!({"id": id, "message": format!("removed {id} with its data and logs")})
         })),
-        AppAction::Sideload { dir } => sideload(&installer, &dir),
-        AppAction::Unsideload { id } => Ok(installer.unsideload(&id).map(|()| {
-            json!({"id": id, "message": format!("unsideloaded {id} (the project directory is untouched)")})
-        })),
-        AppAction::ApproveUpdate { id } => Ok(installer.approve_update(&id).map(|manifest| {
+        AppAction::Sideload { dir } => Ok(core.sideload_app(&dir).await.map(|manifest| {
             json!({
                 "id": manifest.id,
                 "version": manifest.version,
-                "permissions": manifest.permissions,
                 "message": format!(
-                    "approved: {} {} is installed; restart it to run the new version",
-                    manifest.id, manifest.version
+                    "sideloaded {} {} from {} (unsigned: for development only)",
+                    manifest.id,
+                    manifest.version,
+                    dir.display()
                 ),
             })
         })),
-        AppAction::RejectUpdate { id } => Ok(installer.reject_update(&id).map(|()| {
+        AppAction::Unsideload { id } => Ok(core.unsideload_app(&id).await.map(|()| {
+            json!({"id": id, "message": format!("unsideloaded {id} (the project directory is untouched)")})
+        })),
+        AppAction::ApproveUpdate { id } => Ok(core.approve_app_update(&id).await.map(|app| {
+            json!({
+                "id": app.id,
+                "version": app.version,
+                "permissions": app.permissions,
+                "message": format!(
+                    "approved: {} {} is installed; a running Osprey restarts it on the new version",
+                    app.id, app.version
+                ),
+            })
+        })),
+        AppAction::RejectUpdate { id } => Ok(core.reject_app_update(&id).await.map(|_| {
             json!({"id": id, "message": format!("rejected the staged update of {id}; the installed version stays")})
         })),
     };
@@ -130,8 +142,7 @@ pub async fn run(data_dir: Option<PathBuf>, args: AppArgs) -> anyhow::Result<Exi
             Ok(ExitCode::SUCCESS)
         }
         Ok(Err(error)) => {
-            let code = error.code();
-            let reason = error.reason();
+            let code = error.code.as_str();
             let message = describe(&error);
             let exit = if refusal(&error) {
                 EXIT_REFUSED
@@ -140,7 +151,7 @@ pub async fn run(data_dir: Option<PathBuf>, args: AppArgs) -> anyhow::Result<Exi
             };
             if json {
                 let report =
-                    json!({"ok": false, "code": code, "reason": reason, "message": message});
+                    json!({"ok": false, "code": code, "reason": error.reason, "message": message});
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 eprintln!("osprey: {code}: {message}");
@@ -149,6 +160,26 @@ pub async fn run(data_dir: Option<PathBuf>, args: AppArgs) -> anyhow::Result<Exi
         }
         Err(error) => report_failure(json, "failed", &format!("{error:#}")),
     }
+}
+
+/// An install's report as the CLI prints it: the core's, with the commands that answer a
+/// staged update.
+fn install_json(report: &AppInstallReport) -> Value {
+    let mut message = report.message.clone();
+    if report.outcome == AppInstallOutcome::PendingApproval {
+        message.push_str(&format!(
+            " (`osprey app approve-update {id}` or `osprey app reject-update {id}`)",
+            id = report.app_id
+        ));
+    }
+    json!({
+        "outcome": report.outcome,
+        "id": report.app_id,
+        "version": report.version,
+        "from_version": report.from_version,
+        "new_permissions": report.new_permissions,
+        "message": message,
+    })
 }
 
 /// What a sweep did, in a sentence per kind of outcome.
@@ -262,19 +293,22 @@ fn report_failure(json: bool, code: &str, message: &str) -> anyhow::Result<ExitC
 }
 
 /// Osprey refusing (exit 3), as opposed to failing to run (exit 1).
-fn refusal(error: &osprey_apps::Error) -> bool {
-    use osprey_apps::Error as E;
+fn refusal(error: &CoreError) -> bool {
     !matches!(
-        error,
-        E::StoreUnavailable(_) | E::Io { .. } | E::LaunchFailed { .. }
+        error.code,
+        UiErrorCode::StoreUnavailable
+            | UiErrorCode::Io
+            | UiErrorCode::LaunchFailed
+            | UiErrorCode::Storage
+            | UiErrorCode::Internal
     )
 }
 
 /// The error's text without its leading code: `reason: detail`, or the detail.
-fn describe(error: &osprey_apps::Error) -> String {
-    let text = error.to_string();
-    let rest = text.strip_prefix(error.code()).unwrap_or(&text);
-    let rest = match error.reason() {
+fn describe(error: &CoreError) -> String {
+    let text = error.message.as_str();
+    let rest = text.strip_prefix(error.code.as_str()).unwrap_or(text);
+    let rest = match &error.reason {
         Some(reason) => rest
             .strip_prefix(&format!(" ({reason})"))
             .map(|detail| format!("{reason}{detail}"))
@@ -284,97 +318,7 @@ fn describe(error: &osprey_apps::Error) -> String {
     rest.trim_start_matches([':', ' ']).to_owned()
 }
 
-/// `--store`, else `$OSPREY_STORE_URL`, else the `store.url` setting.
-pub(crate) fn store_url(data: &Path, flag: Option<String>) -> Option<String> {
-    flag.filter(|url| !url.trim().is_empty()).or_else(|| {
-        let db = osprey_db::Database::open_in(data).ok()?;
-        osprey_core::apps::store_url(&db.settings())
-    })
-}
-
-async fn install(
-    data: &Path,
-    installer: &Installer,
-    source: &str,
-    store: Option<String>,
-) -> Outcome {
-    std::fs::create_dir_all(installer.apps_dir())
-        .with_context(|| format!("creating {}", installer.apps_dir().display()))?;
-    let client = store.as_deref().map(StoreClient::new);
-    let trust = Trust::new(
-        StoreSource(client.clone()),
-        data.join("trust"),
-        MAX_REVOCATION_AGE,
-    );
-    let path = Path::new(source);
-    let mut file = if source.ends_with(".napp") || path.is_file() {
-        std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?
-    } else {
-        let Some(client) = &client else {
-            return Ok(Err(osprey_apps::Error::StoreUnavailable(format!(
-                "`{source}` is not a file, and no store is configured to install it from: pass \
-                 --store URL, set OSPREY_STORE_URL, or run `osprey config set store.url URL`"
-            ))));
-        };
-        match client.download(source, installer.apps_dir()).await {
-            Ok(file) => file,
-            Err(error) => return Ok(Err(error)),
-        }
-    };
-
-    // Verify and check the revocation list before anything is placed: a revoked app is refused,
-    // and so is any store app when no recent enough list is known (fail closed).
-    let staged = match napp::extract(
-        std::io::BufReader::new(&file),
-        installer.apps_dir(),
-        &Limits::default(),
-        true,
-    ) {
-        Ok(staged) => staged,
-        Err(error) => return Ok(Err(error)),
-    };
-    if let Err(error) = trust.verify(&staged).await {
-        return Ok(Err(error));
-    }
-    let manifest = staged.manifest().clone();
-    drop(staged);
-    if let Err(error) = trust.check_launch(&manifest.id, &manifest.version).await {
-        return Ok(Err(error));
-    }
-
-    file.seek(SeekFrom::Start(0))
-        .context("rewinding the package")?;
-    let outcome = match installer
-        .install_from_store(std::io::BufReader::new(file), &trust)
-        .await
-    {
-        Ok(outcome) => outcome,
-        Err(error) => return Ok(Err(error)),
-    };
-    let message = match &outcome {
-        InstallOutcome::Installed { id, version } => format!("installed {id} {version}"),
-        InstallOutcome::Updated {
-            id,
-            from_version,
-            version,
-        } => format!("updated {id} from {from_version} to {version}; restart it to run it"),
-        InstallOutcome::PendingApproval {
-            id,
-            version,
-            new_permissions,
-        } => format!(
-            "{id} {version} asks for new permissions ({}): staged until approved with \
-             `osprey app approve-update {id}` (or `reject-update`); the installed version stays",
-            new_permissions.join(", ")
-        ),
-    };
-    let mut report = serde_json::to_value(&outcome)?;
-    report["message"] = Value::String(message);
-    Ok(Ok(report))
-}
-
-fn list(installer: &Installer, states: &std::collections::HashMap<String, String>) -> Value {
-    let apps = installer.list();
+fn list(apps: &[InstalledApp], states: &std::collections::HashMap<String, String>) -> Value {
     let mut lines = Vec::new();
     let entries: Vec<Value> = apps
         .iter()
@@ -418,21 +362,4 @@ fn list(installer: &Installer, states: &std::collections::HashMap<String, String
         lines.join("\n")
     };
     json!({"apps": entries, "message": message})
-}
-
-fn sideload(installer: &Installer, dir: &Path) -> Outcome {
-    std::fs::create_dir_all(installer.apps_dir())
-        .with_context(|| format!("creating {}", installer.apps_dir().display()))?;
-    Ok(installer.sideload(dir).map(|manifest| {
-        json!({
-            "id": manifest.id,
-            "version": manifest.version,
-            "message": format!(
-                "sideloaded {} {} from {} (unsigned: for development only)",
-                manifest.id,
-                manifest.version,
-                dir.display()
-            ),
-        })
-    }))
 }

@@ -18,7 +18,7 @@ use osprey_core::agent::{
     AgentEvent, ChatChoice, ProviderKind, Runner, TurnOutcome, TurnRequest, TurnStop,
 };
 use osprey_tools::{AskMode, Level};
-use osprey_types::ToolResult;
+use osprey_types::{ToolResult, TurnFailureCode};
 use tokio::sync::mpsc;
 
 use crate::prompt::TerminalApprover;
@@ -174,7 +174,7 @@ pub async fn print_providers(core: &Core, json: bool) -> anyhow::Result<()> {
 /// A turn that failed: the agent's error code (`auth`, `rate_limited`, `network`, ...) and
 /// message.
 struct TurnFailure {
-    code: &'static str,
+    code: TurnFailureCode,
     message: String,
 }
 
@@ -233,11 +233,11 @@ async fn turn(
     match outcome {
         Ok(Ok(outcome)) => Ok(outcome),
         Ok(Err(error)) => Err(TurnFailure {
-            code: error.code(),
+            code: error.turn_failure(),
             message: error.to_string(),
         }),
         Err(join) => Err(TurnFailure {
-            code: "internal",
+            code: TurnFailureCode::Internal,
             message: format!("the turn stopped unexpectedly: {join}"),
         }),
     }

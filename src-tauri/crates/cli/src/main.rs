@@ -182,7 +182,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools { json } => {
             let core = open(cli.data_dir, None, None)?;
             // What a model is told: the portable schema every provider accepts.
-            let specs = core.registry().specs();
+            let specs = core.tool_specs();
             if json {
                 println!("{}", serde_json::to_string_pretty(&specs)?);
             } else {
@@ -199,7 +199,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Config { action } => {
             let core = open(cli.data_dir, None, None)?;
-            let settings = core.db().settings();
+            let settings = core.settings();
             match action {
                 ConfigAction::Get { key } if key.ends_with(".api_key") => {
                     anyhow::bail!(
@@ -294,7 +294,7 @@ async fn tool(data_dir: Option<PathBuf>, args: ToolArgs) -> anyhow::Result<ExitC
     ctx.session_id = Some(args.session.unwrap_or_else(|| "cli".to_string()));
 
     if args.check {
-        let outcome = core.registry().check(&ctx, &args.name, input).await;
+        let outcome = core.check_tool(&ctx, &args.name, input).await;
         if args.json {
             println!("{}", serde_json::to_string(&outcome)?);
         } else {

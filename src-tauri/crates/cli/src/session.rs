@@ -106,7 +106,7 @@ fn message_text(message: &StoredMessage) -> String {
 
 pub async fn run(data_dir: Option<PathBuf>, args: SessionArgs) -> anyhow::Result<ExitCode> {
     let core = crate::open(data_dir, None, None)?;
-    let sessions = core.db().sessions();
+    let sessions = core.sessions();
     let missing = |id: &str| {
         eprintln!("osprey: no session `{id}`; `osprey session list` shows them");
         Ok(ExitCode::from(crate::EXIT_TOOL_FAILED))

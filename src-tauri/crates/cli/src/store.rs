@@ -94,8 +94,12 @@ fn client(
     data_dir: Option<PathBuf>,
     store: Option<String>,
 ) -> anyhow::Result<osprey_apps::store_client::StoreClient> {
-    let data = osprey_core::resolve_data_dir(data_dir.as_deref());
-    let url = crate::app::store_url(&data, store).ok_or_else(|| {
+    // `--store`, else $OSPREY_STORE_URL, else the `store.url` setting.
+    let url = match store.filter(|url| !url.trim().is_empty()) {
+        Some(url) => Some(url),
+        None => crate::open(data_dir, None, None)?.store_url(),
+    };
+    let url = url.ok_or_else(|| {
         anyhow::anyhow!(
             "no store given: pass --store URL, set OSPREY_STORE_URL, or run \
              `osprey config set store.url URL`"

@@ -15,14 +15,67 @@ mod unix {
     use std::collections::HashMap;
 
     use anyhow::Context;
+    use osprey_apps::InstallOutcome;
     use osprey_apps::install::InstalledApp;
-    use osprey_apps::manifest::Capability;
+    use osprey_apps::manifest::{Capability, Manifest};
     use osprey_apps::supervisor::AppState;
-    use osprey_types::{AppRunState, CoreEvent};
+    use osprey_types::{AppInstallOutcome, AppInstallReport, AppRunState, CoreEvent, UiErrorCode};
     use tokio::sync::broadcast::error::RecvError;
 
     use super::*;
     use crate::apps::LAUNCHING;
+    use crate::{CoreError, CoreResult};
+
+    /// Runs an installer step off the async threads; its error keeps its code.
+    async fn blocking<T: Send + 'static>(
+        step: impl FnOnce() -> osprey_apps::Result<T> + Send + 'static,
+    ) -> CoreResult<T> {
+        Ok(tokio::task::spawn_blocking(step)
+            .await
+            .context("the install task failed")??)
+    }
+
+    /// What the installer did, with the sentence a person reads.
+    pub(super) fn install_report(outcome: InstallOutcome) -> AppInstallReport {
+        match outcome {
+            InstallOutcome::Installed { id, version } => AppInstallReport {
+                message: format!("installed {id} {version}"),
+                app_id: id,
+                version,
+                outcome: AppInstallOutcome::Installed,
+                from_version: None,
+                new_permissions: Vec::new(),
+            },
+            InstallOutcome::Updated {
+                id,
+                from_version,
+                version,
+            } => AppInstallReport {
+                message: format!("updated {id} from {from_version} to {version}"),
+                app_id: id,
+                version,
+                outcome: AppInstallOutcome::Updated,
+                from_version: Some(from_version),
+                new_permissions: Vec::new(),
+            },
+            InstallOutcome::PendingApproval {
+                id,
+                version,
+                new_permissions,
+            } => AppInstallReport {
+                message: format!(
+                    "{id} {version} asks for new permissions ({}): it waits for your approval; \
+                     the installed version stays until then",
+                    new_permissions.join(", ")
+                ),
+                app_id: id,
+                version,
+                outcome: AppInstallOutcome::PendingApproval,
+                from_version: None,
+                new_permissions,
+            },
+        }
+    }
 
     pub(super) fn status(
         app: &InstalledApp,
@@ -58,6 +111,7 @@ mod unix {
             state,
             reason,
             sideloaded: app.sideloaded,
+            permissions: manifest.permissions.clone(),
             pending_permissions: app.pending_permissions.clone(),
             has_ui: manifest.provides.contains(&Capability::Ui),
         }
@@ -127,15 +181,67 @@ mod unix {
             })
         }
 
-        /// Applies a staged update's new permissions (the person approved them) and restarts the
-        /// app on the new version when apps run.
-        pub async fn approve_app_update(&self, id: &str) -> anyhow::Result<AppStatus> {
+        /// Installs (or updates) an app from a `.napp` file or by store id, through the one
+        /// verified install path (signatures, then the revocation list, before anything is
+        /// placed). A running Osprey's watcher launches the new app, or restarts an updated one.
+        pub async fn install_app(
+            &self,
+            source: &str,
+            store: Option<String>,
+        ) -> CoreResult<AppInstallReport> {
+            let outcome = self.apps().install(source, store).await?;
+            let report = install_report(outcome);
+            if let Some(app) = self.app_status(&report.app_id).await {
+                self.emit(CoreEvent::AppStateChanged { app });
+            }
+            Ok(report)
+        }
+
+        /// Every installed app as the installer lists it (flags, pending permissions, path).
+        pub async fn installed_apps(&self) -> Vec<InstalledApp> {
+            let installer = self.apps().installer().clone();
+            tokio::task::spawn_blocking(move || installer.list())
+                .await
+                .unwrap_or_default()
+        }
+
+        /// Stops the app if it runs and removes it with its data, logs and any staged update
+        /// (a sideloaded app loses its link only).
+        pub async fn uninstall_app(&self, id: &str) -> CoreResult<()> {
+            if self.apps().supervisor().is_running() {
+                // Not running is fine: uninstalling a stopped app is the usual case.
+                let _ = self.apps().supervisor().stop(id).await;
+            }
             let installer = self.apps().installer().clone();
             let owned = id.to_string();
-            tokio::task::spawn_blocking(move || installer.approve_update(&owned))
-                .await
-                .context("the update task failed")?
-                .with_context(|| format!("approving the update of {id}"))?;
+            blocking(move || installer.uninstall(&owned)).await
+        }
+
+        /// Links a project directory in as an app, without signatures (for developers).
+        pub async fn sideload_app(&self, dir: &std::path::Path) -> CoreResult<Manifest> {
+            let installer = self.apps().installer().clone();
+            std::fs::create_dir_all(installer.apps_dir())
+                .with_context(|| format!("creating {}", installer.apps_dir().display()))?;
+            let dir = dir.to_path_buf();
+            blocking(move || installer.sideload(&dir)).await
+        }
+
+        /// Removes a sideload link; the project directory is not touched.
+        pub async fn unsideload_app(&self, id: &str) -> CoreResult<()> {
+            if self.apps().supervisor().is_running() {
+                let _ = self.apps().supervisor().stop(id).await;
+            }
+            let installer = self.apps().installer().clone();
+            let owned = id.to_string();
+            blocking(move || installer.unsideload(&owned)).await
+        }
+
+        /// Applies a staged update's new permissions (the person approved them) and restarts the
+        /// app on the new version when apps run.
+        pub async fn approve_app_update(&self, id: &str) -> CoreResult<AppStatus> {
+            let installer = self.apps().installer().clone();
+            let owned = id.to_string();
+            blocking(move || installer.approve_update(&owned)).await?;
             if self.apps().supervisor().is_running()
                 && let Err(error) = self.apps().supervisor().reload(id, None).await
             {
@@ -145,21 +251,20 @@ mod unix {
         }
 
         /// Drops a staged update; the installed version keeps running.
-        pub async fn reject_app_update(&self, id: &str) -> anyhow::Result<AppStatus> {
+        pub async fn reject_app_update(&self, id: &str) -> CoreResult<AppStatus> {
             let installer = self.apps().installer().clone();
             let owned = id.to_string();
-            tokio::task::spawn_blocking(move || installer.reject_update(&owned))
-                .await
-                .context("the update task failed")?
-                .with_context(|| format!("rejecting the update of {id}"))?;
+            blocking(move || installer.reject_update(&owned)).await?;
             self.changed(id).await
         }
 
-        async fn changed(&self, id: &str) -> anyhow::Result<AppStatus> {
-            let app = self
-                .app_status(id)
-                .await
-                .with_context(|| format!("{id} is no longer installed"))?;
+        async fn changed(&self, id: &str) -> CoreResult<AppStatus> {
+            let app = self.app_status(id).await.ok_or_else(|| {
+                CoreError::new(
+                    UiErrorCode::NotInstalled,
+                    format!("{id} is no longer installed"),
+                )
+            })?;
             self.emit(CoreEvent::AppStateChanged { app: app.clone() });
             Ok(app)
         }
@@ -223,14 +328,49 @@ impl Core {
         tokio::spawn(async {})
     }
 
-    pub async fn approve_app_update(&self, id: &str) -> anyhow::Result<AppStatus> {
-        anyhow::bail!("apps are not supported on this platform yet ({id})")
+    pub async fn install_app(
+        &self,
+        source: &str,
+        _store: Option<String>,
+    ) -> CoreResult<osprey_types::AppInstallReport> {
+        Err(unsupported(source))
     }
 
-    pub async fn reject_app_update(&self, id: &str) -> anyhow::Result<AppStatus> {
-        anyhow::bail!("apps are not supported on this platform yet ({id})")
+    pub async fn uninstall_app(&self, id: &str) -> CoreResult<()> {
+        Err(unsupported(id))
+    }
+
+    pub async fn installed_apps(&self) -> Vec<osprey_apps::InstalledApp> {
+        Vec::new()
+    }
+
+    pub async fn sideload_app(&self, dir: &std::path::Path) -> CoreResult<osprey_apps::Manifest> {
+        Err(unsupported(&dir.display().to_string()))
+    }
+
+    pub async fn approve_app_update(&self, id: &str) -> CoreResult<AppStatus> {
+        Err(unsupported(id))
+    }
+
+    pub async fn unsideload_app(&self, id: &str) -> CoreResult<()> {
+        Err(unsupported(id))
+    }
+
+    pub async fn reject_app_update(&self, id: &str) -> CoreResult<AppStatus> {
+        Err(unsupported(id))
     }
 }
+
+#[cfg(not(unix))]
+fn unsupported(what: &str) -> crate::CoreError {
+    crate::CoreError::new(
+        osprey_types::UiErrorCode::NotSupported,
+        format!("apps are not supported on this platform yet ({what})"),
+    )
+}
+
+#[cfg(not(unix))]
+use crate::CoreResult;
 
 #[cfg(all(test, unix))]
 mod tests {

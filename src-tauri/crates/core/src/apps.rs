@@ -139,6 +139,9 @@ mod platform {
         held: Arc<Mutex<BTreeSet<String>>>,
         /// Wakes the sweep loop early (`sweep_revocations_soon`).
         sweep_now: Arc<Notify>,
+        store: Option<StoreClient>,
+        trust_dir: PathBuf,
+        max_revocation_age: Duration,
     }
 
     /// What became of each app's launch by `start_apps`, by app id: `("launching", "")` while
@@ -214,9 +217,10 @@ mod platform {
             std::fs::create_dir_all(&apps_dir)
                 .with_context(|| format!("creating {}", apps_dir.display()))?;
             let store = store_url.map(StoreClient::new);
+            let trust_dir = data_dir.join("trust");
             let trust = Arc::new(Trust::new(
                 StoreSource(store.clone()),
-                data_dir.join("trust"),
+                trust_dir.clone(),
                 max_revocation_age,
             ));
             let hooks = AppHooks::default();
@@ -236,7 +240,7 @@ mod platform {
                 installer.clone(),
                 supervisor.clone(),
                 settings,
-                store.map(|client| (client, Arc::clone(&trust))),
+                store.clone().map(|client| (client, Arc::clone(&trust))),
             ));
             Ok(AppPlatform {
                 apps_dir,
@@ -253,7 +257,57 @@ mod platform {
                 events,
                 held: Arc::default(),
                 sweep_now: Arc::new(Notify::new()),
+                store,
+                trust_dir,
+                max_revocation_age,
             })
+        }
+
+        /// Installs (or updates) an app from a `.napp` file (a path ending in `.napp`, or any
+        /// existing file) or by its store id, through the installer's one verified path:
+        /// extracted once, its signatures checked against the store's key and its id and
+        /// version against the revocation list before anything is placed. `store` overrides
+        /// the configured store for this install (the CLI's `--store`).
+        pub async fn install(
+            &self,
+            source: &str,
+            store: Option<String>,
+        ) -> osprey_apps::Result<osprey_apps::InstallOutcome> {
+            let (client, trust) = match store {
+                Some(url) => {
+                    let client = StoreClient::new(url);
+                    let trust = Trust::new(
+                        StoreSource(Some(client.clone())),
+                        self.trust_dir.clone(),
+                        self.max_revocation_age,
+                    );
+                    (Some(client), Arc::new(trust))
+                }
+                None => (self.store.clone(), Arc::clone(&self.trust)),
+            };
+            std::fs::create_dir_all(&self.apps_dir).map_err(|source| osprey_apps::Error::Io {
+                context: format!("create {}", self.apps_dir.display()),
+                source,
+            })?;
+            let path = Path::new(source);
+            let file = if source.ends_with(".napp") || path.is_file() {
+                std::fs::File::open(path).map_err(|error| osprey_apps::Error::Io {
+                    context: format!("open {}", path.display()),
+                    source: error,
+                })?
+            } else {
+                let Some(client) = client else {
+                    return Err(osprey_apps::Error::StoreUnavailable(format!(
+                        "`{source}` is not a file, and no store is configured to install it \
+                         from: pass --store URL, set OSPREY_STORE_URL, or run \
+                         `osprey config set store.url URL`"
+                    )));
+                };
+                client.download(source, &self.apps_dir).await?
+            };
+            self.installer
+                .install_from_store(std::io::BufReader::new(file), &trust)
+                .await
         }
 
         pub fn apps_dir(&self) -> &Path {

@@ -10,38 +10,14 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use osprey_agent::{Message, Part, Role};
-use osprey_types::{ChatSessionSummary, CoreEvent, Origin, TranscriptItem};
+use osprey_types::{ChatSessionSummary, CoreEvent, Origin, TranscriptItem, UiErrorCode};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::Core;
 use crate::agent::{
     AgentEvent, ChatChoice, ChatOptions, Runner, TurnOutcome, TurnRequest, TurnStop,
 };
-
-/// Why a turn could not start (the UI branches on the code).
-#[derive(Debug)]
-pub struct StartError {
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl std::fmt::Display for StartError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for StartError {}
-
-/// A turn is already running in that session.
-pub const TURN_RUNNING: &str = "turn_running";
-/// No model provider could be set up (no key, nothing local answering, bad settings).
-pub const PROVIDER_UNAVAILABLE: &str = "provider_unavailable";
-/// The message was empty.
-pub const EMPTY_MESSAGE: &str = "empty_message";
-/// A session id the caller chose is not usable.
-pub const INVALID_SESSION_ID: &str = "invalid_session_id";
+use crate::{Core, CoreError, CoreResult};
 
 /// Session ids a caller may choose: 1 to 128 ASCII letters, digits, `.`, `_`, `:` and `-`, so
 /// they stay readable in lists, logs and file names.
@@ -103,34 +79,33 @@ impl Chats {
     /// Starts a turn with `text` in `session_id` (a new session when `None`) on the current tokio
     /// runtime and returns the session id at once. Progress arrives as `chat_*` events; the turn
     /// ends with `chat_turn_finished` or `chat_turn_failed`.
-    pub async fn send(&self, session_id: Option<String>, text: &str) -> Result<String, StartError> {
+    pub async fn send(&self, session_id: Option<String>, text: &str) -> CoreResult<String> {
         let text = text.trim();
         if text.is_empty() {
-            return Err(StartError {
-                code: EMPTY_MESSAGE,
-                message: "the message is empty: type something to send".into(),
-            });
+            return Err(CoreError::new(
+                UiErrorCode::EmptyMessage,
+                "the message is empty: type something to send",
+            ));
         }
         let session_id = session_id
             .filter(|id| !id.trim().is_empty())
             .unwrap_or_else(|| self.new_session_id());
         if !valid_session_id(&session_id) {
-            return Err(StartError {
-                code: INVALID_SESSION_ID,
-                message: format!(
+            return Err(CoreError::new(
+                UiErrorCode::InvalidSessionId,
+                format!(
                     "`{}` is not a session id: use 1 to 128 letters, digits, `.`, `_`, `:` or `-`",
                     session_id.chars().take(140).collect::<String>()
                 ),
-            });
+            ));
         }
         let choice = self
             .choice
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let unavailable = |error: anyhow::Error| StartError {
-            code: PROVIDER_UNAVAILABLE,
-            message: format!("{error:#}"),
+        let unavailable = |error: anyhow::Error| {
+            CoreError::with_fallback(&error, UiErrorCode::ProviderUnavailable)
         };
         let fixed = self.fixed.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let options = match fixed {
@@ -143,12 +118,12 @@ impl Chats {
         {
             let mut running = self.running();
             if running.contains_key(&session_id) {
-                return Err(StartError {
-                    code: TURN_RUNNING,
-                    message: format!(
+                return Err(CoreError::new(
+                    UiErrorCode::TurnRunning,
+                    format!(
                         "a turn is already running in session {session_id}: stop it or wait for it to finish"
                     ),
-                });
+                ));
             }
             running.insert(session_id.clone(), cancel.clone());
         }
@@ -195,13 +170,14 @@ impl Chats {
     }
 
     /// The most recently updated conversations first (sub-agents' sessions left out).
-    pub fn sessions(&self, limit: u32) -> anyhow::Result<Vec<ChatSessionSummary>> {
+    pub fn sessions(&self, limit: u32) -> CoreResult<Vec<ChatSessionSummary>> {
         let rows = self
             .core
             .db()
             .sessions()
             .list_conversations(Some(limit))
-            .context("listing chat sessions")?;
+            .context("listing chat sessions")
+            .map_err(storage)?;
         Ok(rows
             .into_iter()
             .map(|row| ChatSessionSummary {
@@ -215,13 +191,14 @@ impl Chats {
     }
 
     /// The session's stored conversation as a transcript.
-    pub fn history(&self, session_id: &str) -> anyhow::Result<Vec<TranscriptItem>> {
+    pub fn history(&self, session_id: &str) -> CoreResult<Vec<TranscriptItem>> {
         let stored = self
             .core
             .db()
             .sessions()
             .messages(session_id)
-            .with_context(|| format!("reading session {session_id}"))?;
+            .with_context(|| format!("reading session {session_id}"))
+            .map_err(storage)?;
         let mut messages = Vec::with_capacity(stored.len());
         for message in stored {
             let role = match message.role.as_str() {
@@ -229,11 +206,17 @@ impl Chats {
                 _ => Role::User,
             };
             let content: Vec<Part> = serde_json::from_value(message.content)
-                .with_context(|| format!("stored message {} is unreadable", message.seq))?;
+                .with_context(|| format!("stored message {} is unreadable", message.seq))
+                .map_err(storage)?;
             messages.push(Message { role, content });
         }
         Ok(transcript(&messages))
     }
+}
+
+/// A failure reading or writing what the database holds.
+fn storage(error: anyhow::Error) -> CoreError {
+    CoreError::with_fallback(&error, UiErrorCode::Storage)
 }
 
 impl Core {
@@ -278,7 +261,7 @@ impl Core {
             },
             Err(error) => CoreEvent::ChatTurnFailed {
                 session_id: session,
-                code: failure_code(error).to_string(),
+                code: error.turn_failure(),
                 message: error.to_string(),
             },
         });
@@ -303,22 +286,6 @@ fn stop_name(stop: &TurnStop) -> String {
         TurnStop::StepLimit => "step_limit".into(),
         TurnStop::Cancelled => "cancelled".into(),
         TurnStop::Other(other) => other.clone(),
-    }
-}
-
-/// The stable code of a failed turn.
-pub fn failure_code(error: &osprey_agent::Error) -> &'static str {
-    use osprey_agent::Error;
-    match error {
-        Error::Auth(_) => "auth",
-        Error::RateLimited { .. } => "rate_limited",
-        Error::Overloaded(_) => "overloaded",
-        Error::ContextTooLong(_) => "context_too_long",
-        Error::Network(_) => "network",
-        Error::Cancelled => "cancelled",
-        Error::Db(_) => "storage",
-        Error::Config(_) => "provider_unavailable",
-        _ => "provider_error",
     }
 }
 

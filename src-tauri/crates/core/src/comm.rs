@@ -269,7 +269,7 @@ async fn answer(core: &Core, session: &str, queued: Queued) {
                     }
                     Err(error) => {
                         tracing::warn!(%session, "a comm turn failed: {error}");
-                        format!("{FAILED_REPLY} ({}).", error.code())
+                        format!("{FAILED_REPLY} ({}).", error.turn_failure())
                     }
                 }
             }

@@ -11,6 +11,7 @@ pub mod chat;
 pub mod comm;
 #[cfg(unix)]
 pub mod control;
+pub mod error;
 pub mod events;
 #[cfg(unix)]
 pub mod gateway;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+pub use error::{CoreError, CoreResult};
 use osprey_agent::AgentTool;
 use osprey_db::Database;
 use osprey_screen::{DesktopConfig, ScreenTools};
@@ -247,12 +249,58 @@ impl Core {
         WeakCore(Arc::downgrade(&self.inner))
     }
 
-    pub fn db(&self) -> &Database {
+    pub(crate) fn db(&self) -> &Database {
         &self.inner.db
     }
 
-    pub fn registry(&self) -> &Registry {
+    pub(crate) fn registry(&self) -> &Registry {
         &self.inner.registry
+    }
+
+    /// The database, for the core's own integration tests (feature `test-support`); front ends
+    /// go through the core's methods.
+    #[cfg(feature = "test-support")]
+    #[doc(hidden)]
+    pub fn test_db(&self) -> &Database {
+        &self.inner.db
+    }
+
+    /// The registry, for the core's own integration tests (feature `test-support`).
+    #[cfg(feature = "test-support")]
+    #[doc(hidden)]
+    pub fn test_registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// The stored settings (`osprey config`); provider keys live in [`Core::secrets`].
+    pub fn settings(&self) -> osprey_db::Settings {
+        self.inner.db.settings()
+    }
+
+    /// The stored conversations (`osprey session`).
+    pub fn sessions(&self) -> osprey_db::Sessions {
+        self.inner.db.sessions()
+    }
+
+    /// The tools as a model sees them: names, descriptions and the portable schema every
+    /// provider accepts (`osprey tools`).
+    pub fn tool_specs(&self) -> Vec<osprey_tools::ToolSpec> {
+        self.inner.registry.specs()
+    }
+
+    /// What the registry would decide for a call, without running it (`osprey tool --check`).
+    pub async fn check_tool(
+        &self,
+        ctx: &ToolContext,
+        name: &str,
+        input: Value,
+    ) -> osprey_tools::CheckOutcome {
+        self.inner.registry.check(ctx, name, input).await
+    }
+
+    /// The app store's URL: `$OSPREY_STORE_URL`, else the `store.url` setting, else none.
+    pub fn store_url(&self) -> Option<String> {
+        apps::store_url(&self.inner.db.settings())
     }
 
     /// The skills (catalog and each session's active ones) the `skill` tool and chat share.
@@ -348,9 +396,17 @@ impl Core {
         self.inner.apps.stop().await;
     }
 
-    /// The app platform (supervisor, apps directory).
+    /// The app platform (supervisor, apps directory). Front ends go through the core's app
+    /// methods ([`Core::install_app`], [`Core::app_statuses`], ...).
     #[cfg(unix)]
-    pub fn apps(&self) -> &apps::AppPlatform {
+    pub(crate) fn apps(&self) -> &apps::AppPlatform {
+        &self.inner.apps
+    }
+
+    /// The app platform, for the core's own integration tests (feature `test-support`).
+    #[cfg(all(unix, feature = "test-support"))]
+    #[doc(hidden)]
+    pub fn test_apps(&self) -> &apps::AppPlatform {
         &self.inner.apps
     }
 

@@ -162,7 +162,8 @@ async fn the_apps_page_sees_states_and_events_and_app_windows_are_served() {
     assert_eq!(held.status, 503);
     assert!(String::from_utf8_lossy(&held.body).contains("not running"));
     let error = core.reject_app_update("ui-panel").await.unwrap_err();
-    assert!(format!("{error:#}").contains("ui-panel"), "{error:#}");
+    assert_eq!(error.code, osprey_types::UiErrorCode::NoPendingUpdate);
+    assert!(error.message.contains("ui-panel"), "{error}");
 
     core.stop_apps().await;
     assert_eq!(
@@ -244,6 +245,8 @@ async fn a_staged_update_is_shown_and_rejected_or_approved_from_the_page() {
         CoreEvent::AppStateChanged { app } => assert_eq!(app.version, "2.0.0"),
         other => panic!("{other:?}"),
     }
-    let error = core.approve_app_update("notes").await.unwrap_err();
-    assert!(format!("{error:#}").contains("notes"), "{error:#}");
+    // The installer's own code reaches the UI, not a catch-all.
+    let error = osprey_types::UiError::from(core.approve_app_update("notes").await.unwrap_err());
+    assert_eq!(error.code, osprey_types::UiErrorCode::NoPendingUpdate);
+    assert!(error.message.contains("notes"), "{error:?}");
 }

@@ -77,9 +77,9 @@ fn requested_id(event: CoreEvent) -> (String, String, i64) {
 }
 
 fn decisions(core: &Core, session: &str) -> Vec<(String, Option<String>)> {
-    core.registry().audit().flush();
+    core.test_registry().audit().flush();
     let mut rows = core
-        .db()
+        .test_db()
         .audit()
         .list(&AuditQuery {
             session_id: Some(session.into()),

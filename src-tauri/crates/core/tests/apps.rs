@@ -64,7 +64,7 @@ async fn started_apps_serve_their_tools_through_the_core_and_stop_cleanly() {
     let data = root.path().join("data");
     let binary = fixture_binary("osprey-fixture-unit-converter");
     let core = open(&data);
-    assert!(core.registry().names().contains(&"app".to_owned()));
+    assert!(core.test_registry().names().contains(&"app".to_owned()));
     let installer = Installer::new(data.join("apps"));
     // Sideloaded: no store signatures to check against.
     project(
@@ -86,8 +86,8 @@ async fn started_apps_serve_their_tools_through_the_core_and_stop_cleanly() {
     std::fs::write(quarantined.join(QUARANTINE_MARKER), "test").unwrap();
 
     // Opening launches nothing.
-    assert!(!core.registry().names().contains(&"convert".to_owned()));
-    assert!(!core.apps().supervisor().is_running());
+    assert!(!core.test_registry().names().contains(&"convert".to_owned()));
+    assert!(!core.test_apps().supervisor().is_running());
 
     let started = Instant::now();
     core.start_apps().unwrap();
@@ -95,7 +95,7 @@ async fn started_apps_serve_their_tools_through_the_core_and_stop_cleanly() {
         started.elapsed() < Duration::from_millis(500),
         "start_apps must not wait for launches"
     );
-    let registry = core.registry().clone();
+    let registry = core.test_registry().clone();
     until("the convert tool", Duration::from_secs(30), async || {
         registry.names().contains(&"convert".to_owned())
     })
@@ -114,7 +114,7 @@ async fn started_apps_serve_their_tools_through_the_core_and_stop_cleanly() {
         .unwrap();
     assert!((value - 0.907_184_74).abs() < 1e-9);
 
-    let status = core.apps().supervisor().status().await.unwrap();
+    let status = core.test_apps().supervisor().status().await.unwrap();
     let pid = match status.as_slice() {
         [(id, AppState::Running { pid })] if id == "units" => *pid,
         other => panic!("only units runs, not {other:?}"),
@@ -126,14 +126,17 @@ async fn started_apps_serve_their_tools_through_the_core_and_stop_cleanly() {
 
     // A second start changes nothing.
     core.start_apps().unwrap();
-    assert_eq!(core.apps().supervisor().status().await.unwrap(), status);
+    assert_eq!(
+        core.test_apps().supervisor().status().await.unwrap(),
+        status
+    );
 
     tokio::time::timeout(Duration::from_secs(20), core.stop_apps())
         .await
         .expect("stop_apps returns within 20 s");
     assert!(process_gone(pid), "the app process is gone");
     assert!(!root.path().join("units").join(PID_FILE).exists());
-    assert!(!core.registry().names().contains(&"convert".to_owned()));
+    assert!(!core.test_registry().names().contains(&"convert".to_owned()));
     // With the supervisor stopped, the app tool still lists the apps, as not running.
     let listed = app_list(&core).await;
     assert_eq!(listed.len(), 2);
@@ -157,7 +160,7 @@ async fn opening_with_150_installed_apps_launches_nothing_and_lists_them_all() {
         );
     }
     let core = open(&data);
-    assert!(!core.apps().supervisor().is_running());
+    assert!(!core.test_apps().supervisor().is_running());
     let listed = app_list(&core).await;
     assert_eq!(listed.len(), 150);
     let ids: Vec<&str> = listed.iter().filter_map(|app| app["id"].as_str()).collect();
@@ -198,7 +201,7 @@ async fn a_started_hook_app_filters_tool_calls_made_through_the_core() {
 
     core.start_apps().unwrap();
     // The supervisor reports an app running only after its hooks are registered.
-    let supervisor = core.apps().supervisor().clone();
+    let supervisor = core.test_apps().supervisor().clone();
     until(
         "the guard app running",
         Duration::from_secs(30),

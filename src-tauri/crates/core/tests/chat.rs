@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use osprey_core::agent::{ChatOptions, ProviderKind};
-use osprey_core::chat::{self, Chats};
+use osprey_core::chat::Chats;
 use osprey_core::{Core, CoreOptions};
 use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
 use osprey_types::{ApprovalAnswer, ApprovalResolution, CoreEvent, TranscriptItem};
@@ -169,7 +169,7 @@ async fn a_tool_call_waits_for_approval_then_runs_and_the_answer_follows() {
         .send(Some(session.clone()), "again")
         .await
         .unwrap_err();
-    assert_eq!(busy.code, chat::TURN_RUNNING);
+    assert_eq!(busy.code, osprey_types::UiErrorCode::TurnRunning);
 
     core.approvals()
         .answer(&request.id, ApprovalAnswer::Once)
@@ -228,7 +228,9 @@ async fn stopping_a_turn_withdraws_its_pending_approval() {
     )));
     match seen.last().unwrap() {
         CoreEvent::ChatTurnFinished { stop, .. } => assert_eq!(stop, "cancelled"),
-        CoreEvent::ChatTurnFailed { code, .. } => assert_eq!(code, "cancelled"),
+        CoreEvent::ChatTurnFailed { code, .. } => {
+            assert_eq!(*code, osprey_types::TurnFailureCode::Cancelled)
+        }
         other => panic!("{other:?}"),
     }
     assert!(core.approvals().pending().is_empty());
@@ -242,12 +244,12 @@ async fn an_empty_message_or_a_bad_session_id_is_refused_before_anything_runs() 
     let dir = tempfile::tempdir().unwrap();
     let (_core, chats) = chats(dir.path(), &server);
     let error = chats.send(None, "   ").await.unwrap_err();
-    assert_eq!(error.code, chat::EMPTY_MESSAGE);
+    assert_eq!(error.code, osprey_types::UiErrorCode::EmptyMessage);
     let error = chats
         .send(Some("../other".into()), "hello")
         .await
         .unwrap_err();
-    assert_eq!(error.code, chat::INVALID_SESSION_ID);
+    assert_eq!(error.code, osprey_types::UiErrorCode::InvalidSessionId);
     assert!(error.message.contains("../other"));
     assert!(server.seen().is_empty());
     assert!(chats.sessions(10).unwrap().is_empty());

@@ -183,7 +183,7 @@ async fn setup(model: Option<&Model>) -> Setup {
     }
     let app_data = sideload_bridge(root.path(), &data);
     let supervisor = Arc::new(Mutex::new(Vec::new()));
-    let mut events = core.apps().supervisor().subscribe();
+    let mut events = core.test_apps().supervisor().subscribe();
     let log = Arc::clone(&supervisor);
     tokio::spawn(async move {
         while let Ok(event) = events.recv().await {
@@ -286,7 +286,7 @@ async fn a_message_is_answered_in_its_conversation_by_a_comm_turn() {
 
     // The turn ran in the conversation's session with origin comm, and the model was told who
     // wrote through which app.
-    let sessions = setup.core.db().sessions();
+    let sessions = setup.core.test_db().sessions();
     let session = sessions.get("comm:bridge:room-1").unwrap().unwrap();
     assert_eq!(session.origin, "comm");
     assert_eq!(session.title.as_deref(), Some("ana via bridge"));
@@ -405,7 +405,7 @@ async fn comm_turns_meet_origin_rules_and_approval_is_never_assumed() {
     assert!(!marker.exists(), "the shell command ran");
     let audit = setup
         .core
-        .db()
+        .test_db()
         .audit()
         .list(&AuditQuery {
             session_id: Some("comm:bridge:room-s".into()),
@@ -432,7 +432,7 @@ async fn comm_turns_meet_origin_rules_and_approval_is_never_assumed() {
     assert!(!target.exists(), "the write ran without approval");
     let audit = setup
         .core
-        .db()
+        .test_db()
         .audit()
         .list(&AuditQuery {
             session_id: Some("comm:bridge:room-w".into()),
@@ -479,7 +479,7 @@ async fn comm_turns_meet_origin_rules_and_approval_is_never_assumed() {
 async fn receiving_resumes_after_the_supervisor_restarts_a_crashed_app() {
     let model = model();
     let setup = setup(Some(&model)).await;
-    let mut supervisor = setup.core.apps().supervisor().subscribe();
+    let mut supervisor = setup.core.test_apps().supervisor().subscribe();
     inject(
         &setup.app_data,
         "01",
@@ -533,7 +533,7 @@ async fn channel_events_land_in_their_session_and_the_core_posts_out() {
         "01",
         json!({"channel": "feed", "kind": "alert", "text": "disk almost full", "data": {"free_gb": 3}}),
     );
-    let sessions = setup.core.db().sessions();
+    let sessions = setup.core.test_db().sessions();
     let started = Instant::now();
     while sessions
         .get("channel:bridge:feed")

@@ -73,7 +73,7 @@ async fn a_gateway_app_answers_chat_turns_and_its_failures_are_classified() {
         .await
         .unwrap();
     assert!(outcome.steps >= 2, "{outcome:?}");
-    let calls = core.db().sessions().tool_calls("g2").unwrap();
+    let calls = core.test_db().sessions().tool_calls("g2").unwrap();
     assert!(!calls.is_empty());
     assert_eq!(calls[0].name, "convert");
     assert_eq!(calls[0].status, "error");

@@ -14,7 +14,7 @@ use osprey_apps::trust::Trust;
 use osprey_core::apps::MAX_REVOCATION_AGE;
 use osprey_core::{Core, CoreOptions};
 use osprey_store::{Store, StoreConfig};
-use osprey_types::CoreEvent;
+use osprey_types::{CoreEvent, Origin, UiErrorCode};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -59,6 +59,16 @@ impl ServedStore {
     async fn up(&mut self) {
         let listener = TcpListener::bind(self.address).await.unwrap();
         self.task = tokio::spawn(serve_forever(self.store.clone(), listener));
+    }
+
+    async fn revoke(&self, id: &str, reason: &str) {
+        let body = json!({ "reason": reason }).to_string().into_bytes();
+        self.admin(
+            &format!("/api/v1/apps/{id}/revoke"),
+            "application/json",
+            body,
+        )
+        .await;
     }
 
     async fn admin(&self, path: &str, content_type: &str, body: Vec<u8>) {
@@ -119,7 +129,7 @@ async fn until(what: &str, mut condition: impl AsyncFnMut() -> bool) {
 }
 
 async fn running(core: &Core, id: &str) -> bool {
-    core.apps()
+    core.test_apps()
         .supervisor()
         .status()
         .await
@@ -151,20 +161,14 @@ async fn a_revoked_running_app_is_stopped_quarantined_and_announced() {
     })
     .await;
 
-    store
-        .admin(
-            "/api/v1/apps/com.example.units/revoke",
-            "application/json",
-            json!({"reason": "leaks keys"}).to_string().into_bytes(),
-        )
-        .await;
-    let report = core.apps().sweep_revocations(true).await;
+    store.revoke("com.example.units", "leaks keys").await;
+    let report = core.test_apps().sweep_revocations(true).await;
     assert_eq!(
         report.revoked,
         [("com.example.units".to_string(), "leaks keys".to_string())]
     );
     assert!(!running(&core, "com.example.units").await);
-    let installed = core.apps().installer().list();
+    let installed = core.test_apps().installer().list();
     assert!(
         installed[0]
             .quarantined
@@ -216,7 +220,7 @@ async fn without_a_revocation_list_store_apps_are_held_until_one_is_back() {
     // The store goes away. With `store.revocation_max_age_hours` at 0 the list fetched at launch
     // is too old within the second: then no list can be had, and what runs is held.
     store.down();
-    let mut report = core.apps().sweep_revocations(true).await;
+    let mut report = core.test_apps().sweep_revocations(true).await;
     let started = Instant::now();
     while report.unavailable.is_none() {
         assert!(
@@ -224,7 +228,7 @@ async fn without_a_revocation_list_store_apps_are_held_until_one_is_back() {
             "the cached list never aged: {report:?}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
-        report = core.apps().sweep_revocations(true).await;
+        report = core.test_apps().sweep_revocations(true).await;
     }
     assert!(
         report
@@ -237,9 +241,68 @@ async fn without_a_revocation_list_store_apps_are_held_until_one_is_back() {
     assert!(!running(&core, "com.example.units").await);
 
     store.up().await;
-    let report = core.apps().sweep_revocations(true).await;
+    let report = core.test_apps().sweep_revocations(true).await;
     assert_eq!(report.unavailable, None, "{report:?}");
     assert_eq!(report.released, ["com.example.units"]);
     assert!(running(&core, "com.example.units").await);
     core.stop_apps().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_package_is_refused_at_install_by_every_front_end() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let store = ServedStore::start(&root.path().join("store")).await;
+    publish(&store, root.path(), "com.example.units").await;
+    // A copy of the signed package, downloaded while it was still good.
+    let saved = root.path().join("saved");
+    std::fs::create_dir_all(&saved).unwrap();
+    let mut downloaded = StoreClient::new(store.url())
+        .download("com.example.units", &saved)
+        .await
+        .unwrap();
+    let package = root.path().join("units.napp");
+    std::io::copy(
+        &mut downloaded,
+        &mut std::fs::File::create(&package).unwrap(),
+    )
+    .unwrap();
+    store.revoke("com.example.units", "leaks keys").await;
+
+    let db = osprey_db::Database::open_in(&data).unwrap();
+    db.settings().set("store.url", &json!(store.url())).unwrap();
+    drop(db);
+    let core = Core::open(CoreOptions {
+        data_dir: Some(data.clone()),
+        policy: Some(osprey_core::PolicyOverride {
+            level: Some(osprey_tools::Level::Full),
+            ask: None,
+        }),
+    })
+    .unwrap();
+
+    // The desktop's `install_app` command and `osprey app install` call this, by store id and
+    // from a file.
+    for source in ["com.example.units", package.to_str().unwrap()] {
+        let error = core.install_app(source, None).await.unwrap_err();
+        assert_eq!(error.code, UiErrorCode::Revoked, "{source}: {error}");
+        assert!(error.message.contains("leaks keys"), "{error}");
+    }
+    // The agent's `app` tool.
+    let result = core
+        .call_tool(
+            Origin::User,
+            "app",
+            json!({"action": "install", "id": "com.example.units"}),
+        )
+        .await;
+    assert!(result.is_error, "{result:?}");
+    assert!(result.text_content().contains("revoked"), "{result:?}");
+
+    assert!(core.installed_apps().await.is_empty());
+    let leftovers: Vec<_> = std::fs::read_dir(data.join("apps"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }

@@ -20,7 +20,7 @@ fn core() -> (Core, tempfile::TempDir) {
 #[test]
 fn every_builtin_schema_is_valid_json_schema() {
     let (core, _dir) = core();
-    let names = core.registry().names();
+    let names = core.test_registry().names();
     for expected in ["file", "shell", "web"] {
         assert!(
             names.iter().any(|name| name == expected),
@@ -28,7 +28,7 @@ fn every_builtin_schema_is_valid_json_schema() {
         );
     }
     for name in &names {
-        let tool = core.registry().get(name).unwrap();
+        let tool = core.test_registry().get(name).unwrap();
         let schema = tool.schema();
         if let Err(err) = jsonschema::draft202012::meta::validate(schema) {
             panic!("{name} schema is not valid JSON Schema: {err}\n{schema:#}");
@@ -40,8 +40,8 @@ fn every_builtin_schema_is_valid_json_schema() {
 #[test]
 fn what_providers_and_mcp_clients_receive_has_no_top_level_combinator() {
     let (core, _dir) = core();
-    let specs = core.registry().specs();
-    assert_eq!(specs.len(), core.registry().names().len());
+    let specs = core.test_registry().specs();
+    assert_eq!(specs.len(), core.test_registry().names().len());
     for spec in &specs {
         let schema = &spec.input_schema;
         assert_eq!(schema["type"], "object", "{}: {schema}", spec.name);
@@ -59,7 +59,7 @@ fn what_providers_and_mcp_clients_receive_has_no_top_level_combinator() {
         // The built-in tools already say in each field which action needs it: no extra note.
         assert_eq!(
             spec.description,
-            core.registry().get(&spec.name).unwrap().description(),
+            core.test_registry().get(&spec.name).unwrap().description(),
             "{}",
             spec.name
         );
@@ -69,7 +69,8 @@ fn what_providers_and_mcp_clients_receive_has_no_top_level_combinator() {
 #[test]
 fn schemas_accept_documented_calls_and_reject_malformed_ones() {
     let (core, _dir) = core();
-    let schema_of = |name: &str| -> Value { core.registry().get(name).unwrap().schema().clone() };
+    let schema_of =
+        |name: &str| -> Value { core.test_registry().get(name).unwrap().schema().clone() };
     let cases: &[(&str, Value, bool)] = &[
         ("file", json!({"action": "read", "path": "README.md"}), true),
         (
@@ -99,7 +100,7 @@ fn schemas_accept_documented_calls_and_reject_malformed_ones() {
         ("web", json!({"action": "fetch"}), false),
         ("web", json!({"action": "fetch", "url": 5}), false),
     ];
-    let specs = core.registry().specs();
+    let specs = core.test_registry().specs();
     for (tool, input, valid) in cases {
         let schema = schema_of(tool);
         let validator = jsonschema::draft202012::new(&schema).unwrap();

@@ -25,7 +25,7 @@ fn open(data: &Path) -> Core {
 }
 
 async fn running_pid(core: &Core, id: &str) -> Option<u32> {
-    let apps = core.apps().supervisor().apps().await.ok()?;
+    let apps = core.test_apps().supervisor().apps().await.ok()?;
     apps.into_iter().find_map(|app| match app.state {
         AppState::Running { pid } if app.id == id => Some(pid),
         _ => None,

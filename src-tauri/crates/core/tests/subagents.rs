@@ -52,7 +52,7 @@ async fn a_chat_runner_from_the_core_can_delegate_to_a_sub_agent() {
     );
     assert_eq!(seen[1]["model"], "claude-test");
     assert!(seen[2].to_string().contains("Hello from the child."));
-    let tasks = core.db().subagent_tasks().list("main", 10).unwrap();
+    let tasks = core.test_db().subagent_tasks().list("main", 10).unwrap();
     assert_eq!(tasks.len(), 1);
     assert_eq!(tasks[0].status, "done");
     assert_eq!(tasks[0].result.as_deref(), Some("Hello from the child."));
@@ -109,7 +109,7 @@ async fn the_subagents_setting_is_validated_and_read_at_start_up() {
     assert_eq!(seen.len(), 2, "no child ran");
     assert!(seen[1].to_string().contains("depth limit reached"));
     assert!(
-        core.db()
+        core.test_db()
             .subagent_tasks()
             .list("main", 10)
             .unwrap()

@@ -282,8 +282,157 @@ pub struct CoreInfo {
 /// An error as the UI receives it: it branches on `code`, shows `message`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct UiError {
-    pub code: String,
+    pub code: UiErrorCode,
     pub message: String,
+}
+
+impl UiError {
+    pub fn new(code: impl Into<UiErrorCode>, message: impl Into<String>) -> UiError {
+        UiError {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for UiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for UiError {}
+
+/// Defines a closed list of snake_case codes with `as_str`, `ALL`, `Display` and `FromStr`.
+macro_rules! codes {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)* }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+        #[serde(rename_all = "snake_case")]
+        $vis enum $name { $($(#[$vmeta])* $variant,)* }
+
+        impl $name {
+            /// Every code, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text,)* }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = String;
+            fn from_str(text: &str) -> Result<Self, String> {
+                match text {
+                    $($text => Ok($name::$variant),)*
+                    other => Err(format!("`{other}` is not a {}", stringify!($name))),
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    /// Why a chat turn failed: one list for the desktop's `chat_turn_failed` event, the CLI's
+    /// JSON output and comm replies.
+    pub enum TurnFailureCode {
+        /// The provider refused the key (missing, wrong or expired).
+        Auth = "auth",
+        RateLimited = "rate_limited",
+        Overloaded = "overloaded",
+        /// The conversation no longer fits the model's context.
+        ContextTooLong = "context_too_long",
+        /// The provider could not be reached, or the connection broke.
+        Network = "network",
+        Cancelled = "cancelled",
+        /// Osprey's own database failed.
+        Storage = "storage",
+        /// No provider could be set up (no key, nothing local answering, bad settings).
+        ProviderUnavailable = "provider_unavailable",
+        /// The provider answered with an error or something Osprey could not read.
+        ProviderError = "provider_error",
+        /// The turn's task stopped unexpectedly (a bug in Osprey).
+        Internal = "internal",
+    }
+}
+
+codes! {
+    /// Every code an error reaching the UI (or the CLI's JSON) can carry, whichever crate
+    /// refused: the UI's `UiError.code` is this union, so a new code is a compile-time change on
+    /// both sides.
+    pub enum UiErrorCode {
+        // The shell and the core.
+        /// The core could not be opened at start-up; the message says why.
+        CoreUnavailable = "core_unavailable",
+        /// The background services did not start.
+        ServicesUnavailable = "services_unavailable",
+        /// Another Osprey holds the data folder.
+        DataFolderInUse = "data_folder_in_use",
+        /// Osprey's own database failed.
+        Storage = "storage",
+        InvalidSetting = "invalid_setting",
+        /// This platform does not have the feature yet.
+        NotSupported = "not_supported",
+        WindowFailed = "window_failed",
+        UnknownApp = "unknown_app",
+        NoUi = "no_ui",
+        /// A failure with no more specific code; the message says what happened.
+        Internal = "internal",
+        // Chat.
+        TurnRunning = "turn_running",
+        EmptyMessage = "empty_message",
+        InvalidSessionId = "invalid_session_id",
+        Auth = "auth",
+        RateLimited = "rate_limited",
+        Overloaded = "overloaded",
+        ContextTooLong = "context_too_long",
+        Network = "network",
+        Cancelled = "cancelled",
+        ProviderUnavailable = "provider_unavailable",
+        ProviderError = "provider_error",
+        // Approvals.
+        ApprovalNotPending = "approval_not_pending",
+        // Apps and the store (osprey-apps' error codes).
+        PackageRejected = "package_rejected",
+        ManifestInvalid = "manifest_invalid",
+        SignatureInvalid = "signature_invalid",
+        BinaryInvalid = "binary_invalid",
+        LaunchFailed = "launch_failed",
+        KeyInvalid = "key_invalid",
+        AlreadyInstalled = "already_installed",
+        NotInstalled = "not_installed",
+        SettingsRejected = "settings_rejected",
+        Revoked = "revoked",
+        RevocationUnavailable = "revocation_unavailable",
+        StoreUnavailable = "store_unavailable",
+        StoreRefused = "store_refused",
+        NoPendingUpdate = "no_pending_update",
+        SendFailed = "send_failed",
+        Io = "io",
+    }
+}
+
+impl From<TurnFailureCode> for UiErrorCode {
+    fn from(code: TurnFailureCode) -> UiErrorCode {
+        match code {
+            TurnFailureCode::Auth => UiErrorCode::Auth,
+            TurnFailureCode::RateLimited => UiErrorCode::RateLimited,
+            TurnFailureCode::Overloaded => UiErrorCode::Overloaded,
+            TurnFailureCode::ContextTooLong => UiErrorCode::ContextTooLong,
+            TurnFailureCode::Network => UiErrorCode::Network,
+            TurnFailureCode::Cancelled => UiErrorCode::Cancelled,
+            TurnFailureCode::Storage => UiErrorCode::Storage,
+            TurnFailureCode::ProviderUnavailable => UiErrorCode::ProviderUnavailable,
+            TurnFailureCode::ProviderError => UiErrorCode::ProviderError,
+            TurnFailureCode::Internal => UiErrorCode::Internal,
+        }
+    }
 }
 
 /// Something the core tells its shells as it happens (the desktop forwards each one to the UI as
@@ -321,7 +470,7 @@ pub enum CoreEvent {
     /// `context_too_long`, `network`, `provider_error`, `provider_unavailable`, ...).
     ChatTurnFailed {
         session_id: String,
-        code: String,
+        code: TurnFailureCode,
         message: String,
     },
     /// A tool call waits for the person's answer until `deadline_ms` (Unix milliseconds), when it
@@ -358,6 +507,31 @@ pub enum CoreEvent {
         #[ts(optional)]
         error: Option<String>,
     },
+}
+
+/// What installing an app did (the desktop's store and the CLI show `message`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct AppInstallReport {
+    pub app_id: String,
+    pub version: String,
+    pub outcome: AppInstallOutcome,
+    /// The version replaced, for an update.
+    #[ts(optional)]
+    pub from_version: Option<String>,
+    /// The permissions a staged update asks for on top of the installed ones.
+    pub new_permissions: Vec<String>,
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum AppInstallOutcome {
+    /// A new app.
+    Installed,
+    /// An installed app replaced in place (no new permissions; data and logs kept).
+    Updated,
+    /// The update asks for more permissions: staged until approved; the old version stays.
+    PendingApproval,
 }
 
 /// A question waiting for the person's answer (the approval dialog lists these after a reload).
@@ -414,6 +588,8 @@ pub struct AppStatus {
     pub reason: Option<String>,
     /// A symlink to a project directory: signatures were never checked.
     pub sideloaded: bool,
+    /// The permissions the installed version holds (`network:api.example.com`, ...).
+    pub permissions: Vec<String>,
     /// The permissions a staged update would add, waiting for approve or reject.
     pub pending_permissions: Option<Vec<String>>,
     /// Serves a UI (`osprey-app://<id>/`).

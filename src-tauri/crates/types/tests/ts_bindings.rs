@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use osprey_types::{
-    AppRunState, AppStatus, ApprovalAnswer, ApprovalRequest, ApprovalResolution,
-    ChatSessionSummary, ContentBlock, CoreEvent, CoreInfo, ErrorCode, GrantDuration, GrantScope,
-    Origin, PendingApproval, ProviderOverview, ProviderRow, ToolResult, TranscriptItem, UiError,
+    AppInstallOutcome, AppInstallReport, AppRunState, AppStatus, ApprovalAnswer, ApprovalRequest,
+    ApprovalResolution, ChatSessionSummary, ContentBlock, CoreEvent, CoreInfo, ErrorCode,
+    GrantDuration, GrantScope, Origin, PendingApproval, ProviderOverview, ProviderRow, ToolResult,
+    TranscriptItem, TurnFailureCode, UiError, UiErrorCode,
 };
 use ts_rs::{Config, TS};
 
@@ -48,11 +49,15 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<GrantDuration>(&config, &mut index);
     export::<ApprovalAnswer>(&config, &mut index);
     export::<CoreInfo>(&config, &mut index);
+    export::<UiErrorCode>(&config, &mut index);
+    export::<TurnFailureCode>(&config, &mut index);
     export::<UiError>(&config, &mut index);
     export::<CoreEvent>(&config, &mut index);
     export::<ApprovalResolution>(&config, &mut index);
     export::<AppStatus>(&config, &mut index);
     export::<AppRunState>(&config, &mut index);
+    export::<AppInstallReport>(&config, &mut index);
+    export::<AppInstallOutcome>(&config, &mut index);
     export::<ChatSessionSummary>(&config, &mut index);
     export::<TranscriptItem>(&config, &mut index);
     export::<PendingApproval>(&config, &mut index);

@@ -11,6 +11,7 @@ function app(id: string, name: string, state: AppStatus["state"] = "running"): A
     state,
     reason: null,
     sideloaded: false,
+    permissions: [],
     pending_permissions: null,
     has_ui: false,
   };
