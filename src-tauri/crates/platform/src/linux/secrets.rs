@@ -33,6 +33,11 @@ fn map_error(error: secret_service::Error) -> Error {
                  another Secret Service)",
             )
         }
+        secret_service::Error::NoResult => Error::NotConfigured(
+            "the keyring has no default collection; create a keyring in the Passwords and Keys \
+             app (seahorse) and make it the default"
+                .into(),
+        ),
         secret_service::Error::Zbus(e) => super::bus::dbus_error(NAME, e),
         other => Error::Failed(format!("keychain: {other}")),
     }
