@@ -214,3 +214,88 @@ fn schema_size_is_measured() {
     );
     assert!(tokens < 4000, "the os schema grew to about {tokens} tokens");
 }
+
+struct Login {
+    can_suspend: String,
+    calls: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[zbus::interface(name = "org.freedesktop.login1.Manager")]
+impl Login {
+    fn can_suspend(&self) -> String {
+        self.can_suspend.clone()
+    }
+    fn suspend(&self, interactive: bool) {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("Suspend({interactive})"));
+    }
+}
+
+struct Session {
+    calls: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[zbus::interface(name = "org.freedesktop.login1.Session")]
+impl Session {
+    fn lock(&self) {
+        self.calls.lock().unwrap().push("Lock".into());
+    }
+}
+
+/// logind served on a private "system" bus: lock and suspend reach it; a refusal to suspend is
+/// `permission_denied` with the steps to allow it.
+#[tokio::test(flavor = "multi_thread")]
+async fn lock_and_suspend_go_through_logind() {
+    let (_bus, address) = private_bus();
+    let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let login = zbus::connection::Builder::address(address.as_str())
+        .unwrap()
+        .name("org.freedesktop.login1")
+        .unwrap()
+        .serve_at(
+            "/org/freedesktop/login1",
+            Login {
+                can_suspend: "yes".into(),
+                calls: calls.clone(),
+            },
+        )
+        .unwrap()
+        .serve_at(
+            "/org/freedesktop/login1/session/auto",
+            Session {
+                calls: calls.clone(),
+            },
+        )
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    let tool = OsTool::new(OsConfig {
+        system_bus_address: Some(address.clone()),
+        ..OsConfig::default()
+    });
+    let message = ok_text(&call(&tool, json!({"resource": "system", "action": "lock"})).await);
+    assert_eq!(message, "asked logind to lock the screen");
+    let message = ok_text(&call(&tool, json!({"resource": "system", "action": "suspend"})).await);
+    assert_eq!(message, "asked logind to suspend");
+    assert_eq!(*calls.lock().unwrap(), ["Lock", "Suspend(false)"]);
+
+    login
+        .object_server()
+        .interface::<_, Login>("/org/freedesktop/login1")
+        .await
+        .unwrap()
+        .get_mut()
+        .await
+        .can_suspend = "no".into();
+    let result = call(&tool, json!({"resource": "system", "action": "suspend"})).await;
+    assert_eq!(
+        result.code.map(|c| c.as_str()),
+        Some("permission_denied"),
+        "{result:?}"
+    );
+    assert!(result.text_content().contains("polkit"), "{result:?}");
+    assert_eq!(calls.lock().unwrap().len(), 2);
+}
