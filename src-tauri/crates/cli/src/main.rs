@@ -63,6 +63,11 @@ enum Command {
     },
     /// Print the version, data directory and tools.
     Info,
+    /// The `os` tool: `osprey os status` says which capabilities work here and why not.
+    Os {
+        #[command(subcommand)]
+        action: OsAction,
+    },
     /// Talk to the agent: `osprey chat -p "..."` for one turn, `osprey chat` interactively.
     Chat(chat::ChatArgs),
     /// Chat sessions: `osprey session list | show <id> | status <id> | clear <id> | delete <id>`.
@@ -82,6 +87,16 @@ enum Command {
     /// MCP: `osprey mcp serve` gives an MCP client Osprey's tools over stdio; `osprey mcp list`
     /// connects to the servers in `mcp.servers` and shows their tools.
     Mcp(mcp::McpArgs),
+}
+
+#[derive(Subcommand, Debug)]
+enum OsAction {
+    /// Each capability of the `os` tool: available or not, and why.
+    Status {
+        /// One JSON array instead of readable text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -253,6 +268,29 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         #[cfg(unix)]
         Command::Daemon => daemon::run(cli.data_dir).await,
         Command::Mcp(args) => mcp::run(cli.data_dir, args).await,
+        Command::Os {
+            action: OsAction::Status { json },
+        } => {
+            let status = osprey_core::os_status().await;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&status)?);
+            } else {
+                for capability in status {
+                    println!(
+                        "{:<13} {:<13} {:<12} {}",
+                        capability.capability,
+                        capability.category.as_str(),
+                        if capability.available {
+                            "available"
+                        } else {
+                            "unavailable"
+                        },
+                        capability.detail
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Info => {
             let core = open(cli.data_dir, None, None)?;
             println!("{}", serde_json::to_string_pretty(&core.info())?);

@@ -117,7 +117,23 @@ pub fn desktop_config(data_dir: &Path) -> DesktopConfig {
     }
 }
 
-/// Registers the built-in tools (`file`, `shell`, `web`, `screenshot`, `desktop`) with their
+/// How the `os` tool reaches the desktop: the X display and session bus this process was
+/// started with (the clipboard follows the process's own DISPLAY / WAYLAND_DISPLAY).
+pub fn os_config() -> osprey_platform::OsConfig {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    osprey_platform::OsConfig {
+        x11_display: env("DISPLAY"),
+        session_bus_address: env("DBUS_SESSION_BUS_ADDRESS"),
+        ..osprey_platform::OsConfig::default()
+    }
+}
+
+/// What `osprey os status` prints: each `os` capability, whether it works here, and why not.
+pub async fn os_status() -> Vec<osprey_platform::Availability> {
+    osprey_platform::OsTool::new(os_config()).status().await
+}
+
+/// Registers the built-in tools (`file`, `shell`, `web`, `screenshot`, `desktop`, `os`) with their
 /// stored settings. The screen tools connect to the display on first use, so registering them
 /// on a machine without one costs nothing; their calls then say no display is available.
 fn register_builtin_tools(
@@ -128,6 +144,9 @@ fn register_builtin_tools(
     let (screenshot, desktop) = ScreenTools::new(desktop_config(paths.data_dir()));
     registry.register_domain(screenshot);
     registry.register_domain(desktop);
+    // The `os` tool connects to the display and buses on first use, as the screen tools do.
+    registry
+        .register_domain(osprey_platform::OsTool::new(os_config()).with_path_guard(paths.clone()));
     registry.register_domain(FileTool::new(paths.clone()));
     let sandbox: settings::ShellSandboxSetting = settings::read(stored, settings::SHELL_SANDBOX);
     let home = paths.home().map(Path::to_path_buf);

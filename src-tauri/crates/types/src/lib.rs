@@ -98,6 +98,14 @@ pub enum ErrorCode {
     HookRejected,
     /// The tool ran and failed.
     ToolFailed,
+    /// The operating system refused (a permission the person must grant); the message says how.
+    PermissionDenied,
+    /// The feature does not exist on this operating system or desktop.
+    PlatformNotSupported,
+    /// The feature needs setup first (an account, a setting); the message says which.
+    NotConfigured,
+    /// The service behind the feature is not running or not reachable (a D-Bus service, a display).
+    ServiceUnavailable,
 }
 
 impl ErrorCode {
@@ -115,6 +123,10 @@ impl ErrorCode {
             ErrorCode::Cancelled => "cancelled",
             ErrorCode::HookRejected => "hook_rejected",
             ErrorCode::ToolFailed => "tool_failed",
+            ErrorCode::PermissionDenied => "permission_denied",
+            ErrorCode::PlatformNotSupported => "platform_not_supported",
+            ErrorCode::NotConfigured => "not_configured",
+            ErrorCode::ServiceUnavailable => "service_unavailable",
         }
     }
 

@@ -1,0 +1,41 @@
+//! The `os` tool: the operating system's own capabilities (clipboard, notifications, windows,
+//! applications, system facts and session control, the keychain, media players, file search),
+//! one resource per capability, listed in a capability registry that says where each works and
+//! a probe that says whether it works here and why not. Linux is served in-process over D-Bus
+//! (zbus), X11 (x11rb) and maintained crates (arboard, sysinfo, secret-service, ignore/grep);
+//! macOS and Windows sit behind the same traits and answer `platform_not_supported` where no
+//! backend exists yet.
+//!
+//! This crate must not know about Tauri, apps or the agent loop, must not spawn helper programs
+//! (xdotool, wmctrl, notify-send, xdg-open; only the applications the person asks to launch)
+//! and must not change the process environment: display and bus addresses are passed in.
+
+pub mod app;
+pub mod capability;
+pub mod clipboard;
+pub mod config;
+pub mod error;
+pub mod keychain;
+pub mod music;
+pub mod notification;
+pub mod search;
+pub mod system;
+pub mod tool;
+pub mod window;
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(not(target_os = "linux"))]
+mod unsupported;
+
+pub use capability::{Availability, CAPABILITIES, Capability, Category, Platform};
+pub use config::OsConfig;
+pub use error::{Error, Result};
+pub use tool::OsTool;
+
+/// The backend of the running platform: every capability trait, implemented where a backend
+/// exists and answering `platform_not_supported` elsewhere.
+#[cfg(target_os = "linux")]
+pub type Backend = linux::LinuxBackend;
+#[cfg(not(target_os = "linux"))]
+pub type Backend = unsupported::Unsupported;

@@ -1,0 +1,30 @@
+//! The `os` tool against real parts: a private D-Bus session bus with a notification server, a
+//! media player and gnome-keyring on it; an Xvfb display with openbox and GTK windows; desktop
+//! entries launched for real; the clipboard read by another X client. See `os/harness.rs`.
+//! (A test crate's root resolves modules beside it, hence the `#[path]`s.)
+#![cfg(target_os = "linux")]
+
+#[allow(dead_code)]
+#[path = "os/harness.rs"]
+mod harness;
+
+#[path = "os/notification.rs"]
+mod notification;
+
+#[path = "os/music.rs"]
+mod music;
+
+#[path = "os/keychain.rs"]
+mod keychain;
+
+#[path = "os/window.rs"]
+mod window;
+
+#[path = "os/app.rs"]
+mod app;
+
+#[path = "os/clipboard.rs"]
+mod clipboard;
+
+#[path = "os/tool.rs"]
+mod tool;

@@ -1,0 +1,287 @@
+//! The real parts these tests run against: a private D-Bus session bus per test, one Xvfb
+//! display with openbox per test binary, GTK windows and clipboard clients in python3-gi, and a
+//! way to call the `os` tool as the registry does (validate against the table, then run).
+//! Nothing here changes this process's environment; every process started sits under a small
+//! `sh` guard that kills it when this process's end of a pipe closes.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock, mpsc};
+use std::time::{Duration, Instant};
+
+use osprey_platform::OsTool;
+use osprey_tools::{DomainTool, ToolContext};
+use osprey_types::{Origin, ToolResult};
+use serde_json::Value;
+
+pub const STARTUP: Duration = Duration::from_secs(30);
+
+/// A process that dies with the test process.
+pub struct Guarded {
+    child: Child,
+    _stdin: Option<ChildStdin>,
+}
+
+impl Guarded {
+    pub fn spawn(program: &str, args: &[&str], env: &[(&str, &str)]) -> Guarded {
+        Guarded::spawn_with_input(program, args, env, "")
+    }
+
+    /// Like [`Guarded::spawn`], with `input` on the program's stdin.
+    pub fn spawn_with_input(
+        program: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        input: &str,
+    ) -> Guarded {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(r#"printf %s "$GUARD_INPUT" | "$@" & child=$!; read -r _; kill $child 2>/dev/null; wait $child"#)
+            .env("GUARD_INPUT", input)
+            .arg("sh")
+            .arg(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {program}: {e}"));
+        let stdin = child.stdin.take();
+        Guarded {
+            child,
+            _stdin: stdin,
+        }
+    }
+
+    /// The lines the process prints.
+    pub fn lines(&mut self) -> Lines {
+        Lines::new(self.child.stdout.take().expect("stdout was piped"))
+    }
+}
+
+/// Lines a child prints, read on a thread so a test can wait for one with a deadline.
+pub struct Lines {
+    receiver: mpsc::Receiver<String>,
+}
+
+impl Lines {
+    fn new(stdout: ChildStdout) -> Lines {
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Lines { receiver }
+    }
+
+    pub fn wait_for(
+        &self,
+        what: &str,
+        deadline: Duration,
+        wanted: impl Fn(&str) -> bool,
+    ) -> String {
+        let end = Instant::now() + deadline;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.receiver.recv_timeout(left) {
+                Ok(line) if wanted(&line) => return line,
+                Ok(_) => continue,
+                Err(_) => panic!("no `{what}` line within {deadline:?}"),
+            }
+        }
+    }
+}
+
+/// Polls `ready` until it holds, panicking at the deadline.
+pub fn wait_until(what: &str, deadline: Duration, mut ready: impl FnMut() -> bool) {
+    let end = Instant::now() + deadline;
+    while !ready() {
+        assert!(Instant::now() < end, "{what} not ready after {deadline:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn program_exists(name: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+        .unwrap_or(false)
+}
+
+/// A bus that starts nothing on demand: the standard session configuration would activate the
+/// machine's own services (gnome-keyring with the real HOME, a notification daemon).
+const BUS_CONFIG: &str = r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:tmpdir=/tmp</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"#;
+
+/// A private D-Bus session bus (dbus-daemon, no service activation) and its address.
+pub fn private_bus() -> (Guarded, String) {
+    assert!(
+        program_exists("dbus-daemon"),
+        "dbus-daemon is missing: apt-get install dbus (scripts/setup)"
+    );
+    static CONFIG: OnceLock<tempfile::TempPath> = OnceLock::new();
+    let config = CONFIG.get_or_init(|| {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut file, BUS_CONFIG.as_bytes()).unwrap();
+        file.into_temp_path()
+    });
+    let config = format!("--config-file={}", config.display());
+    let mut daemon = Guarded::spawn(
+        "dbus-daemon",
+        &[&config, "--nofork", "--print-address=1"],
+        &[],
+    );
+    let address = daemon
+        .lines()
+        .wait_for("dbus address", STARTUP, |l| l.contains('='));
+    (daemon, address.trim().to_string())
+}
+
+/// One Xvfb display with openbox for the whole test binary, and a lock so tests that put
+/// windows or clipboard content on it run one at a time.
+pub struct Display {
+    pub name: String,
+    _processes: Vec<Guarded>,
+}
+
+pub fn display() -> (&'static Display, MutexGuard<'static, ()>) {
+    static DISPLAY: OnceLock<Display> = OnceLock::new();
+    static LOCK: Mutex<()> = Mutex::new(());
+    let guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let display = DISPLAY.get_or_init(|| {
+        assert!(
+            program_exists("Xvfb") && program_exists("openbox"),
+            "Xvfb and openbox are needed: apt-get install xvfb openbox (scripts/setup)"
+        );
+        let mut xvfb = Guarded::spawn(
+            "Xvfb",
+            &[
+                "-displayfd",
+                "1",
+                "-screen",
+                "0",
+                "1600x1000x24",
+                "-nolisten",
+                "tcp",
+            ],
+            &[],
+        );
+        let number = xvfb.lines().wait_for("Xvfb display number", STARTUP, |l| {
+            l.trim().parse::<u32>().is_ok()
+        });
+        let name = format!(":{}", number.trim());
+        let openbox = Guarded::spawn("openbox", &["--sm-disable"], &[("DISPLAY", &name)]);
+        // openbox announces itself on the root window (_NET_SUPPORTING_WM_CHECK).
+        wait_until("openbox", STARTUP, || window_manager_running(&name));
+        Display {
+            name,
+            _processes: vec![xvfb, openbox],
+        }
+    });
+    (display, guard)
+}
+
+fn window_manager_running(display: &str) -> bool {
+    use x11rb::connection::Connection as _;
+    use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _};
+    let Ok((connection, screen)) = x11rb::connect(Some(display)) else {
+        return false;
+    };
+    let root = connection.setup().roots[screen].root;
+    let Ok(atom) = connection.intern_atom(false, b"_NET_SUPPORTING_WM_CHECK") else {
+        return false;
+    };
+    let Ok(atom) = atom.reply() else { return false };
+    connection
+        .get_property(false, root, atom.atom, AtomEnum::WINDOW, 0, 1)
+        .ok()
+        .and_then(|c| c.reply().ok())
+        .is_some_and(|r| r.value_len > 0)
+}
+
+/// The system python3 (PyGObject comes from apt: python3-gi, gir1.2-gtk-3.0).
+pub fn python_with_gi() -> &'static str {
+    static PYTHON: OnceLock<&'static str> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        ["/usr/bin/python3", "python3"]
+            .into_iter()
+            .find(|python| {
+                Command::new(python)
+                    .args(["-c", "import gi; gi.require_version('Gtk', '3.0')"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+            })
+            .expect("no python3 with PyGObject: apt-get install python3-gi gir1.2-gtk-3.0")
+    })
+}
+
+/// A GTK window titled `title`; it prints `ready` once mapped and exits when closed.
+pub fn gtk_window(display: &str, bus: &str, title: &str) -> Guarded {
+    const SCRIPT: &str = r#"
+import sys, gi
+gi.require_version('Gtk', '3.0')
+gi.require_version('Gdk', '3.0')
+from gi.repository import Gtk, Gdk
+Gdk.set_program_class('Osprey-fixture')
+window = Gtk.Window(title=sys.argv[1])
+window.set_default_size(320, 200)
+window.connect('destroy', Gtk.main_quit)
+window.connect('map-event', lambda *a: print('ready', flush=True))
+window.show_all()
+Gtk.main()
+print('closed', flush=True)
+"#;
+    Guarded::spawn(
+        python_with_gi(),
+        &["-c", SCRIPT, title],
+        &[
+            ("DISPLAY", display),
+            ("DBUS_SESSION_BUS_ADDRESS", bus),
+            ("NO_AT_BRIDGE", "1"),
+        ],
+    )
+}
+
+/// Calls the tool as the registry would after its checks: the input is validated against the
+/// tool's table first, so a call the table refuses never runs.
+pub async fn call(tool: &OsTool, input: Value) -> ToolResult {
+    call_as(tool, Origin::User, input).await
+}
+
+pub async fn call_as(tool: &OsTool, origin: Origin, input: Value) -> ToolResult {
+    let call = match tool.domain().resolve(input) {
+        Ok(call) => call,
+        Err(message) => {
+            return ToolResult::error(osprey_types::ErrorCode::InvalidInput, message);
+        }
+    };
+    let ctx = ToolContext::new(origin, Duration::from_secs(60));
+    tool.run(&ctx, call).await
+}
+
+/// The result's text, asserting it is not an error.
+pub fn ok_text(result: &ToolResult) -> String {
+    assert!(!result.is_error, "unexpected error: {result:?}");
+    result.text_content()
+}
