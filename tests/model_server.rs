@@ -151,6 +151,8 @@ fn pieces(text: &str, size: usize) -> Vec<String> {
 struct Script {
     replies: Mutex<VecDeque<ScriptedReply>>,
     seen: Mutex<Vec<Value>>,
+    /// The `x-api-key` of each request, in order ("" when none was sent).
+    keys: Mutex<Vec<String>>,
 }
 
 /// The running server.
@@ -176,6 +178,7 @@ impl AnthropicServer {
         let script = Arc::new(Script {
             replies: Mutex::new(replies.into()),
             seen: Mutex::new(Vec::new()),
+            keys: Mutex::new(Vec::new()),
         });
         let stop = Arc::new(AtomicBool::new(false));
         std::thread::spawn({
@@ -211,6 +214,15 @@ impl AnthropicServer {
             .clone()
     }
 
+    /// The API key each request carried (`x-api-key`), in order.
+    pub fn keys(&self) -> Vec<String> {
+        self.script
+            .keys
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Replies not played yet.
     pub fn remaining(&self) -> usize {
         self.script
@@ -235,6 +247,7 @@ fn serve(stream: TcpStream, script: &Script) -> std::io::Result<()> {
     let mut length = 0usize;
     let mut line = String::new();
     let mut path = None;
+    let mut key = String::new();
     loop {
         line.clear();
         if reader.read_line(&mut line)? == 0 {
@@ -248,10 +261,12 @@ fn serve(stream: TcpStream, script: &Script) -> std::io::Result<()> {
             // The request line: METHOD PATH VERSION.
             path = trimmed.split_whitespace().nth(1).map(String::from);
         }
-        if let Some((name, value)) = trimmed.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap_or(0);
+        if let Some((name, value)) = trimmed.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            } else if name.eq_ignore_ascii_case("x-api-key") {
+                key = value.trim().to_string();
+            }
         }
     }
     let mut body = vec![0; length];
@@ -262,6 +277,11 @@ fn serve(stream: TcpStream, script: &Script) -> std::io::Result<()> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(body.clone());
+    script
+        .keys
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(key);
     let mut stream = stream;
     // Refused as the real API refuses it, without using up a scripted reply.
     if let Some((status, error)) =

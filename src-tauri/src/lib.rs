@@ -115,6 +115,7 @@ pub fn run() {
     let state = CoreState::open(CoreOptions {
         data_dir: data_dir_from_args(std::env::args_os().skip(1)),
         policy: None,
+        ..CoreOptions::default()
     });
 
     let builder = tauri::Builder::default()

@@ -40,6 +40,7 @@ mod tests {
         let state = CoreState::open(CoreOptions {
             data_dir: Some(dir.path().to_path_buf()),
             policy: None,
+            ..CoreOptions::default()
         });
         let error = answer_with(&state, "call-1", ApprovalAnswer::Once).unwrap_err();
         assert_eq!(error.code, osprey_types::UiErrorCode::ApprovalNotPending);

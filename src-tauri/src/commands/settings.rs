@@ -66,6 +66,7 @@ mod tests {
         let state = CoreState::open(CoreOptions {
             data_dir: Some(dir.path().to_path_buf()),
             policy: None,
+            ..CoreOptions::default()
         });
         let info = info(&state).unwrap();
         assert_eq!(info.version, env!("CARGO_PKG_VERSION"));
@@ -78,6 +79,7 @@ mod tests {
         let state = CoreState::open(CoreOptions {
             data_dir: Some(dir.path().to_path_buf()),
             policy: None,
+            ..CoreOptions::default()
         });
         let overview = set_setting(&state, "provider.default", "openai")
             .await
@@ -108,6 +110,7 @@ mod tests {
         let state = CoreState::open(CoreOptions {
             data_dir: Some(file),
             policy: None,
+            ..CoreOptions::default()
         });
         let error = info(&state).unwrap_err();
         assert_eq!(error.code, UiErrorCode::CoreUnavailable);

@@ -307,6 +307,7 @@ fn open(
     Core::open(CoreOptions {
         data_dir,
         policy: Some(PolicyOverride { level, ask }),
+        ..CoreOptions::default()
     })
 }
 

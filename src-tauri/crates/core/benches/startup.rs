@@ -53,6 +53,7 @@ mod startup {
         Core::open(CoreOptions {
             data_dir: Some(data.to_path_buf()),
             policy: None,
+            ..CoreOptions::default()
         })
         .unwrap()
     }

@@ -311,12 +311,18 @@ impl Core {
                 }
                 "api_key" => {
                     let secrets = self.secrets();
-                    if value.is_empty() {
+                    let written = if value.is_empty() {
                         secrets.remove(&kind.key_secret())?;
-                        return Ok(ProviderSettingWritten::Setting);
-                    }
-                    let location = secrets.set(&kind.key_secret(), value)?;
-                    return Ok(ProviderSettingWritten::Secret(location));
+                        ProviderSettingWritten::Setting
+                    } else {
+                        ProviderSettingWritten::Secret(secrets.set(&kind.key_secret(), value)?)
+                    };
+                    // Kept runners hold the old key: tell them (and other Ospreys) it changed.
+                    self.db().settings().set(
+                        settings::PROVIDER_KEYS_CHANGED,
+                        &serde_json::json!(osprey_db::now_ms()),
+                    )?;
+                    return Ok(written);
                 }
                 _ => bail!("unknown provider setting `{key}`: {usage}"),
             }

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{
     AgentEvent, ChatChoice, ChatOptions, Runner, TurnOutcome, TurnRequest, TurnStop,
 };
+use crate::runners::RunnerSource;
 use crate::{Core, CoreError, CoreResult};
 
 /// Session ids a caller may choose: 1 to 128 ASCII letters, digits, `.`, `_`, `:` and `-`, so
@@ -108,11 +109,16 @@ impl Chats {
             CoreError::with_fallback(&error, UiErrorCode::ProviderUnavailable)
         };
         let fixed = self.fixed.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let options = match fixed {
-            Some(options) => options,
-            None => self.core.resolve_chat(&choice).await.map_err(unavailable)?,
+        let source = match fixed {
+            Some(options) => RunnerSource::Fixed(options),
+            None => RunnerSource::Choice(choice),
         };
-        let runner = self.core.chat_runner(&options).map_err(unavailable)?;
+        // The session's runner from its last turn, unless the provider settings changed.
+        let runner = self
+            .core
+            .session_runner(&session_id, &source)
+            .await
+            .map_err(unavailable)?;
 
         let cancel = CancellationToken::new();
         {

@@ -31,6 +31,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{ChatChoice, TurnRequest};
+use crate::runners::RunnerSource;
 use crate::{Core, WeakCore};
 
 /// Agent turns for comm messages running at once, over all conversations.
@@ -230,50 +231,45 @@ fn turn_input(queued: &Queued) -> String {
 
 /// Runs the turn for `message` and sends the answer back.
 async fn answer(core: &Core, session: &str, queued: Queued) {
-    let reply = match core.resolve_chat(&ChatChoice::default()).await {
+    let source = RunnerSource::Choice(ChatChoice::default());
+    let reply = match core.session_runner(session, &source).await {
         Err(error) => {
             tracing::warn!(%session, "a comm message got no answer: {error:#}");
             NO_PROVIDER_REPLY.to_string()
         }
-        Ok(options) => match core.chat_runner(&options) {
-            Err(error) => {
-                tracing::warn!(%session, "a comm message got no answer: {error:#}");
-                NO_PROVIDER_REPLY.to_string()
-            }
-            Ok(runner) => {
-                let cancel = CancellationToken::new();
-                let mut turn = TurnRequest::new(session, turn_input(&queued));
-                turn.origin = Origin::Comm;
-                // No approver of its own: the registry's default (the broker a UI attached)
-                // asks, and without one approval-needing calls are refused.
-                turn.approver = None;
-                turn.cancel = cancel.clone();
-                let deadline = tokio::spawn({
-                    let cancel = cancel.clone();
-                    async move {
-                        tokio::time::sleep(TURN_DEADLINE).await;
-                        cancel.cancel();
-                    }
-                });
-                let outcome = core
-                    .run_turn_with_events(&runner, turn, |core, _| {
-                        name_session(core, session, &queued.message)
-                    })
-                    .await;
-                deadline.abort();
-                match outcome {
-                    Ok(outcome) if !outcome.text.trim().is_empty() => outcome.text,
-                    Ok(outcome) => {
-                        tracing::warn!(%session, stop = ?outcome.stop, "a comm turn ended without text");
-                        format!("{FAILED_REPLY} (the turn ended without an answer).")
-                    }
-                    Err(error) => {
-                        tracing::warn!(%session, "a comm turn failed: {error}");
-                        format!("{FAILED_REPLY} ({}).", error.turn_failure())
-                    }
+        Ok(runner) => {
+            let cancel = CancellationToken::new();
+            let mut turn = TurnRequest::new(session, turn_input(&queued));
+            turn.origin = Origin::Comm;
+            // No approver of its own: the registry's default (the broker a UI attached)
+            // asks, and without one approval-needing calls are refused.
+            turn.approver = None;
+            turn.cancel = cancel.clone();
+            let deadline = tokio::spawn({
+                let cancel = cancel.clone();
+                async move {
+                    tokio::time::sleep(TURN_DEADLINE).await;
+                    cancel.cancel();
+                }
+            });
+            let outcome = core
+                .run_turn_with_events(&runner, turn, |core, _| {
+                    name_session(core, session, &queued.message)
+                })
+                .await;
+            deadline.abort();
+            match outcome {
+                Ok(outcome) if !outcome.text.trim().is_empty() => outcome.text,
+                Ok(outcome) => {
+                    tracing::warn!(%session, stop = ?outcome.stop, "a comm turn ended without text");
+                    format!("{FAILED_REPLY} (the turn ended without an answer).")
+                }
+                Err(error) => {
+                    tracing::warn!(%session, "a comm turn failed: {error}");
+                    format!("{FAILED_REPLY} ({}).", error.turn_failure())
                 }
             }
-        },
+        }
     };
     let message = queued.message;
     let sent = core

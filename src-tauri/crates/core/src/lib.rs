@@ -16,6 +16,7 @@ pub mod events;
 #[cfg(unix)]
 pub mod gateway;
 pub mod mcp;
+pub mod runners;
 pub mod scheduler;
 pub mod secrets;
 pub mod services;
@@ -48,6 +49,9 @@ pub struct CoreOptions {
     pub data_dir: Option<PathBuf>,
     /// Overrides parts of the stored policy for this run (CLI `--policy`/`--ask`).
     pub policy: Option<PolicyOverride>,
+    /// Where provider keys live; `None` means as `$OSPREY_SECRETS` says (the OS keyring, else
+    /// `<data>/secrets.json`). Tests pass the file so they never touch the person's keyring.
+    pub secrets: Option<secrets::Backend>,
 }
 
 /// A run's override of the stored policy's level and ask mode; the stored allowlist, safe bins
@@ -66,6 +70,7 @@ pub struct Core {
 
 struct Inner {
     data_dir: PathBuf,
+    secrets: secrets::Backend,
     db: Database,
     registry: Registry,
     skills: osprey_agent::Skills,
@@ -74,6 +79,8 @@ struct Inner {
     reminders: scheduler::Reminders,
     /// Every chat runner built, offered to sub-agents (the agent tool's task resource).
     subagent_runners: osprey_agent::RunnerPool,
+    /// Each conversation's runner, kept between its turns.
+    session_runners: runners::SessionRunners,
     mcp: mcp::McpSlot,
     #[cfg(unix)]
     apps: apps::AppPlatform,
@@ -242,6 +249,9 @@ impl Core {
         Ok(Core {
             inner: Arc::new(Inner {
                 data_dir,
+                secrets: options
+                    .secrets
+                    .unwrap_or_else(secrets::Backend::from_environment),
                 db,
                 registry,
                 skills,
@@ -252,6 +262,7 @@ impl Core {
                 events,
                 reminders,
                 subagent_runners,
+                session_runners: runners::SessionRunners::default(),
                 mcp: mcp::McpSlot::default(),
                 #[cfg(unix)]
                 apps,
@@ -350,7 +361,7 @@ impl Core {
     /// The secret store for provider keys: the OS keyring, else a 0600 file in the data dir
     /// (`OSPREY_SECRETS=file` forces the file).
     pub fn secrets(&self) -> secrets::Secrets {
-        secrets::Secrets::new(&self.inner.data_dir, secrets::Backend::from_environment())
+        secrets::Secrets::new(&self.inner.data_dir, self.inner.secrets)
     }
 
     /// Events emitted from now on (chat streaming, approvals, app states).

@@ -24,6 +24,7 @@ use osprey_types::{CoreEvent, Origin};
 use tokio::sync::broadcast;
 
 use crate::agent::{ChatChoice, ChatOptions};
+use crate::runners::RunnerSource;
 use crate::{Core, Inner};
 
 /// The core's reminder state: the slot the agent tool reads and the built-in scheduler, once
@@ -309,17 +310,17 @@ impl ReminderHandler for CoreReminderHandler {
 
 async fn fire(core: Core, firing: Firing) -> Result<FireReport, String> {
     let reminder = &firing.reminder;
-    let resolved = match core.inner.reminders.options() {
-        Some(options) => Ok(options),
-        None => core.resolve_chat(&ChatChoice::default()).await,
+    let source = match core.inner.reminders.options() {
+        Some(options) => RunnerSource::Fixed(options),
+        None => RunnerSource::Choice(ChatChoice::default()),
     };
+    let session_id = session_for(&core, &firing);
     // No usable model (none set up, or one without its key): the reminder is said in its
     // session instead, so the person still sees it.
-    let runner = match resolved.and_then(|options| core.chat_runner(&options)) {
+    let runner = match core.session_runner(&session_id, &source).await {
         Ok(runner) => runner,
         Err(error) => return notify(&core, &firing, &error),
     };
-    let session_id = session_for(&core, &firing);
     let mut turn = TurnRequest::new(
         session_id.clone(),
         format!(
@@ -446,6 +447,7 @@ mod tests {
         let core = Core::open(CoreOptions {
             data_dir: Some(data),
             policy: None,
+            ..CoreOptions::default()
         })
         .unwrap();
         core.set_reminder_options(Some(ChatOptions {
@@ -471,6 +473,7 @@ mod tests {
         let core = Core::open(CoreOptions {
             data_dir: Some(dir.path().to_path_buf()),
             policy: None,
+            ..CoreOptions::default()
         })
         .unwrap();
         // Before the scheduler runs, reminders are kept in the database only.
@@ -655,6 +658,7 @@ mod tests {
         let core = Core::open(CoreOptions {
             data_dir: Some(dir.path().to_path_buf()),
             policy: None,
+            ..CoreOptions::default()
         })
         .unwrap();
         // Anthropic chosen without a key (whatever this machine's environment holds): no model

@@ -27,6 +27,10 @@ pub const MCP_SERVERS: &str = "mcp.servers";
 /// Keys are not stored here but in the secret store (`osprey config set provider.openai.api_key`).
 pub const PROVIDERS: &str = "providers";
 
+/// When a provider key was last stored or removed through Osprey (Unix milliseconds): written
+/// by Osprey itself, so a running Osprey sees the change and builds its chat runners anew.
+pub const PROVIDER_KEYS_CHANGED: &str = "providers.keys_changed_ms";
+
 /// The app store's root URL (`$OSPREY_STORE_URL` wins): `"https://store.example.com"`.
 pub const STORE_URL: &str = "store.url";
 

@@ -53,6 +53,7 @@ async fn the_apps_page_sees_states_and_events_and_app_windows_are_served() {
     let core = Core::open(CoreOptions {
         data_dir: Some(data.clone()),
         policy: None,
+        ..CoreOptions::default()
     })
     .unwrap();
     let installer = Installer::new(data.join("apps"));
@@ -204,6 +205,7 @@ async fn a_staged_update_is_shown_and_rejected_or_approved_from_the_page() {
     let core = Core::open(CoreOptions {
         data_dir: Some(data.clone()),
         policy: None,
+        ..CoreOptions::default()
     })
     .unwrap();
     let key = osprey_apps::KeyPair::generate().unwrap();

@@ -27,6 +27,7 @@ fn open(root: &Path) -> Core {
     let core = Core::open(CoreOptions {
         data_dir: Some(data),
         policy: None,
+        ..CoreOptions::default()
     })
     .unwrap();
     core.attach_approvals();

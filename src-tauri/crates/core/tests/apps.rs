@@ -37,6 +37,7 @@ fn open(data: &Path) -> Core {
             level: Some(Level::Full),
             ask: None,
         }),
+        ..CoreOptions::default()
     })
     .unwrap()
 }

@@ -27,6 +27,7 @@ fn chats(data: &Path, server: &AnthropicServer) -> (Core, Chats) {
     let core = Core::open(CoreOptions {
         data_dir: Some(data.to_path_buf()),
         policy: None,
+        ..CoreOptions::default()
     })
     .unwrap();
     let chats = Chats::new(core.clone());
@@ -253,4 +254,57 @@ async fn an_empty_message_or_a_bad_session_id_is_refused_before_anything_runs() 
     assert!(error.message.contains("../other"));
     assert!(server.seen().is_empty());
     assert!(chats.sessions(10).unwrap().is_empty());
+}
+
+/// The desktop keeps a session's runner between its messages: the provider is resolved (the key
+/// read from the secret store) for the first message only, until the provider settings change.
+#[tokio::test]
+async fn a_second_message_reuses_the_sessions_runner_until_the_settings_change() {
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::text("one"),
+        ScriptedReply::text("two"),
+        ScriptedReply::text("three"),
+        ScriptedReply::text("four"),
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let core = Core::open(CoreOptions {
+        data_dir: Some(dir.path().join("data")),
+        secrets: Some(osprey_core::secrets::Backend::FileOnly),
+        ..CoreOptions::default()
+    })
+    .unwrap();
+    for (key, value) in [
+        ("provider.default", "anthropic"),
+        ("provider.anthropic.base_url", server.url().as_str()),
+        ("provider.anthropic.model", "claude-test"),
+        ("provider.anthropic.api_key", "key-one"),
+    ] {
+        core.set_provider_setting(key, value).unwrap();
+    }
+    let chats = Chats::new(core.clone());
+    let mut events = core.subscribe();
+    let session = chats.send(None, "first").await.unwrap();
+    events_until(&mut events, turn_ended).await;
+
+    // The key changes behind Osprey's back: the kept runner does not look it up again.
+    core.secrets()
+        .set("anthropic.api_key", "changed-elsewhere")
+        .unwrap();
+    chats.send(Some(session.clone()), "second").await.unwrap();
+    events_until(&mut events, turn_ended).await;
+
+    // Changed through Osprey (the settings page, `osprey config set`): the next message uses it.
+    core.set_provider_setting("provider.anthropic.api_key", "key-three")
+        .unwrap();
+    chats.send(Some(session.clone()), "third").await.unwrap();
+    events_until(&mut events, turn_ended).await;
+
+    // Another session resolves its own runner.
+    chats.send(None, "elsewhere").await.unwrap();
+    events_until(&mut events, turn_ended).await;
+    assert_eq!(
+        server.keys(),
+        ["key-one", "key-one", "key-three", "key-three"]
+    );
 }

@@ -164,6 +164,7 @@ async fn setup(model: Option<&Model>) -> Setup {
     let core = Core::open(CoreOptions {
         data_dir: Some(data.clone()),
         policy: None,
+        ..CoreOptions::default()
     })
     .unwrap();
     match model {

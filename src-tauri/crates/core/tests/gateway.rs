@@ -41,6 +41,7 @@ async fn a_gateway_app_answers_chat_turns_and_its_failures_are_classified() {
             level: Some(Level::Full),
             ask: None,
         }),
+        ..CoreOptions::default()
     })
     .unwrap();
     sideload_gateway(root.path(), &data);

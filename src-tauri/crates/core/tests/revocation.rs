@@ -152,6 +152,7 @@ async fn a_revoked_running_app_is_stopped_quarantined_and_announced() {
     let core = Core::open(CoreOptions {
         data_dir: Some(data.clone()),
         policy: None,
+        ..CoreOptions::default()
     })
     .unwrap();
     let mut events = core.subscribe();
@@ -209,6 +210,7 @@ async fn without_a_revocation_list_store_apps_are_held_until_one_is_back() {
     let core = Core::open(CoreOptions {
         data_dir: Some(data.clone()),
         policy: None,
+        ..CoreOptions::default()
     })
     .unwrap();
     core.start_apps().unwrap();
@@ -278,6 +280,7 @@ async fn a_revoked_package_is_refused_at_install_by_every_front_end() {
             level: Some(osprey_tools::Level::Full),
             ask: None,
         }),
+        ..CoreOptions::default()
     })
     .unwrap();
 

@@ -20,6 +20,7 @@ fn open(data: &Path) -> Core {
     Core::open(CoreOptions {
         data_dir: Some(data.to_path_buf()),
         policy: None,
+        ..CoreOptions::default()
     })
     .unwrap()
 }

@@ -24,6 +24,7 @@ async fn a_chat_runner_from_the_core_can_delegate_to_a_sub_agent() {
     let core = Core::open(CoreOptions {
         data_dir: Some(dir.path().to_path_buf()),
         policy: None,
+        ..CoreOptions::default()
     })
     .unwrap();
     let runner = core
@@ -88,6 +89,7 @@ async fn the_subagents_setting_is_validated_and_read_at_start_up() {
     let core = Core::open(CoreOptions {
         data_dir: Some(dir.path().to_path_buf()),
         policy: None,
+        ..CoreOptions::default()
     })
     .unwrap();
     let runner = core
