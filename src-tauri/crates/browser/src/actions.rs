@@ -39,6 +39,8 @@ pub struct BrowserActions {
     default_profile: String,
     allow_loopback: bool,
     resolver: GuardedResolver,
+    /// Where `screenshot` with `path` saves (a file name inside this folder).
+    screenshots: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for BrowserActions {
@@ -133,7 +135,14 @@ impl BrowserActions {
             default_profile: name,
             allow_loopback,
             resolver: GuardedResolver::new(None, allow_loopback),
+            screenshots: None,
         }
+    }
+
+    /// Lets `screenshot` save files (by name) in `folder`.
+    pub fn with_screenshots(mut self, folder: std::path::PathBuf) -> Self {
+        self.screenshots = Some(folder);
+        self
     }
 
     /// Adds a profile (the desktop shell's `native` one); `default` makes it the one calls
@@ -479,13 +488,6 @@ impl BrowserActions {
                     )));
                 }
                 // A reload keeps the URL: only a new document counts.
-                let before = before.map(|mut b| {
-                    if step == HistoryStep::Reload {
-                        b.url = String::new();
-                        b.url.clear();
-                    }
-                    b
-                });
                 let here = self
                     .settle_reload(driver, target, before.as_ref(), step, deadline)
                     .await?;
@@ -525,11 +527,11 @@ impl BrowserActions {
             }
             "fill" => {
                 Self::needs_element(call)?;
-                let value = call.str("value").map(str::to_string).or_else(|| {
-                    call.input.get("value").filter(|v| v.is_string()).map(|_| String::new())
-                });
-                let value = value.or_else(|| call.input.get("text").and_then(Value::as_str).map(str::to_string))
-                    .ok_or_else(|| BrowserError::Invalid("browser fill needs `value`".into()))?;
+                let value = call
+                    .str("value")
+                    .or_else(|| call.str("text"))
+                    .ok_or_else(|| BrowserError::Invalid("browser fill needs `value`".into()))?
+                    .to_string();
                 let mut args = Self::element_args(call);
                 args["value"] = json!(value);
                 let prepared: Prepared = self
@@ -828,12 +830,24 @@ impl BrowserActions {
                 bytes.len()
             )));
         }
-        if let Some(path) = call.str("path") {
-            let path = std::path::Path::new(path);
-            if !path.is_absolute() {
-                return Err(BrowserError::Invalid("`path` must be an absolute file path".into()));
+        if let Some(name) = call.str("path") {
+            let folder = self.screenshots.as_ref().ok_or_else(|| {
+                BrowserError::Unsupported("saving screenshots is not set up here; leave out `path`".into())
+            })?;
+            let plain = std::path::Path::new(name)
+                .file_name()
+                .is_some_and(|f| f == std::ffi::OsStr::new(name));
+            if !plain || name.starts_with('.') {
+                return Err(BrowserError::Invalid(format!(
+                    "`path` is a file name (no folders) for the screenshots folder {}, got `{name}`",
+                    folder.display()
+                )));
             }
-            std::fs::write(path, &bytes).map_err(|e| {
+            std::fs::create_dir_all(folder).map_err(|e| {
+                BrowserError::Page(format!("cannot create {}: {e}", folder.display()))
+            })?;
+            let path = folder.join(name);
+            std::fs::write(&path, &bytes).map_err(|e| {
                 BrowserError::Page(format!("cannot write {}: {e}", path.display()))
             })?;
             return Ok(ToolResult::text(format!(

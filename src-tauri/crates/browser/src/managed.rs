@@ -139,8 +139,13 @@ impl ManagedDriver {
             .user_data_dir(&self.config.profile_dir)
             .launch_timeout(self.config.launch_timeout)
             .window_size(width, height)
-            .viewport(None)
-            .args(launch_args(&proxy));
+            .viewport(None);
+        for (name, value) in launch_args(&proxy) {
+            builder = match value {
+                Some(v) => builder.arg((name.as_str(), v.as_str())),
+                None => builder.arg(name),
+            };
+        }
         if !self.config.headless {
             builder = builder.with_head();
         }
@@ -314,15 +319,24 @@ impl ManagedDriver {
         } else {
             params.user_gesture = Some(true);
         }
+        let started = std::time::Instant::now();
+        let too_long = || {
+            BrowserError::Timeout(format!(
+                "the script did not finish within {:.1}s and was stopped",
+                timeout.as_secs_f64()
+            ))
+        };
         let reply = tokio::time::timeout(timeout + Duration::from_secs(1), page.execute(params))
             .await
-            .map_err(|_| {
-                BrowserError::Timeout(format!(
-                    "the script did not finish within {:.1}s",
-                    timeout.as_secs_f64()
-                ))
-            })?
-            .map_err(protocol)?;
+            .map_err(|_| too_long())?
+            // Chromium answers a script it stopped at `timeout` with an internal error.
+            .map_err(|e| {
+                if started.elapsed() >= timeout {
+                    too_long()
+                } else {
+                    protocol(e)
+                }
+            })?;
         if let Some(details) = &reply.result.exception_details {
             let message = details
                 .exception
@@ -349,28 +363,30 @@ impl ManagedDriver {
 
 use url::Url;
 
-/// Chromium's switches: the ones this closed network and a root user need, and the guard.
-fn launch_args(proxy: &GuardProxy) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--no-default-browser-check",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-domain-reliability",
-        "--disable-crash-reporter",
-        // Peer-to-peer traffic would not pass the proxy.
-        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
-        "--webrtc-ip-handling-policy=disable_non_proxied_udp",
-        // Loopback requests go through the proxy too (Chromium bypasses it for them otherwise).
-        "--proxy-bypass-list=<-loopback>",
+/// Chromium's switches, as (name without dashes, value): the ones this closed network and a
+/// root user need, and the guard proxy.
+fn launch_args(proxy: &GuardProxy) -> Vec<(String, Option<String>)> {
+    let mut args: Vec<(String, Option<String>)> = [
+        "disable-gpu",
+        "disable-quic",
+        "no-first-run",
+        "no-default-browser-check",
+        "disable-background-networking",
+        "disable-component-update",
+        "disable-sync",
+        "disable-domain-reliability",
+        "disable-crash-reporter",
     ]
-    .iter()
-    .map(|s| s.to_string())
+    .into_iter()
+    .map(|k| (k.to_string(), None))
     .collect();
-    args.push(format!("--proxy-server=http://{}", proxy.addr()));
+    let mut value = |k: &str, v: String| args.push((k.to_string(), Some(v)));
+    // Peer-to-peer traffic would not pass the proxy.
+    value("force-webrtc-ip-handling-policy", "disable_non_proxied_udp".into());
+    value("webrtc-ip-handling-policy", "disable_non_proxied_udp".into());
+    value("proxy-server", format!("http://{}", proxy.addr()));
+    // Loopback requests go through the proxy too (Chromium bypasses it for them otherwise).
+    value("proxy-bypass-list", "<-loopback>".into());
     args
 }
 
@@ -607,6 +623,17 @@ impl Driver for ManagedDriver {
                 .execute(CloseTargetParams::new(page.target_id().clone()))
                 .await
                 .map_err(protocol)?;
+            // Closing is asynchronous; return once the page is really gone.
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while self.page_targets(running).await?.contains(page.target_id()) {
+                if std::time::Instant::now() >= deadline {
+                    return Err(BrowserError::Timeout(format!(
+                        "page {} did not close within 5s",
+                        page.target_id().inner()
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
             Ok(())
         })
     }
