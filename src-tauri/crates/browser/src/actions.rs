@@ -360,10 +360,19 @@ impl BrowserActions {
     }
 
     fn header(here: &Where) -> String {
-        format!("Page: {}\nTitle: {}", here.url, here.title.replace('\n', " "))
+        format!(
+            "Page: {}\nTitle: {}",
+            here.url,
+            here.title.replace('\n', " ")
+        )
     }
 
-    async fn act(&self, driver: &dyn Driver, target: Option<&str>, call: &Call) -> Result<ToolResult> {
+    async fn act(
+        &self,
+        driver: &dyn Driver,
+        target: Option<&str>,
+        call: &Call,
+    ) -> Result<ToolResult> {
         let started = Instant::now();
         let timeout = timeout_of(call, DEFAULT_TIMEOUT);
         let deadline = started + timeout;
@@ -424,9 +433,17 @@ impl BrowserActions {
                 let mut text = format!("Opened page {}", page.target_id);
                 if let Some(url) = url {
                     let before = self.where_is(driver, Some(&page.target_id)).await.ok();
-                    driver.navigate(Some(&page.target_id), &url, timeout).await?;
+                    driver
+                        .navigate(Some(&page.target_id), &url, timeout)
+                        .await?;
                     let here = self
-                        .settle(driver, Some(&page.target_id), before.as_ref(), LoadState::Load, deadline)
+                        .settle(
+                            driver,
+                            Some(&page.target_id),
+                            before.as_ref(),
+                            LoadState::Load,
+                            deadline,
+                        )
                         .await?;
                     text = format!("{text}\n{}", Self::header(&here));
                 }
@@ -434,7 +451,9 @@ impl BrowserActions {
             }
             "tab_focus" => {
                 let id = call.str("target_id").ok_or_else(|| {
-                    BrowserError::Invalid("browser tab_focus needs `target_id` (see list_pages)".into())
+                    BrowserError::Invalid(
+                        "browser tab_focus needs `target_id` (see list_pages)".into(),
+                    )
                 })?;
                 let page = driver.focus_page(id).await?;
                 Ok(ToolResult::text(format!(
@@ -444,7 +463,9 @@ impl BrowserActions {
             }
             "tab_close" => {
                 let id = call.str("target_id").ok_or_else(|| {
-                    BrowserError::Invalid("browser tab_close needs `target_id` (see list_pages)".into())
+                    BrowserError::Invalid(
+                        "browser tab_close needs `target_id` (see list_pages)".into(),
+                    )
                 })?;
                 driver.close_page(id).await?;
                 Ok(ToolResult::text(format!("Closed page {id}")))
@@ -496,7 +517,10 @@ impl BrowserActions {
             "snapshot" => {
                 let here = self.where_is(driver, target).await?;
                 let snapshot = self.snapshot_text(driver, target, call, &here).await?;
-                Ok(ToolResult::text(format!("{}\n\n{snapshot}", Self::header(&here))))
+                Ok(ToolResult::text(format!(
+                    "{}\n\n{snapshot}",
+                    Self::header(&here)
+                )))
             }
             "click" | "hover" => {
                 Self::needs_element(call)?;
@@ -516,14 +540,23 @@ impl BrowserActions {
                     Pointer::Click {
                         x: at.x,
                         y: at.y,
-                        count: if call.bool("double").unwrap_or(false) { 2 } else { 1 },
+                        count: if call.bool("double").unwrap_or(false) {
+                            2
+                        } else {
+                            1
+                        },
                     }
                 } else {
                     Pointer::Move { x: at.x, y: at.y }
                 };
                 driver.pointer(target, action).await?;
-                let verb = if call.action() == "click" { "Clicked" } else { "Hovered over" };
-                self.after_input(driver, target, format!("{verb} {}", at.element)).await
+                let verb = if call.action() == "click" {
+                    "Clicked"
+                } else {
+                    "Hovered over"
+                };
+                self.after_input(driver, target, format!("{verb} {}", at.element))
+                    .await
             }
             "fill" => {
                 Self::needs_element(call)?;
@@ -540,8 +573,12 @@ impl BrowserActions {
                 if prepared.typed {
                     driver.keys(target, Keys::Insert(value.clone())).await?;
                 }
-                self.after_input(driver, target, format!("Filled {} with {:?}", prepared.element, value))
-                    .await
+                self.after_input(
+                    driver,
+                    target,
+                    format!("Filled {} with {:?}", prepared.element, value),
+                )
+                .await
             }
             "type" => {
                 let text = call
@@ -564,7 +601,8 @@ impl BrowserActions {
                 if call.bool("submit").unwrap_or(false) {
                     driver.keys(target, Keys::Press("Enter".into())).await?;
                 }
-                self.after_input(driver, target, format!("Typed {:?} into {what}", text)).await
+                self.after_input(driver, target, format!("Typed {:?} into {what}", text))
+                    .await
             }
             "press" => {
                 let key = call
@@ -576,21 +614,24 @@ impl BrowserActions {
                         .await?;
                 }
                 driver.keys(target, Keys::Press(key.to_string())).await?;
-                self.after_input(driver, target, format!("Pressed {key}")).await
+                self.after_input(driver, target, format!("Pressed {key}"))
+                    .await
             }
             "select" => {
                 Self::needs_element(call)?;
-                let values: Vec<String> = match call.input.get("values").or_else(|| call.input.get("value")) {
-                    Some(Value::String(s)) => vec![s.clone()],
-                    Some(Value::Array(items)) => items
-                        .iter()
-                        .filter_map(|v| v.as_str().map(str::to_string))
-                        .collect(),
-                    _ => Vec::new(),
-                };
+                let values: Vec<String> =
+                    match call.input.get("values").or_else(|| call.input.get("value")) {
+                        Some(Value::String(s)) => vec![s.clone()],
+                        Some(Value::Array(items)) => items
+                            .iter()
+                            .filter_map(|v| v.as_str().map(str::to_string))
+                            .collect(),
+                        _ => Vec::new(),
+                    };
                 if values.is_empty() {
                     return Err(BrowserError::Invalid(
-                        "browser select needs `value` (an option's value or label) or `values`".into(),
+                        "browser select needs `value` (an option's value or label) or `values`"
+                            .into(),
                     ));
                 }
                 let mut args = Self::element_args(call);
@@ -600,7 +641,9 @@ impl BrowserActions {
                     element: String,
                     selected: Vec<String>,
                 }
-                let done: Selected = self.page_call(driver, target, "select", args, timeout).await?;
+                let done: Selected = self
+                    .page_call(driver, target, "select", args, timeout)
+                    .await?;
                 self.after_input(
                     driver,
                     target,
@@ -626,7 +669,9 @@ impl BrowserActions {
                 let mut args = Self::element_args(call);
                 args["dx"] = json!(dx);
                 args["dy"] = json!(dy);
-                let at: Value = self.page_call(driver, target, "scroll", args, timeout).await?;
+                let at: Value = self
+                    .page_call(driver, target, "scroll", args, timeout)
+                    .await?;
                 Ok(ToolResult::text(format!(
                     "Scrolled {} {direction}; now at x {} y {} of {}x{}",
                     at["element"].as_str().unwrap_or("page"),
@@ -675,13 +720,17 @@ impl BrowserActions {
                 let source = call
                     .str("script")
                     .or_else(|| call.str("expression"))
-                    .ok_or_else(|| BrowserError::Invalid("browser evaluate needs `script`".into()))?;
+                    .ok_or_else(|| {
+                        BrowserError::Invalid("browser evaluate needs `script`".into())
+                    })?;
                 let timeout = timeout_of(call, Duration::from_secs(10));
                 let expression = format!(
                     "(async () => {{ const __value = await (0, eval)({}); return __value === undefined ? null : __value; }})()",
                     Value::String(source.to_string())
                 );
-                let value = driver.evaluate(target, World::Page, &expression, timeout).await?;
+                let value = driver
+                    .evaluate(target, World::Page, &expression, timeout)
+                    .await?;
                 let shown: String = value.chars().take(MAX_CHARS).collect();
                 let here = self.where_is(driver, target).await.ok();
                 let source = here.map(|h| h.url).unwrap_or_else(|| "the page".into());
@@ -692,7 +741,9 @@ impl BrowserActions {
                 Ok(ToolResult::text(out))
             }
             "screenshot" => self.screenshot(driver, target, call).await,
-            other => Err(BrowserError::Invalid(format!("the browser has no action `{other}`"))),
+            other => Err(BrowserError::Invalid(format!(
+                "the browser has no action `{other}`"
+            ))),
         }
     }
 
@@ -705,7 +756,9 @@ impl BrowserActions {
         deadline: Instant,
     ) -> Result<Where> {
         if step != HistoryStep::Reload {
-            return self.settle(driver, target, before, LoadState::Load, deadline).await;
+            return self
+                .settle(driver, target, before, LoadState::Load, deadline)
+                .await;
         }
         // Only a new document (its time origin) counts for a reload.
         loop {
@@ -716,7 +769,9 @@ impl BrowserActions {
                 return Ok(now);
             }
             if Instant::now() >= deadline {
-                return Err(BrowserError::Timeout("the page did not reload in time".into()));
+                return Err(BrowserError::Timeout(
+                    "the page did not reload in time".into(),
+                ));
             }
             tokio::time::sleep(WAIT_STEP).await;
         }
@@ -778,7 +833,13 @@ impl BrowserActions {
             }
             if met && (has_element || text.is_some()) {
                 met = self
-                    .page_call::<bool>(driver, target, "check", args.clone(), Duration::from_secs(5))
+                    .page_call::<bool>(
+                        driver,
+                        target,
+                        "check",
+                        args.clone(),
+                        Duration::from_secs(5),
+                    )
                     .await
                     .unwrap_or(false);
             }
@@ -832,7 +893,9 @@ impl BrowserActions {
         }
         if let Some(name) = call.str("path") {
             let folder = self.screenshots.as_ref().ok_or_else(|| {
-                BrowserError::Unsupported("saving screenshots is not set up here; leave out `path`".into())
+                BrowserError::Unsupported(
+                    "saving screenshots is not set up here; leave out `path`".into(),
+                )
             })?;
             let plain = std::path::Path::new(name)
                 .file_name()
@@ -847,9 +910,8 @@ impl BrowserActions {
                 BrowserError::Page(format!("cannot create {}: {e}", folder.display()))
             })?;
             let path = folder.join(name);
-            std::fs::write(&path, &bytes).map_err(|e| {
-                BrowserError::Page(format!("cannot write {}: {e}", path.display()))
-            })?;
+            std::fs::write(&path, &bytes)
+                .map_err(|e| BrowserError::Page(format!("cannot write {}: {e}", path.display())))?;
             return Ok(ToolResult::text(format!(
                 "Saved a {} screenshot ({} bytes, {mime}) to {}",
                 if full_page { "full-page" } else { "viewport" },

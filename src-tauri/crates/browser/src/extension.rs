@@ -5,7 +5,6 @@ use futures::future::BoxFuture;
 use osprey_tools::web::WebExtension;
 use osprey_tools::{ApprovalNeed, Call, CallFacts, Domain, FieldType, ToolContext};
 use osprey_types::{ErrorCode, ToolResult};
-use serde_json::json;
 
 use crate::actions::{BrowserActions, untrusted};
 use crate::search::Search;
@@ -51,7 +50,10 @@ impl WebBrowsing {
                 }
                 ToolResult::text(format!(
                     "{head}\n{}",
-                    untrusted(&format!("the {} search results", answer.provider), &lines.join("\n"))
+                    untrusted(
+                        &format!("the {} search results", answer.provider),
+                        &lines.join("\n")
+                    )
                 ))
             }
             Err(e) => e.into_result(),
@@ -64,27 +66,87 @@ impl WebBrowsing {
 const BROWSER_ACTIONS: &[(&str, &str, ApprovalNeed)] = {
     use ApprovalNeed::{None as Free, Required};
     &[
-        ("navigate", "Open `url` in the page (waits for `wait_until`, default load) and return a snapshot", Required),
-        ("snapshot", "The page as an indented tree of elements with refs (e12), roles, names, values, states; scope with ref/selector, page with offset", Free),
-        ("click", "Click an element (`ref` or `selector`); `double` for a double click", Required),
+        (
+            "navigate",
+            "Open `url` in the page (waits for `wait_until`, default load) and return a snapshot",
+            Required,
+        ),
+        (
+            "snapshot",
+            "The page as an indented tree of elements with refs (e12), roles, names, values, states; scope with ref/selector, page with offset",
+            Free,
+        ),
+        (
+            "click",
+            "Click an element (`ref` or `selector`); `double` for a double click",
+            Required,
+        ),
         ("fill", "Clear a text field and put `value` in it", Required),
-        ("type", "Type `text` one key at a time into the element (or the focused one); `submit` presses Enter after", Required),
-        ("press", "Press one `key` (Enter, Tab, Escape, ArrowDown, Control+a, ...)", Required),
-        ("select", "Choose option(s) of a select by value or label (`value` or `values`)", Required),
+        (
+            "type",
+            "Type `text` one key at a time into the element (or the focused one); `submit` presses Enter after",
+            Required,
+        ),
+        (
+            "press",
+            "Press one `key` (Enter, Tab, Escape, ArrowDown, Control+a, ...)",
+            Required,
+        ),
+        (
+            "select",
+            "Choose option(s) of a select by value or label (`value` or `values`)",
+            Required,
+        ),
         ("hover", "Move the pointer over an element", Required),
-        ("scroll", "Scroll the page or an element (`direction`, `amount` in pixels)", Required),
-        ("wait", "Wait for an element (`ref`/`selector` with `state`), `text`, a `url` part or a `load_state`, up to `timeout`", Free),
-        ("text", "The readable text of the page or an element, in pages (`offset`, `max_chars`)", Free),
-        ("evaluate", "Run JavaScript (`script`, an expression; promises are awaited) in the page and return its JSON value", Required),
-        ("screenshot", "An image of the viewport or the `full_page`; `path` saves it as a file name in the screenshots folder", Free),
+        (
+            "scroll",
+            "Scroll the page or an element (`direction`, `amount` in pixels)",
+            Required,
+        ),
+        (
+            "wait",
+            "Wait for an element (`ref`/`selector` with `state`), `text`, a `url` part or a `load_state`, up to `timeout`",
+            Free,
+        ),
+        (
+            "text",
+            "The readable text of the page or an element, in pages (`offset`, `max_chars`)",
+            Free,
+        ),
+        (
+            "evaluate",
+            "Run JavaScript (`script`, an expression; promises are awaited) in the page and return its JSON value",
+            Required,
+        ),
+        (
+            "screenshot",
+            "An image of the viewport or the `full_page`; `path` saves it as a file name in the screenshots folder",
+            Free,
+        ),
         ("back", "Go back in the page's history", Required),
         ("forward", "Go forward in the page's history", Required),
         ("reload", "Reload the page", Required),
-        ("status", "Whether the profile's browser runs, its version, profile folder and pages", Free),
+        (
+            "status",
+            "Whether the profile's browser runs, its version, profile folder and pages",
+            Free,
+        ),
         ("launch", "Start the profile's browser", Required),
-        ("close", "Stop the profile's browser (its profile folder is kept)", Required),
-        ("list_pages", "The open pages (tabs) with their target_id", Free),
-        ("tab_open", "Open a new page, on `url` when given, and make it current", Required),
+        (
+            "close",
+            "Stop the profile's browser (its profile folder is kept)",
+            Required,
+        ),
+        (
+            "list_pages",
+            "The open pages (tabs) with their target_id",
+            Free,
+        ),
+        (
+            "tab_open",
+            "Open a new page, on `url` when given, and make it current",
+            Required,
+        ),
         ("tab_focus", "Make the page `target_id` current", Required),
         ("tab_close", "Close the page `target_id`", Required),
     ]
@@ -165,7 +227,9 @@ impl WebExtension for WebBrowsing {
                 summary: format!(
                     "search the web for {:?}{}",
                     call.str("query").unwrap_or_default(),
-                    call.str("engine").map(|e| format!(" with {e}")).unwrap_or_default()
+                    call.str("engine")
+                        .map(|e| format!(" with {e}"))
+                        .unwrap_or_default()
                 ),
                 ..CallFacts::default()
             };
@@ -176,7 +240,16 @@ impl WebExtension for WebBrowsing {
                 .map(|u| u.to_string())
         });
         let mut summary = format!("browser {}", call.action());
-        for key in ["url", "ref", "selector", "value", "text", "key", "script", "target_id"] {
+        for key in [
+            "url",
+            "ref",
+            "selector",
+            "value",
+            "text",
+            "key",
+            "script",
+            "target_id",
+        ] {
             if let Some(v) = call.str(key) {
                 let shown: String = v.chars().take(120).collect();
                 summary.push_str(&format!(" {key}={shown:?}"));
@@ -209,9 +282,4 @@ impl WebExtension for WebBrowsing {
             }
         })
     }
-}
-
-#[allow(dead_code)]
-fn _schema_note() -> serde_json::Value {
-    json!(null)
 }

@@ -40,7 +40,11 @@ impl Refusals {
 
     /// The refusals since the last call.
     pub fn take(&self) -> Vec<String> {
-        self.0.lock().expect("refusal list lock").drain(..).collect()
+        self.0
+            .lock()
+            .expect("refusal list lock")
+            .drain(..)
+            .collect()
     }
 }
 
@@ -229,13 +233,25 @@ async fn serve(mut client: TcpStream, rules: &Rules) -> std::io::Result<()> {
     let url = match Url::parse(target) {
         Ok(u) => u,
         Err(_) => {
-            refuse(&mut client, rules, target, "a proxy request needs an absolute URL").await;
+            refuse(
+                &mut client,
+                rules,
+                target,
+                "a proxy request needs an absolute URL",
+            )
+            .await;
             return Ok(());
         }
     };
     let shown = url.as_str().to_string();
     if url.scheme() != "http" && url.scheme() != "ws" {
-        refuse(&mut client, rules, &shown, "only http is proxied in the clear").await;
+        refuse(
+            &mut client,
+            rules,
+            &shown,
+            "only http is proxied in the clear",
+        )
+        .await;
         return Ok(());
     }
     let mut checked = url.clone();

@@ -26,4 +26,4 @@ pub use error::{BrowserError, Result};
 pub use extension::WebBrowsing;
 pub use managed::locate::find_chromium;
 pub use managed::{ManagedConfig, ManagedDriver};
-pub use search::{Search, SearchConfig};
+pub use search::{Search, SearchConfig, SearchSettings};

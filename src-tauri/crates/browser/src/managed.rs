@@ -16,8 +16,8 @@ use chromiumoxide::cdp::browser_protocol::browser::{
     GetVersionParams, SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
 };
 use chromiumoxide::cdp::browser_protocol::input::{
-    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams,
-    DispatchMouseEventType, InsertTextParams, MouseButton,
+    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
+    InsertTextParams, MouseButton,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
     CaptureScreenshotFormat, CaptureScreenshotParams, CreateIsolatedWorldParams, DialogType,
@@ -213,7 +213,7 @@ impl ManagedDriver {
             Some(id) => {
                 let id = TargetId::new(id);
                 let known = self.page_targets(running).await?;
-                if !known.iter().any(|t| *t == id) {
+                if !known.contains(&id) {
                     return Err(BrowserError::Invalid(format!(
                         "no page with target_id {}; list_pages shows the open ones",
                         id.inner()
@@ -382,8 +382,14 @@ fn launch_args(proxy: &GuardProxy) -> Vec<(String, Option<String>)> {
     .collect();
     let mut value = |k: &str, v: String| args.push((k.to_string(), Some(v)));
     // Peer-to-peer traffic would not pass the proxy.
-    value("force-webrtc-ip-handling-policy", "disable_non_proxied_udp".into());
-    value("webrtc-ip-handling-policy", "disable_non_proxied_udp".into());
+    value(
+        "force-webrtc-ip-handling-policy",
+        "disable_non_proxied_udp".into(),
+    );
+    value(
+        "webrtc-ip-handling-policy",
+        "disable_non_proxied_udp".into(),
+    );
     value("proxy-server", format!("http://{}", proxy.addr()));
     // Loopback requests go through the proxy too (Chromium bypasses it for them otherwise).
     value("proxy-bypass-list", "<-loopback>".into());
@@ -617,7 +623,9 @@ impl Driver for ManagedDriver {
         Box::pin(async move {
             let page = self.page(Some(target)).await?;
             let guard = self.running.lock().await;
-            let running = guard.as_ref().ok_or_else(|| protocol("the browser stopped"))?;
+            let running = guard
+                .as_ref()
+                .ok_or_else(|| protocol("the browser stopped"))?;
             running
                 .browser
                 .execute(CloseTargetParams::new(page.target_id().clone()))
@@ -695,8 +703,8 @@ impl Driver for ManagedDriver {
                 .execute(GetNavigationHistoryParams::default())
                 .await
                 .map_err(protocol)?;
-            let index = history.result.current_index
-                + if step == HistoryStep::Back { -1 } else { 1 };
+            let index =
+                history.result.current_index + if step == HistoryStep::Back { -1 } else { 1 };
             let Some(entry) = usize::try_from(index)
                 .ok()
                 .and_then(|i| history.result.entries.get(i))
@@ -766,13 +774,33 @@ impl Driver for ManagedDriver {
                     for c in text.chars() {
                         if c == '\n' {
                             let (m, key, code, vk, text) = key_event("Enter")?;
-                            dispatch_key(&page, DispatchKeyEventType::KeyDown, m, &key, &code, vk, text.as_deref()).await?;
-                            dispatch_key(&page, DispatchKeyEventType::KeyUp, m, &key, &code, vk, None).await?;
+                            dispatch_key(
+                                &page,
+                                DispatchKeyEventType::KeyDown,
+                                m,
+                                &key,
+                                &code,
+                                vk,
+                                text.as_deref(),
+                            )
+                            .await?;
+                            dispatch_key(
+                                &page,
+                                DispatchKeyEventType::KeyUp,
+                                m,
+                                &key,
+                                &code,
+                                vk,
+                                None,
+                            )
+                            .await?;
                             continue;
                         }
                         let s = c.to_string();
-                        dispatch_key(&page, DispatchKeyEventType::KeyDown, 0, &s, "", 0, Some(&s)).await?;
-                        dispatch_key(&page, DispatchKeyEventType::KeyUp, 0, &s, "", 0, None).await?;
+                        dispatch_key(&page, DispatchKeyEventType::KeyDown, 0, &s, "", 0, Some(&s))
+                            .await?;
+                        dispatch_key(&page, DispatchKeyEventType::KeyUp, 0, &s, "", 0, None)
+                            .await?;
                     }
                 }
                 Keys::Press(name) => {
@@ -783,7 +811,8 @@ impl Driver for ManagedDriver {
                         DispatchKeyEventType::RawKeyDown
                     };
                     dispatch_key(&page, down, m, &key, &code, vk, text.as_deref()).await?;
-                    dispatch_key(&page, DispatchKeyEventType::KeyUp, m, &key, &code, vk, None).await?;
+                    dispatch_key(&page, DispatchKeyEventType::KeyUp, m, &key, &code, vk, None)
+                        .await?;
                 }
             }
             Ok(())

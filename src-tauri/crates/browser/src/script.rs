@@ -36,7 +36,9 @@ pub fn call_installing(name: &str, args: &Value) -> String {
 /// `{"ok": value}` or `{"error": message}`.
 pub fn decode<T: DeserializeOwned>(returned: &str) -> Result<T> {
     let inner: String = serde_json::from_str(returned).map_err(|e| {
-        BrowserError::Protocol(format!("the page script returned something unexpected: {e}"))
+        BrowserError::Protocol(format!(
+            "the page script returned something unexpected: {e}"
+        ))
     })?;
     let mut reply: Value = serde_json::from_str(&inner).map_err(|e| {
         BrowserError::Protocol(format!("the page script returned invalid JSON: {e}"))
@@ -44,6 +46,7 @@ pub fn decode<T: DeserializeOwned>(returned: &str) -> Result<T> {
     if let Some(message) = reply.get("error").and_then(Value::as_str) {
         return Err(BrowserError::Page(message.to_string()));
     }
-    serde_json::from_value(reply["ok"].take())
-        .map_err(|e| BrowserError::Protocol(format!("the page script's answer has a bad shape: {e}")))
+    serde_json::from_value(reply["ok"].take()).map_err(|e| {
+        BrowserError::Protocol(format!("the page script's answer has a bad shape: {e}"))
+    })
 }

@@ -22,8 +22,12 @@ pub struct Hit {
 pub trait Provider: Send + Sync + 'static {
     /// `searxng`, `brave`, `tavily`, `duckduckgo`: what `engine` names.
     fn name(&self) -> &str;
-    fn search<'a>(&'a self, client: &'a reqwest::Client, query: &'a str, limit: usize)
-    -> BoxFuture<'a, Result<Vec<Hit>>>;
+    fn search<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Hit>>>;
 }
 
 /// Settings of the search resource. Endpoints can be changed (tests point them at loopback
@@ -66,7 +70,10 @@ async fn json_of(provider: &str, response: reqwest::Result<reqwest::Response>) -
     if !status.is_success() {
         return Err(failed(provider, format!("HTTP {status}")));
     }
-    response.json().await.map_err(|e| failed(provider, format!("bad JSON: {e}")))
+    response
+        .json()
+        .await
+        .map_err(|e| failed(provider, format!("bad JSON: {e}")))
 }
 
 fn hits(items: Option<&Value>, snippet_key: &str, limit: usize) -> Vec<Hit> {
@@ -97,12 +104,21 @@ impl Provider for SearxNg {
     fn name(&self) -> &str {
         "searxng"
     }
-    fn search<'a>(&'a self, client: &'a reqwest::Client, query: &'a str, limit: usize) -> BoxFuture<'a, Result<Vec<Hit>>> {
+    fn search<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Hit>>> {
         Box::pin(async move {
             let url = format!("{}/search", self.0.trim_end_matches('/'));
             let body = json_of(
                 "searxng",
-                client.get(url).query(&[("q", query), ("format", "json")]).send().await,
+                client
+                    .get(url)
+                    .query(&[("q", query), ("format", "json")])
+                    .send()
+                    .await,
             )
             .await?;
             Ok(hits(body.get("results"), "content", limit))
@@ -114,7 +130,12 @@ impl Provider for Brave {
     fn name(&self) -> &str {
         "brave"
     }
-    fn search<'a>(&'a self, client: &'a reqwest::Client, query: &'a str, limit: usize) -> BoxFuture<'a, Result<Vec<Hit>>> {
+    fn search<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Hit>>> {
         Box::pin(async move {
             let body = json_of(
                 "brave",
@@ -136,7 +157,12 @@ impl Provider for Tavily {
     fn name(&self) -> &str {
         "tavily"
     }
-    fn search<'a>(&'a self, client: &'a reqwest::Client, query: &'a str, limit: usize) -> BoxFuture<'a, Result<Vec<Hit>>> {
+    fn search<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Hit>>> {
         Box::pin(async move {
             let body = json_of(
                 "tavily",
@@ -157,7 +183,12 @@ impl Provider for DuckDuckGo {
     fn name(&self) -> &str {
         "duckduckgo"
     }
-    fn search<'a>(&'a self, client: &'a reqwest::Client, query: &'a str, limit: usize) -> BoxFuture<'a, Result<Vec<Hit>>> {
+    fn search<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        query: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<Hit>>> {
         Box::pin(async move {
             let response = client
                 .post(&self.0)
@@ -216,11 +247,17 @@ pub fn parse_duckduckgo(html: &str, limit: usize) -> Vec<Hit> {
         };
         let tag_start = rest[..at].rfind('<').unwrap_or(at);
         let after = &rest[tag_start..];
-        let Some(tag_end) = after.find('>') else { break };
+        let Some(tag_end) = after.find('>') else {
+            break;
+        };
         let tag = &after[..tag_end];
-        let Some(close) = after.find("</a>") else { break };
+        let Some(close) = after.find("</a>") else {
+            break;
+        };
         let title = strip_tags(&after[tag_end + 1..close]);
-        let href = attribute(tag, "href").unwrap_or_default().replace("&amp;", "&");
+        let href = attribute(tag, "href")
+            .unwrap_or_default()
+            .replace("&amp;", "&");
         let next_result = after[close..]
             .find("class=\"result__a\"")
             .map(|n| close + n)
@@ -230,16 +267,31 @@ pub fn parse_duckduckgo(html: &str, limit: usize) -> Vec<Hit> {
             .and_then(|s| {
                 let s = close + s;
                 let open = after[s..].find('>')? + s + 1;
-                let end = after[open..].find("</a>").or_else(|| after[open..].find("</div>"))? + open;
+                let end = after[open..]
+                    .find("</a>")
+                    .or_else(|| after[open..].find("</div>"))?
+                    + open;
                 Some(strip_tags(&after[open..end]))
             })
             .unwrap_or_default();
-        let url = url::Url::parse(&if href.starts_with("//") { format!("https:{href}") } else { href.clone() })
-            .ok()
-            .and_then(|u| u.query_pairs().find(|(k, _)| k == "uddg").map(|(_, v)| v.into_owned()))
-            .unwrap_or(href);
+        let url = url::Url::parse(&if href.starts_with("//") {
+            format!("https:{href}")
+        } else {
+            href.clone()
+        })
+        .ok()
+        .and_then(|u| {
+            u.query_pairs()
+                .find(|(k, _)| k == "uddg")
+                .map(|(_, v)| v.into_owned())
+        })
+        .unwrap_or(href);
         if !title.is_empty() && !url.is_empty() {
-            out.push(Hit { title, url, snippet });
+            out.push(Hit {
+                title,
+                url,
+                snippet,
+            });
         }
         rest = &after[close..];
     }
@@ -287,7 +339,10 @@ impl Search {
         }
         let client = reqwest::Client::builder()
             .timeout(config.timeout)
-            .user_agent(format!("Mozilla/5.0 (compatible; Osprey/{})", env!("CARGO_PKG_VERSION")))
+            .user_agent(format!(
+                "Mozilla/5.0 (compatible; Osprey/{})",
+                env!("CARGO_PKG_VERSION")
+            ))
             .build()
             .unwrap_or_default();
         Search { providers, client }
@@ -301,17 +356,23 @@ impl Search {
     pub async fn query(&self, query: &str, limit: usize, engine: Option<&str>) -> Result<Answer> {
         let query = query.trim();
         if query.is_empty() {
-            return Err(BrowserError::Invalid("search needs a non-empty `query`".into()));
+            return Err(BrowserError::Invalid(
+                "search needs a non-empty `query`".into(),
+            ));
         }
         let limit = limit.clamp(1, 20);
         let chosen: Vec<&dyn Provider> = match engine {
             Some(name) => {
-                let p = self.providers.iter().find(|p| p.name() == name).ok_or_else(|| {
-                    BrowserError::Invalid(format!(
-                        "search engine `{name}` is not set up; the configured ones are: {}",
-                        self.names().join(", ")
-                    ))
-                })?;
+                let p = self
+                    .providers
+                    .iter()
+                    .find(|p| p.name() == name)
+                    .ok_or_else(|| {
+                        BrowserError::Invalid(format!(
+                            "search engine `{name}` is not set up; the configured ones are: {}",
+                            self.names().join(", ")
+                        ))
+                    })?;
                 vec![p.as_ref()]
             }
             None => self.providers.iter().map(|p| p.as_ref()).collect(),
@@ -343,5 +404,39 @@ impl Search {
             "no search provider gave results: {}",
             failures.join("; ")
         )))
+    }
+}
+
+/// The `web.search` setting: `{"searxng_url": "https://searx.example/", "duckduckgo": true}`.
+/// Brave and Tavily keys are secrets, not settings ([`BRAVE_KEY_SECRET`], [`TAVILY_KEY_SECRET`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchSettings {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub searxng_url: Option<String>,
+    /// Turns DuckDuckGo's keyless endpoint off when `false`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duckduckgo: Option<bool>,
+}
+
+/// The secret store's names of the search keys (their environment variables win).
+pub const BRAVE_KEY_SECRET: &str = "search.brave.api_key";
+pub const TAVILY_KEY_SECRET: &str = "search.tavily.api_key";
+pub const BRAVE_KEY_VARIABLE: &str = "BRAVE_API_KEY";
+pub const TAVILY_KEY_VARIABLE: &str = "TAVILY_API_KEY";
+
+impl SearchSettings {
+    /// The search configuration with keys from `key(secret name, variable)`.
+    pub fn config(&self, key: impl Fn(&str, &str) -> Option<String>) -> SearchConfig {
+        let mut config = SearchConfig {
+            searxng_url: self.searxng_url.clone(),
+            brave_key: key(BRAVE_KEY_SECRET, BRAVE_KEY_VARIABLE),
+            tavily_key: key(TAVILY_KEY_SECRET, TAVILY_KEY_VARIABLE),
+            ..SearchConfig::default()
+        };
+        if self.duckduckgo == Some(false) {
+            config.duckduckgo_url = None;
+        }
+        config
     }
 }

@@ -11,7 +11,9 @@ use axum::Router;
 use axum::extract::{Path, Query};
 use axum::response::{Html, IntoResponse, Redirect};
 use axum::routing::get;
-use osprey_browser::{BrowserActions, ManagedConfig, ManagedDriver, Search, SearchConfig, WebBrowsing};
+use osprey_browser::{
+    BrowserActions, ManagedConfig, ManagedDriver, Search, SearchConfig, WebBrowsing,
+};
 use osprey_tools::web::{WebConfig, WebTool};
 use osprey_tools::{DomainTool, ToolContext};
 use osprey_types::{ContentBlock, Origin, ToolResult};
@@ -142,7 +144,11 @@ impl Rig {
 
     /// Resolves `input` against the web tool's table (as the registry does) and runs it.
     pub async fn call(&self, input: Value) -> ToolResult {
-        let call = self.tool.domain().resolve(input.clone()).unwrap_or_else(|e| panic!("{input}: {e}"));
+        let call = self
+            .tool
+            .domain()
+            .resolve(input.clone())
+            .unwrap_or_else(|e| panic!("{input}: {e}"));
         let ctx = ToolContext {
             origin: Origin::User,
             session_id: None,

@@ -79,7 +79,10 @@ async fn each_provider_reads_its_own_format() {
     c.searxng_url = Some(format!("{base}/searx-ok"));
     let search = Search::new(&c);
     let s = search.query("rust", 5, Some("searxng")).await.unwrap();
-    assert_eq!((s.hits[0].title.as_str(), s.hits[0].snippet.as_str()), ("Rust", "A language empowering everyone"));
+    assert_eq!(
+        (s.hits[0].title.as_str(), s.hits[0].snippet.as_str()),
+        ("Rust", "A language empowering everyone")
+    );
     let t = search.query("rust", 5, Some("tavily")).await.unwrap();
     assert_eq!(t.hits[0].url, "https://tavily.example/");
     let d = search.query("rust", 5, Some("duckduckgo")).await.unwrap();
@@ -96,10 +99,13 @@ async fn each_provider_reads_its_own_format() {
     let answer = Search::new(&bad).query("rust", 5, None).await.unwrap();
     assert_eq!(answer.provider, "tavily");
     assert!(answer.failures[0].contains("401"), "{:?}", answer.failures);
-    let err = Search::new(&SearchConfig { duckduckgo_url: None, ..SearchConfig::default() })
-        .query("rust", 5, Some("brave"))
-        .await
-        .unwrap_err();
+    let err = Search::new(&SearchConfig {
+        duckduckgo_url: None,
+        ..SearchConfig::default()
+    })
+    .query("rust", 5, Some("brave"))
+    .await
+    .unwrap_err();
     assert!(err.to_string().contains("not set up"), "{err}");
     let err = search.query("  ", 5, None).await.unwrap_err();
     assert!(err.to_string().contains("non-empty"));

@@ -148,13 +148,42 @@ fn register_builtin_tools(
         },
         ..ShellConfig::default()
     }));
+    let allow_loopback: bool = settings::read(stored, settings::WEB_ALLOW_LOOPBACK);
     let web = WebTool::new(WebConfig {
-        allow_loopback: settings::read(stored, settings::WEB_ALLOW_LOOPBACK),
+        allow_loopback,
         ..WebConfig::default()
     })
-    .context("building the web tool")?;
+    .context("building the web tool")?
+    .with_extension(Arc::new(web_browsing(
+        stored,
+        paths.data_dir(),
+        allow_loopback,
+    )));
     registry.register_domain(web);
     Ok(())
+}
+
+/// The web tool's browser (the managed Chromium profile in `<data>/browser/`) and search
+/// resources; search keys come from the environment or the secret store, like provider keys.
+fn web_browsing(
+    stored: &osprey_db::Settings,
+    data_dir: &Path,
+    allow_loopback: bool,
+) -> osprey_browser::WebBrowsing {
+    let mut managed = osprey_browser::ManagedConfig::new(data_dir.join("browser/managed"));
+    managed.allow_loopback = allow_loopback;
+    let driver = Arc::new(osprey_browser::ManagedDriver::new(managed));
+    let actions = osprey_browser::BrowserActions::new(driver, allow_loopback)
+        .with_screenshots(data_dir.join("browser/screenshots"));
+    let search: osprey_browser::SearchSettings = settings::read(stored, settings::WEB_SEARCH);
+    let secrets = secrets::Secrets::new(data_dir, secrets::Backend::from_environment());
+    let search = search.config(|secret, variable| {
+        std::env::var(variable)
+            .ok()
+            .filter(|k| !k.is_empty())
+            .or_else(|| secrets.get(secret).ok().flatten())
+    });
+    osprey_browser::WebBrowsing::new(actions, osprey_browser::Search::new(&search))
 }
 
 impl Core {

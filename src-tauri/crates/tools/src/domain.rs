@@ -741,7 +741,9 @@ mod tests {
             .action_alias("run", "exec")
             .action_alias("list", "kill")
             .also_required_for("pid", &["session.kill"]);
-        let call = d.resolve(json!({"action": "run", "command": "ls"})).unwrap();
+        let call = d
+            .resolve(json!({"action": "run", "command": "ls"}))
+            .unwrap();
         assert_eq!((call.resource(), call.action()), ("bash", "exec"));
         // `list` is a real action, so its alias is ignored.
         let call = d
