@@ -147,6 +147,7 @@ fn register_builtin_tools(
     registry: &Registry,
     stored: &osprey_db::Settings,
     paths: &PathGuard,
+    secrets: secrets::Backend,
 ) -> anyhow::Result<()> {
     let (screenshot, desktop) = ScreenTools::new(desktop_config(paths.data_dir()));
     registry.register_domain(screenshot);
@@ -176,13 +177,47 @@ fn register_builtin_tools(
         },
         ..ShellConfig::default()
     }));
+    let allow_loopback: bool = settings::read(stored, settings::WEB_ALLOW_LOOPBACK);
     let web = WebTool::new(WebConfig {
-        allow_loopback: settings::read(stored, settings::WEB_ALLOW_LOOPBACK),
+        allow_loopback,
         ..WebConfig::default()
     })
-    .context("building the web tool")?;
+    .context("building the web tool")?
+    .with_extension(Arc::new(web_browsing(
+        stored,
+        paths.data_dir(),
+        allow_loopback,
+        secrets,
+    )));
     registry.register_domain(web);
     Ok(())
+}
+
+/// The web tool's browser (the managed Chromium profile in `<data>/browser/`) and search
+/// resources; search keys come from the environment or the secret store, like provider keys.
+fn web_browsing(
+    stored: &osprey_db::Settings,
+    data_dir: &Path,
+    allow_loopback: bool,
+    secrets: secrets::Backend,
+) -> osprey_browser::WebBrowsing {
+    let mut managed = osprey_browser::ManagedConfig::new(data_dir.join("browser/managed"));
+    managed.allow_loopback = allow_loopback;
+    let driver = Arc::new(osprey_browser::ManagedDriver::new(managed));
+    let actions = osprey_browser::BrowserActions::new(driver, allow_loopback)
+        .with_screenshots(data_dir.join("browser/screenshots"));
+    let search: osprey_browser::SearchSettings = settings::read(stored, settings::WEB_SEARCH);
+    let secrets = secrets::Secrets::new(data_dir, secrets);
+    // Keys are looked up at the first search, not at every start.
+    osprey_browser::WebBrowsing::with_lazy_search(actions, move || {
+        let config = search.config(|secret, variable| {
+            std::env::var(variable)
+                .ok()
+                .filter(|k| !k.is_empty())
+                .or_else(|| secrets.get(secret).ok().flatten())
+        });
+        osprey_browser::Search::new(&config)
+    })
 }
 
 impl Core {
@@ -209,7 +244,10 @@ impl Core {
             audit: AuditSink::new(db.audit()),
             output_cap: osprey_tools::registry::DEFAULT_OUTPUT_CAP,
         });
-        register_builtin_tools(&registry, &stored, &paths)?;
+        let secrets = options
+            .secrets
+            .unwrap_or_else(secrets::Backend::from_environment);
+        register_builtin_tools(&registry, &stored, &paths, secrets)?;
         // Before the subsystems, so each can keep a handle to emit on.
         let events = events::EventBus::new();
         #[cfg(unix)]
@@ -249,9 +287,7 @@ impl Core {
         Ok(Core {
             inner: Arc::new(Inner {
                 data_dir,
-                secrets: options
-                    .secrets
-                    .unwrap_or_else(secrets::Backend::from_environment),
+                secrets,
                 db,
                 registry,
                 skills,

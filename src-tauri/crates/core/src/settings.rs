@@ -14,6 +14,9 @@ pub const POLICY: &str = "policy";
 pub const ORIGIN_RULES: &str = "origin_rules";
 /// Lets the web tool reach 127.0.0.0/8 and ::1 (for local development and tests); off by default.
 pub const WEB_ALLOW_LOOPBACK: &str = "web.allow_loopback";
+/// Web search (`osprey_browser::SearchSettings`): `{"searxng_url": "https://searx.example/"}`;
+/// Brave and Tavily keys live in the secret store (`search.brave.api_key`, `search.tavily.api_key`).
+pub const WEB_SEARCH: &str = "web.search";
 /// Extra environment variable names passed to shell commands: `["CARGO_HOME", "RUSTUP_HOME"]`.
 pub const SHELL_EXTRA_ENV: &str = "shell.extra_env";
 /// The kernel sandbox shell commands run in: `{"workspaces": ["~/src"], "caches": [".cargo",
@@ -63,6 +66,10 @@ pub const KNOWN: &[(&str, &str)] = &[
     (
         WEB_ALLOW_LOOPBACK,
         "let the web tool reach loopback addresses (true/false)",
+    ),
+    (
+        WEB_SEARCH,
+        "web search: {\"searxng_url\": \"https://searx.example/\", \"duckduckgo\": true}",
     ),
     (
         SHELL_EXTRA_ENV,
@@ -154,6 +161,7 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
             Ok(())
         }
         WEB_ALLOW_LOOPBACK => check::<bool>(key, value),
+        WEB_SEARCH => check::<osprey_browser::SearchSettings>(key, value),
         SHELL_EXTRA_ENV => check::<Vec<String>>(key, value),
         SHELL_SANDBOX => check::<ShellSandboxSetting>(key, value),
         MCP_SERVERS => {

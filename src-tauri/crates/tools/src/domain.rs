@@ -17,6 +17,9 @@ pub struct Domain {
     /// (the web, other programs); `false` for tools confined to local files or the screen. MCP
     /// clients get it as `openWorldHint`.
     pub open_world: bool,
+    /// Other names models use for actions (`read_page` for `text`), as (alias, action). An alias
+    /// applies only when no resource has an action by that name.
+    pub action_aliases: Vec<(String, String)>,
 }
 
 #[derive(Clone, Debug)]
@@ -134,7 +137,40 @@ impl Domain {
             resources: Vec::new(),
             fields: Vec::new(),
             open_world: true,
+            action_aliases: Vec::new(),
         }
+    }
+
+    /// Accepts `alias` as another name of `action` (published skills call `read_page`, `open`).
+    pub fn action_alias(mut self, alias: &str, action: &str) -> Self {
+        self.action_aliases.push((alias.into(), action.into()));
+        self
+    }
+
+    /// Marks an already added field as required for more actions too (a field shared by
+    /// resources that come from different places, like the web tool's `url`).
+    pub fn also_required_for(mut self, field: &str, actions: &[&str]) -> Self {
+        if let Some(f) = self.fields.iter_mut().find(|f| f.name == field) {
+            f.required_for.extend(actions.iter().map(|a| a.to_string()));
+        }
+        self
+    }
+
+    /// The action `name` stands for: itself when some resource has it, else the action it is an
+    /// alias of.
+    fn unalias<'n>(&'n self, name: &'n str) -> &'n str {
+        let known = self
+            .resources
+            .iter()
+            .flat_map(|r| &r.actions)
+            .any(|a| a.name.eq_ignore_ascii_case(name));
+        if known {
+            return name;
+        }
+        self.action_aliases
+            .iter()
+            .find(|(alias, _)| alias.eq_ignore_ascii_case(name))
+            .map_or(name, |(_, action)| action.as_str())
     }
 
     /// Marks the tool as working only on what its arguments name on this machine.
@@ -338,7 +374,7 @@ impl Domain {
             }
         };
         let given_resource = text("resource", &input)?;
-        let given_action = text("action", &input)?;
+        let given_action = text("action", &input)?.map(|a| self.unalias(&a).to_string());
 
         let resource = match &given_resource {
             Some(name) => Some(self.find_resource(name).ok_or_else(|| {
@@ -697,6 +733,27 @@ mod tests {
         assert!(d.resolve(json!("ls")).unwrap_err().contains("JSON object"));
         let err = d.resolve(json!({})).unwrap_err();
         assert!(err.contains("process (list, kill, info)"), "{err}");
+    }
+
+    #[test]
+    fn action_aliases_apply_only_where_no_action_has_the_name() {
+        let d = domain()
+            .action_alias("run", "exec")
+            .action_alias("list", "kill")
+            .also_required_for("pid", &["session.kill"]);
+        let call = d
+            .resolve(json!({"action": "run", "command": "ls"}))
+            .unwrap();
+        assert_eq!((call.resource(), call.action()), ("bash", "exec"));
+        // `list` is a real action, so its alias is ignored.
+        let call = d
+            .resolve(json!({"resource": "session", "action": "list"}))
+            .unwrap();
+        assert_eq!(call.action(), "list");
+        let err = d
+            .resolve(json!({"resource": "session", "action": "kill"}))
+            .unwrap_err();
+        assert!(err.contains("needs `pid`"), "{err}");
     }
 
     #[test]

@@ -134,12 +134,25 @@ const CREDENTIAL_HEADERS: &[&str] = &["authorization", "cookie"];
 #[error("could not build the HTTP client: {0}")]
 pub struct WebError(#[from] reqwest::Error);
 
+/// Resources another crate adds to the `web` tool (osprey-browser's `browser` and `search`).
+/// osprey-tools cannot depend on that crate, so the web tool calls it through this trait; the
+/// calls still pass the registry like every other web call.
+pub trait WebExtension: Send + Sync + 'static {
+    /// Adds its resources, fields and action aliases to the web tool's table.
+    fn extend(&self, domain: Domain) -> Domain;
+    /// True for the resources it added.
+    fn handles(&self, resource: &str) -> bool;
+    fn facts(&self, call: &Call) -> CallFacts;
+    fn run<'a>(&'a self, ctx: &'a ToolContext, call: Call) -> BoxFuture<'a, ToolResult>;
+}
+
 /// The `web` domain tool.
 pub struct WebTool {
     config: WebConfig,
     domain: Domain,
     client: reqwest::Client,
     resolver: GuardedResolver,
+    extensions: Vec<Arc<dyn WebExtension>>,
 }
 
 impl std::fmt::Debug for WebTool {
@@ -227,7 +240,19 @@ impl WebTool {
             config,
             client,
             resolver,
+            extensions: Vec::new(),
         })
+    }
+
+    /// Adds the resources of `extension` (browser, search) to this tool.
+    pub fn with_extension(mut self, extension: Arc<dyn WebExtension>) -> Self {
+        self.domain = extension.extend(self.domain);
+        self.extensions.push(extension);
+        self
+    }
+
+    fn extension_for(&self, resource: &str) -> Option<&Arc<dyn WebExtension>> {
+        self.extensions.iter().find(|e| e.handles(resource))
     }
 
     pub fn config(&self) -> &WebConfig {
@@ -684,6 +709,9 @@ impl DomainTool for WebTool {
     }
 
     fn facts(&self, call: &Call) -> CallFacts {
+        if let Some(extension) = self.extension_for(call.resource()) {
+            return extension.facts(call);
+        }
         let raw = call.str("url").unwrap_or_default();
         // The canonical form, so grants match the host that will really be contacted
         // (`https://a.example\@b.example/` is a.example).
@@ -718,6 +746,10 @@ impl DomainTool for WebTool {
         Box::pin(async move {
             match (call.resource(), call.action()) {
                 ("http", "fetch") => self.fetch_call(ctx, call).await,
+                (resource, _) if self.extension_for(resource).is_some() => {
+                    let extension = self.extension_for(resource).expect("checked by the guard");
+                    extension.run(ctx, call).await
+                }
                 (resource, action) => ToolResult::error(
                     ErrorCode::InvalidInput,
                     format!("web has no action `{action}` on resource `{resource}`"),

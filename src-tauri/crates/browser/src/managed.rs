@@ -1,0 +1,872 @@
+//! The managed profile: a Chromium that Osprey starts itself, headless by default, with its own
+//! profile folder under the data directory, driven over the DevTools protocol (chromiumoxide).
+//! Every request it makes goes through the [`GuardProxy`], which applies the `web` tool's SSRF
+//! rules; downloads are denied or saved to a chosen folder, never opened; JavaScript dialogs are
+//! answered so they cannot stall the page.
+
+pub mod locate;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chromiumoxide::browser::{Browser, BrowserConfig};
+use chromiumoxide::cdp::browser_protocol::browser::{
+    GetVersionParams, SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
+};
+use chromiumoxide::cdp::browser_protocol::input::{
+    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
+    InsertTextParams, MouseButton,
+};
+use chromiumoxide::cdp::browser_protocol::page::{
+    CaptureScreenshotFormat, CaptureScreenshotParams, CreateIsolatedWorldParams, DialogType,
+    EventJavascriptDialogOpening, FrameId, GetLayoutMetricsParams, GetNavigationHistoryParams,
+    HandleJavaScriptDialogParams, NavigateParams, NavigateToHistoryEntryParams, ReloadParams,
+    Viewport,
+};
+use chromiumoxide::cdp::browser_protocol::target::{
+    ActivateTargetParams, CloseTargetParams, GetTargetsParams, TargetId,
+};
+use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, TimeDelta};
+use chromiumoxide::page::Page;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use tokio::sync::Mutex;
+
+use crate::driver::{
+    Driver, DriverStatus, HistoryStep, Keys, PageInfo, Pointer, ShotRequest, World,
+};
+use crate::error::{BrowserError, Result};
+use crate::guard::{GuardProxy, Refusals};
+
+/// The isolated world Osprey's page script runs in.
+const WORLD_NAME: &str = "osprey";
+
+/// Settings of the managed profile.
+#[derive(Clone, Debug)]
+pub struct ManagedConfig {
+    /// The profile folder (cookies, storage); created when missing.
+    pub profile_dir: PathBuf,
+    /// The browser program; `None` looks in the usual places ([`locate::find_chromium`]).
+    pub executable: Option<PathBuf>,
+    pub headless: bool,
+    /// Lets pages reach 127.0.0.0/8 and ::1 (for tests and developers); private, link-local and
+    /// metadata addresses stay refused.
+    pub allow_loopback: bool,
+    /// Where downloads are saved; `None` denies them. Downloaded files are never opened.
+    pub downloads: Option<PathBuf>,
+    pub launch_timeout: Duration,
+    pub window: (u32, u32),
+}
+
+impl ManagedConfig {
+    pub fn new(profile_dir: PathBuf) -> ManagedConfig {
+        ManagedConfig {
+            profile_dir,
+            executable: None,
+            headless: true,
+            allow_loopback: false,
+            downloads: None,
+            launch_timeout: Duration::from_secs(30),
+            window: (1280, 800),
+        }
+    }
+}
+
+struct Running {
+    browser: Browser,
+    handler: tokio::task::JoinHandle<()>,
+    _proxy: GuardProxy,
+    executable: PathBuf,
+    version: String,
+    current: Option<TargetId>,
+    /// Pages whose dialogs are answered by a listener already.
+    watched: HashSet<TargetId>,
+}
+
+/// The managed Chromium profile.
+pub struct ManagedDriver {
+    config: ManagedConfig,
+    running: Mutex<Option<Running>>,
+    refusals: Refusals,
+    dialogs: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl std::fmt::Debug for ManagedDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ManagedDriver")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn protocol(e: impl std::fmt::Display) -> BrowserError {
+    BrowserError::Protocol(e.to_string())
+}
+
+impl ManagedDriver {
+    pub fn new(config: ManagedConfig) -> ManagedDriver {
+        ManagedDriver {
+            config,
+            running: Mutex::new(None),
+            refusals: Refusals::default(),
+            dialogs: Arc::default(),
+        }
+    }
+
+    pub fn config(&self) -> &ManagedConfig {
+        &self.config
+    }
+
+    async fn start(&self) -> Result<Running> {
+        let executable = match &self.config.executable {
+            Some(path) => path.clone(),
+            None => locate::find_chromium()?,
+        };
+        std::fs::create_dir_all(&self.config.profile_dir).map_err(|e| {
+            BrowserError::Launch(format!(
+                "cannot create the profile folder {}: {e}",
+                self.config.profile_dir.display()
+            ))
+        })?;
+        let proxy = GuardProxy::start(self.config.allow_loopback, self.refusals.clone())
+            .await
+            .map_err(|e| BrowserError::Launch(format!("cannot start the guard proxy: {e}")))?;
+        let (width, height) = self.config.window;
+        let mut builder = BrowserConfig::builder()
+            .chrome_executable(&executable)
+            .user_data_dir(&self.config.profile_dir)
+            .launch_timeout(self.config.launch_timeout)
+            .window_size(width, height)
+            .viewport(None);
+        for (name, value) in launch_args(&proxy) {
+            builder = match value {
+                Some(v) => builder.arg((name.as_str(), v.as_str())),
+                None => builder.arg(name),
+            };
+        }
+        if !self.config.headless {
+            builder = builder.with_head();
+        }
+        if needs_no_sandbox() {
+            builder = builder.no_sandbox();
+        }
+        let config = builder.build().map_err(BrowserError::Launch)?;
+        let (browser, mut events) = Browser::launch(config).await.map_err(|e| {
+            BrowserError::Launch(format!("{} did not start: {e}", executable.display()))
+        })?;
+        let handler = tokio::spawn(async move {
+            // Errors here are single messages the handler could not read; it keeps going.
+            while let Some(event) = events.next().await {
+                if let Err(e) = event {
+                    tracing::debug!(error = %e, "browser handler");
+                }
+            }
+        });
+        if let Some(port) = Url::parse(browser.websocket_address())
+            .ok()
+            .and_then(|u| u.port())
+        {
+            proxy.forbid_port(port);
+        }
+        let downloads = match &self.config.downloads {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    BrowserError::Launch(format!(
+                        "cannot create the downloads folder {}: {e}",
+                        dir.display()
+                    ))
+                })?;
+                let mut p = SetDownloadBehaviorParams::new(SetDownloadBehaviorBehavior::Allow);
+                p.download_path = Some(dir.display().to_string());
+                p
+            }
+            None => SetDownloadBehaviorParams::new(SetDownloadBehaviorBehavior::Deny),
+        };
+        browser.execute(downloads).await.map_err(protocol)?;
+        let version = browser
+            .execute(GetVersionParams::default())
+            .await
+            .map(|v| v.result.product.clone())
+            .unwrap_or_default();
+        Ok(Running {
+            browser,
+            handler,
+            _proxy: proxy,
+            executable,
+            version,
+            current: None,
+            watched: HashSet::new(),
+        })
+    }
+
+    /// The page `target` names, or the current one (opening a page when there is none),
+    /// starting the browser when needed.
+    async fn page(&self, target: Option<&str>) -> Result<Page> {
+        let mut guard = self.running.lock().await;
+        if guard.is_none() {
+            *guard = Some(self.start().await?);
+        }
+        let running = guard.as_mut().expect("started above");
+        let page = match target {
+            Some(id) => {
+                let id = TargetId::new(id);
+                let known = self.page_targets(running).await?;
+                if !known.contains(&id) {
+                    return Err(BrowserError::Invalid(format!(
+                        "no page with target_id {}; list_pages shows the open ones",
+                        id.inner()
+                    )));
+                }
+                running.browser.get_page(id).await.map_err(protocol)?
+            }
+            None => {
+                let known = self.page_targets(running).await?;
+                let current = running
+                    .current
+                    .clone()
+                    .filter(|c| known.contains(c))
+                    .or_else(|| known.first().cloned());
+                match current {
+                    Some(id) => running.browser.get_page(id).await.map_err(protocol)?,
+                    None => running
+                        .browser
+                        .new_page("about:blank")
+                        .await
+                        .map_err(protocol)?,
+                }
+            }
+        };
+        if target.is_none() {
+            running.current = Some(page.target_id().clone());
+        }
+        if running.watched.insert(page.target_id().clone()) {
+            self.answer_dialogs(&page).await?;
+        }
+        Ok(page)
+    }
+
+    async fn page_targets(&self, running: &Running) -> Result<Vec<TargetId>> {
+        let targets = running
+            .browser
+            .execute(GetTargetsParams::default())
+            .await
+            .map_err(protocol)?;
+        Ok(targets
+            .result
+            .target_infos
+            .iter()
+            .filter(|t| t.r#type == "page")
+            .map(|t| t.target_id.clone())
+            .collect())
+    }
+
+    /// Answers JavaScript dialogs on `page` (accepts alerts, dismisses confirm and prompt) so
+    /// they cannot block it; their messages are reported with the next result.
+    async fn answer_dialogs(&self, page: &Page) -> Result<()> {
+        let mut opened = page
+            .event_listener::<EventJavascriptDialogOpening>()
+            .await
+            .map_err(protocol)?;
+        let page = page.clone();
+        let dialogs = self.dialogs.clone();
+        tokio::spawn(async move {
+            while let Some(event) = opened.next().await {
+                let accept = matches!(event.r#type, DialogType::Alert | DialogType::Beforeunload);
+                dialogs
+                    .lock()
+                    .expect("dialog list lock")
+                    .push(format!("{:?} dialog: {}", event.r#type, event.message));
+                let _ = page
+                    .execute(HandleJavaScriptDialogParams::new(accept))
+                    .await;
+            }
+        });
+        Ok(())
+    }
+
+    async fn info(&self, page: &Page, current: bool) -> PageInfo {
+        let url = page.url().await.ok().flatten().unwrap_or_default();
+        let title = page.get_title().await.ok().flatten().unwrap_or_default();
+        PageInfo {
+            target_id: page.target_id().inner().clone(),
+            url,
+            title,
+            current,
+        }
+    }
+
+    async fn eval_in(
+        &self,
+        page: &Page,
+        world: World,
+        expression: &str,
+        timeout: Duration,
+    ) -> Result<String> {
+        let mut params = EvaluateParams::new(expression);
+        params.return_by_value = Some(true);
+        params.await_promise = Some(true);
+        params.timeout = Some(TimeDelta::new(timeout.as_millis() as f64));
+        if world == World::Osprey {
+            // The main frame's id is its target's id. The same world name gives the same world
+            // (and so the same refs) for as long as the document lives.
+            let frame = FrameId::new(page.target_id().inner().clone());
+            let mut create = CreateIsolatedWorldParams::new(frame);
+            create.world_name = Some(WORLD_NAME.into());
+            let created = page.execute(create).await.map_err(protocol)?;
+            params.context_id = Some(created.result.execution_context_id);
+        } else {
+            params.user_gesture = Some(true);
+        }
+        let started = std::time::Instant::now();
+        let too_long = || {
+            BrowserError::Timeout(format!(
+                "the script did not finish within {:.1}s and was stopped",
+                timeout.as_secs_f64()
+            ))
+        };
+        let reply = tokio::time::timeout(timeout + Duration::from_secs(1), page.execute(params))
+            .await
+            .map_err(|_| too_long())?
+            // Chromium answers a script it stopped at `timeout` with an internal error.
+            .map_err(|e| {
+                if started.elapsed() >= timeout {
+                    too_long()
+                } else {
+                    protocol(e)
+                }
+            })?;
+        if let Some(details) = &reply.result.exception_details {
+            let message = details
+                .exception
+                .as_ref()
+                .and_then(|e| e.description.clone())
+                .unwrap_or_else(|| details.text.clone());
+            if message.contains("Execution was terminated") {
+                return Err(BrowserError::Timeout(format!(
+                    "the script was stopped after {:.1}s",
+                    timeout.as_secs_f64()
+                )));
+            }
+            return Err(BrowserError::Page(format!("the script threw: {message}")));
+        }
+        let value = reply
+            .result
+            .result
+            .value
+            .clone()
+            .unwrap_or(serde_json::Value::Null);
+        serde_json::to_string(&value).map_err(protocol)
+    }
+}
+
+use url::Url;
+
+/// Chromium's switches, as (name without dashes, value): the ones this closed network and a
+/// root user need, and the guard proxy.
+fn launch_args(proxy: &GuardProxy) -> Vec<(String, Option<String>)> {
+    let mut args: Vec<(String, Option<String>)> = [
+        "disable-gpu",
+        "disable-quic",
+        "no-first-run",
+        "no-default-browser-check",
+        "disable-background-networking",
+        "disable-component-update",
+        "disable-sync",
+        "disable-domain-reliability",
+        "disable-crash-reporter",
+    ]
+    .into_iter()
+    .map(|k| (k.to_string(), None))
+    .collect();
+    let mut value = |k: &str, v: String| args.push((k.to_string(), Some(v)));
+    // Peer-to-peer traffic would not pass the proxy.
+    value(
+        "force-webrtc-ip-handling-policy",
+        "disable_non_proxied_udp".into(),
+    );
+    value(
+        "webrtc-ip-handling-policy",
+        "disable_non_proxied_udp".into(),
+    );
+    value("proxy-server", format!("http://{}", proxy.addr()));
+    // Loopback requests go through the proxy too (Chromium bypasses it for them otherwise).
+    value("proxy-bypass-list", "<-loopback>".into());
+    args
+}
+
+/// Chromium's own sandbox cannot start as root; only then is it turned off.
+#[cfg(target_os = "linux")]
+fn needs_no_sandbox() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn needs_no_sandbox() -> bool {
+    false
+}
+
+/// Modifier bits and key descriptions for `Keys::Press`.
+fn key_event(name: &str) -> Result<(i64, String, String, i64, Option<String>)> {
+    let mut modifiers = 0;
+    let mut parts: Vec<&str> = name.split('+').collect();
+    let key = parts.pop().unwrap_or_default();
+    for m in parts {
+        modifiers |= match m.to_ascii_lowercase().as_str() {
+            "alt" => 1,
+            "control" | "ctrl" => 2,
+            "meta" | "cmd" | "command" => 4,
+            "shift" => 8,
+            other => {
+                return Err(BrowserError::Invalid(format!(
+                    "unknown modifier `{other}`; use Alt, Control, Meta or Shift"
+                )));
+            }
+        };
+    }
+    let named: &[(&str, &str, i64, Option<&str>)] = &[
+        ("Enter", "Enter", 13, Some("\r")),
+        ("Tab", "Tab", 9, None),
+        ("Escape", "Escape", 27, None),
+        ("Backspace", "Backspace", 8, None),
+        ("Delete", "Delete", 46, None),
+        ("ArrowUp", "ArrowUp", 38, None),
+        ("ArrowDown", "ArrowDown", 40, None),
+        ("ArrowLeft", "ArrowLeft", 37, None),
+        ("ArrowRight", "ArrowRight", 39, None),
+        ("Home", "Home", 36, None),
+        ("End", "End", 35, None),
+        ("PageUp", "PageUp", 33, None),
+        ("PageDown", "PageDown", 34, None),
+        ("Space", "Space", 32, Some(" ")),
+    ];
+    if let Some((k, code, vk, text)) = named.iter().find(|(k, ..)| k.eq_ignore_ascii_case(key)) {
+        let text = if modifiers & 0b110 == 0 {
+            text.map(str::to_string)
+        } else {
+            None
+        };
+        return Ok((modifiers, k.to_string(), code.to_string(), *vk, text));
+    }
+    let mut chars = key.chars();
+    match (chars.next(), chars.next()) {
+        (Some(c), None) => {
+            let upper = c.to_ascii_uppercase();
+            let code = if c.is_ascii_alphabetic() {
+                format!("Key{upper}")
+            } else if c.is_ascii_digit() {
+                format!("Digit{c}")
+            } else {
+                String::new()
+            };
+            let text = (modifiers & 0b110 == 0).then(|| c.to_string());
+            Ok((modifiers, c.to_string(), code, upper as i64, text))
+        }
+        _ => Err(BrowserError::Invalid(format!(
+            "unknown key `{key}`; use one character or Enter, Tab, Escape, Backspace, Delete, \
+             ArrowUp/Down/Left/Right, Home, End, PageUp, PageDown, Space"
+        ))),
+    }
+}
+
+async fn dispatch_key(
+    page: &Page,
+    kind: DispatchKeyEventType,
+    modifiers: i64,
+    key: &str,
+    code: &str,
+    vk: i64,
+    text: Option<&str>,
+) -> Result<()> {
+    let mut p = DispatchKeyEventParams::new(kind);
+    p.modifiers = Some(modifiers);
+    p.key = Some(key.into());
+    if !code.is_empty() {
+        p.code = Some(code.into());
+    }
+    if vk != 0 {
+        p.windows_virtual_key_code = Some(vk);
+        p.native_virtual_key_code = Some(vk);
+    }
+    if let Some(t) = text {
+        p.text = Some(t.into());
+        p.unmodified_text = Some(t.into());
+    }
+    page.execute(p).await.map_err(protocol)?;
+    Ok(())
+}
+
+impl Driver for ManagedDriver {
+    fn profile(&self) -> &str {
+        "managed"
+    }
+
+    fn status(&self) -> BoxFuture<'_, Result<DriverStatus>> {
+        Box::pin(async move {
+            let guard = self.running.lock().await;
+            let mut status = DriverStatus {
+                profile_dir: Some(self.config.profile_dir.display().to_string()),
+                headless: self.config.headless,
+                executable: self
+                    .config
+                    .executable
+                    .as_ref()
+                    .map(|p| p.display().to_string()),
+                ..DriverStatus::default()
+            };
+            if let Some(running) = guard.as_ref() {
+                status.running = true;
+                status.version = Some(running.version.clone());
+                status.executable = Some(running.executable.display().to_string());
+                status.pages = self.page_targets(running).await?.len();
+            }
+            Ok(status)
+        })
+    }
+
+    fn launch(&self) -> BoxFuture<'_, Result<DriverStatus>> {
+        Box::pin(async move {
+            {
+                let mut guard = self.running.lock().await;
+                if guard.is_none() {
+                    *guard = Some(self.start().await?);
+                }
+            }
+            self.status().await
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            let taken = self.running.lock().await.take();
+            if let Some(mut running) = taken {
+                let _ = tokio::time::timeout(Duration::from_secs(5), running.browser.close()).await;
+                let _ = tokio::time::timeout(Duration::from_secs(5), running.browser.wait()).await;
+                running.browser.kill().await;
+                running.handler.abort();
+            }
+            Ok(())
+        })
+    }
+
+    fn pages(&self) -> BoxFuture<'_, Result<Vec<PageInfo>>> {
+        Box::pin(async move {
+            let guard = self.running.lock().await;
+            let Some(running) = guard.as_ref() else {
+                return Ok(Vec::new());
+            };
+            let targets = running
+                .browser
+                .execute(GetTargetsParams::default())
+                .await
+                .map_err(protocol)?;
+            let current = running.current.clone();
+            let mut out: Vec<PageInfo> = targets
+                .result
+                .target_infos
+                .iter()
+                .filter(|t| t.r#type == "page")
+                .map(|t| PageInfo {
+                    target_id: t.target_id.inner().clone(),
+                    url: t.url.clone(),
+                    title: t.title.clone(),
+                    current: current.as_ref() == Some(&t.target_id),
+                })
+                .collect();
+            if !out.iter().any(|p| p.current)
+                && let Some(first) = out.first_mut()
+            {
+                first.current = true;
+            }
+            Ok(out)
+        })
+    }
+
+    fn open_page(&self) -> BoxFuture<'_, Result<PageInfo>> {
+        Box::pin(async move {
+            let page = {
+                let mut guard = self.running.lock().await;
+                if guard.is_none() {
+                    *guard = Some(self.start().await?);
+                }
+                let running = guard.as_mut().expect("started above");
+                let page = running
+                    .browser
+                    .new_page("about:blank")
+                    .await
+                    .map_err(protocol)?;
+                running.current = Some(page.target_id().clone());
+                running.watched.insert(page.target_id().clone());
+                page
+            };
+            self.answer_dialogs(&page).await?;
+            Ok(self.info(&page, true).await)
+        })
+    }
+
+    fn focus_page<'a>(&'a self, target: &'a str) -> BoxFuture<'a, Result<PageInfo>> {
+        Box::pin(async move {
+            let page = self.page(Some(target)).await?;
+            page.execute(ActivateTargetParams::new(page.target_id().clone()))
+                .await
+                .map_err(protocol)?;
+            if let Some(running) = self.running.lock().await.as_mut() {
+                running.current = Some(page.target_id().clone());
+            }
+            Ok(self.info(&page, true).await)
+        })
+    }
+
+    fn close_page<'a>(&'a self, target: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let page = self.page(Some(target)).await?;
+            let guard = self.running.lock().await;
+            let running = guard
+                .as_ref()
+                .ok_or_else(|| protocol("the browser stopped"))?;
+            running
+                .browser
+                .execute(CloseTargetParams::new(page.target_id().clone()))
+                .await
+                .map_err(protocol)?;
+            // Closing is asynchronous; return once the page is really gone.
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while self.page_targets(running).await?.contains(page.target_id()) {
+                if std::time::Instant::now() >= deadline {
+                    return Err(BrowserError::Timeout(format!(
+                        "page {} did not close within 5s",
+                        page.target_id().inner()
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Ok(())
+        })
+    }
+
+    fn navigate<'a>(
+        &'a self,
+        target: Option<&'a str>,
+        url: &'a str,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let page = self.page(target).await?;
+            let started = tokio::time::timeout(timeout, page.execute(NavigateParams::new(url)))
+                .await
+                .map_err(|_| {
+                    BrowserError::Timeout(format!(
+                        "{url} did not answer within {:.1}s",
+                        timeout.as_secs_f64()
+                    ))
+                })?
+                .map_err(protocol)?;
+            if let Some(error) = &started.result.error_text {
+                let refused = self.refusals.take();
+                if !refused.is_empty() {
+                    return Err(BrowserError::Refused(format!(
+                        "the navigation policy refused {}",
+                        refused.join("; ")
+                    )));
+                }
+                return Err(BrowserError::Page(format!("loading {url} failed: {error}")));
+            }
+            if started.result.is_download == Some(true) {
+                return Err(BrowserError::Page(format!(
+                    "{url} is a download, not a page ({})",
+                    match &self.config.downloads {
+                        Some(dir) => format!("saved to {}, not opened", dir.display()),
+                        None => "downloads are turned off".into(),
+                    }
+                )));
+            }
+            Ok(())
+        })
+    }
+
+    fn history<'a>(
+        &'a self,
+        target: Option<&'a str>,
+        step: HistoryStep,
+    ) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let page = self.page(target).await?;
+            if step == HistoryStep::Reload {
+                page.execute(ReloadParams::default())
+                    .await
+                    .map_err(protocol)?;
+                return Ok(true);
+            }
+            let history = page
+                .execute(GetNavigationHistoryParams::default())
+                .await
+                .map_err(protocol)?;
+            let index =
+                history.result.current_index + if step == HistoryStep::Back { -1 } else { 1 };
+            let Some(entry) = usize::try_from(index)
+                .ok()
+                .and_then(|i| history.result.entries.get(i))
+            else {
+                return Ok(false);
+            };
+            page.execute(NavigateToHistoryEntryParams::new(entry.id))
+                .await
+                .map_err(protocol)?;
+            Ok(true)
+        })
+    }
+
+    fn evaluate<'a>(
+        &'a self,
+        target: Option<&'a str>,
+        world: World,
+        expression: &'a str,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<String>> {
+        Box::pin(async move {
+            let page = self.page(target).await?;
+            self.eval_in(&page, world, expression, timeout).await
+        })
+    }
+
+    fn pointer<'a>(
+        &'a self,
+        target: Option<&'a str>,
+        action: Pointer,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let page = self.page(target).await?;
+            let (x, y, count) = match action {
+                Pointer::Click { x, y, count } => (x, y, Some(count)),
+                Pointer::Move { x, y } => (x, y, None),
+            };
+            let mut moved = DispatchMouseEventParams::new(DispatchMouseEventType::MouseMoved, x, y);
+            moved.button = Some(MouseButton::None);
+            page.execute(moved).await.map_err(protocol)?;
+            if let Some(count) = count {
+                for kind in [
+                    DispatchMouseEventType::MousePressed,
+                    DispatchMouseEventType::MouseReleased,
+                ] {
+                    let mut p = DispatchMouseEventParams::new(kind, x, y);
+                    p.button = Some(MouseButton::Left);
+                    p.buttons = Some(1);
+                    p.click_count = Some(i64::from(count));
+                    page.execute(p).await.map_err(protocol)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn keys<'a>(&'a self, target: Option<&'a str>, keys: Keys) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let page = self.page(target).await?;
+            match keys {
+                Keys::Insert(text) => {
+                    page.execute(InsertTextParams::new(text))
+                        .await
+                        .map_err(protocol)?;
+                }
+                Keys::Type(text) => {
+                    for c in text.chars() {
+                        if c == '\n' {
+                            let (m, key, code, vk, text) = key_event("Enter")?;
+                            dispatch_key(
+                                &page,
+                                DispatchKeyEventType::KeyDown,
+                                m,
+                                &key,
+                                &code,
+                                vk,
+                                text.as_deref(),
+                            )
+                            .await?;
+                            dispatch_key(
+                                &page,
+                                DispatchKeyEventType::KeyUp,
+                                m,
+                                &key,
+                                &code,
+                                vk,
+                                None,
+                            )
+                            .await?;
+                            continue;
+                        }
+                        let s = c.to_string();
+                        dispatch_key(&page, DispatchKeyEventType::KeyDown, 0, &s, "", 0, Some(&s))
+                            .await?;
+                        dispatch_key(&page, DispatchKeyEventType::KeyUp, 0, &s, "", 0, None)
+                            .await?;
+                    }
+                }
+                Keys::Press(name) => {
+                    let (m, key, code, vk, text) = key_event(&name)?;
+                    let down = if text.is_some() {
+                        DispatchKeyEventType::KeyDown
+                    } else {
+                        DispatchKeyEventType::RawKeyDown
+                    };
+                    dispatch_key(&page, down, m, &key, &code, vk, text.as_deref()).await?;
+                    dispatch_key(&page, DispatchKeyEventType::KeyUp, m, &key, &code, vk, None)
+                        .await?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn screenshot<'a>(
+        &'a self,
+        target: Option<&'a str>,
+        request: ShotRequest,
+    ) -> BoxFuture<'a, Result<Vec<u8>>> {
+        Box::pin(async move {
+            let page = self.page(target).await?;
+            let mut params = CaptureScreenshotParams::default();
+            match request.jpeg_quality {
+                Some(q) => {
+                    params.format = Some(CaptureScreenshotFormat::Jpeg);
+                    params.quality = Some(i64::from(q));
+                }
+                None => params.format = Some(CaptureScreenshotFormat::Png),
+            }
+            if request.full_page {
+                let metrics = page
+                    .execute(GetLayoutMetricsParams::default())
+                    .await
+                    .map_err(protocol)?;
+                let size = &metrics.result.css_content_size;
+                params.capture_beyond_viewport = Some(true);
+                params.clip = Some(Viewport {
+                    x: 0.0,
+                    y: 0.0,
+                    width: size.width.ceil(),
+                    height: size.height.ceil().min(f64::from(request.max_height)),
+                    scale: 1.0,
+                });
+            }
+            let shot = page.execute(params).await.map_err(protocol)?;
+            use base64::Engine;
+            let data: &str = shot.result.data.as_ref();
+            base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .map_err(protocol)
+        })
+    }
+
+    fn take_refusals(&self) -> Vec<String> {
+        let mut out = self.refusals.take();
+        out.extend(
+            self.dialogs
+                .lock()
+                .expect("dialog list lock")
+                .drain(..)
+                .map(|d| format!("answered a {d}")),
+        );
+        out
+    }
+}
