@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::manifest::Manifest;
 use crate::napp::{self, Limits, MANIFEST, StagedPackage};
 use crate::signing::PublicKey;
+use crate::trust::{Revocation, Trust};
 use crate::{Error, Result};
 
 /// Where updates that add permissions wait for approval: `<apps>/.pending/<id>/`.
@@ -93,13 +94,31 @@ impl Installer {
     pub async fn install_from_store(
         &self,
         archive: impl Read,
-        trust: &crate::trust::Trust,
+        trust: &Trust,
     ) -> Result<InstallOutcome> {
         let staged = napp::extract(archive, &self.apps_dir, &self.limits, true)?;
         trust.verify(&staged).await?;
         let manifest = staged.manifest();
         trust.check_launch(&manifest.id, &manifest.version).await?;
         self.place(staged)
+    }
+
+    /// Quarantines every installed (not sideloaded, not already quarantined) app the store's
+    /// revocation list names; returns their ids. Stop them first, or let the supervisor notice.
+    pub async fn quarantine_revoked(&self, trust: &Trust) -> Result<Vec<String>> {
+        let revoked = revoked_among(&trust.revocations().await?, &self.list());
+        for (id, reason) in &revoked {
+            self.quarantine(id, &format!("revoked: {reason}"))?;
+        }
+        Ok(revoked.into_iter().map(|(id, _)| id).collect())
+    }
+
+    /// The installed store apps (not sideloaded, not quarantined) the list revokes now, with the
+    /// store's reason, fetched fresh when `fresh`. Nothing is changed: the caller stops each
+    /// before quarantining it.
+    pub async fn revoked(&self, trust: &Trust, fresh: bool) -> Result<Vec<(String, String)>> {
+        let revocations = trust.revocations_from(fresh).await?;
+        Ok(revoked_among(&revocations, &self.list()))
     }
 
     /// Places a verified package: a new app, an in-place update, or an update staged for
@@ -365,4 +384,23 @@ fn not_installed(id: &str) -> Error {
 
 fn no_pending(id: &str) -> Error {
     Error::NoPendingUpdate(id.to_owned())
+}
+
+/// `(id, reason)` of each installed store app `revocations` names (the whole app, or its
+/// installed version).
+fn revoked_among(revocations: &[Revocation], installed: &[InstalledApp]) -> Vec<(String, String)> {
+    installed
+        .iter()
+        .filter(|app| !app.sideloaded && app.quarantined.is_none())
+        .filter_map(|app| {
+            let manifest = &app.manifest;
+            revocations
+                .iter()
+                .find(|r| {
+                    r.id == manifest.id
+                        && r.version.as_deref().is_none_or(|v| v == manifest.version)
+                })
+                .map(|r| (manifest.id.clone(), r.reason.clone()))
+        })
+        .collect()
 }

@@ -14,7 +14,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-use crate::install::Installer;
 use crate::napp::StagedPackage;
 use crate::signing::{PublicKey, Signatures};
 use crate::{Error, Result};
@@ -78,26 +77,6 @@ fn now() -> u64 {
 
 fn age(fetched_at: u64) -> Duration {
     Duration::from_secs(now().saturating_sub(fetched_at))
-}
-
-/// `(id, reason)` of each installed store app `revocations` names (the whole app, or its
-/// installed version).
-fn revoked_among(revocations: &[Revocation], installer: &Installer) -> Vec<(String, String)> {
-    installer
-        .list()
-        .into_iter()
-        .filter(|app| !app.sideloaded && app.quarantined.is_none())
-        .filter_map(|app| {
-            let manifest = app.manifest;
-            revocations
-                .iter()
-                .find(|r| {
-                    r.id == manifest.id
-                        && r.version.as_deref().is_none_or(|v| v == manifest.version)
-                })
-                .map(|r| (manifest.id.clone(), r.reason.clone()))
-        })
-        .collect()
 }
 
 impl Trust {
@@ -174,7 +153,7 @@ impl Trust {
         self.revocations_from(true).await
     }
 
-    async fn revocations_from(&self, force: bool) -> Result<Vec<Revocation>> {
+    pub async fn revocations_from(&self, force: bool) -> Result<Vec<Revocation>> {
         let cached = self
             .revocations
             .lock()
@@ -226,28 +205,6 @@ impl Trust {
             }),
             None => Ok(()),
         }
-    }
-
-    /// Quarantines every installed (not sideloaded, not already quarantined) app the list
-    /// revokes; returns their ids. Stop them first, or let the supervisor notice.
-    pub async fn sweep(&self, installer: &Installer) -> Result<Vec<String>> {
-        let revoked = revoked_among(&self.revocations().await?, installer);
-        for (id, reason) in &revoked {
-            installer.quarantine(id, &format!("revoked: {reason}"))?;
-        }
-        Ok(revoked.into_iter().map(|(id, _)| id).collect())
-    }
-
-    /// The installed store apps (not sideloaded, not quarantined) the list revokes now, with the
-    /// store's reason, fetched fresh when `fresh`. Nothing is changed: the caller stops each
-    /// before quarantining it.
-    pub async fn revoked_installed(
-        &self,
-        installer: &Installer,
-        fresh: bool,
-    ) -> Result<Vec<(String, String)>> {
-        let revocations = self.revocations_from(fresh).await?;
-        Ok(revoked_among(&revocations, installer))
     }
 
     fn store(&self, name: &str, value: &impl Serialize) {

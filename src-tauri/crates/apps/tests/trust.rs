@@ -194,7 +194,13 @@ async fn a_revoked_app_is_quarantined_by_the_sweep_and_not_launched() {
         .unwrap();
     let launcher = Launcher::new(fixture.apps(), fixtures::quiet()).with_trust(Arc::clone(&trust));
     launcher.launch("units").await.unwrap().stop().await;
-    assert!(trust.sweep(&installer).await.unwrap().is_empty());
+    assert!(
+        installer
+            .quarantine_revoked(&trust)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // Revoked; the cached list is fresh for an hour, so this Trust would not see it yet. A new
     // one (as after the hourly refresh) does.
@@ -215,12 +221,22 @@ async fn a_revoked_app_is_quarantined_by_the_sweep_and_not_launched() {
     let error = launcher.launch("units").await.unwrap_err();
     assert_eq!(error.code(), "revoked", "{error}");
 
-    assert_eq!(trust.sweep(&installer).await.unwrap(), ["units"]);
+    assert_eq!(
+        installer.quarantine_revoked(&trust).await.unwrap(),
+        ["units"]
+    );
     let listed = installer.list();
     assert_eq!(listed[0].quarantined.as_deref(), Some("revoked: malware"));
     assert!(!fixture.apps().join("units/binary").exists());
     assert!(fixture.apps().join("units/data").is_dir(), "data kept");
-    assert!(trust.sweep(&installer).await.unwrap().is_empty(), "once");
+    assert!(
+        installer
+            .quarantine_revoked(&trust)
+            .await
+            .unwrap()
+            .is_empty(),
+        "once"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -470,7 +470,7 @@ mod platform {
             if !from_a_store {
                 return report;
             }
-            match self.trust.revoked_installed(&self.installer, fresh).await {
+            match self.installer.revoked(&self.trust, fresh).await {
                 Ok(revoked) => {
                     for (id, reason) in revoked {
                         self.revoke(&id, &reason).await;

@@ -16,6 +16,7 @@ pub mod events;
 #[cfg(unix)]
 pub mod gateway;
 pub mod mcp;
+pub mod provider_settings;
 pub mod runners;
 pub mod scheduler;
 pub mod secrets;

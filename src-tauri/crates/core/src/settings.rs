@@ -170,12 +170,12 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
             osprey_agent::mcp::validate_servers(&servers)
                 .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
         }
-        PROVIDERS => check::<crate::agent::ProviderSettings>(key, value),
+        PROVIDERS => check::<crate::provider_settings::ProviderSettings>(key, value),
         MEMORY_EMBEDDINGS => {
-            let settings: crate::agent::EmbeddingSettings =
+            let settings: crate::provider_settings::EmbeddingSettings =
                 serde_json::from_value(value.clone())
                     .with_context(|| format!("invalid value for `{key}`: {value}"))?;
-            if settings.provider == crate::agent::ProviderKind::Anthropic {
+            if settings.provider == crate::provider_settings::ProviderKind::Anthropic {
                 bail!("`{key}`: Anthropic has no embeddings API; use ollama or openai");
             }
             if settings.model.trim().is_empty() {

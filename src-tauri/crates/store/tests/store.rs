@@ -157,7 +157,10 @@ async fn publish_install_launch_and_revoke_through_the_store() {
         store.root.path().join("trust-fresh"),
         Duration::from_secs(7 * 86400),
     ));
-    assert_eq!(trust.sweep(&installer).await.unwrap(), ["units"]);
+    assert_eq!(
+        installer.quarantine_revoked(&trust).await.unwrap(),
+        ["units"]
+    );
     let launcher = Launcher::new(store.apps(), LaunchOptions::default()).with_trust(trust);
     assert_eq!(
         launcher.launch("units").await.unwrap_err().code(),

@@ -10,6 +10,7 @@
 mod env;
 #[cfg(unix)]
 mod exec;
+mod input;
 #[cfg(unix)]
 mod job;
 // Only the Unix job machinery uses it for now.
@@ -26,7 +27,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use osprey_types::{ErrorCode, ToolResult};
+use osprey_types::ToolResult;
 use serde_json::json;
 
 pub use env::{child_env, is_denied};
@@ -35,6 +36,7 @@ pub use sandbox::{DEFAULT_HOME_CACHES, ShellSandbox};
 use crate::call::{ApprovalNeed, Call, CallFacts};
 use crate::domain::{Domain, FieldType};
 use crate::tool::{DomainTool, ToolContext};
+use input::ShellCall;
 
 /// How the shell tool behaves.
 #[derive(Clone, Debug)]
@@ -158,44 +160,49 @@ impl ShellTool {
     }
 
     async fn dispatch(&self, ctx: &ToolContext, call: Call) -> ToolResult {
-        match (call.resource(), call.action()) {
-            ("process", "list") => process::list(&call).await,
-            ("process", "info") => process::info(&call).await,
-            ("process", "kill") => process::kill(&call).await,
+        let call = match ShellCall::parse(&call) {
+            Ok(call) => call,
+            Err(refusal) => return refusal,
+        };
+        #[cfg(unix)]
+        let cap = self.config.output_cap;
+        match call {
+            ShellCall::ProcessList(list) => process::list(&list).await,
+            ShellCall::ProcessInfo(target) => process::info(target.pid).await,
+            ShellCall::ProcessKill(kill) => process::kill(kill.pid, &kill.signal).await,
             #[cfg(unix)]
-            ("bash", "exec") => exec::exec(self, ctx, &call).await,
+            ShellCall::Exec(exec) => exec::exec(self, ctx, &exec).await,
             #[cfg(unix)]
-            ("session", action) => {
-                let cap = self.config.output_cap;
-                match action {
-                    "list" => self.sessions.list(),
-                    "poll" => self.sessions.poll(&call, cap).await,
-                    "log" => self.sessions.log(&call, cap),
-                    "write" => self.sessions.write(&call).await,
-                    "kill" => self.sessions.kill(&call).await,
-                    other => unknown(other),
-                }
+            ShellCall::SessionList => self.sessions.list(),
+            #[cfg(unix)]
+            ShellCall::SessionPoll(poll) => {
+                self.sessions
+                    .poll(&poll.session_id, poll.yield_ms, cap)
+                    .await
             }
+            #[cfg(unix)]
+            ShellCall::SessionLog(log) => {
+                self.sessions
+                    .log(&log.session_id, log.offset, log.limit, cap)
+            }
+            #[cfg(unix)]
+            ShellCall::SessionWrite(write) => {
+                self.sessions
+                    .write(&write.session_id, &write.input, write.eof)
+                    .await
+            }
+            #[cfg(unix)]
+            ShellCall::SessionKill(session) => self.sessions.kill(&session.session_id).await,
             #[cfg(not(unix))]
-            ("bash", _) | ("session", _) => {
+            _ => {
                 let _ = ctx;
                 ToolResult::error(
-                    ErrorCode::ToolFailed,
+                    osprey_types::ErrorCode::ToolFailed,
                     "running commands is not supported on this platform yet",
                 )
             }
-            (_, other) => unknown(other),
         }
     }
-}
-
-fn unknown(action: &str) -> ToolResult {
-    ToolResult::error(
-        ErrorCode::InvalidInput,
-        format!(
-            "shell has no action `{action}` there; use bash exec, process list/info/kill, or session list/poll/log/write/kill"
-        ),
-    )
 }
 
 impl DomainTool for ShellTool {
@@ -208,54 +215,52 @@ impl DomainTool for ShellTool {
             approval: self.domain.approval_of(call),
             ..Default::default()
         };
-        let session = call.str("session_id").unwrap_or("?");
-        let pid = call.input.get("pid").and_then(serde_json::Value::as_i64);
-        facts.summary = match (call.resource(), call.action()) {
-            ("bash", "exec") => {
-                let command = call.str("command").unwrap_or("").to_string();
-                facts.command = Some(command.clone());
-                if call.bool("sandbox") == Some(false) {
-                    let reason = call
-                        .str("reason")
+        facts.summary = match ShellCall::parse(call) {
+            Ok(ShellCall::Exec(exec)) => {
+                facts.command = Some(exec.command.clone());
+                if !exec.sandbox {
+                    let reason = exec
+                        .reason
+                        .as_deref()
                         .filter(|r| !r.trim().is_empty())
                         .unwrap_or("no reason given");
                     facts.ask_every_time = Some(format!(
                         "it runs outside Osprey's sandbox, with full access to files ({reason})"
                     ));
-                    format!("[outside the sandbox] {command}")
+                    format!("[outside the sandbox] {}", exec.command)
                 } else {
                     #[cfg(unix)]
                     if let Some(why) = self.sandbox_lacking() {
                         facts.ask_every_time =
                             Some(format!("no sandbox can hold it on this machine: {why}"));
                     }
-                    command
+                    exec.command
                 }
             }
-            ("process", "kill") => {
-                let pid = pid.unwrap_or(0);
-                let name = i32::try_from(pid)
+            Ok(ShellCall::ProcessKill(kill)) => {
+                let name = i32::try_from(kill.pid)
                     .ok()
                     .filter(|p| *p > 1)
                     .and_then(process::name_of)
                     .map(|n| format!(" ({n})"))
                     .unwrap_or_default();
                 format!(
-                    "kill process {pid}{name} with SIG{}",
-                    call.str("signal").unwrap_or("TERM").to_ascii_uppercase()
+                    "kill process {}{name} with SIG{}",
+                    kill.pid,
+                    kill.signal.to_ascii_uppercase()
                 )
             }
-            ("process", "info") => format!("show process {}", pid.unwrap_or(0)),
-            ("process", "list") => "list processes".to_string(),
-            ("session", "write") => {
-                let input = call.str("input").unwrap_or("");
-                let shown: String = input.chars().take(80).collect();
-                format!("write to session {session}'s stdin: {shown:?}")
+            Ok(ShellCall::ProcessInfo(target)) => format!("show process {}", target.pid),
+            Ok(ShellCall::ProcessList(_)) => "list processes".to_string(),
+            Ok(ShellCall::SessionWrite(write)) => {
+                let shown: String = write.input.chars().take(80).collect();
+                format!("write to session {}'s stdin: {shown:?}", write.session_id)
             }
-            ("session", "kill") => format!("stop session {session}"),
-            ("session", "list") => "list shell sessions".to_string(),
-            ("session", action) => format!("{action} session {session}"),
-            (resource, action) => format!("shell {resource} {action}"),
+            Ok(ShellCall::SessionKill(session)) => format!("stop session {}", session.session_id),
+            Ok(ShellCall::SessionList) => "list shell sessions".to_string(),
+            Ok(ShellCall::SessionPoll(poll)) => format!("poll session {}", poll.session_id),
+            Ok(ShellCall::SessionLog(log)) => format!("log session {}", log.session_id),
+            Err(_) => format!("shell {} {}", call.resource(), call.action()),
         };
         facts
     }

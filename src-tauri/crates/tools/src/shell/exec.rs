@@ -9,10 +9,10 @@ use osprey_types::{ErrorCode, ToolResult};
 
 use super::ShellTool;
 use super::env::child_env;
+use super::input::Exec;
 use super::job::{Job, JobGuard, Spec};
 use super::sandbox::{Availability, Confined, availability, confine, refusal_note};
 use super::sessions::{duration_words, status_line};
-use crate::call::Call;
 use crate::tool::ToolContext;
 
 /// Our own limit fires this long before the registry's deadline, so the person gets the
@@ -23,26 +23,27 @@ const DRAIN_SLACK: Duration = Duration::from_secs(3);
 /// Longest wait any field may ask for; keeps `Instant` arithmetic far from overflow.
 const LONGEST: Duration = Duration::from_secs(7 * 24 * 3600);
 
-pub(crate) async fn exec(tool: &ShellTool, ctx: &ToolContext, call: &Call) -> ToolResult {
+pub(crate) async fn exec(tool: &ShellTool, ctx: &ToolContext, call: &Exec) -> ToolResult {
     let config = &tool.config;
-    let Some(command) = call.str("command").filter(|c| !c.trim().is_empty()) else {
+    let command = call.command.as_str();
+    if command.trim().is_empty() {
         return ToolResult::error(ErrorCode::InvalidInput, "shell exec needs `command`");
-    };
-    let background = call.bool("background").unwrap_or(false);
-    let timeout = match call.u64("timeout") {
+    }
+    let background = call.background;
+    let timeout = match call.timeout {
         Some(0) | None => config.default_timeout,
         Some(seconds) => Duration::from_secs(seconds).min(LONGEST),
     };
     // Foreground commands still running after `yield_ms` (default 10 s, `default_yield`) return what they printed
     // so far and go on as a session, so a long build never holds the turn; 0 means wait to the
     // end (within the timeout). Background runs return at once anyway.
-    let yield_after = match call.u64("yield_ms") {
+    let yield_after = match call.yield_ms {
         Some(0) => None,
         Some(ms) => Some(Duration::from_millis(ms).min(LONGEST)),
         None if background => None,
         None => Some(config.default_yield),
     };
-    let cwd = match working_dir(tool, call.str("cwd")) {
+    let cwd = match working_dir(tool, call.cwd.as_deref()) {
         Ok(cwd) => cwd,
         Err(result) => return result,
     };
@@ -257,12 +258,12 @@ fn output_block(output: &str) -> String {
 /// `facts`). Sandboxed commands get the private temp dir as `TMPDIR`.
 fn confinement(
     tool: &ShellTool,
-    call: &Call,
+    call: &Exec,
     command: &str,
     env: &mut Vec<(std::ffi::OsString, std::ffi::OsString)>,
 ) -> Result<Option<Confined>, ToolResult> {
     let config = &tool.config.sandbox;
-    if !config.enabled || call.bool("sandbox") == Some(false) {
+    if !config.enabled || !call.sandbox {
         return Ok(None);
     }
     let Availability::Ready { launcher, .. } = availability(config, &tool.sandbox) else {

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use osprey_types::{ErrorCode, ToolResult};
 
-use crate::call::Call;
+use super::input::ProcessList;
 use crate::file::human_bytes;
 
 /// Rows `list` shows when `limit` is not given (largest memory first).
@@ -72,14 +72,13 @@ pub(crate) fn name_of(pid: i32) -> Option<String> {
     process_info(pid).ok().flatten().map(|p| p.name)
 }
 
-pub(crate) async fn list(call: &Call) -> ToolResult {
+pub(crate) async fn list(call: &ProcessList) -> ToolResult {
     let filter = call
-        .str("filter")
+        .filter
+        .as_deref()
         .map(|f| f.trim().to_lowercase())
         .filter(|f| !f.is_empty());
-    let limit = call
-        .u64("limit")
-        .map_or(DEFAULT_LIST_LIMIT, |l| l.max(1) as usize);
+    let limit = call.limit.map_or(DEFAULT_LIST_LIMIT, |l| l.max(1) as usize);
     let listed = tokio::task::spawn_blocking(list_processes).await;
     let processes = match listed {
         Ok(Ok(processes)) => processes,
@@ -121,8 +120,8 @@ pub(crate) async fn list(call: &Call) -> ToolResult {
     ToolResult::text(out)
 }
 
-pub(crate) async fn info(call: &Call) -> ToolResult {
-    let pid = match pid_of(call) {
+pub(crate) async fn info(pid: i64) -> ToolResult {
+    let pid = match pid_of(pid) {
         Ok(pid) => pid,
         Err(result) => return result,
     };
@@ -158,8 +157,8 @@ pub(crate) async fn info(call: &Call) -> ToolResult {
     ToolResult::text(out)
 }
 
-pub(crate) async fn kill(call: &Call) -> ToolResult {
-    let pid = match pid_of(call) {
+pub(crate) async fn kill(pid: i64, signal: &str) -> ToolResult {
+    let pid = match pid_of(pid) {
         Ok(pid) => pid,
         Err(result) => return result,
     };
@@ -175,8 +174,7 @@ pub(crate) async fn kill(call: &Call) -> ToolResult {
             format!("refusing to signal pid {pid}: that is Osprey itself"),
         );
     }
-    let signal = call.str("signal").unwrap_or("TERM").to_ascii_uppercase();
-    send(pid, &signal).await
+    send(pid, &signal.to_ascii_uppercase()).await
 }
 
 #[cfg(unix)]
@@ -237,13 +235,7 @@ async fn send(pid: i32, _signal_name: &str) -> ToolResult {
     ))
 }
 
-fn pid_of(call: &Call) -> Result<i32, ToolResult> {
-    let Some(raw) = call.input.get("pid").and_then(serde_json::Value::as_i64) else {
-        return Err(ToolResult::error(
-            ErrorCode::InvalidInput,
-            "this action needs `pid` (an integer)",
-        ));
-    };
+fn pid_of(raw: i64) -> Result<i32, ToolResult> {
     if raw < 0 {
         return Err(ToolResult::error(
             ErrorCode::InvalidInput,

@@ -14,7 +14,6 @@ use tokio::io::AsyncWriteExt;
 
 use super::job::{Job, signal_group};
 use super::output::cap_bytes;
-use crate::call::Call;
 
 /// Lines `log` shows when `limit` is not given.
 const DEFAULT_LOG_LINES: usize = 2000;
@@ -102,14 +101,8 @@ impl Sessions {
         )
     }
 
-    /// The job a call's `session_id` names, or the error to return.
-    fn find(&self, call: &Call) -> Result<Arc<Job>, ToolResult> {
-        let Some(id) = call.str("session_id") else {
-            return Err(ToolResult::error(
-                ErrorCode::InvalidInput,
-                "this action needs `session_id` (see shell session list)",
-            ));
-        };
+    /// The job `id` names, or the error to return.
+    fn find(&self, id: &str) -> Result<Arc<Job>, ToolResult> {
         self.get(id).ok_or_else(|| self.unknown(id))
     }
 
@@ -142,12 +135,12 @@ impl Sessions {
 
     /// New output since the last poll, and the status. With `yield_ms`, waits up to that
     /// long for new output or the end.
-    pub(crate) async fn poll(&self, call: &Call, cap: usize) -> ToolResult {
-        let job = match self.find(call) {
+    pub(crate) async fn poll(&self, id: &str, yield_ms: Option<u64>, cap: usize) -> ToolResult {
+        let job = match self.find(id) {
             Ok(job) => job,
             Err(result) => return result,
         };
-        if let Some(ms) = call.u64("yield_ms") {
+        if let Some(ms) = yield_ms {
             let from = *job.poll_cursor.lock().unwrap_or_else(|e| e.into_inner());
             let mut watch = job.watch();
             let _ = tokio::time::timeout(
@@ -184,8 +177,14 @@ impl Sessions {
     }
 
     /// The retained log, by lines: `offset` (1-based) and `limit`.
-    pub(crate) fn log(&self, call: &Call, cap: usize) -> ToolResult {
-        let job = match self.find(call) {
+    pub(crate) fn log(
+        &self,
+        id: &str,
+        offset: Option<u64>,
+        limit: Option<u64>,
+        cap: usize,
+    ) -> ToolResult {
+        let job = match self.find(id) {
             Ok(job) => job,
             Err(result) => return result,
         };
@@ -195,10 +194,8 @@ impl Sessions {
         };
         let text = String::from_utf8_lossy(&bytes);
         let lines: Vec<&str> = text.lines().collect();
-        let offset = call.u64("offset").unwrap_or(1).max(1) as usize;
-        let limit = call
-            .u64("limit")
-            .map_or(DEFAULT_LOG_LINES, |l| l.max(1) as usize);
+        let offset = offset.unwrap_or(1).max(1) as usize;
+        let limit = limit.map_or(DEFAULT_LOG_LINES, |l| l.max(1) as usize);
         let mut out = String::new();
         if dropped > 0 {
             out.push_str(&format!(
@@ -233,13 +230,11 @@ impl Sessions {
     }
 
     /// Writes `input` to the session's stdin; `eof` closes it afterwards.
-    pub(crate) async fn write(&self, call: &Call) -> ToolResult {
-        let job = match self.find(call) {
+    pub(crate) async fn write(&self, id: &str, input: &str, close: bool) -> ToolResult {
+        let job = match self.find(id) {
             Ok(job) => job,
             Err(result) => return result,
         };
-        let input = call.str("input").unwrap_or("");
-        let close = call.bool("eof").unwrap_or(false);
         if !job.is_running() {
             return ToolResult::error(
                 ErrorCode::ToolFailed,
@@ -286,8 +281,8 @@ impl Sessions {
     }
 
     /// Stops a session's whole process group.
-    pub(crate) async fn kill(&self, call: &Call) -> ToolResult {
-        let job = match self.find(call) {
+    pub(crate) async fn kill(&self, id: &str) -> ToolResult {
+        let job = match self.find(id) {
             Ok(job) => job,
             Err(result) => return result,
         };
