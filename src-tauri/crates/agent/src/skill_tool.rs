@@ -54,9 +54,11 @@ impl SkillTool {
         Domain::new(
             "skill",
             "Skills: instructions for particular tasks, from Osprey (bundled), installed apps and \
-             the person (user). A skill whose trigger phrase appears in the person's message is \
-             put in your prompt for 4 turns; load puts one there for 6 and returns it now. Only \
-             the person's own skills can be created, updated or deleted.",
+             the person (user). Your prompt lists the skills by name and purpose; load one when \
+             a task matches it (it stays in your prompt for 6 turns and is returned now; a long \
+             one comes in pages: pass `offset` for the next). A skill whose trigger phrase \
+             appears in the person's message is put in your prompt for 4 turns. Only the \
+             person's own skills can be created, updated or deleted.",
         )
         .closed_world()
         .resource(
@@ -70,7 +72,8 @@ impl SkillTool {
                 ),
                 (
                     "load",
-                    "Put a skill in the prompt for 6 turns and return its instructions",
+                    "Put a skill in the prompt for 6 turns and return its instructions (with \
+                     `offset`: the page of a long skill that starts there)",
                     Free,
                 ),
                 (
@@ -116,7 +119,12 @@ impl SkillTool {
         .field(
             "query",
             FieldType::String,
-            "catalog: words to look for in names, descriptions and triggers",
+            "catalog: words to look for in names, descriptions and triggers (best matches first)",
+        )
+        .field(
+            "offset",
+            FieldType::Integer,
+            "load: where the next page of a long skill starts (given at the end of the previous page)",
         )
         .field(
             "source",
@@ -133,12 +141,7 @@ impl SkillTool {
 
     fn catalog(&self, call: &Call, session_id: Option<&str>) -> Outcome {
         let catalog = self.skills.catalog();
-        let words: Vec<String> = call
-            .str("query")
-            .unwrap_or_default()
-            .split_whitespace()
-            .map(str::to_lowercase)
-            .collect();
+        let query = call.str("query").unwrap_or_default();
         let source = call.str("source");
         let limit = call
             .u64("limit")
@@ -147,15 +150,15 @@ impl SkillTool {
         let active: Vec<String> = session_id
             .map(|s| self.skills.active(s).into_iter().map(|a| a.name).collect())
             .unwrap_or_default();
-        let matches: Vec<SkillMeta> = catalog
-            .list()
+        // Best matches first; without a query (or words that tell skills apart), all by name.
+        let found = if crate::skills::query_words(query).is_empty() {
+            catalog.list()
+        } else {
+            catalog.search(query)
+        };
+        let matches: Vec<SkillMeta> = found
             .into_iter()
             .filter(|s| source.is_none_or(|kind| s.source.kind() == kind))
-            .filter(|s| {
-                let haystack =
-                    format!("{} {} {}", s.name, s.description, s.triggers.join(" ")).to_lowercase();
-                words.iter().all(|w| haystack.contains(w.as_str()))
-            })
             .collect();
         let total = matches.len();
         let skills: Vec<Value> = matches
@@ -185,17 +188,38 @@ impl SkillTool {
 
     fn load(&self, call: &Call, session_id: Option<&str>) -> Outcome {
         let name = call.str("name").unwrap_or_default();
+        let offset = call.u64("offset").unwrap_or(0) as usize;
+        let (skill, page) = self.skills.page(name, offset).map_err(skill_error)?;
+        let folder = format!(
+            "Its folder (scripts and references it names are there): {}",
+            skill.meta.folder().display()
+        );
+        let more = match page.next {
+            Some(next) => format!(
+                "\n\n[Characters {offset} to {next} of {}. The next part: skill load \
+                 name=\"{}\" offset={next}]",
+                page.total, skill.meta.name
+            ),
+            None if offset > 0 => format!("\n\n[The end of `{}`.]", skill.meta.name),
+            None => String::new(),
+        };
+        if offset > 0 {
+            // A later page: read now, the prompt keeps what it has.
+            return Ok(ToolResult::text(format!(
+                "Skill `{}`, from character {offset}. {folder}\n\n{}{more}",
+                skill.meta.name, page.text
+            )));
+        }
         let Some(session_id) = session_id else {
             // No session to keep it in (a call from outside a chat): return it all the same.
-            let skill = self.skills.catalog().load(name).map_err(skill_error)?;
             return Ok(ToolResult::text(format!(
-                "Skill `{}` (not kept in a prompt: this call has no chat session)\n\n{}",
-                skill.meta.name, skill.body
+                "Skill `{}` (not kept in a prompt: this call has no chat session). {folder}\n\n{}{more}",
+                skill.meta.name, page.text
             )));
         };
         let (skill, evicted) = self.skills.load(session_id, name).map_err(skill_error)?;
         let mut header = format!(
-            "Skill `{}` is in your prompt for the next {MANUAL_TTL} turns.",
+            "Skill `{}` is in your prompt for the next {MANUAL_TTL} turns. {folder}",
             skill.meta.name
         );
         if !evicted.is_empty() {
@@ -204,7 +228,7 @@ impl SkillTool {
                 evicted.join(", ")
             ));
         }
-        Ok(ToolResult::text(format!("{header}\n\n{}", skill.body)))
+        Ok(ToolResult::text(format!("{header}\n\n{}{more}", page.text)))
     }
 
     fn user_dir(&self) -> Result<&Path, ToolResult> {
@@ -355,7 +379,7 @@ fn skill_error(error: SkillError) -> ToolResult {
     match error {
         SkillError::NotFound(name) => not_found(&name),
         SkillError::Refused(message) => refused(message),
-        SkillError::TooLarge { .. } | SkillError::Invalid { .. } => invalid(error.to_string()),
+        SkillError::Invalid { .. } => invalid(error.to_string()),
         other => ToolResult::error(ErrorCode::ToolFailed, other.to_string()),
     }
 }

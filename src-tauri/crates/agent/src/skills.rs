@@ -46,6 +46,15 @@ pub const APP_QUARANTINE_MARKER: &str = ".quarantined";
 pub const MAX_ACTIVE: usize = 4;
 /// The active skills' instructions, in characters, in all.
 pub const BUDGET_CHARS: usize = 16_000;
+/// The prompt's index of skills (name and one line each), in characters at most. When every
+/// skill fits, all are listed by name (the prompt stays the same from turn to turn); when not,
+/// the ones most relevant to the person's message come first and the rest are counted.
+pub const INDEX_BUDGET_CHARS: usize = 6_000;
+/// A skill longer than this is read in pages of about this size: the first one goes in the
+/// prompt, the rest come from `skill load` with an `offset`. Never refused for its length.
+pub const PAGE_CHARS: usize = 12_000;
+/// An index line's description, in characters at most.
+const INDEX_DESCRIPTION_CHARS: usize = 200;
 /// Turns a skill stays in the prompt after its trigger matched.
 pub const AUTO_TTL: u32 = 4;
 /// Turns a skill stays in the prompt after being loaded by hand.
@@ -129,6 +138,17 @@ pub struct SkillMeta {
     pub source: SkillSource,
 }
 
+impl SkillMeta {
+    /// The folder its SKILL.md sits in (bundled skills have none on disk: their compiled-in
+    /// place is named).
+    pub fn folder(&self) -> PathBuf {
+        self.path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| self.path.clone())
+    }
+}
+
 /// A loaded skill.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Skill {
@@ -147,14 +167,6 @@ pub enum SkillError {
     },
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
-    #[error(
-        "skill `{name}` has {chars} characters of instructions, more than the {budget} the prompt allows"
-    )]
-    TooLarge {
-        name: String,
-        chars: usize,
-        budget: usize,
-    },
     #[error("{0}")]
     Refused(String),
     #[error("cannot write {path}: {source}")]
@@ -492,6 +504,61 @@ impl SkillCatalog {
 
     /// The skills whose triggers appear in `message` (whole words, any case), in catalog order,
     /// each once.
+    /// The skills that fit `query` best first (at least one of its words), ties by name.
+    pub fn search(&self, query: &str) -> Vec<SkillMeta> {
+        let words = query_words(query);
+        let mut scored: Vec<(usize, SkillMeta)> = self
+            .list()
+            .into_iter()
+            .map(|meta| (relevance(&meta, &words), meta))
+            .filter(|(score, _)| *score > 0)
+            .collect();
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
+        scored.into_iter().map(|(_, meta)| meta).collect()
+    }
+
+    /// The prompt's index of skills within `budget` characters: every skill by name when all
+    /// fit; otherwise the ones most relevant to `message` first, cut to the budget, with a line
+    /// saying how many more the catalog holds. Empty when there are no skills.
+    pub fn index_text(&self, message: &str, budget: usize) -> String {
+        let skills = self.list();
+        if skills.is_empty() {
+            return String::new();
+        }
+        let head = "Skills you can load with the skill tool (`skill load name=...`) when a task \
+                    matches one; their instructions are not in this prompt until loaded:\n";
+        let lines: Vec<String> = skills.iter().map(index_line).collect();
+        let all: usize = head.len() + lines.iter().map(String::len).sum::<usize>();
+        if all <= budget {
+            return format!("{head}{}", lines.concat());
+        }
+        let words = query_words(message);
+        let mut ranked: Vec<(usize, &SkillMeta, &String)> = skills
+            .iter()
+            .zip(&lines)
+            .map(|(meta, line)| (relevance(meta, &words), meta, line))
+            .collect();
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
+        // Room for the closing line.
+        let room = budget.saturating_sub(head.len() + 160);
+        let mut text = String::from(head);
+        let mut used = 0;
+        let mut listed = 0;
+        for (_, _, line) in &ranked {
+            if used + line.len() > room {
+                break;
+            }
+            text.push_str(line);
+            used += line.len();
+            listed += 1;
+        }
+        text.push_str(&format!(
+            "({} more skills are not listed here: find them with `skill catalog query=...`.)\n",
+            skills.len() - listed
+        ));
+        text
+    }
+
     pub fn matching(&self, message: &str) -> Vec<SkillMeta> {
         let index = self.index();
         let text = normalise(message);
@@ -630,11 +697,122 @@ fn skill_meta(
     }
 }
 
+/// A page of a skill's instructions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Page {
+    pub text: String,
+    /// Where the next page starts (a character offset), when there is one.
+    pub next: Option<usize>,
+    /// The instructions' whole length, in characters.
+    pub total: usize,
+}
+
+/// The page of `body` starting at character `offset`: about `size` characters, ending at a
+/// heading or a blank line in its last third when there is one, so sections stay whole.
+pub fn page(body: &str, offset: usize, size: usize) -> Page {
+    let chars: Vec<char> = body.chars().collect();
+    let total = chars.len();
+    let start = offset.min(total);
+    let size = size.max(1);
+    if total - start <= size {
+        return Page {
+            text: chars[start..].iter().collect(),
+            next: None,
+            total,
+        };
+    }
+    let hard_end = start + size;
+    let window: String = chars[start..hard_end].iter().collect();
+    let floor = size * 2 / 3;
+    // Byte positions in `window` turned back into character counts.
+    let cut = ["\n#", "\n\n", "\n"]
+        .iter()
+        .find_map(|mark| {
+            window
+                .rfind(mark)
+                .map(|at| window[..at].chars().count() + 1)
+                .filter(|&at| at >= floor)
+        })
+        .unwrap_or(size);
+    let end = start + cut;
+    Page {
+        text: chars[start..end].iter().collect(),
+        next: Some(end),
+        total,
+    }
+}
+
+/// What the prompt carries of a skill: its instructions, or their first page with where the
+/// rest is.
+fn prompt_copy(skill: &Skill, size: usize) -> String {
+    let first = page(&skill.body, 0, size);
+    match first.next {
+        None => first.text,
+        Some(next) => format!(
+            "{}\n\n[This skill continues: {} of {} characters are above. Read the next part \
+             with skill load name=\"{}\" offset={next} when you need it.]",
+            first.text.trim_end(),
+            next,
+            first.total,
+            skill.meta.name
+        ),
+    }
+}
+
+/// Words that say nothing about which skill fits.
+const COMMON_WORDS: &[&str] = &[
+    "the", "and", "for", "with", "that", "this", "from", "into", "your", "you", "are", "was",
+    "can", "use", "when", "what", "how", "please", "make", "help", "about", "have", "need", "want",
+    "some", "all", "any", "not", "but", "its", "our", "will", "would", "could",
+];
+
+/// The words of `text` that can tell skills apart: lower case, three letters or more, common
+/// words left out.
+pub fn query_words(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|w| w.chars().count() >= 3 && !COMMON_WORDS.contains(&w.as_str()))
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    words
+}
+
+/// How well a skill fits `words`: a word in its name counts three, in its triggers two, in its
+/// description one.
+pub fn relevance(meta: &SkillMeta, words: &[String]) -> usize {
+    let name = meta.name.to_lowercase();
+    let triggers = meta.triggers.join(" ").to_lowercase();
+    let description = meta.description.to_lowercase();
+    words
+        .iter()
+        .map(|w| {
+            3 * usize::from(name.contains(w.as_str()))
+                + 2 * usize::from(triggers.contains(w.as_str()))
+                + usize::from(description.contains(w.as_str()))
+        })
+        .sum()
+}
+
+/// A skill's index line: its name and the first line of its description, cut short.
+fn index_line(meta: &SkillMeta) -> String {
+    let first = meta.description.lines().next().unwrap_or_default().trim();
+    let mut description: String = first.chars().take(INDEX_DESCRIPTION_CHARS).collect();
+    if first.chars().count() > INDEX_DESCRIPTION_CHARS {
+        description.push('…');
+    }
+    format!("- {}: {description}\n", meta.name)
+}
+
 /// One skill in the prompt.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ActiveSkill {
     pub name: String,
+    /// What the prompt carries: the instructions, or their first page and where the rest is.
     pub body: String,
+    /// The skill's folder, for the scripts and references its instructions name.
+    pub folder: PathBuf,
     /// Turns left, counting the current one.
     pub turns_left: u32,
     pub manual: bool,
@@ -671,39 +849,38 @@ impl ActiveSkills {
         self.active.iter().map(|a| a.body.chars().count()).sum()
     }
 
-    /// Puts a skill in the prompt for [`AUTO_TTL`] turns ([`MANUAL_TTL`] when `manual`). An
-    /// active skill gets its turns renewed (never shortened). To make room, the skills with the
-    /// fewest turns left go first. Returns the names evicted.
+    /// Puts a skill in the prompt for [`AUTO_TTL`] turns ([`MANUAL_TTL`] when `manual`): its
+    /// instructions, or their first page (with where the rest is) when longer than
+    /// [`PAGE_CHARS`]. An active skill gets its turns renewed (never shortened). To make room,
+    /// the skills with the fewest turns left go first. Returns the names evicted.
     pub fn activate(&mut self, skill: &Skill, manual: bool) -> Result<Vec<String>, SkillError> {
         let ttl = if manual { MANUAL_TTL } else { AUTO_TTL };
-        let chars = skill.body.chars().count();
-        if chars > self.budget_chars {
-            return Err(SkillError::TooLarge {
-                name: skill.meta.name.clone(),
-                chars,
-                budget: self.budget_chars,
-            });
-        }
+        let body = prompt_copy(skill, self.budget_chars.min(PAGE_CHARS));
         if let Some(existing) = self.active.iter_mut().find(|a| a.name == skill.meta.name) {
             existing.turns_left = existing.turns_left.max(ttl);
             existing.manual |= manual;
-            existing.body = skill.body.clone();
+            existing.body = body;
         } else {
             self.active.push(ActiveSkill {
                 name: skill.meta.name.clone(),
-                body: skill.body.clone(),
+                body,
+                folder: skill.meta.folder(),
                 turns_left: ttl,
                 manual,
             });
         }
+        Ok(self.evict_to_fit(&skill.meta.name))
+    }
+
+    /// Drops the skills expiring soonest, never `keep`, until the count and the budget hold.
+    fn evict_to_fit(&mut self, keep: &str) -> Vec<String> {
         let mut evicted = Vec::new();
         while self.active.len() > self.max_active || self.chars() > self.budget_chars {
-            // Oldest-expiring first, never the one just activated.
             let victim = self
                 .active
                 .iter()
                 .enumerate()
-                .filter(|(_, a)| a.name != skill.meta.name)
+                .filter(|(_, a)| a.name != keep)
                 .min_by_key(|(_, a)| a.turns_left)
                 .map(|(i, _)| i);
             match victim {
@@ -711,7 +888,7 @@ impl ActiveSkills {
                 None => break,
             }
         }
-        Ok(evicted)
+        evicted
     }
 
     /// Takes a skill out of the prompt; whether it was in.
@@ -745,7 +922,9 @@ impl ActiveSkills {
                 .load(&meta.name)
                 .and_then(|s| self.activate(&s, false))
             {
-                Ok(_) => {}
+                Ok(evicted) => problems.extend(evicted.into_iter().map(|name| {
+                    format!("`{name}` left the prompt to make room (load it again when needed)")
+                })),
                 Err(e) => problems.push(e.to_string()),
             }
         }
@@ -767,7 +946,12 @@ impl ActiveSkills {
             if !out.is_empty() {
                 out.push_str("\n\n");
             }
-            out.push_str(&format!("## Skill: {}\n{}", a.name, a.body.trim_end()));
+            out.push_str(&format!(
+                "## Skill: {}\n(Its folder, for the files it names: {})\n{}",
+                a.name,
+                a.folder.display(),
+                a.body.trim_end()
+            ));
         }
         out
     }
@@ -873,23 +1057,48 @@ impl Skills {
     }
 
     /// A turn starts: activates the skills whose triggers the message holds and returns the
-    /// `skills` prompt section. Unreadable skills are logged and skipped.
+    /// `skills` prompt section: the active skills' instructions, what could not be brought in
+    /// (so the model knows, not only the log), and the index of the skills it may load.
     pub fn begin_turn(&self, session_id: &str, message: &str) -> String {
         let catalog = &self.inner.catalog;
         // Match outside the lock: the first match may build the index.
         let matched = catalog.matching(message);
+        let index = catalog.index_text(message, INDEX_BUDGET_CHARS);
         let mut sessions = self.sessions();
-        if matched.is_empty() {
-            return sessions
-                .get(session_id)
-                .map(ActiveSkills::render)
-                .unwrap_or_default();
+        let mut problems = Vec::new();
+        if !matched.is_empty() {
+            let active = sessions.entry(session_id.to_string()).or_default();
+            problems = active.activate_matched(catalog, matched);
         }
-        let active = sessions.entry(session_id.to_string()).or_default();
-        for problem in active.activate_matched(catalog, matched) {
-            tracing::warn!(%problem, "a triggered skill could not be activated");
+        for problem in &problems {
+            tracing::warn!(%problem, "a triggered skill is not in the prompt");
         }
-        active.render()
+        let active = sessions
+            .get(session_id)
+            .map(ActiveSkills::render)
+            .unwrap_or_default();
+        let mut parts = Vec::new();
+        if !active.is_empty() {
+            parts.push(active);
+        }
+        if !problems.is_empty() {
+            parts.push(format!(
+                "Skills this message triggered that are not in the prompt: {}.",
+                problems.join("; ")
+            ));
+        }
+        if !index.is_empty() {
+            parts.push(index);
+        }
+        parts.join("\n\n")
+    }
+
+    /// A page of a skill's instructions from `offset` (characters), read without changing
+    /// what the prompt carries.
+    pub fn page(&self, name: &str, offset: usize) -> Result<(Skill, Page), SkillError> {
+        let skill = self.inner.catalog.load(name)?;
+        let page = page(&skill.body, offset, PAGE_CHARS);
+        Ok((skill, page))
     }
 
     /// A turn ended: every active skill of the session loses a turn.
@@ -932,7 +1141,7 @@ impl Skills {
                 continue;
             }
             match &skill {
-                Some(skill) => active.replace_body(name, &skill.body),
+                Some(skill) => active.replace_body(skill),
                 None => {
                     active.deactivate(name);
                 }
@@ -942,25 +1151,12 @@ impl Skills {
 }
 
 impl ActiveSkills {
-    fn replace_body(&mut self, name: &str, body: &str) {
-        if let Some(a) = self.active.iter_mut().find(|a| a.name == name) {
-            a.body = body.to_string();
+    fn replace_body(&mut self, skill: &Skill) {
+        let body = prompt_copy(skill, self.budget_chars.min(PAGE_CHARS));
+        if let Some(a) = self.active.iter_mut().find(|a| a.name == skill.meta.name) {
+            a.body = body;
         }
         // A longer body may break the budget: drop the ones expiring soonest, never this one.
-        while self.chars() > self.budget_chars && self.active.len() > 1 {
-            let victim = self
-                .active
-                .iter()
-                .enumerate()
-                .filter(|(_, a)| a.name != name)
-                .min_by_key(|(_, a)| a.turns_left)
-                .map(|(i, _)| i);
-            match victim {
-                Some(i) => {
-                    self.active.remove(i);
-                }
-                None => break,
-            }
-        }
+        self.evict_to_fit(&skill.meta.name);
     }
 }

@@ -3,9 +3,10 @@
 
 use std::time::Instant;
 
+use osprey_agent::Skills;
 use osprey_agent::skills::{
-    AUTO_TTL, ActiveSkills, BUDGET_CHARS, Frontmatter, MANUAL_TTL, MAX_ACTIVE, SkillCatalog,
-    SkillDir, SkillError, SkillSource, parse_skill, write_skill,
+    AUTO_TTL, ActiveSkills, BUDGET_CHARS, Frontmatter, INDEX_BUDGET_CHARS, MANUAL_TTL, MAX_ACTIVE,
+    PAGE_CHARS, SkillCatalog, SkillDir, SkillError, SkillSource, parse_skill, write_skill,
 };
 
 fn front(name: &str, description: &str, triggers: &[&str]) -> Frontmatter {
@@ -209,15 +210,27 @@ fn active_skills_keep_four_within_the_budget_for_their_turns() {
     assert!(active.active().iter().any(|a| a.name == "big"));
     assert!(active.render().contains("## Skill: big"));
 
-    // One skill bigger than the whole budget is refused and changes nothing.
-    let before = active.active().to_vec();
-    assert!(matches!(
-        active.activate(&catalog.load("huge").unwrap(), false),
-        Err(SkillError::TooLarge { .. })
-    ));
-    assert_eq!(active.active(), before.as_slice());
-    assert!(active.deactivate("big"));
-    assert!(!active.deactivate("big"));
+    // One skill bigger than the whole budget is not refused: its first page goes in, with
+    // where the rest is.
+    active
+        .activate(&catalog.load("huge").unwrap(), false)
+        .unwrap();
+    let huge = active.active().iter().find(|a| a.name == "huge").unwrap();
+    assert!(
+        huge.body.chars().count() < PAGE_CHARS + 400,
+        "{}",
+        huge.body.len()
+    );
+    assert!(
+        huge.body.contains("skill load name=\"huge\" offset="),
+        "{}",
+        &huge.body[huge.body.len() - 300..]
+    );
+    assert!(active.chars() <= BUDGET_CHARS + 400);
+    // It made room: `big` (the only other one left) went.
+    assert!(!active.active().iter().any(|a| a.name == "big"));
+    assert!(active.deactivate("huge"));
+    assert!(!active.deactivate("huge"));
 }
 
 #[test]
@@ -258,4 +271,186 @@ fn twenty_five_hundred_skills_start_without_touching_disk_and_index_once() {
     );
     // Start-up does no I/O, so it is far below the 300 ms goal on any machine.
     assert!(startup.as_millis() < 50, "{startup:?}");
+}
+
+/// A SKILL.md as published skills write them: only `name` and `description` (folded over
+/// lines), plus keys Osprey does not use (`license`, `allowed-tools`, a `metadata` map).
+const PUBLISHED: &str = "---
+name: report-builder
+description: >-
+  Builds quarterly reports from spreadsheets. Use when the person asks for a
+  report, a summary table or charts from .xlsx files.
+license: Complete terms in LICENSE.txt
+allowed-tools: [Read, Write]
+metadata:
+  version: 1.2.0
+  author: someone
+---
+# Report builder
+
+Run `scripts/build.py` from this skill's folder.
+";
+
+#[test]
+fn published_skills_without_triggers_are_indexed_in_the_prompt() {
+    let root = tempfile::tempdir().unwrap();
+    let folder = root.path().join("report-builder");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("SKILL.md"), PUBLISHED).unwrap();
+    write_skill(
+        root.path(),
+        "notes",
+        &front("notes", "Keep notes", &[]),
+        "Body",
+    )
+    .unwrap();
+    let skills = Skills::new(
+        SkillCatalog::new(vec![SkillDir::new(root.path(), SkillSource::User)]),
+        None,
+    );
+    let meta = skills.catalog().get("report-builder").unwrap();
+    assert!(meta.triggers.is_empty());
+    assert_eq!(
+        meta.description,
+        "Builds quarterly reports from spreadsheets. Use when the person asks for a report, a \
+         summary table or charts from .xlsx files."
+    );
+    let section = skills.begin_turn("s1", "hello");
+    assert!(
+        section.contains("- report-builder: Builds quarterly reports from spreadsheets."),
+        "{section}"
+    );
+    assert!(section.contains("- notes: Keep notes"), "{section}");
+    // Loaded, the instructions come with the folder their scripts sit in.
+    skills.load("s1", "report-builder").unwrap();
+    let section = skills.begin_turn("s1", "next");
+    assert!(section.contains("## Skill: report-builder"), "{section}");
+    assert!(section.contains(&folder.display().to_string()), "{section}");
+}
+
+#[test]
+fn with_thousands_of_skills_the_index_keeps_to_its_budget_and_ranks_by_the_message() {
+    let root = tempfile::tempdir().unwrap();
+    for i in 0..2500 {
+        write_skill(
+            root.path(),
+            &format!("skill-{i:04}"),
+            &front(
+                &format!("skill-{i:04}"),
+                "Generic helper for routine chores",
+                &[],
+            ),
+            "Body",
+        )
+        .unwrap();
+    }
+    write_skill(
+        root.path(),
+        "zz-invoices",
+        &front(
+            "zz-invoices",
+            "Reconcile supplier invoices against payments",
+            &[],
+        ),
+        "Body",
+    )
+    .unwrap();
+    let catalog = SkillCatalog::new(vec![SkillDir::new(root.path(), SkillSource::User)]);
+    let index = catalog.index_text("Please reconcile these invoices", INDEX_BUDGET_CHARS);
+    assert!(index.len() <= INDEX_BUDGET_CHARS, "{}", index.len());
+    let first = index.lines().nth(1).unwrap();
+    assert!(first.starts_with("- zz-invoices:"), "{first}");
+    assert!(
+        index.contains("more skills are not listed here: find them with `skill catalog"),
+        "{}",
+        index.lines().last().unwrap()
+    );
+    // The catalog search ranks the same way: any matching word, best first.
+    let found = catalog.search("reconcile my supplier invoices please");
+    assert_eq!(found[0].name, "zz-invoices");
+    assert_eq!(found.len(), 1);
+}
+
+#[test]
+fn a_long_skill_is_read_in_pages_that_add_up_to_it() {
+    let root = tempfile::tempdir().unwrap();
+    let mut body = String::new();
+    for section in 0..80 {
+        body.push_str(&format!("## Section {section}\n\n"));
+        for line in 0..20 {
+            body.push_str(&format!(
+                "Step {section}.{line}: do the careful thing here.\n"
+            ));
+        }
+        body.push('\n');
+    }
+    assert!(body.chars().count() > 3 * PAGE_CHARS);
+    write_skill(
+        root.path(),
+        "long",
+        &front("long", "A long one", &[]),
+        &body,
+    )
+    .unwrap();
+    let skills = Skills::new(
+        SkillCatalog::new(vec![SkillDir::new(root.path(), SkillSource::User)]),
+        None,
+    );
+    // Loading is never refused; the prompt carries the first page and where the rest is.
+    skills.load("s1", "long").unwrap();
+    let active = skills.active("s1");
+    assert!(active[0].body.contains("skill load name=\"long\" offset="));
+    assert!(active[0].body.chars().count() <= PAGE_CHARS + 400);
+
+    let mut read = String::new();
+    let mut offset = 0;
+    let mut pages = 0;
+    loop {
+        let (_, page) = skills.page("long", offset).unwrap();
+        assert!(page.text.chars().count() <= PAGE_CHARS);
+        read.push_str(&page.text);
+        pages += 1;
+        match page.next {
+            Some(next) => {
+                // Pages break before a heading, so sections stay whole.
+                assert!(
+                    page.text.ends_with("\n"),
+                    "{:?}",
+                    &page.text[page.text.len() - 40..]
+                );
+                offset = next;
+            }
+            None => break,
+        }
+    }
+    assert_eq!(read, body);
+    assert!(pages >= 4, "{pages}");
+}
+
+#[test]
+fn a_triggered_skill_that_does_not_fit_is_named_in_the_prompt() {
+    let root = tempfile::tempdir().unwrap();
+    for i in 0..(MAX_ACTIVE + 1) {
+        write_skill(
+            root.path(),
+            &format!("t{i}"),
+            &front(&format!("t{i}"), "d", &["quarterly close"]),
+            &"x".repeat(1000),
+        )
+        .unwrap();
+    }
+    let skills = Skills::new(
+        SkillCatalog::new(vec![SkillDir::new(root.path(), SkillSource::User)]),
+        None,
+    );
+    let section = skills.begin_turn("s1", "time for the quarterly close");
+    assert_eq!(skills.active("s1").len(), MAX_ACTIVE);
+    assert!(
+        section.contains("Skills this message triggered that are not in the prompt: `t"),
+        "{section}"
+    );
+    assert!(
+        section.contains("left the prompt to make room"),
+        "{section}"
+    );
 }

@@ -325,3 +325,50 @@ async fn a_symlinked_user_skill_is_not_written_through() {
             .contains("original")
     );
 }
+
+/// A published skill far larger than a prompt page loads in pages through the tool, each
+/// naming where the next starts, and the folder its scripts are in.
+#[tokio::test]
+async fn a_long_skill_loads_page_by_page_through_the_tool() {
+    let fixture = fixture();
+    let body: String = (0..3000)
+        .map(|i| format!("Line {i} of the reference.\n"))
+        .collect();
+    write_skill(
+        &fixture.user_dir(),
+        "reference",
+        &front("reference", "A long reference", &[]),
+        &body,
+    )
+    .unwrap();
+    fixture.skills.catalog().refresh();
+
+    let first = fixture
+        .call(json!({"action": "load", "name": "reference"}))
+        .await;
+    assert!(!first.is_error, "{}", first.text_content());
+    let text = first.text_content();
+    assert!(text.contains("is in your prompt"), "{text}");
+    assert!(
+        text.contains(&fixture.user_dir().join("reference").display().to_string()),
+        "{text}"
+    );
+    let next: u64 = text
+        .rsplit("offset=")
+        .next()
+        .and_then(|rest| rest.trim_end_matches(']').trim().parse().ok())
+        .unwrap_or_else(|| panic!("no next offset in {}", &text[text.len() - 200..]));
+    let second = fixture
+        .call(json!({"action": "load", "name": "reference", "offset": next}))
+        .await;
+    let second = second.text_content();
+    assert!(
+        second.contains(&format!("from character {next}")),
+        "{second}"
+    );
+    let first_line_of_second = second.split("\n\n").nth(1).unwrap().lines().next().unwrap();
+    assert!(
+        body.contains(first_line_of_second),
+        "{first_line_of_second}"
+    );
+}
