@@ -200,7 +200,7 @@ fn a_policy_set_in_settings_applies_to_the_next_call_and_survives_a_restart() ->
 
 #[test]
 fn an_mcp_server_added_in_settings_shows_its_tools() -> Result<()> {
-    let echo = osprey_tests::fixture_binary("mcp-echo");
+    let echo = osprey_tests::fixture_binary("osprey-fixture-mcp-echo");
     let app = DesktopApp::launch("desktop_settings_mcp")?;
     let driver = &app.driver;
     open_page(driver, "settings", "Settings")?;
