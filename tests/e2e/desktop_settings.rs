@@ -183,7 +183,8 @@ fn a_policy_set_in_settings_applies_to_the_next_call_and_survives_a_restart() ->
     // Kept after a restart.
     app.driver.delete_session()?;
     drop(app);
-    app = launch("desktop_settings_policy", data.path())?;
+    // Its own artifacts folder: a launch empties the folder of its name.
+    app = launch("desktop_settings_policy_restart", data.path())?;
     let driver = &app.driver;
     open_page(driver, "settings", "Settings")?;
     let checked = driver.wait_for("[data-testid='policy-level-full']", UI_TIMEOUT)?;
