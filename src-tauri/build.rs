@@ -22,6 +22,15 @@ const COMMANDS: &[&str] = &[
     "open_app_ui",
     "provider_overview",
     "set_provider_setting",
+    "settings_overview",
+    "set_setting",
+    "set_skill_enabled",
+    "automation_status",
+    "set_automation_paused",
+    "see_current_window",
+    "tray_action",
+    "save_mcp_server",
+    "remove_mcp_server",
 ];
 
 fn main() {

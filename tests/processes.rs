@@ -325,7 +325,17 @@ impl DesktopApp {
     }
 
     pub fn launch_with(test_name: &str, options: LaunchOptions) -> Result<DesktopApp> {
-        let binary = desktop_binary()?;
+        DesktopApp::launch_program(test_name, &desktop_binary()?, options)
+    }
+
+    /// Launches `binary` instead of the workspace's debug build (the package test runs the one
+    /// extracted from the `.deb`).
+    pub fn launch_program(
+        test_name: &str,
+        binary: &Path,
+        options: LaunchOptions,
+    ) -> Result<DesktopApp> {
+        let binary = binary.to_path_buf();
         let artifacts = artifacts_dir(test_name)?;
         let display = VirtualDisplay::start_or_reuse(&artifacts)?;
         let bus = SessionBus::start_or_reuse()?;

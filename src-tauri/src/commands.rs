@@ -4,5 +4,6 @@
 
 pub mod approvals;
 pub mod apps;
+pub mod automation;
 pub mod chat;
 pub mod settings;

@@ -1,11 +1,15 @@
 //! Bridges the core's events (a broadcast channel in osprey-core) to the main window as the Tauri
 //! event [`CORE_EVENT`], whose payload is an `osprey_types::CoreEvent`; `ui/src/ipc.ts` listens.
 //! Only the main window receives them: app UI windows have no event permission and must not
-//! learn about chats or other apps.
+//! learn about chats or other apps. Some events also raise a system notification
+//! ([`Notifier`]).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use osprey_core::Core;
-use osprey_types::CoreEvent;
-use tauri::{AppHandle, Emitter, Runtime};
+use osprey_types::{AppRunState, CoreEvent};
+use tauri::{AppHandle, Emitter, Manager, Runtime};
 use tauri_plugin_notification::NotificationExt;
 use tokio::sync::broadcast::error::RecvError;
 
@@ -14,15 +18,24 @@ use crate::tray::MAIN_WINDOW;
 /// The Tauri event name the UI listens to.
 pub const CORE_EVENT: &str = "core-event";
 
+/// A turn that ran at least this long is worth a notification when it ends out of sight.
+pub const LONG_TURN: Duration = Duration::from_secs(20);
+
 /// Forwards every core event to the main window until the core's bus closes. Subscribes before
 /// returning, so nothing emitted after this call is missed.
 pub fn forward<R: Runtime>(app: AppHandle<R>, core: &Core) {
     let mut events = core.subscribe();
     tauri::async_runtime::spawn(async move {
+        let mut notifier = Notifier::default();
         loop {
             match events.recv().await {
                 Ok(event) => {
-                    notify(&app, &event);
+                    let in_sight = app.get_webview_window(MAIN_WINDOW).is_some_and(|w| {
+                        w.is_visible().unwrap_or(false) && w.is_focused().unwrap_or(false)
+                    });
+                    if let Some((title, body)) = notifier.notice(&event, Instant::now(), in_sight) {
+                        show(&app, title, body);
+                    }
                     if let Err(error) = app.emit_to(MAIN_WINDOW, CORE_EVENT, &event) {
                         tracing::warn!("could not forward a core event: {error}");
                     }
@@ -37,19 +50,194 @@ pub fn forward<R: Runtime>(app: AppHandle<R>, core: &Core) {
     });
 }
 
-/// A reminder that fires and an app the store revoked are worth a system notification even when
-/// the window is hidden (the desktop may have no notification service, as under Xvfb: then only
-/// the log says so).
-fn notify<R: Runtime>(app: &AppHandle<R>, event: &CoreEvent) {
-    let (title, body) = match event {
-        CoreEvent::ReminderFired { title, .. } => ("Osprey reminder".to_string(), title.clone()),
-        CoreEvent::AppRevoked { app_id, reason } => (
-            format!("{app_id} was revoked"),
-            format!("The store revoked it ({reason}); Osprey stopped it and set it aside."),
-        ),
-        _ => return,
-    };
+/// Decides which events deserve a system notification: a reminder firing, an app revoked,
+/// quarantined or given up (once per state), and a long turn that finished or failed while the
+/// window was out of sight. Pure, so it is tested without a notification service.
+#[derive(Debug, Default)]
+pub struct Notifier {
+    turns: HashMap<String, Instant>,
+    app_states: HashMap<String, AppRunState>,
+}
+
+impl Notifier {
+    pub fn notice(
+        &mut self,
+        event: &CoreEvent,
+        now: Instant,
+        window_in_sight: bool,
+    ) -> Option<(String, String)> {
+        match event {
+            CoreEvent::ReminderFired { title, .. } => {
+                Some(("Osprey reminder".to_string(), title.clone()))
+            }
+            CoreEvent::AppRevoked { app_id, reason } => Some((
+                format!("{app_id} was revoked"),
+                format!("The store revoked it ({reason}); Osprey stopped it and set it aside."),
+            )),
+            CoreEvent::AppStateChanged { app } => {
+                let before = self.app_states.insert(app.id.clone(), app.state);
+                if before == Some(app.state) {
+                    return None;
+                }
+                let why = app.reason.clone().unwrap_or_default();
+                match app.state {
+                    AppRunState::GaveUp => Some((
+                        format!("{} stopped", app.name),
+                        format!("It failed too often and Osprey gave up restarting it. {why}")
+                            .trim()
+                            .to_string(),
+                    )),
+                    AppRunState::Quarantined => Some((
+                        format!("{} was quarantined", app.name),
+                        format!("Osprey stopped it and kept its data. {why}")
+                            .trim()
+                            .to_string(),
+                    )),
+                    _ => None,
+                }
+            }
+            CoreEvent::ChatTurnStarted { session_id } => {
+                self.turns.insert(session_id.clone(), now);
+                None
+            }
+            CoreEvent::ChatTurnFinished {
+                session_id, text, ..
+            } => {
+                let started = self.turns.remove(session_id)?;
+                if window_in_sight || now.duration_since(started) < LONG_TURN {
+                    return None;
+                }
+                let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                let body: String = line.chars().take(120).collect();
+                Some((
+                    "Osprey finished".to_string(),
+                    if body.is_empty() {
+                        "The answer is ready.".to_string()
+                    } else {
+                        body
+                    },
+                ))
+            }
+            CoreEvent::ChatTurnFailed {
+                session_id,
+                message,
+                ..
+            } => {
+                let started = self.turns.remove(session_id)?;
+                if window_in_sight || now.duration_since(started) < LONG_TURN {
+                    return None;
+                }
+                Some((
+                    "Osprey could not finish".to_string(),
+                    message.chars().take(160).collect(),
+                ))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Shows one notification (the desktop may have no notification service, as under Xvfb: then
+/// only the log says so).
+fn show<R: Runtime>(app: &AppHandle<R>, title: String, body: String) {
     if let Err(error) = app.notification().builder().title(title).body(body).show() {
         tracing::info!("no notification shown: {error}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use osprey_types::{AppStatus, TurnFailureCode};
+
+    use super::*;
+
+    fn app(state: AppRunState) -> CoreEvent {
+        CoreEvent::AppStateChanged {
+            app: AppStatus {
+                id: "com.example.units".into(),
+                name: "Units".into(),
+                version: "1.0.0".into(),
+                description: String::new(),
+                state,
+                reason: Some("crashed 5 times".into()),
+                sideloaded: false,
+                permissions: vec![],
+                pending_permissions: None,
+                has_ui: false,
+            },
+        }
+    }
+
+    #[test]
+    fn long_turns_notify_only_out_of_sight() {
+        let mut notifier = Notifier::default();
+        let start = Instant::now();
+        let started = |s: &str| CoreEvent::ChatTurnStarted {
+            session_id: s.into(),
+        };
+        let finished = |s: &str| CoreEvent::ChatTurnFinished {
+            session_id: s.into(),
+            stop: "end_turn".into(),
+            text: "\nAll 12 files renamed.\nDetails...".into(),
+        };
+        notifier.notice(&started("a"), start, false);
+        notifier.notice(&started("b"), start, false);
+        notifier.notice(&started("c"), start, false);
+        // Short: nothing.
+        assert_eq!(
+            notifier.notice(&finished("a"), start + Duration::from_secs(2), false),
+            None
+        );
+        // Long but watched: nothing.
+        assert_eq!(
+            notifier.notice(&finished("b"), start + LONG_TURN * 2, true),
+            None
+        );
+        // Long and out of sight: the first line of the answer.
+        assert_eq!(
+            notifier.notice(&finished("c"), start + LONG_TURN * 2, false),
+            Some(("Osprey finished".into(), "All 12 files renamed.".into()))
+        );
+        notifier.notice(&started("d"), start, false);
+        let failed = CoreEvent::ChatTurnFailed {
+            session_id: "d".into(),
+            code: TurnFailureCode::Network,
+            message: "the provider could not be reached".into(),
+        };
+        assert_eq!(
+            notifier
+                .notice(&failed, start + LONG_TURN, false)
+                .map(|n| n.0),
+            Some("Osprey could not finish".into())
+        );
+    }
+
+    #[test]
+    fn apps_notify_once_when_they_give_up_or_are_quarantined() {
+        let mut notifier = Notifier::default();
+        let now = Instant::now();
+        assert_eq!(notifier.notice(&app(AppRunState::Running), now, true), None);
+        let gave_up = notifier
+            .notice(&app(AppRunState::GaveUp), now, true)
+            .unwrap();
+        assert_eq!(gave_up.0, "Units stopped");
+        assert!(gave_up.1.contains("crashed 5 times"), "{}", gave_up.1);
+        assert_eq!(notifier.notice(&app(AppRunState::GaveUp), now, true), None);
+        assert_eq!(
+            notifier
+                .notice(&app(AppRunState::Quarantined), now, true)
+                .map(|n| n.0),
+            Some("Units was quarantined".into())
+        );
+        let reminder = CoreEvent::ReminderFired {
+            reminder_id: "r1".into(),
+            title: "Stand up".into(),
+            trigger: "schedule".into(),
+            session_id: None,
+        };
+        assert_eq!(
+            notifier.notice(&reminder, now, true),
+            Some(("Osprey reminder".into(), "Stand up".into()))
+        );
     }
 }

@@ -103,6 +103,16 @@ impl Background {
     }
 }
 
+/// Whether the tray icon was created, so closing the window may hide it there.
+struct TrayPresence(bool);
+
+/// Closing hides to the tray only when there is a tray to come back from, and `OSPREY_CLOSE_QUITS`
+/// is not set (automation such as WebDriver sessions closes the window to end the app).
+fn hide_on_close<R: tauri::Runtime>(app: &tauri::AppHandle<R>) -> bool {
+    let tray = tauri::Manager::try_state::<TrayPresence>(app).is_some_and(|t| t.0);
+    tray && std::env::var_os("OSPREY_CLOSE_QUITS").is_none_or(|v| v.is_empty() || v == "0")
+}
+
 /// Starts the desktop app and blocks until it quits.
 pub fn run() {
     let _ = tracing_subscriber::fmt()
@@ -112,13 +122,28 @@ pub fn run() {
         )
         .try_init();
 
+    let data_dir = data_dir_from_args(std::env::args_os().skip(1));
+    let single = startup::single_instance(
+        data_dir.as_deref(),
+        std::env::var_os(osprey_core::DATA_DIR_ENV),
+    );
     let state = CoreState::open(CoreOptions {
-        data_dir: data_dir_from_args(std::env::args_os().skip(1)),
+        data_dir,
         policy: None,
         ..CoreOptions::default()
     });
 
-    let builder = tauri::Builder::default()
+    let mut builder = tauri::Builder::default();
+    if single {
+        // Registered first, as the plugin asks: a second launch hands over and exits, and the
+        // first comes forward.
+        builder = builder.plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
+            if let Err(error) = tray::TrayShell::show_main_window(&tray::AppShell(app)) {
+                tracing::warn!("could not bring the window forward: {error}");
+            }
+        }));
+    }
+    let builder = builder
         .plugin(tauri_plugin_shell::init())
         .plugin(tauri_plugin_notification::init())
         .manage(state)
@@ -139,15 +164,43 @@ pub fn run() {
             commands::apps::approve_app_update,
             commands::apps::reject_app_update,
             commands::apps::open_app_ui,
+            commands::settings::settings_overview,
+            commands::settings::set_setting,
+            commands::settings::set_skill_enabled,
+            commands::automation::automation_status,
+            commands::automation::set_automation_paused,
+            commands::automation::see_current_window,
+            commands::automation::tray_action,
+            commands::settings::save_mcp_server,
+            commands::settings::remove_mcp_server,
         ]);
     #[cfg(unix)]
     let builder = builder.register_asynchronous_uri_scheme_protocol(app_ui::SCHEME, app_ui::handle);
+    // Closing the main window hides it to the tray; Quit in the tray (or the session ending)
+    // stops Osprey. Without a tray host nothing could bring it back, so it then closes as usual.
+    let builder = builder.on_window_event(|window, event| {
+        if let tauri::WindowEvent::CloseRequested { api, .. } = event
+            && window.label() == tray::MAIN_WINDOW
+            && hide_on_close(tauri::Manager::app_handle(window))
+        {
+            api.prevent_close();
+            if let Err(error) = window.hide() {
+                tracing::warn!("could not hide the window: {error}");
+            }
+        }
+    });
     let result = builder
         .setup(|app| {
             // No tray host (a bare X server, some Wayland desktops) must not stop the app.
-            if let Err(error) = tray::create(app.handle()) {
-                tracing::warn!("no tray icon: {error}");
-            }
+            let core = tauri::Manager::state::<CoreState>(app).core().ok().cloned();
+            let tray_shown = match tray::create(app.handle(), core) {
+                Ok(()) => true,
+                Err(error) => {
+                    tracing::warn!("no tray icon: {error}");
+                    false
+                }
+            };
+            tauri::Manager::manage(app, TrayPresence(tray_shown));
             let mut background = Background::none();
             if let Ok(core) = tauri::Manager::state::<CoreState>(app).core().cloned() {
                 // The UI answers approval questions; events reach it through the main window.

@@ -19,9 +19,28 @@ pub fn data_dir_from_args(args: impl IntoIterator<Item = OsString>) -> Option<Pa
     found.filter(|path| !path.as_os_str().is_empty())
 }
 
+/// Whether this launch is the person's everyday Osprey (no `--data-dir`, no `$OSPREY_DATA_DIR`):
+/// only then is it a single instance, a second launch focusing the first. A launch on another
+/// data folder is a separate profile (tests, a second account) and runs beside it; two launches
+/// on one folder are still kept apart by the core's lock on the folder.
+pub fn single_instance(
+    explicit_data_dir: Option<&std::path::Path>,
+    env_data_dir: Option<OsString>,
+) -> bool {
+    explicit_data_dir.is_none() && env_data_dir.is_none_or(|dir| dir.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_default_data_folder_is_single_instance() {
+        assert!(single_instance(None, None));
+        assert!(single_instance(None, Some(OsString::new())));
+        assert!(!single_instance(Some(std::path::Path::new("/a")), None));
+        assert!(!single_instance(None, Some(OsString::from("/b"))));
+    }
 
     fn args(list: &[&str]) -> Vec<OsString> {
         list.iter().map(OsString::from).collect()

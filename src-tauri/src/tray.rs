@@ -1,38 +1,71 @@
-//! The tray icon and its quick actions. The menu handler is a plain function over [`TrayShell`],
-//! so it is unit-tested with a fake: under Xvfb there is no tray host to click on.
+//! The tray icon and its quick actions: show the window, new chat, ask about the current window,
+//! pause or resume automation, open the store, the state of running work, quit. The menu handler
+//! and the texts are plain functions over [`TrayShell`] and [`AutomationStatus`], so they are
+//! unit-tested with a fake: under Xvfb there is no tray host to click on (the `tray_action`
+//! command runs the same handler for the window and the end-to-end tests).
 
-use tauri::menu::MenuBuilder;
+use osprey_core::Core;
+use osprey_types::{AutomationStatus, CoreEvent, Origin, UiError, WindowSnapshot};
+use tauri::menu::{MenuBuilder, MenuItem, MenuItemBuilder};
 use tauri::tray::TrayIconBuilder;
-use tauri::{AppHandle, Manager, Runtime};
+use tauri::{AppHandle, Emitter, Manager, Runtime};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::CoreState;
 
 /// The window every quick action brings forward (its label in tauri.conf.json).
 pub const MAIN_WINDOW: &str = "main";
+
+/// The Tauri event that brings a window snapshot (or why there is none) to the chat.
+pub const ASK_ABOUT_WINDOW: &str = "ask-about-window";
+
+/// The tray's tooltip and icon id.
+const TRAY_ID: &str = "osprey";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TrayAction {
     Show,
     NewChat,
+    AskAboutWindow,
+    /// Pause when running, resume when paused.
+    TogglePause,
+    OpenStore,
     Quit,
 }
 
 impl TrayAction {
     /// In menu order.
-    pub const ALL: [TrayAction; 3] = [TrayAction::Show, TrayAction::NewChat, TrayAction::Quit];
+    pub const ALL: [TrayAction; 6] = [
+        TrayAction::Show,
+        TrayAction::NewChat,
+        TrayAction::AskAboutWindow,
+        TrayAction::TogglePause,
+        TrayAction::OpenStore,
+        TrayAction::Quit,
+    ];
 
     /// The menu item id.
     pub fn id(self) -> &'static str {
         match self {
             TrayAction::Show => "show",
             TrayAction::NewChat => "new-chat",
+            TrayAction::AskAboutWindow => "ask-about-window",
+            TrayAction::TogglePause => "pause",
+            TrayAction::OpenStore => "open-store",
             TrayAction::Quit => "quit",
         }
     }
 
-    pub fn label(self) -> &'static str {
+    /// The label, given whether automation is paused now.
+    pub fn label(self, paused: bool) -> &'static str {
         match self {
             TrayAction::Show => "Show Osprey",
             TrayAction::NewChat => "New chat",
-            TrayAction::Quit => "Quit",
+            TrayAction::AskAboutWindow => "Ask about the current window",
+            TrayAction::TogglePause if paused => "Resume automation",
+            TrayAction::TogglePause => "Pause automation",
+            TrayAction::OpenStore => "Open the store",
+            TrayAction::Quit => "Quit Osprey",
         }
     }
 
@@ -41,23 +74,78 @@ impl TrayAction {
     }
 }
 
+/// The tray's status line: paused, idle, or what runs.
+pub fn status_line(status: &AutomationStatus) -> String {
+    let mut parts = Vec::new();
+    let chats = status
+        .turns
+        .iter()
+        .filter(|t| t.origin == Origin::User)
+        .count();
+    let background = status.turns.len() - chats;
+    let plural = |n: usize, one: &str, many: &str| {
+        if n == 1 {
+            format!("1 {one}")
+        } else {
+            format!("{n} {many}")
+        }
+    };
+    if chats > 0 {
+        parts.push(plural(chats, "chat turn", "chat turns"));
+    }
+    if background > 0 {
+        parts.push(plural(background, "background turn", "background turns"));
+    }
+    if status.apps_total > 0 {
+        parts.push(format!(
+            "{} of {} apps running",
+            status.apps_running, status.apps_total
+        ));
+    }
+    let work = if parts.is_empty() {
+        "Idle".to_string()
+    } else {
+        parts.join(" · ")
+    };
+    if status.paused {
+        format!("Paused · {work}")
+    } else {
+        work
+    }
+}
+
 /// What the quick actions need from the running app.
 pub trait TrayShell {
     fn show_main_window(&self) -> Result<(), String>;
     /// Switches the UI to a route of its hash router (`chat`, `settings`, ...).
     fn navigate(&self, route: &str) -> Result<(), String>;
+    fn is_paused(&self) -> Result<bool, String>;
+    fn set_paused(&self, paused: bool) -> Result<(), String>;
+    /// Starts taking a snapshot of the focused window; [`deliver_snapshot`] finishes the action.
+    fn start_window_snapshot(&self) -> Result<(), String>;
+    /// Hands the snapshot (or why there is none) to the chat in the main window.
+    fn send_snapshot(&self, snapshot: &Result<WindowSnapshot, UiError>) -> Result<(), String>;
     fn quit(&self);
 }
 
-/// Runs the quick action behind a menu item id. Unknown ids (items added by someone else) are
-/// ignored and reported as `None`.
+/// Runs the quick action behind a menu item id. Unknown ids (items added by someone else, the
+/// status line) are ignored and reported as `None`.
 pub fn handle_menu_event(shell: &impl TrayShell, id: &str) -> Option<Result<(), String>> {
     let action = TrayAction::from_id(id)?;
     Some(match action {
         TrayAction::Show => shell.show_main_window(),
         TrayAction::NewChat => shell
             .show_main_window()
-            .and_then(|()| shell.navigate("chat")),
+            .and_then(|()| shell.navigate("chat?new")),
+        // The snapshot is taken before the window comes forward, so it shows what the person
+        // was looking at, not Osprey.
+        TrayAction::AskAboutWindow => shell.start_window_snapshot(),
+        TrayAction::TogglePause => shell
+            .is_paused()
+            .and_then(|paused| shell.set_paused(!paused)),
+        TrayAction::OpenStore => shell
+            .show_main_window()
+            .and_then(|()| shell.navigate("store")),
         TrayAction::Quit => {
             shell.quit();
             Ok(())
@@ -65,7 +153,28 @@ pub fn handle_menu_event(shell: &impl TrayShell, id: &str) -> Option<Result<(), 
     })
 }
 
-struct AppShell<'a, R: Runtime>(&'a AppHandle<R>);
+/// The end of "Ask about the current window": the window comes forward on a new chat that has
+/// the snapshot attached (or says why there is none).
+pub fn deliver_snapshot(
+    shell: &impl TrayShell,
+    snapshot: Result<WindowSnapshot, UiError>,
+) -> Result<(), String> {
+    shell.show_main_window()?;
+    shell.navigate("chat?new")?;
+    shell.send_snapshot(&snapshot)
+}
+
+pub struct AppShell<'a, R: Runtime>(pub &'a AppHandle<R>);
+
+impl<R: Runtime> AppShell<'_, R> {
+    fn core(&self) -> Result<Core, String> {
+        self.0
+            .state::<CoreState>()
+            .core()
+            .cloned()
+            .map_err(|error| error.message)
+    }
+}
 
 impl<R: Runtime> TrayShell for AppShell<'_, R> {
     fn show_main_window(&self) -> Result<(), String> {
@@ -92,22 +201,75 @@ impl<R: Runtime> TrayShell for AppShell<'_, R> {
             .map_err(|error| error.to_string())
     }
 
+    fn is_paused(&self) -> Result<bool, String> {
+        Ok(self.core()?.automation_paused())
+    }
+
+    fn set_paused(&self, paused: bool) -> Result<(), String> {
+        self.core()?.set_automation_paused(paused);
+        Ok(())
+    }
+
+    fn start_window_snapshot(&self) -> Result<(), String> {
+        let core = self.core()?;
+        let app = self.0.clone();
+        tauri::async_runtime::spawn(async move {
+            let snapshot = core.see_focused_window().await.map_err(UiError::from);
+            if let Err(error) = deliver_snapshot(&AppShell(&app), snapshot) {
+                tracing::warn!("could not open the window snapshot in a chat: {error}");
+            }
+        });
+        Ok(())
+    }
+
+    fn send_snapshot(&self, snapshot: &Result<WindowSnapshot, UiError>) -> Result<(), String> {
+        let payload = match snapshot {
+            Ok(snapshot) => serde_json::json!({ "snapshot": snapshot }),
+            Err(error) => serde_json::json!({ "error": error }),
+        };
+        self.0
+            .emit_to(MAIN_WINDOW, ASK_ABOUT_WINDOW, payload)
+            .map_err(|error| error.to_string())
+    }
+
     fn quit(&self) {
+        // RunEvent::Exit stops the background services (apps) before the process ends.
         self.0.exit(0);
     }
 }
 
-/// Creates the tray icon with the quick-action menu.
-pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
+/// The menu items whose text follows the state.
+struct LiveItems<R: Runtime> {
+    status: MenuItem<R>,
+    pause: MenuItem<R>,
+}
+
+/// Creates the tray icon with the quick-action menu, and keeps its status line and pause item
+/// in step with the core.
+pub fn create<R: Runtime>(app: &AppHandle<R>, core: Option<Core>) -> tauri::Result<()> {
+    let paused = core.as_ref().is_some_and(Core::automation_paused);
+    let status = MenuItemBuilder::with_id("status", "Idle")
+        .enabled(false)
+        .build(app)?;
+    let pause = MenuItemBuilder::with_id(
+        TrayAction::TogglePause.id(),
+        TrayAction::TogglePause.label(paused),
+    )
+    .build(app)?;
     let mut menu = MenuBuilder::new(app);
     for action in TrayAction::ALL {
-        if action == TrayAction::Quit {
-            menu = menu.separator();
+        match action {
+            TrayAction::TogglePause => {
+                menu = menu.separator().item(&status).item(&pause);
+            }
+            TrayAction::Quit => {
+                menu = menu.separator().text(action.id(), action.label(paused));
+            }
+            _ => menu = menu.text(action.id(), action.label(paused)),
         }
-        menu = menu.text(action.id(), action.label());
     }
     let menu = menu.build()?;
-    TrayIconBuilder::with_id("osprey")
+    TrayIconBuilder::with_id(TRAY_ID)
         .icon(tauri::include_image!("../icons/tray.png"))
         .tooltip("Osprey")
         .menu(&menu)
@@ -117,12 +279,50 @@ pub fn create<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
             }
         })
         .build(app)?;
+    if let Some(core) = core {
+        follow(app.clone(), core, LiveItems { status, pause });
+    }
     Ok(())
+}
+
+/// Updates the status line, the pause item and the tooltip whenever work starts or ends.
+fn follow<R: Runtime>(app: AppHandle<R>, core: Core, items: LiveItems<R>) {
+    let mut events = core.subscribe();
+    tauri::async_runtime::spawn(async move {
+        loop {
+            let status = core.automation_status().await;
+            let line = status_line(&status);
+            let _ = items.status.set_text(&line);
+            let _ = items
+                .pause
+                .set_text(TrayAction::TogglePause.label(status.paused));
+            if let Some(tray) = app.tray_by_id(TRAY_ID) {
+                let _ = tray.set_tooltip(Some(format!("Osprey · {line}")));
+            }
+            // Wait for the next event that changes what runs.
+            loop {
+                match events.recv().await {
+                    Ok(
+                        CoreEvent::ChatTurnStarted { .. }
+                        | CoreEvent::ChatTurnFinished { .. }
+                        | CoreEvent::ChatTurnFailed { .. }
+                        | CoreEvent::AutomationPaused { .. }
+                        | CoreEvent::AppStateChanged { .. },
+                    )
+                    | Err(RecvError::Lagged(_)) => break,
+                    Ok(_) => {}
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        }
+    });
 }
 
 #[cfg(test)]
 mod tests {
     use std::cell::RefCell;
+
+    use osprey_types::{RunningTurn, UiErrorCode};
 
     use super::*;
 
@@ -130,6 +330,7 @@ mod tests {
     struct FakeShell {
         calls: RefCell<Vec<String>>,
         window_missing: bool,
+        paused: RefCell<bool>,
     }
 
     impl TrayShell for FakeShell {
@@ -145,6 +346,25 @@ mod tests {
             self.calls.borrow_mut().push(format!("navigate {route}"));
             Ok(())
         }
+        fn is_paused(&self) -> Result<bool, String> {
+            Ok(*self.paused.borrow())
+        }
+        fn set_paused(&self, paused: bool) -> Result<(), String> {
+            self.calls.borrow_mut().push(format!("paused {paused}"));
+            *self.paused.borrow_mut() = paused;
+            Ok(())
+        }
+        fn start_window_snapshot(&self) -> Result<(), String> {
+            self.calls.borrow_mut().push("snapshot".into());
+            Ok(())
+        }
+        fn send_snapshot(&self, snapshot: &Result<WindowSnapshot, UiError>) -> Result<(), String> {
+            self.calls.borrow_mut().push(match snapshot {
+                Ok(s) => format!("send {}", s.snapshot_id),
+                Err(e) => format!("send error {}", e.code),
+            });
+            Ok(())
+        }
         fn quit(&self) {
             self.calls.borrow_mut().push("quit".into());
         }
@@ -155,19 +375,79 @@ mod tests {
         for action in TrayAction::ALL {
             assert_eq!(TrayAction::from_id(action.id()), Some(action));
         }
-        let labels: Vec<_> = TrayAction::ALL.iter().map(|a| a.label()).collect();
-        assert_eq!(labels, ["Show Osprey", "New chat", "Quit"]);
+        let labels: Vec<_> = TrayAction::ALL.iter().map(|a| a.label(false)).collect();
+        assert_eq!(
+            labels,
+            [
+                "Show Osprey",
+                "New chat",
+                "Ask about the current window",
+                "Pause automation",
+                "Open the store",
+                "Quit Osprey"
+            ]
+        );
+        assert_eq!(TrayAction::TogglePause.label(true), "Resume automation");
     }
 
     #[test]
     fn each_action_does_what_its_label_says() {
         let shell = FakeShell::default();
-        assert_eq!(handle_menu_event(&shell, "show"), Some(Ok(())));
-        assert_eq!(handle_menu_event(&shell, "new-chat"), Some(Ok(())));
-        assert_eq!(handle_menu_event(&shell, "quit"), Some(Ok(())));
+        for id in [
+            "show",
+            "new-chat",
+            "ask-about-window",
+            "pause",
+            "pause",
+            "open-store",
+            "quit",
+        ] {
+            assert_eq!(handle_menu_event(&shell, id), Some(Ok(())), "{id}");
+        }
         assert_eq!(
             *shell.calls.borrow(),
-            ["show", "show", "navigate chat", "quit"]
+            [
+                "show",
+                "show",
+                "navigate chat?new",
+                "snapshot",
+                "paused true",
+                "paused false",
+                "show",
+                "navigate store",
+                "quit"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_snapshot_opens_a_new_chat_with_it_or_with_the_reason() {
+        let shell = FakeShell::default();
+        let snapshot = WindowSnapshot {
+            snapshot_id: "s1".into(),
+            title: Some("Editor".into()),
+            app: None,
+            image: "data:image/png;base64,".into(),
+            width: 1,
+            height: 1,
+            elements: String::new(),
+        };
+        deliver_snapshot(&shell, Ok(snapshot)).unwrap();
+        deliver_snapshot(
+            &shell,
+            Err(UiError::new(UiErrorCode::NotSupported, "no display")),
+        )
+        .unwrap();
+        assert_eq!(
+            *shell.calls.borrow(),
+            [
+                "show",
+                "navigate chat?new",
+                "send s1",
+                "show",
+                "navigate chat?new",
+                "send error not_supported"
+            ]
         );
     }
 
@@ -175,6 +455,7 @@ mod tests {
     fn unknown_ids_are_ignored() {
         let shell = FakeShell::default();
         assert_eq!(handle_menu_event(&shell, "format-disk"), None);
+        assert_eq!(handle_menu_event(&shell, "status"), None);
         assert!(shell.calls.borrow().is_empty());
     }
 
@@ -189,5 +470,32 @@ mod tests {
             Some(Err(_))
         ));
         assert_eq!(*shell.calls.borrow(), ["show"]);
+    }
+
+    #[test]
+    fn the_status_line_says_what_runs() {
+        let turn = |origin| RunningTurn {
+            session_id: "s".into(),
+            origin,
+            started_ms: 0,
+        };
+        let mut status = AutomationStatus {
+            paused: false,
+            turns: vec![],
+            apps_running: 0,
+            apps_total: 0,
+        };
+        assert_eq!(status_line(&status), "Idle");
+        status.turns = vec![turn(Origin::User), turn(Origin::System)];
+        status.apps_running = 1;
+        status.apps_total = 2;
+        assert_eq!(
+            status_line(&status),
+            "1 chat turn · 1 background turn · 1 of 2 apps running"
+        );
+        status.paused = true;
+        status.turns.clear();
+        status.apps_total = 0;
+        assert_eq!(status_line(&status), "Paused · Idle");
     }
 }

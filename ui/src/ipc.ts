@@ -18,6 +18,15 @@ import type {
   UiError as CoreUiError,
   UiErrorCode,
 } from "./gen";
+import type {
+  AutomationStatus,
+  McpServerView,
+  PolicySettings,
+  SettingsOverview,
+  SkillView,
+  Theme,
+  WindowSnapshot,
+} from "./gen";
 
 export type {
   AppInstallReport,
@@ -31,6 +40,15 @@ export type {
   ProviderRow,
   TranscriptItem,
   UiErrorCode,
+};
+export type {
+  AutomationStatus,
+  McpServerView,
+  PolicySettings,
+  SettingsOverview,
+  SkillView,
+  Theme,
+  WindowSnapshot,
 };
 
 /** Codes produced on the TypeScript side (the Rust side owns the rest). */
@@ -194,4 +212,63 @@ export function rejectAppUpdate(appId: string): Promise<AppStatus> {
 /** Opens the app's UI in its own window (osprey-app://<id>/). */
 export function openAppUi(appId: string): Promise<void> {
   return call<void>("open_app_ui", { appId });
+}
+
+// ---- Settings, automation and the tray's quick actions -------------------------------------------
+
+/** Policy, origin rules, MCP servers, skills, store URL, data folder, theme, pause (Settings). */
+export function settingsOverview(): Promise<SettingsOverview> {
+  return call<SettingsOverview>("settings_overview");
+}
+
+/**
+ * Validates, stores and applies one setting (`null` goes back to the default) and returns the new
+ * overview; refused with `invalid_setting` and the reason, nothing stored.
+ */
+export function setSetting(key: string, value: unknown): Promise<SettingsOverview> {
+  return call<SettingsOverview>("set_setting", { key, value });
+}
+
+/** Adds or replaces one MCP server (`{command, args}` or `{url}`) and reconnects the servers. */
+export function saveMcpServer(name: string, config: Record<string, unknown>): Promise<SettingsOverview> {
+  return call<SettingsOverview>("save_mcp_server", { name, config });
+}
+
+export function removeMcpServer(name: string): Promise<SettingsOverview> {
+  return call<SettingsOverview>("remove_mcp_server", { name });
+}
+
+export function setSkillEnabled(name: string, enabled: boolean): Promise<SettingsOverview> {
+  return call<SettingsOverview>("set_skill_enabled", { name, enabled });
+}
+
+export function automationStatus(): Promise<AutomationStatus> {
+  return call<AutomationStatus>("automation_status");
+}
+
+/** Pauses (no tool runs; reminder and comm turns wait) or resumes all automation. */
+export function setAutomationPaused(paused: boolean): Promise<AutomationStatus> {
+  return call<AutomationStatus>("set_automation_paused", { paused });
+}
+
+/** A snapshot of the window that has the focus now. */
+export function seeCurrentWindow(): Promise<WindowSnapshot> {
+  return call<WindowSnapshot>("see_current_window");
+}
+
+/** The Tauri event the tray's "Ask about the current window" delivers its snapshot on. */
+export const ASK_ABOUT_WINDOW = "ask-about-window";
+
+export type WindowAsk = { snapshot: WindowSnapshot } | { error: CoreUiError };
+
+/** Calls `handler` with each snapshot the tray takes, until the returned function is called. */
+export async function onAskAboutWindow(handler: (ask: WindowAsk) => void): Promise<() => void> {
+  if (!inTauri()) {
+    return () => {};
+  }
+  try {
+    return await listen<WindowAsk>(ASK_ABOUT_WINDOW, (message) => handler(message.payload));
+  } catch (reason) {
+    throw toUiError(reason);
+  }
 }

@@ -1,7 +1,7 @@
-//! The settings area: the model provider (which one chat uses, its model and base URL, its key)
-//! and the About box.
+//! The settings area: the model provider (which one chat uses, its model and base URL, its key),
+//! the policy, origin rules, MCP servers, skills, the store URL, the theme, and the About box.
 
-use osprey_types::{CoreInfo, ProviderOverview, UiError, UiErrorCode};
+use osprey_types::{CoreInfo, ProviderOverview, SettingsOverview, UiError, UiErrorCode};
 use tauri::State;
 
 use crate::{Background, CoreState, ui_error};
@@ -40,10 +40,10 @@ pub async fn set_provider_setting(
     key: String,
     value: String,
 ) -> Result<ProviderOverview, UiError> {
-    set_setting(&state, &key, &value).await
+    write_provider_setting(&state, &key, &value).await
 }
 
-async fn set_setting(
+async fn write_provider_setting(
     state: &CoreState,
     key: &str,
     value: &str,
@@ -52,6 +52,59 @@ async fn set_setting(
     core.set_provider_setting(key, value)
         .map_err(|error| ui_error(UiErrorCode::InvalidSetting, format!("{error:#}")))?;
     Ok(core.provider_overview().await)
+}
+
+/// Everything the settings page shows besides the model providers.
+#[tauri::command]
+pub fn settings_overview(state: State<'_, CoreState>) -> Result<SettingsOverview, UiError> {
+    Ok(state.core()?.settings_overview())
+}
+
+/// Validates, stores and applies one setting (`null` goes back to the default); returns what the
+/// page shows now. Refused with `invalid_setting` and the reason.
+#[tauri::command]
+pub async fn set_setting(
+    state: State<'_, CoreState>,
+    key: String,
+    value: serde_json::Value,
+) -> Result<SettingsOverview, UiError> {
+    let core = state.core()?;
+    core.set_setting(&key, value).await?;
+    Ok(core.settings_overview())
+}
+
+/// Turns one skill on or off.
+#[tauri::command]
+pub async fn set_skill_enabled(
+    state: State<'_, CoreState>,
+    name: String,
+    enabled: bool,
+) -> Result<SettingsOverview, UiError> {
+    let core = state.core()?;
+    core.set_skill_enabled(&name, enabled).await?;
+    Ok(core.settings_overview())
+}
+
+/// Adds or replaces one MCP server and reconnects; returns what the page shows now.
+#[tauri::command]
+pub async fn save_mcp_server(
+    state: State<'_, CoreState>,
+    name: String,
+    config: serde_json::Value,
+) -> Result<SettingsOverview, UiError> {
+    let core = state.core()?;
+    core.save_mcp_server(&name, config).await?;
+    Ok(core.settings_overview())
+}
+
+#[tauri::command]
+pub async fn remove_mcp_server(
+    state: State<'_, CoreState>,
+    name: String,
+) -> Result<SettingsOverview, UiError> {
+    let core = state.core()?;
+    core.delete_mcp_server(&name).await?;
+    Ok(core.settings_overview())
 }
 
 #[cfg(test)]
@@ -81,11 +134,11 @@ mod tests {
             policy: None,
             ..CoreOptions::default()
         });
-        let overview = set_setting(&state, "provider.default", "openai")
+        let overview = write_provider_setting(&state, "provider.default", "openai")
             .await
             .unwrap();
         assert_eq!(overview.default.as_deref(), Some("openai"));
-        let overview = set_setting(&state, "provider.openai.model", "gpt-4.1-mini")
+        let overview = write_provider_setting(&state, "provider.openai.model", "gpt-4.1-mini")
             .await
             .unwrap();
         let openai = overview
@@ -94,7 +147,7 @@ mod tests {
             .find(|row| row.provider == "openai")
             .unwrap();
         assert_eq!(openai.model, "gpt-4.1-mini");
-        let error = set_setting(&state, "provider.openai.base_url", "ftp://x")
+        let error = write_provider_setting(&state, "provider.openai.base_url", "ftp://x")
             .await
             .unwrap_err();
         assert_eq!(error.code, UiErrorCode::InvalidSetting);

@@ -385,6 +385,9 @@ struct CatalogInner {
     /// Built on first use; the lock is held while building so concurrent first uses wait for
     /// one build instead of each walking the disk.
     index: Mutex<Option<Arc<Index>>>,
+    /// Names the person turned off (the `skills.disabled` setting): left out of the catalog,
+    /// trigger matching and loading, still listed by [`SkillCatalog::all`].
+    disabled: std::sync::RwLock<std::collections::BTreeSet<String>>,
 }
 
 impl std::fmt::Debug for SkillCatalog {
@@ -413,6 +416,7 @@ impl SkillCatalog {
                 dirs,
                 bundled,
                 index: Mutex::new(None),
+                disabled: Default::default(),
             }),
         }
     }
@@ -452,10 +456,34 @@ impl SkillCatalog {
             .clone()
     }
 
-    /// Every skill, sorted by name.
-    pub fn list(&self) -> Vec<SkillMeta> {
+    /// Turns skills off (or on again) by name; takes effect at the next catalog use.
+    pub fn set_disabled(&self, names: impl IntoIterator<Item = String>) {
+        *self
+            .inner
+            .disabled
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = names.into_iter().collect();
+    }
+
+    pub fn is_disabled(&self, name: &str) -> bool {
+        self.inner
+            .disabled
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(name)
+    }
+
+    /// Every skill on disk, turned off or not, sorted by name (the settings page).
+    pub fn all(&self) -> Vec<SkillMeta> {
         let mut skills = self.index().skills.clone();
         skills.sort_by(|a, b| a.name.cmp(&b.name));
+        skills
+    }
+
+    /// Every skill that is on, sorted by name.
+    pub fn list(&self) -> Vec<SkillMeta> {
+        let mut skills = self.all();
+        skills.retain(|skill| !self.is_disabled(&skill.name));
         skills
     }
 
@@ -473,12 +501,18 @@ impl SkillCatalog {
     }
 
     pub fn get(&self, name: &str) -> Option<SkillMeta> {
+        if self.is_disabled(name) {
+            return None;
+        }
         let index = self.index();
         index.by_name.get(name).map(|&i| index.skills[i].clone())
     }
 
     /// Reads a skill's instructions from disk.
     pub fn load(&self, name: &str) -> Result<Skill, SkillError> {
+        if self.is_disabled(name) {
+            return Err(SkillError::NotFound(name.to_string()));
+        }
         let index = self.index();
         let i = *index
             .by_name
@@ -573,7 +607,10 @@ impl SkillCatalog {
             .collect();
         hits.sort_unstable();
         hits.dedup();
-        hits.into_iter().map(|i| index.skills[i].clone()).collect()
+        hits.into_iter()
+            .map(|i| index.skills[i].clone())
+            .filter(|skill| !self.is_disabled(&skill.name))
+            .collect()
     }
 }
 

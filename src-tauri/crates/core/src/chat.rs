@@ -238,6 +238,22 @@ impl Core {
         before_end: impl FnOnce(&Core, &osprey_agent::Result<TurnOutcome>),
     ) -> osprey_agent::Result<TurnOutcome> {
         let session = turn.session_id.clone();
+        let _running = self.enter_turn(&session, turn.origin);
+        // A turn nobody typed (a reminder, a comm message) waits while automation is paused;
+        // the person's own turn starts and only its tool calls wait (at the registry).
+        if turn.origin != osprey_types::Origin::User
+            && self.automation_paused()
+            && !self.wait_while_paused(&turn.cancel).await
+        {
+            let error = osprey_agent::Error::Cancelled;
+            before_end(self, &Err(osprey_agent::Error::Cancelled));
+            self.emit(CoreEvent::ChatTurnFailed {
+                session_id: session,
+                code: error.turn_failure(),
+                message: "the turn was cancelled while automation was paused".into(),
+            });
+            return Err(error);
+        }
         let (sender, mut receiver) = mpsc::unbounded_channel();
         turn.events = Some(sender);
         self.emit(CoreEvent::ChatTurnStarted {

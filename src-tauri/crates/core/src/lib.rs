@@ -6,6 +6,7 @@ pub mod agent;
 pub mod app_status;
 pub mod approvals;
 pub mod apps;
+pub mod automation;
 pub mod chat;
 #[cfg(unix)]
 pub mod comm;
@@ -15,6 +16,7 @@ pub mod error;
 pub mod events;
 #[cfg(unix)]
 pub mod gateway;
+pub mod live_settings;
 pub mod mcp;
 pub mod provider_settings;
 pub mod runners;
@@ -30,6 +32,7 @@ use std::time::Duration;
 use anyhow::Context;
 pub use error::{CoreError, CoreResult};
 use osprey_agent::AgentTool;
+pub use osprey_db::DATA_DIR_ENV;
 use osprey_db::Database;
 use osprey_screen::{DesktopConfig, ScreenTools};
 use osprey_tools::file::FileTool;
@@ -83,6 +86,8 @@ struct Inner {
     /// Each conversation's runner, kept between its turns.
     session_runners: runners::SessionRunners,
     mcp: mcp::McpSlot,
+    /// The turns running now (the tray's and the window's state of running work).
+    turns: automation::RunningTurns,
     #[cfg(unix)]
     apps: apps::AppPlatform,
 }
@@ -285,7 +290,7 @@ impl Core {
         // Bundled, <data>/apps/*/SKILL.md and <data>/skills: indexed on first use, not here.
         let skills = osprey_agent::Skills::for_data_dir(&data_dir);
         registry.register_domain(osprey_agent::SkillTool::new(skills.clone()));
-        Ok(Core {
+        let core = Core {
             inner: Arc::new(Inner {
                 data_dir,
                 secrets,
@@ -301,10 +306,13 @@ impl Core {
                 subagent_runners,
                 session_runners: runners::SessionRunners::default(),
                 mcp: mcp::McpSlot::default(),
+                turns: automation::RunningTurns::default(),
                 #[cfg(unix)]
                 apps,
             }),
-        })
+        };
+        core.apply_disabled_skills();
+        Ok(core)
     }
 
     pub fn data_dir(&self) -> &Path {

@@ -113,6 +113,11 @@ impl Core {
             .unwrap_or_default()
     }
 
+    /// Whether [`Core::start_mcp`] has run (and [`Core::stop_mcp`] not since).
+    pub fn mcp_started(&self) -> bool {
+        self.inner.mcp.lock().is_some()
+    }
+
     /// Disconnects from every server; returns once their tools are unregistered. A later
     /// `start_mcp` reads the settings again (after `mcp.servers` changed, for example).
     pub async fn stop_mcp(&self) {

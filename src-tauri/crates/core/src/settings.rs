@@ -52,6 +52,12 @@ pub const MEMORY_EMBEDDINGS: &str = "memory.embeddings";
 /// Seconds an approval question waits for the person before it is denied (5 to 3600; default 120).
 pub const APPROVAL_TIMEOUT: &str = "approvals.timeout_seconds";
 
+/// The window's appearance (`osprey_types::Theme`): `"system"`, `"light"` or `"dark"`.
+pub const UI_THEME: &str = "ui.theme";
+
+/// Skills turned off by name: `["desktop-automation"]`. They stay on disk, out of the catalog.
+pub const SKILLS_DISABLED: &str = "skills.disabled";
+
 /// Every known key with a one-line description.
 pub const KNOWN: &[(&str, &str)] = &[
     (POLICY, "approval policy: level, ask, allowlist, safe_bins"),
@@ -98,6 +104,14 @@ pub const KNOWN: &[(&str, &str)] = &[
     (
         PROVIDERS,
         "model providers: {\"default\": \"openai\", \"openai\": {\"base_url\": ..., \"model\": ...}}; also provider.<kind>.model|base_url|api_key",
+    ),
+    (
+        UI_THEME,
+        "the desktop window's theme: \"system\", \"light\" or \"dark\"",
+    ),
+    (
+        SKILLS_DISABLED,
+        "skills turned off by name: [\"desktop-automation\"]",
     ),
     (
         SUBAGENTS,
@@ -161,6 +175,8 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
             Ok(())
         }
         WEB_ALLOW_LOOPBACK => check::<bool>(key, value),
+        UI_THEME => check::<osprey_types::Theme>(key, value),
+        SKILLS_DISABLED => check::<Vec<String>>(key, value),
         WEB_SEARCH => check::<osprey_browser::SearchSettings>(key, value),
         SHELL_EXTRA_ENV => check::<Vec<String>>(key, value),
         SHELL_SANDBOX => check::<ShellSandboxSetting>(key, value),
@@ -237,6 +253,10 @@ mod tests {
         validate(ORIGIN_RULES, &json!({"deny": {"martians": ["shell"]}})).unwrap_err();
         validate(WEB_ALLOW_LOOPBACK, &json!(true)).unwrap();
         validate(WEB_ALLOW_LOOPBACK, &json!("yes")).unwrap_err();
+        validate(UI_THEME, &json!("dark")).unwrap();
+        validate(UI_THEME, &json!("purple")).unwrap_err();
+        validate(SKILLS_DISABLED, &json!(["a"])).unwrap();
+        validate(SKILLS_DISABLED, &json!("a")).unwrap_err();
         validate(MCP_SERVERS, &json!({"weather": {"command": "weather-mcp"}})).unwrap();
         let err = validate(MCP_SERVERS, &json!({"weather": {}}))
             .unwrap_err()

@@ -1,6 +1,7 @@
 //! The registry: the set of tools, and [`Registry::execute`], the single choke point every tool
 //! call passes. Its steps run in this order:
 //!
+//! 0. the pause: while automation is paused ([`Registry::set_paused`]) a call waits here;
 //! 1. resolve the name (a registered name as is, else strip an MCP prefix; an unknown name gets
 //!    the right call and the list);
 //! 2. validate `resource`/`action` against the domain table (aliases, inference, defaults);
@@ -98,6 +99,8 @@ struct Inner {
     hooks: RwLock<Arc<dyn HookDispatcher>>,
     origin_rules: RwLock<Arc<OriginRules>>,
     approver: RwLock<Option<Arc<dyn Approver>>>,
+    /// `true` while automation is paused: calls wait at the door (see [`Registry::set_paused`]).
+    paused: tokio::sync::watch::Sender<bool>,
     policy: Policy,
     safeguard: Safeguard,
     audit: AuditSink,
@@ -155,6 +158,7 @@ impl Registry {
                 hooks: RwLock::new(Arc::new(NoHooks)),
                 origin_rules: RwLock::new(Arc::new(config.origin_rules)),
                 approver: RwLock::new(None),
+                paused: tokio::sync::watch::Sender::new(false),
                 policy: config.policy,
                 safeguard: config.safeguard,
                 audit: config.audit,
@@ -242,6 +246,52 @@ impl Registry {
         &self.inner.policy
     }
 
+    /// Pauses (or resumes) every tool call: while paused, [`Registry::execute`] holds each call
+    /// before any step (nobody is asked, nothing runs) until it is resumed; a call whose deadline
+    /// passes first ends with `paused`, one cancelled first with `cancelled`. Calls already
+    /// running go on. Returns whether the state changed.
+    pub fn set_paused(&self, paused: bool) -> bool {
+        self.inner.paused.send_if_modified(|now| {
+            let changed = *now != paused;
+            *now = paused;
+            changed
+        })
+    }
+
+    pub fn is_paused(&self) -> bool {
+        *self.inner.paused.borrow()
+    }
+
+    /// Follows the pause state (the core holds reminder and comm turns with it).
+    pub fn watch_paused(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.inner.paused.subscribe()
+    }
+
+    /// Waits while paused. `Err` with the refusal when the call's deadline passes or it is
+    /// cancelled first.
+    async fn wait_unpaused(&self, ctx: &ToolContext) -> Result<(), Refusal> {
+        let mut paused = self.inner.paused.subscribe();
+        if !*paused.borrow_and_update() {
+            return Ok(());
+        }
+        let deadline = tokio::time::Instant::from_std(ctx.deadline);
+        tokio::select! {
+            resumed = paused.wait_for(|paused| !paused) => match resumed {
+                Ok(_) => Ok(()),
+                // The sender lives as long as the registry; treat its end as a resume.
+                Err(_) => Ok(()),
+            },
+            _ = ctx.cancel.cancelled() => Err(Refusal::new(
+                ErrorCode::Cancelled,
+                "the call was cancelled while automation was paused",
+            )),
+            _ = tokio::time::sleep_until(deadline) => Err(Refusal::new(
+                ErrorCode::Paused,
+                "automation is paused (tray menu or Osprey's window: Resume automation), and the call's time ran out before it was resumed",
+            )),
+        }
+    }
+
     pub fn safeguard(&self) -> &Safeguard {
         &self.inner.safeguard
     }
@@ -257,6 +307,13 @@ impl Registry {
             tool: name.to_string(),
             ..Default::default()
         };
+        // 0. The pause, before anything is asked or run.
+        if let Err(refusal) = self.wait_unpaused(ctx).await {
+            let decision = refusal.code.as_str().to_string();
+            let result = refusal.into_result();
+            self.record(ctx, &trail, &decision, &result, started);
+            return result;
+        }
         let (result, decision) = match self.prepare(ctx, name, input, &mut trail, false).await {
             Gate::Done { result, decision } => (result, decision),
             Gate::WouldAsk(reason) => (

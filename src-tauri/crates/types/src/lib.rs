@@ -106,6 +106,9 @@ pub enum ErrorCode {
     NotConfigured,
     /// The service behind the feature is not running or not reachable (a D-Bus service, a display).
     ServiceUnavailable,
+    /// Automation is paused (tray or window): the call was held and its deadline passed before
+    /// the person resumed.
+    Paused,
 }
 
 impl ErrorCode {
@@ -127,6 +130,7 @@ impl ErrorCode {
             ErrorCode::PlatformNotSupported => "platform_not_supported",
             ErrorCode::NotConfigured => "not_configured",
             ErrorCode::ServiceUnavailable => "service_unavailable",
+            ErrorCode::Paused => "paused",
         }
     }
 
@@ -519,6 +523,10 @@ pub enum CoreEvent {
         #[ts(optional)]
         error: Option<String>,
     },
+    /// Automation was paused (no tool runs; reminder and comm turns wait) or resumed.
+    AutomationPaused { paused: bool },
+    /// A setting changed and is in force (the settings page reloads what it shows).
+    SettingChanged { key: String },
 }
 
 /// What installing an app did (the desktop's store and the CLI show `message`).
@@ -669,6 +677,110 @@ pub enum TranscriptItem {
         input: serde_json::Value,
         result: Option<ToolResult>,
     },
+}
+
+/// The appearance the person chose (`ui.theme`); `system` follows the desktop's light or dark.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum Theme {
+    #[default]
+    System,
+    Light,
+    Dark,
+}
+
+/// The approval policy as the settings page edits it (`policy`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct PolicySettings {
+    #[ts(type = "\"deny\" | \"allowlist\" | \"full\"")]
+    pub level: String,
+    #[ts(type = "\"off\" | \"on-miss\" | \"always\"")]
+    pub ask: String,
+    pub allowlist: Vec<String>,
+    pub safe_bins: Vec<String>,
+}
+
+/// One configured MCP server and where its connection stands.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct McpServerView {
+    pub name: String,
+    pub enabled: bool,
+    /// The program (stdio servers).
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    /// The endpoint (streamable HTTP servers).
+    pub url: Option<String>,
+    /// `connecting`, `connected`, `retrying`, `disabled`, `invalid`, `stopped`, or
+    /// `not_started` (the background services are not running).
+    pub state: String,
+    /// Why it is not connected.
+    pub error: Option<String>,
+    /// Its tools' registry names while connected.
+    pub tools: Vec<String>,
+}
+
+/// One skill and where it comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct SkillView {
+    pub name: String,
+    pub description: String,
+    /// `bundled`, `app` or `user`.
+    pub source: String,
+    /// The app that ships it, for `app` skills.
+    pub app: Option<String>,
+    pub path: String,
+    pub enabled: bool,
+}
+
+/// Everything the settings page shows besides the model providers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct SettingsOverview {
+    pub policy: PolicySettings,
+    /// For each origin (`comm`, `app`, ...), the tools, resources or actions it may not call.
+    pub origin_deny: std::collections::BTreeMap<Origin, Vec<String>>,
+    pub approval_timeout_seconds: u32,
+    pub mcp_servers: Vec<McpServerView>,
+    pub skills: Vec<SkillView>,
+    pub store_url: Option<String>,
+    /// `OSPREY_STORE_URL` is set and wins over the stored URL.
+    pub store_url_from_environment: bool,
+    pub data_dir: String,
+    pub theme: Theme,
+    pub paused: bool,
+}
+
+/// A turn running now.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct RunningTurn {
+    pub session_id: String,
+    pub origin: Origin,
+    #[ts(type = "number")]
+    pub started_ms: i64,
+}
+
+/// The state of running work (the tray's status line and the window's banner).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct AutomationStatus {
+    pub paused: bool,
+    pub turns: Vec<RunningTurn>,
+    pub apps_running: u32,
+    pub apps_total: u32,
+}
+
+/// A `see` snapshot of the window that had the focus (the tray's "Ask about the current
+/// window"): the chat shows the image and sends the element list with the question.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct WindowSnapshot {
+    /// The snapshot's id: `desktop` actions take its element IDs (`B3`) while it lives.
+    pub snapshot_id: String,
+    pub title: Option<String>,
+    pub app: Option<String>,
+    /// The annotated image as a `data:` URL.
+    pub image: String,
+    pub width: u32,
+    pub height: u32,
+    /// The header line and the element list, as the `screenshot see` tool gives them.
+    pub elements: String,
 }
 
 #[cfg(test)]

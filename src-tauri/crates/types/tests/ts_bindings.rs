@@ -63,6 +63,15 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<PendingApproval>(&config, &mut index);
     export::<ProviderOverview>(&config, &mut index);
     export::<ProviderRow>(&config, &mut index);
+    // The settings page and the tray (issue 12).
+    export::<osprey_types::Theme>(&config, &mut index);
+    export::<osprey_types::PolicySettings>(&config, &mut index);
+    export::<osprey_types::McpServerView>(&config, &mut index);
+    export::<osprey_types::SkillView>(&config, &mut index);
+    export::<osprey_types::SettingsOverview>(&config, &mut index);
+    export::<osprey_types::RunningTurn>(&config, &mut index);
+    export::<osprey_types::AutomationStatus>(&config, &mut index);
+    export::<osprey_types::WindowSnapshot>(&config, &mut index);
 
     index.sort();
     let mut index_ts = String::from(

@@ -1,0 +1,253 @@
+//! The settings page's facade on a real core: a policy or origin-rule change is in force at the
+//! next call without a restart and kept after one; invalid values are refused with the reason
+//! and nothing is stored; skills turn off and on; and pausing automation holds tool calls at the
+//! registry until resumed (a call whose deadline passes first ends with `paused`, a cancelled one
+//! with `cancelled`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use osprey_core::{Core, CoreOptions};
+use osprey_tools::{CheckOutcome, ToolContext};
+use osprey_types::{CoreEvent, ErrorCode, Origin, UiErrorCode};
+use serde_json::json;
+
+fn open(data: &Path) -> Core {
+    Core::open(CoreOptions {
+        data_dir: Some(data.to_path_buf()),
+        policy: None,
+        secrets: Some(osprey_core::secrets::Backend::FileOnly),
+    })
+    .unwrap()
+}
+
+/// `mkdir` is neither a safe bin nor allowlisted: the default policy asks about it.
+fn mkdir() -> serde_json::Value {
+    json!({"resource": "bash", "action": "exec", "command": "mkdir /tmp/osprey-live-settings-never-run"})
+}
+
+async fn decision(core: &Core) -> &'static str {
+    let ctx = ToolContext::new(Origin::User, Duration::from_secs(30));
+    match core.check_tool(&ctx, "shell", mkdir()).await {
+        CheckOutcome::Allow { .. } => "allow",
+        CheckOutcome::Ask { .. } => "ask",
+        CheckOutcome::Refused { code, .. } if code == ErrorCode::PolicyDenied => "deny",
+        other => panic!("unexpected outcome {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_policy_change_applies_to_the_next_call_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = open(dir.path());
+    let mut events = core.subscribe();
+    assert_eq!(decision(&core).await, "ask");
+    assert_eq!(core.settings_overview().policy.level, "allowlist");
+
+    core.set_setting(
+        "policy",
+        json!({"level": "deny", "ask": "on-miss", "allowlist": [], "safe_bins": ["ls"]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        decision(&core).await,
+        "deny",
+        "the running registry uses it"
+    );
+    assert!(matches!(
+        events.try_recv(),
+        Ok(CoreEvent::SettingChanged { key }) if key == "policy"
+    ));
+
+    core.set_setting(
+        "policy",
+        json!({"level": "full", "ask": "on-miss", "allowlist": ["git status"], "safe_bins": []}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(decision(&core).await, "allow");
+
+    // Refused with the reason; the stored policy is unchanged.
+    let error = core
+        .set_setting("policy", json!({"level": "yolo"}))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, UiErrorCode::InvalidSetting);
+    assert!(error.message.contains("policy"), "{}", error.message);
+    assert_eq!(decision(&core).await, "allow");
+
+    drop(core);
+    let core = open(dir.path());
+    assert_eq!(decision(&core).await, "allow", "kept after a restart");
+    let overview = core.settings_overview();
+    assert_eq!(overview.policy.level, "full");
+    assert_eq!(overview.policy.allowlist, ["git status"]);
+    assert!(overview.policy.safe_bins.is_empty());
+
+    // `null` goes back to the default.
+    core.set_setting("policy", serde_json::Value::Null)
+        .await
+        .unwrap();
+    assert_eq!(decision(&core).await, "ask");
+}
+
+#[tokio::test]
+async fn origin_rules_theme_and_store_url_are_validated_and_in_force_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = open(dir.path());
+    std::fs::write(dir.path().join("note.txt"), "hello").unwrap();
+    let read = json!({"resource": "file", "action": "read", "path": dir.path().join("note.txt")});
+
+    core.set_setting("origin_rules", json!({"deny": {"user": ["file.read"]}}))
+        .await
+        .unwrap();
+    let result = core.call_tool(Origin::User, "file", read.clone()).await;
+    assert_eq!(result.code, Some(ErrorCode::OriginDenied), "{result:?}");
+    core.set_setting("origin_rules", json!({"deny": {}}))
+        .await
+        .unwrap();
+    assert!(core.settings_overview().origin_deny.is_empty());
+
+    let error = core
+        .set_setting("origin_rules", json!({"deny": {"martians": ["shell"]}}))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code, UiErrorCode::InvalidSetting);
+
+    core.set_setting("ui.theme", json!("dark")).await.unwrap();
+    assert_eq!(core.settings_overview().theme, osprey_types::Theme::Dark);
+    assert_eq!(
+        core.set_setting("ui.theme", json!("purple"))
+            .await
+            .unwrap_err()
+            .code,
+        UiErrorCode::InvalidSetting
+    );
+    let error = core
+        .set_setting("store.url", json!("ftp://store"))
+        .await
+        .unwrap_err();
+    assert!(error.message.contains("http or https"), "{}", error.message);
+    assert_eq!(core.settings_overview().store_url, None);
+    assert_eq!(
+        core.settings_overview().data_dir,
+        dir.path().display().to_string()
+    );
+}
+
+#[tokio::test]
+async fn skills_turn_off_and_on_and_stay_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = open(dir.path());
+    let overview = core.settings_overview();
+    let skill = overview
+        .skills
+        .iter()
+        .find(|s| s.source == "bundled")
+        .expect("Osprey bundles skills")
+        .clone();
+    assert!(skill.enabled);
+    core.set_skill_enabled(&skill.name, false).await.unwrap();
+    assert!(core.skills().catalog().get(&skill.name).is_none());
+    assert!(
+        !core
+            .skills()
+            .catalog()
+            .list()
+            .iter()
+            .any(|s| s.name == skill.name),
+        "left out of the catalog the model sees"
+    );
+    drop(core);
+    let core = open(dir.path());
+    let view = core
+        .settings_overview()
+        .skills
+        .into_iter()
+        .find(|s| s.name == skill.name)
+        .unwrap();
+    assert!(!view.enabled, "kept after a restart");
+    core.set_skill_enabled(&skill.name, true).await.unwrap();
+    assert!(core.skills().catalog().get(&skill.name).is_some());
+    assert_eq!(
+        core.set_skill_enabled("no-such-skill", false)
+            .await
+            .unwrap_err()
+            .code,
+        UiErrorCode::InvalidSetting
+    );
+}
+
+#[tokio::test]
+async fn a_paused_core_holds_tool_calls_until_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = open(&dir.path().join("data"));
+    // Outside the data folder, which the safeguard keeps the tools out of.
+    std::fs::write(dir.path().join("note.txt"), "hello").unwrap();
+    let read = json!({"resource": "file", "action": "read", "path": dir.path().join("note.txt")});
+    let mut events = core.subscribe();
+
+    core.set_automation_paused(true);
+    assert!(core.automation_paused());
+    assert!(core.automation_status().await.paused);
+    assert!(matches!(
+        events.try_recv(),
+        Ok(CoreEvent::AutomationPaused { paused: true })
+    ));
+    // A second pause changes nothing and says nothing.
+    core.set_automation_paused(true);
+    assert!(events.try_recv().is_err());
+
+    let held = tokio::spawn({
+        let core = core.clone();
+        let read = read.clone();
+        async move { core.call_tool(Origin::User, "file", read).await }
+    });
+    // Still held after a while: it waits for the person, not for a timer.
+    let waited = tokio::time::timeout(Duration::from_millis(300), async {
+        while !held.is_finished() {
+            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_err(), "the call ran while automation was paused");
+
+    core.set_automation_paused(false);
+    let result = tokio::time::timeout(Duration::from_secs(10), held)
+        .await
+        .expect("the call did not resume")
+        .unwrap();
+    assert!(!result.is_error, "{result:?}");
+    assert!(result.text_content().contains("hello"));
+
+    // A call whose deadline passes while paused ends with `paused`; a cancelled one with
+    // `cancelled`. Neither runs.
+    core.set_automation_paused(true);
+    let ctx = ToolContext::new(Origin::System, Duration::from_millis(200));
+    let result = core.call_tool_with(&ctx, "file", read.clone()).await;
+    assert_eq!(result.code, Some(ErrorCode::Paused), "{result:?}");
+    assert!(result.text_content().contains("Resume"), "{result:?}");
+    let ctx = ToolContext::new(Origin::User, Duration::from_secs(60));
+    ctx.cancel.cancel();
+    let result = core.call_tool_with(&ctx, "file", read).await;
+    assert_eq!(result.code, Some(ErrorCode::Cancelled), "{result:?}");
+    // The audit sink may write in the background: look until a deadline.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let audit = core
+            .test_db()
+            .audit()
+            .list(&osprey_db::AuditQuery::default())
+            .unwrap();
+        if audit.iter().any(|row| row.decision == "paused") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the refusal is not audited"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

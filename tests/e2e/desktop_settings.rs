@@ -1,0 +1,368 @@
+//! Settings, the tray's pause and the dark theme in the real desktop app, against a loopback
+//! Anthropic-format model: a policy chosen in Settings is applied to the next tool call and kept
+//! after a restart; an MCP server added in Settings (the `mcp-echo` fixture) connects and lists
+//! its tools; pausing automation through the tray's handler holds a turn's tool call until it is
+//! resumed; the dark theme paints dark. Screenshots go to the test's artifacts folder.
+#![cfg(target_os = "linux")]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
+use osprey_tests::{DesktopApp, LaunchOptions, WebDriver};
+use serde_json::{Value, json};
+
+const UI_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn store(data_dir: &Path, key: &str, value: Value) -> Result<()> {
+    osprey_db::Database::open_in(data_dir)
+        .context("opening the test database")?
+        .settings()
+        .set(key, &value)
+        .with_context(|| format!("storing {key}"))
+}
+
+/// The scripted model as the provider, and `work` as the shell sandbox's workspace.
+fn configure(data_dir: &Path, server: &AnthropicServer, work: &Path) -> Result<()> {
+    store(data_dir, "shell.sandbox", json!({"workspaces": [work]}))?;
+    store(
+        data_dir,
+        "providers",
+        json!({"default": "anthropic", "anthropic": {"base_url": server.url(), "model": "claude-test"}}),
+    )
+}
+
+fn launch(test: &str, data_dir: &Path) -> Result<DesktopApp> {
+    DesktopApp::launch_with(
+        test,
+        LaunchOptions {
+            data_dir: Some(data_dir.to_path_buf()),
+            env: vec![
+                ("ANTHROPIC_API_KEY".into(), "test-key".into()),
+                ("OSPREY_SECRETS".into(), "file".into()),
+            ],
+        },
+    )
+}
+
+fn wait_until(what: &str, mut condition: impl FnMut() -> Result<bool>) -> Result<()> {
+    let deadline = Instant::now() + UI_TIMEOUT;
+    loop {
+        if condition()? {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("timed out waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn open_page(driver: &WebDriver, route: &str, heading: &str) -> Result<()> {
+    driver.execute(
+        "window.location.hash = arguments[0]; return true;",
+        vec![format!("#/{route}").into()],
+    )?;
+    driver.wait_for_text("main h1", UI_TIMEOUT, |t| t == heading)?;
+    Ok(())
+}
+
+fn click(driver: &WebDriver, css: &str) -> Result<()> {
+    let element = driver.wait_for(css, UI_TIMEOUT)?;
+    driver.click(&element)
+}
+
+fn send(driver: &WebDriver, text: &str) -> Result<()> {
+    let input = driver.wait_for("[data-testid='chat-input']", UI_TIMEOUT)?;
+    driver.send_keys(&input, text)?;
+    click(driver, "[data-testid='chat-send']")
+}
+
+fn script(driver: &WebDriver, body: &str) -> Result<Value> {
+    driver.execute(body, vec![])
+}
+
+/// Runs a Tauri command from the page, as the UI does.
+fn invoke(driver: &WebDriver, command: &str, args: Value) -> Result<Value> {
+    let value = driver.execute_async(
+        "const done = arguments[arguments.length - 1]; \
+         window.__TAURI_INTERNALS__.invoke(arguments[0], arguments[1]) \
+           .then((v) => done({ok: v ?? null}), (e) => done({error: e}));",
+        vec![command.into(), args],
+    )?;
+    match value.get("error") {
+        Some(error) => bail!("{command} failed: {error}"),
+        None => Ok(value.get("ok").cloned().unwrap_or(Value::Null)),
+    }
+}
+
+fn tool_status(driver: &WebDriver) -> Result<String> {
+    Ok(script(
+        driver,
+        "const e = document.querySelector(\"[data-testid='chat-tool']\"); \
+         return e ? e.dataset.status + '|' + e.querySelector('.status').textContent.trim() : '';",
+    )?
+    .as_str()
+    .unwrap_or_default()
+    .to_string())
+}
+
+#[test]
+fn a_policy_set_in_settings_applies_to_the_next_call_and_survives_a_restart() -> Result<()> {
+    let data = tempfile::Builder::new()
+        .prefix("osprey-e2e-policy-")
+        .tempdir()?;
+    let work = tempfile::Builder::new()
+        .prefix("osprey-e2e-work-")
+        .tempdir()?;
+    let target = work.path().join("made-under-full");
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::call(
+            "toolu_policy",
+            "shell",
+            json!({"resource": "bash", "action": "exec", "command": format!("touch {}", target.display())}),
+        ),
+        ScriptedReply::text("Created it."),
+    ])?;
+    configure(data.path(), &server, work.path())?;
+    let mut app = launch("desktop_settings_policy", data.path())?;
+    let driver = &app.driver;
+
+    open_page(driver, "settings", "Settings")?;
+    driver.wait_for("[data-testid='policy-settings']", UI_TIMEOUT)?;
+    app.save_screenshot("settings-light")?;
+    click(driver, "[data-testid='policy-level-full']")?;
+    click(driver, "[data-testid='policy-save']")?;
+    driver.wait_for_text(
+        "[data-testid='policy-settings'] [role='status']",
+        UI_TIMEOUT,
+        |t| t.starts_with("Saved"),
+    )?;
+
+    // The next call runs without a question: no dialog, the file appears.
+    open_page(driver, "chat", "Chat")?;
+    send(driver, "Make the file")?;
+    wait_until("the final answer", || {
+        Ok(script(
+            driver,
+            "return Array.from(document.querySelectorAll(\"[data-testid='chat-assistant']\")).some((e) => e.textContent.trim() === 'Created it.');",
+        )? == Value::Bool(true))
+    })
+    .inspect_err(|_| {
+        let _ = app.save_screenshot("policy-no-answer");
+    })?;
+    ensure!(
+        target.exists(),
+        "the call did not run under the full policy"
+    );
+    ensure!(
+        driver.find("[data-testid='approval-dialog']")?.is_none(),
+        "a question was asked under the full policy"
+    );
+    ensure!(
+        tool_status(driver)?.starts_with("done"),
+        "{}",
+        tool_status(driver)?
+    );
+
+    // An invalid value is refused in place (the store URL's scheme).
+    open_page(driver, "settings", "Settings")?;
+    let url = driver.wait_for("[data-testid='store-url']", UI_TIMEOUT)?;
+    driver.send_keys(&url, "ftp://store.example.com")?;
+    click(driver, "[data-testid='store-url-save']")?;
+    let error = driver.wait_for_text("[data-testid='store-url-error']", UI_TIMEOUT, |t| {
+        !t.is_empty()
+    })?;
+    ensure!(
+        error.contains("http or https"),
+        "the refusal reads {error:?}"
+    );
+    app.save_screenshot("settings-invalid-store-url")?;
+
+    // Kept after a restart.
+    app.driver.delete_session()?;
+    drop(app);
+    // Its own artifacts folder: a launch empties the folder of its name.
+    app = launch("desktop_settings_policy_restart", data.path())?;
+    let driver = &app.driver;
+    open_page(driver, "settings", "Settings")?;
+    let checked = driver.wait_for("[data-testid='policy-level-full']", UI_TIMEOUT)?;
+    let _ = checked;
+    wait_until("the stored level to be shown", || {
+        Ok(script(
+            driver,
+            "return document.querySelector(\"[data-testid='policy-level-full']\").checked;",
+        )? == Value::Bool(true))
+    })?;
+    app.save_screenshot("settings-after-restart")?;
+    Ok(())
+}
+
+#[test]
+fn an_mcp_server_added_in_settings_shows_its_tools() -> Result<()> {
+    let echo = osprey_tests::fixture_binary("osprey-fixture-mcp-echo");
+    let app = DesktopApp::launch("desktop_settings_mcp")?;
+    let driver = &app.driver;
+    open_page(driver, "settings", "Settings")?;
+    let name = driver.wait_for("[data-testid='mcp-new-name']", UI_TIMEOUT)?;
+    driver.send_keys(&name, "echo")?;
+    let command = driver.wait_for("[data-testid='mcp-new-command']", UI_TIMEOUT)?;
+    driver.send_keys(&command, &echo.display().to_string())?;
+    click(driver, "[data-testid='mcp-add']")?;
+    let tools = driver
+        .wait_for_text(
+            "[data-testid='mcp-server-echo'] [data-testid='mcp-tools']",
+            UI_TIMEOUT,
+            |t| !t.trim().is_empty(),
+        )
+        .inspect_err(|_| {
+            let _ = app.save_screenshot("mcp-no-tools");
+        })?;
+    let state = driver.wait_for_text(
+        "[data-testid='mcp-server-echo'] [data-testid='mcp-state']",
+        UI_TIMEOUT,
+        |t| t.starts_with("Connected"),
+    )?;
+    ensure!(state.contains("tool"), "state reads {state:?}");
+    let names = invoke(driver, "app_info", json!({}))?;
+    let registered: Vec<String> = names["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.as_str().map(str::to_string))
+        .filter(|t| t.starts_with("mcp__echo__"))
+        .collect();
+    ensure!(!registered.is_empty(), "no mcp__echo__ tool is registered");
+    ensure!(
+        registered
+            .iter()
+            .any(|t| tools.contains(t.trim_start_matches("mcp__echo__"))),
+        "the page lists {tools:?}, the registry {registered:?}"
+    );
+    driver.execute(
+        "document.querySelector(\"[data-testid='mcp-settings']\").scrollIntoView();",
+        vec![],
+    )?;
+    app.save_screenshot("mcp-server-tools")?;
+
+    // Removing it takes its tools away.
+    click(driver, "[data-testid='mcp-server-echo'] button")?;
+    wait_until("the server to go", || {
+        Ok(driver.find("[data-testid='mcp-server-echo']")?.is_none())
+    })?;
+    wait_until("its tools to go", || {
+        let info = invoke(driver, "app_info", json!({}))?;
+        Ok(!info["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| t.as_str().is_some_and(|t| t.starts_with("mcp__echo__"))))
+    })?;
+    Ok(())
+}
+
+#[test]
+fn pausing_from_the_tray_holds_a_turn_until_resumed() -> Result<()> {
+    let data = tempfile::Builder::new()
+        .prefix("osprey-e2e-pause-")
+        .tempdir()?;
+    let work = tempfile::Builder::new()
+        .prefix("osprey-e2e-work-")
+        .tempdir()?;
+    let target = work.path().join("made-after-resume");
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::call(
+            "toolu_paused",
+            "shell",
+            json!({"resource": "bash", "action": "exec", "command": format!("touch {}", target.display())}),
+        ),
+        ScriptedReply::text("Done after the pause."),
+    ])?;
+    configure(data.path(), &server, work.path())?;
+    // No question in the way: the pause is what holds the call.
+    store(data.path(), "policy", json!({"level": "full"}))?;
+    let app = launch("desktop_settings_pause", data.path())?;
+    let driver = &app.driver;
+    driver.wait_for_text("main h1", UI_TIMEOUT, |t| t == "Chat")?;
+
+    invoke(driver, "tray_action", json!({"id": "pause"}))?;
+    driver.wait_for_text("[data-testid='paused-banner']", UI_TIMEOUT, |t| {
+        t.contains("Automation is paused")
+    })?;
+    let status = invoke(driver, "automation_status", json!({}))?;
+    ensure!(status["paused"] == true, "status: {status}");
+
+    send(driver, "Make the file")?;
+    wait_until("the tool call to wait", || {
+        Ok(tool_status(driver)? == "running|waiting: automation is paused")
+    })
+    .inspect_err(|_| {
+        let _ = app.save_screenshot("pause-no-waiting-call");
+    })?;
+    ensure!(!target.exists(), "the tool ran while automation was paused");
+    let status = invoke(driver, "automation_status", json!({}))?;
+    ensure!(
+        status["turns"].as_array().is_some_and(|t| t.len() == 1),
+        "the waiting turn is listed as running work: {status}"
+    );
+    app.save_screenshot("paused-turn-waiting")?;
+
+    // Resume from the tray: the call runs and the turn ends.
+    invoke(driver, "tray_action", json!({"id": "pause"}))?;
+    wait_until("the final answer", || {
+        Ok(script(
+            driver,
+            "return Array.from(document.querySelectorAll(\"[data-testid='chat-assistant']\")).some((e) => e.textContent.trim() === 'Done after the pause.');",
+        )? == Value::Bool(true))
+    })?;
+    ensure!(target.exists(), "resumed, yet the call did not run");
+    ensure!(
+        driver.find("[data-testid='paused-banner']")?.is_none(),
+        "the banner stayed after resuming"
+    );
+    Ok(())
+}
+
+#[test]
+fn the_dark_theme_renders_and_is_kept() -> Result<()> {
+    let app = DesktopApp::launch("desktop_settings_dark")?;
+    let driver = &app.driver;
+    open_page(driver, "settings", "Settings")?;
+    click(
+        driver,
+        "[data-testid='theme-settings'] label:nth-of-type(3)",
+    )?;
+    wait_until("the dark theme", || {
+        Ok(script(driver, "return document.documentElement.dataset.theme;")? == "dark")
+    })?;
+    let background = script(
+        driver,
+        "return getComputedStyle(document.body).backgroundColor;",
+    )?;
+    let channels: Vec<u32> = background
+        .as_str()
+        .unwrap_or_default()
+        .trim_start_matches("rgba(")
+        .trim_start_matches("rgb(")
+        .trim_end_matches(')')
+        .split(',')
+        .take(3)
+        .filter_map(|c| c.trim().parse().ok())
+        .collect();
+    ensure!(
+        channels.len() == 3 && channels.iter().all(|c| *c < 60),
+        "the page background is {background}, not dark"
+    );
+    app.save_screenshot("settings-dark")?;
+    open_page(driver, "chat", "Chat")?;
+    app.save_screenshot("chat-dark")?;
+    // Stored in the core, not only in the page.
+    let overview = invoke(driver, "settings_overview", json!({}))?;
+    ensure!(
+        overview["theme"] == "dark",
+        "theme stored as {}",
+        overview["theme"]
+    );
+    Ok(())
+}
