@@ -119,14 +119,12 @@ impl Core {
                 .approvals()
                 .set_timeout(crate::approvals::stored_timeout(&stored)),
             settings::SKILLS_DISABLED => self.apply_disabled_skills(),
-            settings::MCP_SERVERS => {
-                // Connected servers are reconnected from the new setting; before the background
-                // services start there is nothing to restart.
-                if self.mcp_started() {
-                    self.stop_mcp().await;
-                    if let Err(error) = self.start_mcp() {
-                        tracing::warn!(%error, "MCP servers could not be restarted");
-                    }
+            // Connected servers are reconnected from the new setting; before the background
+            // services start there is nothing to restart.
+            settings::MCP_SERVERS if self.mcp_started() => {
+                self.stop_mcp().await;
+                if let Err(error) = self.start_mcp() {
+                    tracing::warn!(%error, "MCP servers could not be restarted");
                 }
             }
             // Read where they are used (the store URL at each store request, the theme by the UI).

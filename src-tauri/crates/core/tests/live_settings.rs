@@ -31,7 +31,10 @@ async fn decision(core: &Core) -> &'static str {
     match core.check_tool(&ctx, "shell", mkdir()).await {
         CheckOutcome::Allow { .. } => "allow",
         CheckOutcome::Ask { .. } => "ask",
-        CheckOutcome::Refused { code, .. } if code == ErrorCode::PolicyDenied => "deny",
+        CheckOutcome::Refused {
+            code: ErrorCode::PolicyDenied,
+            ..
+        } => "deny",
         other => panic!("unexpected outcome {other:?}"),
     }
 }
