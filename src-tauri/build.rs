@@ -22,6 +22,14 @@ const COMMANDS: &[&str] = &[
     "open_app_ui",
     "provider_overview",
     "set_provider_setting",
+    "audit_log",
+    "list_grants",
+    "revoke_grant",
+    "store_home",
+    "store_catalog",
+    "store_app",
+    "install_store_app",
+    "explain_permissions",
 ];
 
 fn main() {

@@ -6,3 +6,4 @@ pub mod approvals;
 pub mod apps;
 pub mod chat;
 pub mod settings;
+pub mod store;

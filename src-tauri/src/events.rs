@@ -23,6 +23,7 @@ pub fn forward<R: Runtime>(app: AppHandle<R>, core: &Core) {
             match events.recv().await {
                 Ok(event) => {
                     notify(&app, &event);
+                    crate::approval_notice::notify_if_hidden(&app, &event);
                     if let Err(error) = app.emit_to(MAIN_WINDOW, CORE_EVENT, &event) {
                         tracing::warn!("could not forward a core event: {error}");
                     }

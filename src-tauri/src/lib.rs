@@ -4,6 +4,7 @@
 //! forwards and maps errors to [`UiError`].
 
 mod app_ui;
+mod approval_notice;
 mod commands;
 mod events;
 mod startup;
@@ -139,6 +140,14 @@ pub fn run() {
             commands::apps::approve_app_update,
             commands::apps::reject_app_update,
             commands::apps::open_app_ui,
+            commands::approvals::audit_log,
+            commands::approvals::list_grants,
+            commands::approvals::revoke_grant,
+            commands::store::store_home,
+            commands::store::store_catalog,
+            commands::store::store_app,
+            commands::store::install_store_app,
+            commands::store::explain_permissions,
         ]);
     #[cfg(unix)]
     let builder = builder.register_asynchronous_uri_scheme_protocol(app_ui::SCHEME, app_ui::handle);

@@ -10,6 +10,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use osprey_types::{
+    AuditFilter, AuditOutcome, AuditRow, GrantRow, InstallStage, PermissionExplained,
+    PermissionSensitivity, StoreAppDetails, StoreAppSummary, StoreCatalogPage, StoreCategory,
+    StoreHome, StoreInstallState, StoreReview,
+};
+use osprey_types::{
     AppInstallOutcome, AppInstallReport, AppRunState, AppStatus, ApprovalAnswer, ApprovalRequest,
     ApprovalResolution, ChatSessionSummary, ContentBlock, CoreEvent, CoreInfo, ErrorCode,
     GrantDuration, GrantScope, Origin, PendingApproval, ProviderOverview, ProviderRow, ToolResult,
@@ -63,6 +68,21 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<PendingApproval>(&config, &mut index);
     export::<ProviderOverview>(&config, &mut index);
     export::<ProviderRow>(&config, &mut index);
+    // The store and the approvals page.
+    export::<PermissionExplained>(&config, &mut index);
+    export::<PermissionSensitivity>(&config, &mut index);
+    export::<StoreAppSummary>(&config, &mut index);
+    export::<StoreCatalogPage>(&config, &mut index);
+    export::<StoreCategory>(&config, &mut index);
+    export::<StoreHome>(&config, &mut index);
+    export::<StoreReview>(&config, &mut index);
+    export::<StoreInstallState>(&config, &mut index);
+    export::<StoreAppDetails>(&config, &mut index);
+    export::<InstallStage>(&config, &mut index);
+    export::<AuditOutcome>(&config, &mut index);
+    export::<AuditRow>(&config, &mut index);
+    export::<AuditFilter>(&config, &mut index);
+    export::<GrantRow>(&config, &mut index);
 
     index.sort();
     let mut index_ts = String::from(
