@@ -77,9 +77,8 @@ impl ServedStore {
         );
         let mut package = Vec::new();
         osprey_apps::napp::pack(&project, &mut package)?;
-        self.runtime.block_on(
-            StoreClient::new(&self.url).publish_listed(package, TOKEN, &listing),
-        )?;
+        self.runtime
+            .block_on(StoreClient::new(&self.url).publish_listed(package, TOKEN, &listing))?;
         Ok(())
     }
 }
@@ -184,9 +183,10 @@ fn an_app_installs_from_the_store_after_its_permission_prompt_and_an_update_is_a
     driver.wait_for_text("[data-testid='store-app-page'] h2", UI_TIMEOUT, |t| {
         t == "Unit Converter"
     })?;
-    let permissions = driver.wait_for_text("[data-testid='store-permissions']", UI_TIMEOUT, |t| {
-        !t.is_empty()
-    })?;
+    let permissions =
+        driver.wait_for_text("[data-testid='store-permissions']", UI_TIMEOUT, |t| {
+            !t.is_empty()
+        })?;
     ensure!(
         permissions.contains("Connect to api.example.com over the internet"),
         "the app page explains {permissions:?}"
@@ -208,7 +208,12 @@ fn an_app_installs_from_the_store_after_its_permission_prompt_and_an_update_is_a
     );
     app.save_screenshot("install-prompt")?;
     click(driver, "[data-testid='install-confirm']")?;
-    wait_attribute(driver, "[data-testid='install-dialog']", "data-phase", "done")?;
+    wait_attribute(
+        driver,
+        "[data-testid='install-dialog']",
+        "data-phase",
+        "done",
+    )?;
     let result = driver.wait_for_text("[data-testid='install-result']", UI_TIMEOUT, |t| {
         !t.is_empty()
     })?;
@@ -228,9 +233,11 @@ fn an_app_installs_from_the_store_after_its_permission_prompt_and_an_update_is_a
     // It is on the Apps page, and starts.
     click(driver, "[data-testid='nav-apps']")?;
     let row = format!("[data-app-id='{APP}']");
-    driver.wait_for_text(&format!("{row} [data-testid='app-state']"), UI_TIMEOUT, |t| {
-        t == "Running"
-    })?;
+    driver.wait_for_text(
+        &format!("{row} [data-testid='app-state']"),
+        UI_TIMEOUT,
+        |t| t == "Running",
+    )?;
     app.save_screenshot("apps-after-install")?;
 
     // An update that adds a permission: highlighted in the prompt, staged, approved.
@@ -243,7 +250,9 @@ fn an_app_installs_from_the_store_after_its_permission_prompt_and_an_update_is_a
     )?;
     click(driver, "[data-testid='nav-store']")?;
     click(driver, &format!("{card} button"))?;
-    driver.wait_for_text("[data-testid='store-install']", UI_TIMEOUT, |t| t == "Update")?;
+    driver.wait_for_text("[data-testid='store-install']", UI_TIMEOUT, |t| {
+        t == "Update"
+    })?;
     driver.wait_for("[data-testid='store-update-adds']", UI_TIMEOUT)?;
     click(driver, "[data-testid='store-install']")?;
     let added = driver.wait_for_text(
@@ -257,7 +266,12 @@ fn an_app_installs_from_the_store_after_its_permission_prompt_and_an_update_is_a
     );
     app.save_screenshot("update-prompt")?;
     click(driver, "[data-testid='install-confirm']")?;
-    wait_attribute(driver, "[data-testid='install-dialog']", "data-phase", "done")?;
+    wait_attribute(
+        driver,
+        "[data-testid='install-dialog']",
+        "data-phase",
+        "done",
+    )?;
     wait_attribute(
         driver,
         "[data-testid='install-result']",
@@ -279,7 +293,9 @@ fn an_app_installs_from_the_store_after_its_permission_prompt_and_an_update_is_a
     click(driver, "[data-testid='nav-apps']")?;
     driver.wait_for_text(&format!("{row} .version"), UI_TIMEOUT, |t| t == "1.1.0")?;
     ensure!(
-        driver.find(&format!("{row} [data-testid='app-pending']"))?.is_none(),
+        driver
+            .find(&format!("{row} [data-testid='app-pending']"))?
+            .is_none(),
         "the update still waits after approval"
     );
     Ok(())
@@ -309,9 +325,7 @@ fn a_revoked_grant_makes_the_next_matching_call_ask_again() -> Result<()> {
     let work = tempfile::Builder::new()
         .prefix("osprey-e2e-granted-")
         .tempdir()?;
-    let write = |name: &str| {
-        json!({"action": "write", "path": work.path().join(name).display().to_string(), "content": "hi"})
-    };
+    let write = |name: &str| json!({"action": "write", "path": work.path().join(name).display().to_string(), "content": "hi"});
     let server = AnthropicServer::start(vec![
         ScriptedReply::call("toolu_granted", "file", write("first.txt")),
         ScriptedReply::text("Wrote first.txt."),
@@ -357,7 +371,10 @@ fn a_revoked_grant_makes_the_next_matching_call_ask_again() -> Result<()> {
         );
         assistant_said(driver, "Wrote first.txt.")
     })?;
-    ensure!(work.path().join("first.txt").exists(), "the granted write did not run");
+    ensure!(
+        work.path().join("first.txt").exists(),
+        "the granted write did not run"
+    );
 
     // The grant is listed; revoking it removes it.
     click(driver, "[data-testid='nav-approvals']")?;

@@ -22,7 +22,9 @@ pub async fn store_catalog(
     page: u32,
 ) -> Result<StoreCatalogPage, UiError> {
     let core = state.core()?;
-    Ok(core.store_catalog(&query, category.as_deref(), page).await?)
+    Ok(core
+        .store_catalog(&query, category.as_deref(), page)
+        .await?)
 }
 
 #[tauri::command]

@@ -2,4 +2,19 @@
 import type { AuditOutcome } from "./AuditOutcome";
 import type { Origin } from "./Origin";
 
-export type AuditFilter = { tool?: string, origin?: Origin, outcome?: AuditOutcome, text?: string, before_id?: number, limit?: number, };
+/**
+ * Which audit rows to list; every field narrows. Newest first.
+ */
+export type AuditFilter = { tool?: string, origin?: Origin, outcome?: AuditOutcome, 
+/**
+ * Words found in the summary, the action or the resource.
+ */
+text?: string, 
+/**
+ * Rows older than this id (the next page).
+ */
+before_id?: number, 
+/**
+ * At most this many (default 100, at most 500).
+ */
+limit?: number, };

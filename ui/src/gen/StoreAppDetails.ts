@@ -4,4 +4,24 @@ import type { StoreAppSummary } from "./StoreAppSummary";
 import type { StoreInstallState } from "./StoreInstallState";
 import type { StoreReview } from "./StoreReview";
 
-export type StoreAppDetails = { app: StoreAppSummary, permissions: Array<PermissionExplained>, added_permissions: Array<string>, install_state: StoreInstallState, reviews: Array<StoreReview>, published_ms: number, sha256: string, };
+/**
+ * An app's page in the store.
+ */
+export type StoreAppDetails = { app: StoreAppSummary, 
+/**
+ * Every permission the store's version asks for, explained.
+ */
+permissions: Array<PermissionExplained>, 
+/**
+ * The permissions the store's version asks for that the installed one does not hold
+ * (empty when not installed): an update with any waits for approval.
+ */
+added_permissions: Array<string>, install_state: StoreInstallState, reviews: Array<StoreReview>, 
+/**
+ * Unix milliseconds.
+ */
+published_ms: number, 
+/**
+ * The package's SHA-256, as the store lists it.
+ */
+sha256: string, };

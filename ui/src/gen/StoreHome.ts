@@ -2,4 +2,11 @@
 import type { StoreAppSummary } from "./StoreAppSummary";
 import type { StoreCategory } from "./StoreCategory";
 
-export type StoreHome = { featured: Array<StoreAppSummary>, popular: Array<StoreAppSummary>, categories: Array<StoreCategory>, store_url: string, };
+/**
+ * The Store page's front: the featured and popular shelves and the categories.
+ */
+export type StoreHome = { featured: Array<StoreAppSummary>, popular: Array<StoreAppSummary>, categories: Array<StoreCategory>, 
+/**
+ * The store's URL.
+ */
+store_url: string, };

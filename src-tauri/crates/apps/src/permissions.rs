@@ -164,35 +164,68 @@ pub fn explain(permission: &str) -> (String, Sensitivity) {
         ("settings", "*") => (text("Read and change all of its own settings"), Low),
         ("settings", key) => (format!("Read and change its setting `{key}`"), Low),
         ("filesystem", "read") => (text("Read files on your computer"), High),
-        ("filesystem", "write") => (text("Create, change and delete files on your computer"), High),
+        ("filesystem", "write") => (
+            text("Create, change and delete files on your computer"),
+            High,
+        ),
         ("filesystem", _) => (text("Read, change and delete files on your computer"), High),
         ("capability", "tool") => (text("Add tools the assistant can use"), Low),
-        ("capability", "channel") => (text("Post into and read from conversation channels"), Medium),
-        ("capability", "gateway") => (text("Act as a model provider that sees your conversations"), High),
+        ("capability", "channel") => (
+            text("Post into and read from conversation channels"),
+            Medium,
+        ),
+        ("capability", "gateway") => (
+            text("Act as a model provider that sees your conversations"),
+            High,
+        ),
         ("capability", "vision") => (text("Analyse images for the assistant"), Medium),
         ("capability", "browser") => (text("Provide a web browser the assistant drives"), Medium),
-        ("capability", "comm") => (text("Bring messages in from a messaging service and answer them"), High),
+        ("capability", "comm") => (
+            text("Bring messages in from a messaging service and answer them"),
+            High,
+        ),
         ("capability", "ui") => (text("Show its own window"), Low),
         ("capability", "schedule") => (text("Run scheduled jobs"), Medium),
-        ("capability", "hooks") => (text("Watch and change what the assistant does as it works"), High),
+        ("capability", "hooks") => (
+            text("Watch and change what the assistant does as it works"),
+            High,
+        ),
         ("capability", _) => (text("Provide every kind of capability to Osprey"), High),
         ("memory", "read") => (text("Read what the assistant remembers about you"), High),
-        ("memory", "write") => (text("Add to and change what the assistant remembers"), Medium),
+        ("memory", "write") => (
+            text("Add to and change what the assistant remembers"),
+            Medium,
+        ),
         ("memory", "search") => (text("Search what the assistant remembers"), High),
-        ("memory", _) => (text("Read, search and change what the assistant remembers"), High),
+        ("memory", _) => (
+            text("Read, search and change what the assistant remembers"),
+            High,
+        ),
         ("session", "read") => (text("Read your conversations"), High),
         ("session", "write") => (text("Add messages to your conversations"), Medium),
         ("session", "create") => (text("Start new conversations"), Low),
         ("session", _) => (text("Read, start and add to your conversations"), High),
         ("context", "read") => (text("Read the current conversation's context"), Medium),
         ("context", "write") => (text("Add to the current conversation's context"), Medium),
-        ("context", _) => (text("Read and add to the current conversation's context"), Medium),
-        ("tool", "file") => (text("Use the file tool (read and write files, with your approval rules)"), High),
-        ("tool", "shell") => (text("Run commands on your computer (with your approval rules)"), High),
+        ("context", _) => (
+            text("Read and add to the current conversation's context"),
+            Medium,
+        ),
+        ("tool", "file") => (
+            text("Use the file tool (read and write files, with your approval rules)"),
+            High,
+        ),
+        ("tool", "shell") => (
+            text("Run commands on your computer (with your approval rules)"),
+            High,
+        ),
         ("tool", "web") => (text("Fetch web pages and use the browser"), Medium),
         ("tool", "screenshot") => (text("Take screenshots of your screen"), High),
         ("tool", "desktop") => (text("Click and type on your desktop"), High),
-        ("tool", "agent") => (text("Use the assistant's agent tool (memory, reminders, sub-agents)"), Medium),
+        ("tool", "agent") => (
+            text("Use the assistant's agent tool (memory, reminders, sub-agents)"),
+            Medium,
+        ),
         ("tool", "skill") => (text("Use and manage skills"), Medium),
         ("tool", "app") => (text("Manage other apps"), High),
         ("tool", "store") => (text("Browse and install from the store"), High),
@@ -200,7 +233,10 @@ pub fn explain(permission: &str) -> (String, Sensitivity) {
         ("shell", "exec") => (text("Run commands on your computer"), High),
         ("shell", "process") => (text("List and stop programs on your computer"), High),
         ("shell", "session") => (text("Use running terminal sessions"), High),
-        ("shell", _) => (text("Run commands and control programs on your computer"), High),
+        ("shell", _) => (
+            text("Run commands and control programs on your computer"),
+            High,
+        ),
         ("subagent", "spawn") => (text("Start helper agents"), Medium),
         ("subagent", "list") => (text("See running helper agents"), Low),
         ("subagent", "stop") => (text("Stop helper agents"), Low),
@@ -225,9 +261,15 @@ pub fn explain(permission: &str) -> (String, Sensitivity) {
         ("skill", "delete") => (text("Delete skills"), Medium),
         ("skill", _) => (text("Read, create, change and delete skills"), Medium),
         ("advisor", _) => (text("Consult advisor personas"), Low),
-        ("model", "invoke") => (text("Send prompts to your AI model (may cost you money)"), Medium),
+        ("model", "invoke") => (
+            text("Send prompts to your AI model (may cost you money)"),
+            Medium,
+        ),
         ("model", "list") => (text("See which AI models you have"), Low),
-        ("model", _) => (text("See and use your AI models (may cost you money)"), Medium),
+        ("model", _) => (
+            text("See and use your AI models (may cost you money)"),
+            Medium,
+        ),
         ("mcp", "call") => (text("Call tools of your MCP servers"), High),
         ("mcp", "list") => (text("See your MCP servers' tools"), Low),
         ("mcp", _) => (text("See and call your MCP servers' tools"), High),
@@ -240,9 +282,15 @@ pub fn explain(permission: &str) -> (String, Sensitivity) {
         ("hook", "*") => (text("Watch and change everything the assistant does"), High),
         ("hook", hook) => (hook_words(hook), High),
         ("schedule", "read") => (text("See scheduled jobs and reminders"), Low),
-        ("schedule", "write") => (text("Create and change scheduled jobs and reminders"), Medium),
+        ("schedule", "write") => (
+            text("Create and change scheduled jobs and reminders"),
+            Medium,
+        ),
         ("schedule", "trigger") => (text("Run scheduled jobs now"), Medium),
-        ("schedule", _) => (text("See, change and run scheduled jobs and reminders"), Medium),
+        ("schedule", _) => (
+            text("See, change and run scheduled jobs and reminders"),
+            Medium,
+        ),
         ("voice", "speak") => (text("Speak aloud"), Low),
         ("voice", "listen") => (text("Listen through your microphone"), High),
         ("voice", _) => (text("Speak aloud and listen through your microphone"), High),
@@ -251,7 +299,10 @@ pub fn explain(permission: &str) -> (String, Sensitivity) {
         ("browser", _) => (text("Read and act in the browser"), High),
         ("user", "profile") => (text("Read your profile (name, preferences)"), Medium),
         ("user", "presence") => (text("Know whether you are at your computer"), Medium),
-        ("user", _) => (text("Read your profile and whether you are at your computer"), Medium),
+        ("user", _) => (
+            text("Read your profile and whether you are at your computer"),
+            Medium,
+        ),
         _ => (format!("Unknown permission `{permission}`"), High),
     };
     (words, level)
@@ -400,7 +451,10 @@ mod tests {
                 let permission = format!("{prefix}:{suffix}");
                 let (words, _) = explain(&permission);
                 assert!(!words.starts_with("Unknown"), "{permission}: {words}");
-                assert!(!words.contains('`') || *prefix == "settings" || *prefix == "hook", "{permission}: {words}");
+                assert!(
+                    !words.contains('`') || *prefix == "settings" || *prefix == "hook",
+                    "{permission}: {words}"
+                );
             }
         }
         assert!(explain("root:all").0.starts_with("Unknown"));

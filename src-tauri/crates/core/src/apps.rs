@@ -275,9 +275,7 @@ mod platform {
         ) -> osprey_apps::Result<osprey_apps::InstallOutcome> {
             let path = Path::new(source);
             if source.ends_with(".napp") || path.is_file() {
-                return self
-                    .install_package(source, store, &mut |_, _, _| {})
-                    .await;
+                return self.install_package(source, store, &mut |_, _, _| {}).await;
             }
             self.install_from_store(source, store, &mut |_, _, _| {})
                 .await

@@ -86,11 +86,10 @@ impl Core {
 
     /// The lasting grants in force (not expired), oldest first.
     pub fn grants(&self) -> CoreResult<Vec<GrantRow>> {
-        let grants = self
-            .registry()
-            .policy()
-            .grants()
-            .map_err(|e| CoreError::new(UiErrorCode::Storage, format!("reading grants: {e}")))?;
+        let grants =
+            self.registry().policy().grants().map_err(|e| {
+                CoreError::new(UiErrorCode::Storage, format!("reading grants: {e}"))
+            })?;
         Ok(grants
             .into_iter()
             .map(|grant| GrantRow {
@@ -128,11 +127,10 @@ impl Core {
     /// Revokes a grant: the next call it covered is asked again. `grant_not_found` when no
     /// grant has that id (revoked already, or expired).
     pub fn revoke_grant(&self, id: i64) -> CoreResult<()> {
-        let removed = self
-            .registry()
-            .policy()
-            .revoke_grant(id)
-            .map_err(|e| CoreError::new(UiErrorCode::Storage, format!("revoking a grant: {e}")))?;
+        let removed =
+            self.registry().policy().revoke_grant(id).map_err(|e| {
+                CoreError::new(UiErrorCode::Storage, format!("revoking a grant: {e}"))
+            })?;
         if removed {
             Ok(())
         } else {

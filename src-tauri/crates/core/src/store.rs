@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use osprey_apps::permissions::{Sensitivity, explain};
 use osprey_apps::store_client::{Shelf, StoreClient};
 use osprey_types::{
-    PermissionExplained, PermissionSensitivity, StoreAppDetails, StoreAppSummary,
-    StoreCatalogPage, StoreCategory, StoreHome, StoreInstallState, StoreReview, UiErrorCode,
+    PermissionExplained, PermissionSensitivity, StoreAppDetails, StoreAppSummary, StoreCatalogPage,
+    StoreCategory, StoreHome, StoreInstallState, StoreReview, UiErrorCode,
 };
 use serde_json::Value;
 
@@ -177,12 +177,10 @@ impl Core {
         let (client, _) = self.store_client()?;
         let (entry, reviews) = tokio::join!(client.app(id), client.reviews(id));
         let entry = entry.map_err(|error| match &error {
-            osprey_apps::Error::StoreRefused { code, .. } if code == "not_found" => {
-                CoreError::new(
-                    UiErrorCode::UnknownApp,
-                    format!("the store has no app `{id}`"),
-                )
-            }
+            osprey_apps::Error::StoreRefused { code, .. } if code == "not_found" => CoreError::new(
+                UiErrorCode::UnknownApp,
+                format!("the store has no app `{id}`"),
+            ),
             _ => error.into(),
         })?;
         let installed = self.installed_for_store().await;

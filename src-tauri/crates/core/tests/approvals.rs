@@ -301,9 +301,7 @@ async fn a_revoked_grant_asks_again_at_once_and_the_trail_shows_both_calls() {
         ..CoreOptions::default()
     })
     .unwrap();
-    let write = |name: &str| {
-        json!({"action": "write", "path": work.join(name).display().to_string(), "content": "hi"})
-    };
+    let write = |name: &str| json!({"action": "write", "path": work.join(name).display().to_string(), "content": "hi"});
     let far = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -317,7 +315,11 @@ async fn a_revoked_grant_asks_again_at_once_and_the_trail_shows_both_calls() {
         )
         .unwrap();
     assert_eq!(core.grants().unwrap().len(), 1);
-    assert!(core.grants().unwrap()[0].description.contains("files under"));
+    assert!(
+        core.grants().unwrap()[0]
+            .description
+            .contains("files under")
+    );
 
     let allowed = core.call_tool(Origin::User, "file", write("a.txt")).await;
     assert!(!allowed.is_error, "{}", allowed.text_content());
@@ -334,7 +336,12 @@ async fn a_revoked_grant_asks_again_at_once_and_the_trail_shows_both_calls() {
     assert_eq!(rows[0].outcome, AuditOutcome::Refused);
     assert_eq!(rows[1].decision, "allow:grant");
     assert_eq!(rows[1].outcome, AuditOutcome::Allowed);
-    assert!(rows[1].summary.as_deref().is_some_and(|s| s.contains("a.txt")));
+    assert!(
+        rows[1]
+            .summary
+            .as_deref()
+            .is_some_and(|s| s.contains("a.txt"))
+    );
     let refused_only = core
         .audit_log(AuditFilter {
             outcome: Some(AuditOutcome::Refused),
@@ -361,12 +368,13 @@ async fn a_revoked_grant_asks_again_at_once_and_the_trail_shows_both_calls() {
         .await
         .unwrap();
     assert_eq!(older.len(), 1);
-    assert!(core
-        .audit_log(AuditFilter {
+    assert!(
+        core.audit_log(AuditFilter {
             origin: Some(Origin::App),
             ..AuditFilter::default()
         })
         .await
         .unwrap()
-        .is_empty());
+        .is_empty()
+    );
 }

@@ -88,9 +88,33 @@ fn listed(category: &str, featured: bool) -> Listing {
 async fn browse_install_with_progress_and_approve_an_update_that_adds_a_permission() {
     let root = tempfile::tempdir().unwrap();
     let url = serve(&root.path().join("store")).await;
-    publish(&url, root.path(), "notes", "1.0.0", &["network:api.example.com"], listed("productivity", true)).await;
-    publish(&url, root.path(), "todo", "1.0.0", &[], listed("productivity", false)).await;
-    publish(&url, root.path(), "lint", "1.0.0", &["filesystem:read"], listed("developer", false)).await;
+    publish(
+        &url,
+        root.path(),
+        "notes",
+        "1.0.0",
+        &["network:api.example.com"],
+        listed("productivity", true),
+    )
+    .await;
+    publish(
+        &url,
+        root.path(),
+        "todo",
+        "1.0.0",
+        &[],
+        listed("productivity", false),
+    )
+    .await;
+    publish(
+        &url,
+        root.path(),
+        "lint",
+        "1.0.0",
+        &["filesystem:read"],
+        listed("developer", false),
+    )
+    .await;
     reqwest::Client::new()
         .post(format!("{url}/api/v1/apps/notes/reviews"))
         .json(&json!({"author": "ana", "rating": 4, "body": "Handy."}))
@@ -101,21 +125,50 @@ async fn browse_install_with_progress_and_approve_an_update_that_adds_a_permissi
 
     let home = core.store_home().await.unwrap();
     assert_eq!(home.store_url, url);
-    assert_eq!(home.featured.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(), ["notes"]);
+    assert_eq!(
+        home.featured
+            .iter()
+            .map(|a| a.id.as_str())
+            .collect::<Vec<_>>(),
+        ["notes"]
+    );
     assert_eq!(home.popular.len(), 3);
-    let categories: Vec<(String, u64)> = home.categories.iter().map(|c| (c.name.clone(), c.count)).collect();
-    assert_eq!(categories, [("developer".to_string(), 1), ("productivity".to_string(), 2)]);
+    let categories: Vec<(String, u64)> = home
+        .categories
+        .iter()
+        .map(|c| (c.name.clone(), c.count))
+        .collect();
+    assert_eq!(
+        categories,
+        [
+            ("developer".to_string(), 1),
+            ("productivity".to_string(), 2)
+        ]
+    );
     assert_eq!(home.featured[0].publisher.as_deref(), Some("Acme Apps"));
 
-    let shelf = core.store_catalog("", Some("productivity"), 1).await.unwrap();
+    let shelf = core
+        .store_catalog("", Some("productivity"), 1)
+        .await
+        .unwrap();
     assert_eq!((shelf.total, shelf.page), (2, 1));
     let found = core.store_catalog("notes does", None, 1).await.unwrap();
-    assert_eq!(found.apps.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(), ["notes"]);
-    assert_eq!(core.store_catalog("", None, 2).await.unwrap().apps.len(), 0, "one page holds all three");
+    assert_eq!(
+        found.apps.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(),
+        ["notes"]
+    );
+    assert_eq!(
+        core.store_catalog("", None, 2).await.unwrap().apps.len(),
+        0,
+        "one page holds all three"
+    );
 
     let page = core.store_app("notes").await.unwrap();
     assert_eq!(page.install_state, StoreInstallState::NotInstalled);
-    assert_eq!(page.permissions[0].explanation, "Connect to api.example.com over the internet");
+    assert_eq!(
+        page.permissions[0].explanation,
+        "Connect to api.example.com over the internet"
+    );
     assert_eq!(page.reviews.len(), 1);
     assert_eq!(page.reviews[0].author, "ana");
     assert_eq!(page.app.rating, Some(4.0));
@@ -128,7 +181,13 @@ async fn browse_install_with_progress_and_approve_an_update_that_adds_a_permissi
     assert_eq!(report.outcome, AppInstallOutcome::Installed);
     let mut stages = Vec::new();
     while let Ok(event) = events.try_recv() {
-        if let CoreEvent::AppInstallProgress { app_id, stage, received, total } = event {
+        if let CoreEvent::AppInstallProgress {
+            app_id,
+            stage,
+            received,
+            total,
+        } = event
+        {
             assert_eq!(app_id, "notes");
             if stage == InstallStage::Downloading {
                 assert!(total.is_none_or(|total| received <= total));
@@ -136,23 +195,46 @@ async fn browse_install_with_progress_and_approve_an_update_that_adds_a_permissi
             stages.push(stage);
         }
     }
-    assert_eq!(stages.first(), Some(&InstallStage::Downloading), "{stages:?}");
+    assert_eq!(
+        stages.first(),
+        Some(&InstallStage::Downloading),
+        "{stages:?}"
+    );
     assert_eq!(stages.last(), Some(&InstallStage::Verifying), "{stages:?}");
     let page = core.store_app("notes").await.unwrap();
     assert_eq!(page.install_state, StoreInstallState::Installed);
     assert_eq!(page.app.installed_version.as_deref(), Some("1.0.0"));
-    assert!(core.store_home().await.unwrap().featured[0].installed_version.is_some());
+    assert!(
+        core.store_home().await.unwrap().featured[0]
+            .installed_version
+            .is_some()
+    );
 
     // An update that adds a permission: shown, staged, then approved.
-    publish(&url, root.path(), "notes", "1.1.0", &["network:api.example.com", "filesystem:read"], Listing::default()).await;
+    publish(
+        &url,
+        root.path(),
+        "notes",
+        "1.1.0",
+        &["network:api.example.com", "filesystem:read"],
+        Listing::default(),
+    )
+    .await;
     let page = core.store_app("notes").await.unwrap();
     assert_eq!(page.install_state, StoreInstallState::UpdateAvailable);
     assert_eq!(page.added_permissions, ["filesystem:read"]);
-    assert_eq!(page.app.category.as_deref(), Some("productivity"), "kept by the update");
+    assert_eq!(
+        page.app.category.as_deref(),
+        Some("productivity"),
+        "kept by the update"
+    );
     let report = core.install_store_app("notes").await.unwrap();
     assert_eq!(report.outcome, AppInstallOutcome::PendingApproval);
     assert_eq!(report.new_permissions, ["filesystem:read"]);
-    assert_eq!(core.store_app("notes").await.unwrap().install_state, StoreInstallState::UpdatePending);
+    assert_eq!(
+        core.store_app("notes").await.unwrap().install_state,
+        StoreInstallState::UpdatePending
+    );
     let status = core.approve_app_update("notes").await.unwrap();
     assert_eq!(status.version, "1.1.0");
     let page = core.store_app("notes").await.unwrap();
@@ -161,7 +243,10 @@ async fn browse_install_with_progress_and_approve_an_update_that_adds_a_permissi
 
     // Uninstalled: the store shows it installable again.
     core.uninstall_app("notes").await.unwrap();
-    assert_eq!(core.store_app("notes").await.unwrap().install_state, StoreInstallState::NotInstalled);
+    assert_eq!(
+        core.store_app("notes").await.unwrap().install_state,
+        StoreInstallState::NotInstalled
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,7 +257,11 @@ async fn an_unknown_app_an_unreachable_store_and_no_store_say_so_with_their_code
     let error = core.store_app("nope").await.unwrap_err();
     assert_eq!(error.code, UiErrorCode::UnknownApp, "{error}");
     let error = core.install_store_app("../etc").await.unwrap_err();
-    assert_eq!(error.code, UiErrorCode::NotInstalled, "not an app id: {error}");
+    assert_eq!(
+        error.code,
+        UiErrorCode::NotInstalled,
+        "not an app id: {error}"
+    );
 
     // A port nothing listens on.
     let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -208,5 +297,8 @@ async fn permissions_are_explained_for_every_front_end() {
         "network:*".to_string(),
     ]);
     assert_eq!(explained[0].explanation, "Read files on your computer");
-    assert_eq!(explained[1].sensitivity, osprey_types::PermissionSensitivity::High);
+    assert_eq!(
+        explained[1].sensitivity,
+        osprey_types::PermissionSensitivity::High
+    );
 }

@@ -268,7 +268,12 @@ mod tests {
         log.insert_many(&[
             row("allow:safe_bin", "user", None, "ls -la"),
             row("ask:grant", "user", None, "git push"),
-            row("approval_denied", "app", Some("approval_denied"), "rm -rf build"),
+            row(
+                "approval_denied",
+                "app",
+                Some("approval_denied"),
+                "rm -rf build",
+            ),
             row("allow:full", "user", Some("tool_failed"), "make 100%_done"),
             row("hook", "mcp", None, "echo hi"),
         ])
@@ -289,7 +294,10 @@ mod tests {
             outcome: Some("refused".into()),
             ..Default::default()
         });
-        assert_eq!(refused, [("rm -rf build".to_string(), "refused".to_string())]);
+        assert_eq!(
+            refused,
+            [("rm -rf build".to_string(), "refused".to_string())]
+        );
         let apps = outcomes(AuditQuery {
             origin: Some("app".into()),
             ..Default::default()

@@ -211,10 +211,9 @@ async fn publish(
             "publisher must be 1 to 100 bytes".into(),
         ));
     }
-    let entry =
-        tokio::task::spawn_blocking(move || publish_blocking(&store, &body, options))
-            .await
-            .map_err(|e| Error::Io(std::io::Error::other(e)))??;
+    let entry = tokio::task::spawn_blocking(move || publish_blocking(&store, &body, options))
+        .await
+        .map_err(|e| Error::Io(std::io::Error::other(e)))??;
     Ok((StatusCode::CREATED, Json(entry)))
 }
 

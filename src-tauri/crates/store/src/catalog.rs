@@ -215,7 +215,9 @@ pub(crate) fn list(
     let entries = statement
         .query_map(parameters.as_slice(), entry)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    let total = db.query_row(&count_sql, parameters.as_slice(), |row| row.get::<_, i64>(0))?;
+    let total = db.query_row(&count_sql, parameters.as_slice(), |row| {
+        row.get::<_, i64>(0)
+    })?;
     Ok((entries, total as u64))
 }
 

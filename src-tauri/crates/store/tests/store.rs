@@ -328,22 +328,39 @@ async fn categories_and_publishers_are_set_at_publishing_and_kept_by_updates() {
                 .await
                 .unwrap();
             let status = response.status().as_u16();
-            (status, response.json::<Value>().await.unwrap_or(Value::Null))
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
         }
     };
-    let (status, entry) = publish("notes", "1.0.0", "?category=productivity&publisher=Acme%20Inc").await;
+    let (status, entry) = publish(
+        "notes",
+        "1.0.0",
+        "?category=productivity&publisher=Acme%20Inc",
+    )
+    .await;
     assert_eq!(status, 201, "{entry}");
     assert_eq!(entry["category"], "productivity");
     assert_eq!(entry["publisher"], "Acme Inc");
-    assert_eq!(publish("todo", "1.0.0", "?category=productivity").await.0, 201);
+    assert_eq!(
+        publish("todo", "1.0.0", "?category=productivity").await.0,
+        201
+    );
     assert_eq!(publish("lint", "1.0.0", "?category=developer").await.0, 201);
     assert_eq!(publish("plain", "1.0.0", "").await.0, 201);
     // An update without options keeps them.
     let (status, entry) = publish("notes", "1.1.0", "").await;
     assert_eq!(status, 201);
-    assert_eq!((entry["category"].as_str(), entry["publisher"].as_str()), (Some("productivity"), Some("Acme Inc")));
+    assert_eq!(
+        (entry["category"].as_str(), entry["publisher"].as_str()),
+        (Some("productivity"), Some("Acme Inc"))
+    );
     let (status, body) = publish("bad", "1.0.0", "?category=Not%20Valid").await;
-    assert_eq!((status, body["code"].as_str()), (400, Some("invalid_request")));
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("invalid_request"))
+    );
 
     assert_eq!(
         store.get("/categories").await,

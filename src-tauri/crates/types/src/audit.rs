@@ -21,7 +21,7 @@ pub enum AuditOutcome {
 }
 
 /// One tool call from the audit table.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
 pub struct AuditRow {
     #[ts(type = "number")]
     pub id: i64,
@@ -60,7 +60,7 @@ pub struct AuditFilter {
     #[ts(optional)]
     pub text: Option<String>,
     /// Rows older than this id (the next page).
-    #[ts(optional, type = "number")]
+    #[ts(optional)]
     pub before_id: Option<i64>,
     /// At most this many (default 100, at most 500).
     #[ts(optional)]

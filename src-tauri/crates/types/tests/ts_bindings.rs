@@ -10,15 +10,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use osprey_types::{
-    AuditFilter, AuditOutcome, AuditRow, GrantRow, InstallStage, PermissionExplained,
-    PermissionSensitivity, StoreAppDetails, StoreAppSummary, StoreCatalogPage, StoreCategory,
-    StoreHome, StoreInstallState, StoreReview,
-};
-use osprey_types::{
     AppInstallOutcome, AppInstallReport, AppRunState, AppStatus, ApprovalAnswer, ApprovalRequest,
     ApprovalResolution, ChatSessionSummary, ContentBlock, CoreEvent, CoreInfo, ErrorCode,
     GrantDuration, GrantScope, Origin, PendingApproval, ProviderOverview, ProviderRow, ToolResult,
     TranscriptItem, TurnFailureCode, UiError, UiErrorCode,
+};
+use osprey_types::{
+    AuditFilter, AuditOutcome, AuditRow, GrantRow, InstallStage, PermissionExplained,
+    PermissionSensitivity, StoreAppDetails, StoreAppSummary, StoreCatalogPage, StoreCategory,
+    StoreHome, StoreInstallState, StoreReview,
 };
 use ts_rs::{Config, TS};
 
