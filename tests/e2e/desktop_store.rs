@@ -7,7 +7,6 @@
 //! WebKitGTK).
 #![cfg(target_os = "linux")]
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};

@@ -48,6 +48,8 @@ describe("audit rows", () => {
     expect(decisionLabel("ask:grant")).toBe("you granted a scope");
     expect(decisionLabel("something_new")).toBe("something new");
     expect(callLabel({ tool: "web", resource: null, action: "fetch" })).toBe("web fetch");
+    expect(callLabel({ tool: "file", resource: "file", action: "write" })).toBe("file write");
+    expect(callLabel({ tool: "shell", resource: "bash", action: "exec" })).toBe("shell bash exec");
     expect(formatDuration(0.2)).toBe("<1 ms");
     expect(formatDuration(12.4)).toBe("12 ms");
     expect(formatDuration(1400)).toBe("1.4 s");

@@ -5,7 +5,7 @@ import type { AuditFilter, AuditOutcome, AuditRow, GrantRow, Origin } from "../.
 
 export const OUTCOME_LABELS: Record<AuditOutcome, string> = {
   allowed: "Allowed",
-  approved: "Approved by you",
+  approved: "Approved",
   refused: "Refused",
   failed: "Failed",
 };
@@ -36,7 +36,9 @@ export function decisionLabel(decision: string): string {
 
 /** `tool resource action`, skipping what is missing. */
 export function callLabel(row: Pick<AuditRow, "tool" | "resource" | "action">): string {
-  return [row.tool, row.resource, row.action].filter(Boolean).join(" ");
+  // `file file write` says the tool twice: a resource named like its tool is left out.
+  const resource = row.resource === row.tool ? null : row.resource;
+  return [row.tool, resource, row.action].filter(Boolean).join(" ");
 }
 
 /** `12 ms`, `1.4 s`, `<1 ms`. */
