@@ -31,6 +31,14 @@ const COMMANDS: &[&str] = &[
     "tray_action",
     "save_mcp_server",
     "remove_mcp_server",
+    "audit_log",
+    "list_grants",
+    "revoke_grant",
+    "store_home",
+    "store_catalog",
+    "store_app",
+    "install_store_app",
+    "explain_permissions",
 ];
 
 fn main() {

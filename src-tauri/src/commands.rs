@@ -7,3 +7,4 @@ pub mod apps;
 pub mod automation;
 pub mod chat;
 pub mod settings;
+pub mod store;

@@ -36,6 +36,7 @@ pub fn forward<R: Runtime>(app: AppHandle<R>, core: &Core) {
                     if let Some((title, body)) = notifier.notice(&event, Instant::now(), in_sight) {
                         show(&app, title, body);
                     }
+                    crate::approval_notice::notify_if_hidden(&app, &event);
                     if let Err(error) = app.emit_to(MAIN_WINDOW, CORE_EVENT, &event) {
                         tracing::warn!("could not forward a core event: {error}");
                     }

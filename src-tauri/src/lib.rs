@@ -4,6 +4,7 @@
 //! forwards and maps errors to [`UiError`].
 
 mod app_ui;
+mod approval_notice;
 mod commands;
 mod events;
 mod startup;
@@ -173,6 +174,14 @@ pub fn run() {
             commands::automation::tray_action,
             commands::settings::save_mcp_server,
             commands::settings::remove_mcp_server,
+            commands::approvals::audit_log,
+            commands::approvals::list_grants,
+            commands::approvals::revoke_grant,
+            commands::store::store_home,
+            commands::store::store_catalog,
+            commands::store::store_app,
+            commands::store::install_store_app,
+            commands::store::explain_permissions,
         ]);
     #[cfg(unix)]
     let builder = builder.register_asynchronous_uri_scheme_protocol(app_ui::SCHEME, app_ui::handle);

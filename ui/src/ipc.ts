@@ -5,6 +5,15 @@
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
 import type {
+  AuditFilter,
+  AuditRow,
+  GrantRow,
+  PermissionExplained,
+  StoreAppDetails,
+  StoreCatalogPage,
+  StoreHome,
+} from "./gen";
+import type {
   AppInstallReport,
   AppStatus,
   ApprovalAnswer,
@@ -28,6 +37,15 @@ import type {
   WindowSnapshot,
 } from "./gen";
 
+export type {
+  AuditFilter,
+  AuditRow,
+  GrantRow,
+  PermissionExplained,
+  StoreAppDetails,
+  StoreCatalogPage,
+  StoreHome,
+};
 export type {
   AppInstallReport,
   AppStatus,
@@ -271,4 +289,55 @@ export async function onAskAboutWindow(handler: (ask: WindowAsk) => void): Promi
   } catch (reason) {
     throw toUiError(reason);
   }
+}
+
+// ---- Store -----------------------------------------------------------------------------------------
+
+/** Featured and popular apps and the categories of the store `store.url` names. */
+export function storeHome(): Promise<StoreHome> {
+  return call<StoreHome>("store_home");
+}
+
+/** One page (from 1) of the catalog: all apps, or those matching `query`, within `category`. */
+export function storeCatalog(
+  query: string,
+  category: string | null,
+  page: number,
+): Promise<StoreCatalogPage> {
+  return call<StoreCatalogPage>("store_catalog", { query, category, page });
+}
+
+/** An app's page: details, permissions in plain words, what an update adds, reviews. */
+export function storeApp(appId: string): Promise<StoreAppDetails> {
+  return call<StoreAppDetails>("store_app", { appId });
+}
+
+/**
+ * Downloads, verifies and installs (or stages an update of) a store app; `app_install_progress`
+ * core events report the download and the verification meanwhile.
+ */
+export function installStoreApp(appId: string): Promise<AppInstallReport> {
+  return call<AppInstallReport>("install_store_app", { appId });
+}
+
+/** What each permission lets an app do, in plain words. */
+export function explainPermissions(permissions: string[]): Promise<PermissionExplained[]> {
+  return call<PermissionExplained[]>("explain_permissions", { permissions });
+}
+
+// ---- Audit and grants ------------------------------------------------------------------------------
+
+/** Tool calls from the audit trail, newest first, narrowed by `filter`. */
+export function auditLog(filter: AuditFilter): Promise<AuditRow[]> {
+  return call<AuditRow[]>("audit_log", { filter });
+}
+
+/** The lasting grants in force. */
+export function listGrants(): Promise<GrantRow[]> {
+  return call<GrantRow[]>("list_grants");
+}
+
+/** Revokes a grant: the next call it covered is asked again. */
+export function revokeGrant(grantId: number): Promise<void> {
+  return call<void>("revoke_grant", { grantId });
 }

@@ -1,6 +1,7 @@
-//! The approvals area: answer a pending question, list the pending ones (after a reload).
+//! The approvals area: answer a pending question, list the pending ones (after a reload), the
+//! audit trail of tool calls, and the grants in force (each revocable).
 
-use osprey_types::{ApprovalAnswer, PendingApproval, UiError};
+use osprey_types::{ApprovalAnswer, AuditFilter, AuditRow, GrantRow, PendingApproval, UiError};
 use tauri::State;
 
 use crate::CoreState;
@@ -17,6 +18,25 @@ pub fn answer_approval(
 #[tauri::command]
 pub fn pending_approvals(state: State<'_, CoreState>) -> Result<Vec<PendingApproval>, UiError> {
     Ok(state.core()?.approvals().pending())
+}
+
+#[tauri::command]
+pub async fn audit_log(
+    state: State<'_, CoreState>,
+    filter: AuditFilter,
+) -> Result<Vec<AuditRow>, UiError> {
+    Ok(state.core()?.audit_log(filter).await?)
+}
+
+#[tauri::command]
+pub fn list_grants(state: State<'_, CoreState>) -> Result<Vec<GrantRow>, UiError> {
+    Ok(state.core()?.grants()?)
+}
+
+/// Revokes a grant; the next call it covered is asked again.
+#[tauri::command]
+pub fn revoke_grant(state: State<'_, CoreState>, grant_id: i64) -> Result<(), UiError> {
+    Ok(state.core()?.revoke_grant(grant_id)?)
 }
 
 // Split from the command so it can be tested without a Tauri runtime.

@@ -112,9 +112,31 @@ impl StoreClient {
     /// Publishes a package (`POST /api/v1/apps` with the admin token): the store checks it as an
     /// install would, signs it with its own key and lists it. Returns the store's entry.
     pub async fn publish(&self, package: Vec<u8>, token: &str, featured: bool) -> Result<Value> {
+        let listing = Listing {
+            featured,
+            ..Listing::default()
+        };
+        self.publish_listed(package, token, &listing).await
+    }
+
+    /// [`StoreClient::publish`] with where the store lists it: featured, a category, the
+    /// publisher's name (the last two kept from the previous version when `None`).
+    pub async fn publish_listed(
+        &self,
+        package: Vec<u8>,
+        token: &str,
+        listing: &Listing,
+    ) -> Result<Value> {
+        let mut query = vec![format!("featured={}", listing.featured)];
+        if let Some(category) = &listing.category {
+            query.push(format!("category={}", escape(category)));
+        }
+        if let Some(publisher) = &listing.publisher {
+            query.push(format!("publisher={}", escape(publisher)));
+        }
         let request = self
             .http
-            .post(self.url(if featured { "?featured=true" } else { "" }))
+            .post(self.url(&format!("?{}", query.join("&"))))
             .bearer_auth(token)
             .header("content-type", "application/octet-stream")
             .body(package);
@@ -165,32 +187,101 @@ impl StoreClient {
 
     /// A catalog page: `query` searches; `page` starts at 1.
     pub async fn catalog(&self, query: &str, page: u32) -> Result<Value> {
-        let path = format!(
-            "?q={}&page={page}",
-            query
-                .bytes()
-                .map(|b| if b.is_ascii_alphanumeric() {
-                    (b as char).to_string()
-                } else {
-                    format!("%{b:02X}")
-                })
-                .collect::<String>()
-        );
-        self.get(&path)
-            .await?
+        self.listing(Shelf::All, query, None, page, None).await
+    }
+
+    /// A page of one shelf of the catalog (`{apps, total, page, per_page}`): everything (searched
+    /// by `query` when not empty), the featured or the popular apps, within `category` when given.
+    pub async fn listing(
+        &self,
+        shelf: Shelf,
+        query: &str,
+        category: Option<&str>,
+        page: u32,
+        per_page: Option<u32>,
+    ) -> Result<Value> {
+        let mut path = match shelf {
+            Shelf::All => String::new(),
+            Shelf::Featured => "/featured".to_string(),
+            Shelf::Popular => "/popular".to_string(),
+        };
+        path.push_str(&format!("?q={}&page={page}", escape(query)));
+        if let Some(category) = category.filter(|c| !c.is_empty()) {
+            path.push_str(&format!("&category={}", escape(category)));
+        }
+        if let Some(per_page) = per_page {
+            path.push_str(&format!("&per_page={per_page}"));
+        }
+        self.get_json(&path).await
+    }
+
+    /// The categories with their app counts (`[{name, count}]`).
+    pub async fn categories(&self) -> Result<Value> {
+        self.get_json("/categories").await
+    }
+
+    /// One app's catalog entry; an unknown id is the store's `not_found`
+    /// ([`Error::StoreRefused`]).
+    pub async fn app(&self, id: &str) -> Result<Value> {
+        check_id(id)?;
+        self.get_json(&format!("/{id}")).await
+    }
+
+    /// An app's reviews, newest first.
+    pub async fn reviews(&self, id: &str) -> Result<Value> {
+        check_id(id)?;
+        self.get_json(&format!("/{id}/reviews")).await
+    }
+
+    /// A JSON answer: the store's own refusal (a 4xx with a code) is [`Error::StoreRefused`];
+    /// no answer, a server error or a body that is not JSON is [`Error::StoreUnavailable`].
+    async fn get_json(&self, path: &str) -> Result<Value> {
+        let response = self
+            .http
+            .get(self.url(path))
+            .timeout(CATALOG_TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| Error::StoreUnavailable(unreachable(&self.base, &e)))?;
+        let status = response.status();
+        if status.is_client_error() {
+            let body: Value = response.json().await.unwrap_or(Value::Null);
+            return Err(Error::StoreRefused {
+                code: body["code"].as_str().unwrap_or("http_error").to_string(),
+                message: body["message"]
+                    .as_str()
+                    .map(String::from)
+                    .unwrap_or_else(|| format!("the store answered {status}")),
+            });
+        }
+        if !status.is_success() {
+            return Err(Error::StoreUnavailable(format!(
+                "the store at {} answered {status}",
+                self.base
+            )));
+        }
+        response
             .json()
             .await
-            .map_err(|e| Error::StoreUnavailable(e.to_string()))
+            .map_err(|e| Error::StoreUnavailable(format!("the store's answer is not JSON: {e}")))
     }
 
     /// Downloads the app's latest package into a temporary file inside `dir`.
     pub async fn download(&self, id: &str, dir: &std::path::Path) -> Result<std::fs::File> {
-        if !id.bytes().all(|b| {
-            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'_')
-        }) {
-            return Err(Error::NotInstalled(format!("`{id}` is not an app id")));
-        }
+        self.download_with_progress(id, dir, &mut |_, _| {}).await
+    }
+
+    /// [`StoreClient::download`], calling `progress(received, total)` after each chunk (`total`
+    /// is the length the store announced, when it did).
+    pub async fn download_with_progress(
+        &self,
+        id: &str,
+        dir: &std::path::Path,
+        progress: &mut (dyn FnMut(u64, Option<u64>) + Send),
+    ) -> Result<std::fs::File> {
+        check_id(id)?;
         let mut response = self.get(&format!("/{id}/download")).await?;
+        let total = response.content_length();
         // Unlinked at once: nothing is left behind whatever happens next.
         let mut file =
             tempfile::tempfile_in(dir).map_err(|e| Error::io("create a download file", e))?;
@@ -210,6 +301,7 @@ impl StoreClient {
             }
             file.write_all(&chunk)
                 .map_err(|e| Error::io("write the download", e))?;
+            progress(received, total);
         }
         file.seek(SeekFrom::Start(0))
             .map_err(|e| Error::io("rewind the download", e))?;
@@ -227,6 +319,60 @@ impl StoreClient {
         installer
             .install_from_store(std::io::BufReader::new(file), trust)
             .await
+    }
+}
+
+/// Where the store lists a package it publishes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Listing {
+    pub featured: bool,
+    pub category: Option<String>,
+    pub publisher: Option<String>,
+}
+
+/// Which shelf of the catalog [`StoreClient::listing`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shelf {
+    All,
+    Featured,
+    Popular,
+}
+
+/// How long a catalog request may take in all: the person is waiting on a page.
+pub const CATALOG_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Percent-encodes everything but ASCII letters and digits.
+fn escape(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn check_id(id: &str) -> Result<()> {
+    if id.is_empty()
+        || !id.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'_')
+        })
+    {
+        return Err(Error::NotInstalled(format!("`{id}` is not an app id")));
+    }
+    Ok(())
+}
+
+/// Why the store could not be reached, in one sentence.
+fn unreachable(base: &str, error: &reqwest::Error) -> String {
+    if error.is_timeout() {
+        format!("the store at {base} did not answer in time")
+    } else if error.is_connect() {
+        format!("the store at {base} could not be reached")
+    } else {
+        format!("the store at {base} failed: {error}")
     }
 }
 

@@ -171,6 +171,13 @@ fn install_json(report: &AppInstallReport) -> Value {
             " (`osprey app approve-update {id}` or `osprey app reject-update {id}`)",
             id = report.app_id
         ));
+        // What each new permission lets the app do, as the desktop's prompt says it.
+        for permission in osprey_core::store::explain_permissions(&report.new_permissions) {
+            message.push_str(&format!(
+                "\n  {}: {}",
+                permission.permission, permission.explanation
+            ));
+        }
     }
     json!({
         "outcome": report.outcome,

@@ -44,6 +44,12 @@ enum StoreAction {
         /// List it among the featured apps.
         #[arg(long)]
         featured: bool,
+        /// The category to list it in (`productivity`, `developer`, ...; a-z, 0-9, -).
+        #[arg(long)]
+        category: Option<String>,
+        /// Who publishes it, as the store shows it.
+        #[arg(long)]
+        publisher: Option<String>,
     },
     /// Revoke an app on a store: running installs stop it at their next sweep.
     Revoke {
@@ -66,11 +72,20 @@ pub async fn run(data_dir: Option<PathBuf>, args: StoreArgs) -> anyhow::Result<E
             file,
             store,
             featured,
+            category,
+            publisher,
         } => {
             let client = client(data_dir, store)?;
             let package =
                 std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-            let entry = client.publish(package, &admin_token()?, featured).await?;
+            let listing = osprey_apps::store_client::Listing {
+                featured,
+                category,
+                publisher,
+            };
+            let entry = client
+                .publish_listed(package, &admin_token()?, &listing)
+                .await?;
             println!("{}", serde_json::to_string_pretty(&entry)?);
             Ok(ExitCode::SUCCESS)
         }

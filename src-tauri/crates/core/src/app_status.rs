@@ -19,7 +19,9 @@ mod unix {
     use osprey_apps::install::InstalledApp;
     use osprey_apps::manifest::{Capability, Manifest};
     use osprey_apps::supervisor::AppState;
-    use osprey_types::{AppInstallOutcome, AppInstallReport, AppRunState, CoreEvent, UiErrorCode};
+    use osprey_types::{
+        AppInstallOutcome, AppInstallReport, AppRunState, CoreEvent, InstallStage, UiErrorCode,
+    };
     use tokio::sync::broadcast::error::RecvError;
 
     use super::*;
@@ -190,6 +192,47 @@ mod unix {
             store: Option<String>,
         ) -> CoreResult<AppInstallReport> {
             let outcome = self.apps().install(source, store).await?;
+            let report = install_report(outcome);
+            if let Some(app) = self.app_status(&report.app_id).await {
+                self.emit(CoreEvent::AppStateChanged { app });
+            }
+            Ok(report)
+        }
+
+        /// Installs (or updates) `id` from the store the settings name now, emitting
+        /// [`CoreEvent::AppInstallProgress`] while it downloads (at most one per percent) and
+        /// when it verifies; otherwise as [`Core::install_app`].
+        pub async fn install_store_app(&self, id: &str) -> CoreResult<AppInstallReport> {
+            let store = self.store_url().ok_or_else(|| {
+                CoreError::new(
+                    UiErrorCode::StoreUnavailable,
+                    "no store is set: enter the store's address in Settings (store.url)",
+                )
+            })?;
+            let events = self.events().clone();
+            let app_id = id.to_string();
+            let mut last: Option<(InstallStage, u64)> = None;
+            let mut progress = move |stage: InstallStage, received: u64, total: Option<u64>| {
+                // Percent steps (or 256 KB steps without a length) keep the events few.
+                let step = match total {
+                    Some(total) if total > 0 => received.saturating_mul(100) / total,
+                    _ => received / (256 * 1024),
+                };
+                if last == Some((stage, step)) {
+                    return;
+                }
+                last = Some((stage, step));
+                events.emit(CoreEvent::AppInstallProgress {
+                    app_id: app_id.clone(),
+                    stage,
+                    received,
+                    total,
+                });
+            };
+            let outcome = self
+                .apps()
+                .install_from_store(id, Some(store), &mut progress)
+                .await?;
             let report = install_report(outcome);
             if let Some(app) = self.app_status(&report.app_id).await {
                 self.emit(CoreEvent::AppStateChanged { app });

@@ -110,7 +110,7 @@ mod platform {
     use std::collections::BTreeSet;
 
     use osprey_tools::Registry;
-    use osprey_types::CoreEvent;
+    use osprey_types::{CoreEvent, InstallStage};
     use tokio::sync::Notify;
     use tokio_util::sync::CancellationToken;
 
@@ -273,7 +273,61 @@ mod platform {
             source: &str,
             store: Option<String>,
         ) -> osprey_apps::Result<osprey_apps::InstallOutcome> {
-            let (client, trust) = match store {
+            let path = Path::new(source);
+            if source.ends_with(".napp") || path.is_file() {
+                return self.install_package(source, store, &mut |_, _, _| {}).await;
+            }
+            self.install_from_store(source, store, &mut |_, _, _| {})
+                .await
+        }
+
+        /// Installs a `.napp` file through the verified path (see [`AppPlatform::install`]);
+        /// `progress` hears once when verifying starts.
+        pub async fn install_package(
+            &self,
+            file: &str,
+            store: Option<String>,
+            progress: &mut (dyn FnMut(InstallStage, u64, Option<u64>) + Send),
+        ) -> osprey_apps::Result<osprey_apps::InstallOutcome> {
+            let (_, trust) = self.store_and_trust(store);
+            self.ensure_apps_dir()?;
+            let path = Path::new(file);
+            let file = std::fs::File::open(path).map_err(|error| osprey_apps::Error::Io {
+                context: format!("open {}", path.display()),
+                source: error,
+            })?;
+            self.verify_and_place(file, &trust, progress).await
+        }
+
+        /// Downloads the store app `id` and installs it through the verified path, telling
+        /// `progress` the bytes received and the length announced, then when verifying starts.
+        /// Never reads a local file, whatever `id` is.
+        pub async fn install_from_store(
+            &self,
+            id: &str,
+            store: Option<String>,
+            progress: &mut (dyn FnMut(InstallStage, u64, Option<u64>) + Send),
+        ) -> osprey_apps::Result<osprey_apps::InstallOutcome> {
+            let (client, trust) = self.store_and_trust(store);
+            self.ensure_apps_dir()?;
+            let Some(client) = client else {
+                return Err(osprey_apps::Error::StoreUnavailable(format!(
+                    "`{id}` is not a file, and no store is configured to install it \
+                     from: pass --store URL, set OSPREY_STORE_URL, or run \
+                     `osprey config set store.url URL`"
+                )));
+            };
+            let file = client
+                .download_with_progress(id, &self.apps_dir, &mut |received, total| {
+                    progress(InstallStage::Downloading, received, total)
+                })
+                .await?;
+            self.verify_and_place(file, &trust, progress).await
+        }
+
+        /// The store client and trust for an install: `store` overrides the configured store.
+        fn store_and_trust(&self, store: Option<String>) -> (Option<StoreClient>, Arc<Trust>) {
+            match store {
                 Some(url) => {
                     let client = StoreClient::new(url);
                     let trust = Trust::new(
@@ -284,29 +338,26 @@ mod platform {
                     (Some(client), Arc::new(trust))
                 }
                 None => (self.store.clone(), Arc::clone(&self.trust)),
-            };
+            }
+        }
+
+        fn ensure_apps_dir(&self) -> osprey_apps::Result<()> {
             std::fs::create_dir_all(&self.apps_dir).map_err(|source| osprey_apps::Error::Io {
                 context: format!("create {}", self.apps_dir.display()),
                 source,
-            })?;
-            let path = Path::new(source);
-            let file = if source.ends_with(".napp") || path.is_file() {
-                std::fs::File::open(path).map_err(|error| osprey_apps::Error::Io {
-                    context: format!("open {}", path.display()),
-                    source: error,
-                })?
-            } else {
-                let Some(client) = client else {
-                    return Err(osprey_apps::Error::StoreUnavailable(format!(
-                        "`{source}` is not a file, and no store is configured to install it \
-                         from: pass --store URL, set OSPREY_STORE_URL, or run \
-                         `osprey config set store.url URL`"
-                    )));
-                };
-                client.download(source, &self.apps_dir).await?
-            };
+            })
+        }
+
+        async fn verify_and_place(
+            &self,
+            file: std::fs::File,
+            trust: &Trust,
+            progress: &mut (dyn FnMut(InstallStage, u64, Option<u64>) + Send),
+        ) -> osprey_apps::Result<osprey_apps::InstallOutcome> {
+            let length = file.metadata().map(|m| m.len()).unwrap_or_default();
+            progress(InstallStage::Verifying, length, Some(length));
             self.installer
-                .install_from_store(std::io::BufReader::new(file), &trust)
+                .install_from_store(std::io::BufReader::new(file), trust)
                 .await
         }
 

@@ -6,6 +6,7 @@ pub mod agent;
 pub mod app_status;
 pub mod approvals;
 pub mod apps;
+pub mod audit;
 pub mod automation;
 pub mod chat;
 #[cfg(unix)]
@@ -24,6 +25,7 @@ pub mod scheduler;
 pub mod secrets;
 pub mod services;
 pub mod settings;
+pub mod store;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -285,3 +285,96 @@ fn the_timeout_comes_from_the_setting_which_is_validated() {
         Duration::from_secs(30)
     );
 }
+
+/// The Approvals page's trail and grants: a grant lets a call through (audited as `allow:grant`),
+/// revoking it makes the very next matching call ask again (refused here: nobody is attached to
+/// answer), and the trail filters by outcome, origin and text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_grant_asks_again_at_once_and_the_trail_shows_both_calls() {
+    use osprey_types::{AuditFilter, AuditOutcome, GrantDuration, GrantScope};
+    let root = tempfile::tempdir().unwrap();
+    let work = root.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    // No approver attached: a call that must ask is refused at once.
+    let core = Core::open(CoreOptions {
+        data_dir: Some(root.path().join("data")),
+        ..CoreOptions::default()
+    })
+    .unwrap();
+    let write = |name: &str| json!({"action": "write", "path": work.join(name).display().to_string(), "content": "hi"});
+    let far = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+        + 3600;
+    let grant = core
+        .add_grant(
+            &GrantScope::PathPrefix(work.display().to_string()),
+            &GrantDuration::Until { unix_seconds: far },
+            None,
+        )
+        .unwrap();
+    assert_eq!(core.grants().unwrap().len(), 1);
+    assert!(
+        core.grants().unwrap()[0]
+            .description
+            .contains("files under")
+    );
+
+    let allowed = core.call_tool(Origin::User, "file", write("a.txt")).await;
+    assert!(!allowed.is_error, "{}", allowed.text_content());
+    core.revoke_grant(grant.id).unwrap();
+    assert!(core.grants().unwrap().is_empty());
+    let error = core.revoke_grant(grant.id).unwrap_err();
+    assert_eq!(error.code, osprey_types::UiErrorCode::GrantNotFound);
+    let refused = core.call_tool(Origin::User, "file", write("b.txt")).await;
+    assert!(refused.is_error, "the next call must ask again");
+    assert!(!work.join("b.txt").exists());
+
+    let rows = core.audit_log(AuditFilter::default()).await.unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0].outcome, AuditOutcome::Refused);
+    assert_eq!(rows[1].decision, "allow:grant");
+    assert_eq!(rows[1].outcome, AuditOutcome::Allowed);
+    assert!(
+        rows[1]
+            .summary
+            .as_deref()
+            .is_some_and(|s| s.contains("a.txt"))
+    );
+    let refused_only = core
+        .audit_log(AuditFilter {
+            outcome: Some(AuditOutcome::Refused),
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(refused_only.len(), 1);
+    let by_text = core
+        .audit_log(AuditFilter {
+            text: Some("b.txt".into()),
+            origin: Some(Origin::User),
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(by_text.len(), 1);
+    assert_eq!(by_text[0].id, rows[0].id);
+    let older = core
+        .audit_log(AuditFilter {
+            before_id: Some(rows[0].id),
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(older.len(), 1);
+    assert!(
+        core.audit_log(AuditFilter {
+            origin: Some(Origin::App),
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap()
+        .is_empty()
+    );
+}

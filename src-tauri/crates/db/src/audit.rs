@@ -25,12 +25,42 @@ pub struct AuditEntry {
     pub summary: Option<String>,
 }
 
-/// Filters for [`AuditLog::list`]; the newest rows come first.
+/// Filters for [`AuditLog::list`] and [`AuditLog::page`]; the newest rows come first.
 #[derive(Clone, Debug, Default)]
 pub struct AuditQuery {
     pub session_id: Option<String>,
     pub tool: Option<String>,
     pub limit: Option<u32>,
+    /// `user`, `app`, ...
+    pub origin: Option<String>,
+    /// One of [`OUTCOMES`]: rows whose decision and result fall in that group.
+    pub outcome: Option<String>,
+    /// Words found in the summary, action or resource (case-insensitive).
+    pub text: Option<String>,
+    /// Rows older than this id.
+    pub before_id: Option<i64>,
+}
+
+/// How a call ended, grouped: let through without asking, approved by the person, refused
+/// (by the person, a timeout, the policy, an origin rule or the safeguard), or let through but
+/// failed.
+pub const OUTCOMES: [&str; 4] = ["allowed", "approved", "refused", "failed"];
+
+/// The SQL that sorts a row into one of [`OUTCOMES`] (one definition for the column and the
+/// filter).
+const OUTCOME_SQL: &str = "CASE
+    WHEN decision LIKE 'allow%' OR decision = 'hook' OR decision LIKE 'ask:%' THEN
+        CASE WHEN code IS NOT NULL OR error IS NOT NULL THEN 'failed'
+             WHEN decision LIKE 'ask:%' THEN 'approved'
+             ELSE 'allowed' END
+    ELSE 'refused' END";
+
+/// One listed row: its id (for paging), the row and its outcome group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditRecord {
+    pub id: i64,
+    pub entry: AuditEntry,
+    pub outcome: String,
 }
 
 #[derive(Clone, Debug)]
@@ -111,6 +141,68 @@ impl AuditLog {
         })
     }
 
+    /// Rows matching every filter of `query`, newest first, with their ids and outcome groups.
+    pub fn page(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>> {
+        let text = query
+            .text
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(|t| {
+                format!(
+                    "%{}%",
+                    t.replace('\\', "\\\\")
+                        .replace('%', "\\%")
+                        .replace('_', "\\_")
+                )
+            });
+        self.db.with_conn(|conn| {
+            let sql = format!(
+                "SELECT id, at_ms, tool, resource, action, origin, session_id, decision, code,
+                        duration_us, error, summary, {OUTCOME_SQL} AS outcome
+                 FROM audit
+                 WHERE (?1 IS NULL OR session_id = ?1) AND (?2 IS NULL OR tool = ?2)
+                   AND (?3 IS NULL OR origin = ?3) AND (?4 IS NULL OR {OUTCOME_SQL} = ?4)
+                   AND (?5 IS NULL OR summary LIKE ?5 ESCAPE '\\' OR action LIKE ?5 ESCAPE '\\'
+                        OR resource LIKE ?5 ESCAPE '\\')
+                   AND (?6 IS NULL OR id < ?6)
+                 ORDER BY id DESC LIMIT ?7"
+            );
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(
+                params![
+                    query.session_id,
+                    query.tool,
+                    query.origin,
+                    query.outcome,
+                    text,
+                    query.before_id,
+                    query.limit.map(i64::from).unwrap_or(-1)
+                ],
+                |row| {
+                    Ok(AuditRecord {
+                        id: row.get(0)?,
+                        entry: AuditEntry {
+                            at_ms: row.get(1)?,
+                            tool: row.get(2)?,
+                            resource: row.get(3)?,
+                            action: row.get(4)?,
+                            origin: row.get(5)?,
+                            session_id: row.get(6)?,
+                            decision: row.get(7)?,
+                            code: row.get(8)?,
+                            duration_us: row.get(9)?,
+                            error: row.get(10)?,
+                            summary: row.get(11)?,
+                        },
+                        outcome: row.get(12)?,
+                    })
+                },
+            )?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
     pub fn count(&self) -> Result<i64> {
         self.db
             .with_conn(|c| Ok(c.query_row("SELECT count(*) FROM audit", [], |r| r.get(0))?))
@@ -159,5 +251,81 @@ mod tests {
         assert_eq!(s1.len(), 1);
         assert_eq!(s1[0].tool, "file");
         assert_eq!(log.count().unwrap(), 3);
+    }
+
+    #[test]
+    fn pages_filter_by_origin_outcome_and_text_with_ids() {
+        let db = Database::open_in_memory().unwrap();
+        let log = db.audit();
+        let row = |decision: &str, origin: &str, code: Option<&str>, summary: &str| AuditEntry {
+            decision: decision.into(),
+            origin: origin.into(),
+            code: code.map(Into::into),
+            error: code.map(|c| format!("{c}!")),
+            summary: Some(summary.into()),
+            ..entry("shell", None)
+        };
+        log.insert_many(&[
+            row("allow:safe_bin", "user", None, "ls -la"),
+            row("ask:grant", "user", None, "git push"),
+            row(
+                "approval_denied",
+                "app",
+                Some("approval_denied"),
+                "rm -rf build",
+            ),
+            row("allow:full", "user", Some("tool_failed"), "make 100%_done"),
+            row("hook", "mcp", None, "echo hi"),
+        ])
+        .unwrap();
+        let outcomes = |query: AuditQuery| -> Vec<(String, String)> {
+            log.page(&query)
+                .unwrap()
+                .into_iter()
+                .map(|r| (r.entry.summary.unwrap(), r.outcome))
+                .collect()
+        };
+        let all = outcomes(AuditQuery::default());
+        assert_eq!(
+            all.iter().map(|(_, o)| o.as_str()).collect::<Vec<_>>(),
+            ["allowed", "failed", "refused", "approved", "allowed"]
+        );
+        let refused = outcomes(AuditQuery {
+            outcome: Some("refused".into()),
+            ..Default::default()
+        });
+        assert_eq!(
+            refused,
+            [("rm -rf build".to_string(), "refused".to_string())]
+        );
+        let apps = outcomes(AuditQuery {
+            origin: Some("app".into()),
+            ..Default::default()
+        });
+        assert_eq!(apps.len(), 1);
+        let text = outcomes(AuditQuery {
+            text: Some("GIT".into()),
+            ..Default::default()
+        });
+        assert_eq!(text[0].0, "git push");
+        let literal = outcomes(AuditQuery {
+            text: Some("100%_".into()),
+            ..Default::default()
+        });
+        assert_eq!(literal.len(), 1, "LIKE wildcards are literal");
+        let first = log
+            .page(&AuditQuery {
+                limit: Some(2),
+                ..Default::default()
+            })
+            .unwrap();
+        let next = log
+            .page(&AuditQuery {
+                before_id: Some(first[1].id),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(next.len(), 3);
+        assert!(next.iter().all(|r| r.id < first[1].id));
     }
 }

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::Connection;
 
-pub use audit::{AuditEntry, AuditLog, AuditQuery};
+pub use audit::{AuditEntry, AuditLog, AuditQuery, AuditRecord, OUTCOMES};
 pub use grants::{Grants, StoredGrant};
 pub use memory::{
     DEFAULT_NAMESPACE, Memory, MemoryHit, MemoryLayer, MemoryQuery, MemoryRow, NewMemory, fts_query,

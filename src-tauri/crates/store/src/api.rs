@@ -32,6 +32,7 @@ pub(crate) fn router(store: Store) -> Router {
         )
         .route("/api/v1/apps/featured", get(featured))
         .route("/api/v1/apps/popular", get(popular))
+        .route("/api/v1/apps/categories", get(categories))
         .route("/api/v1/apps/signing-key", get(signing_key))
         .route("/api/v1/apps/revocations", get(revocations))
         .route("/api/v1/apps/{id}", get(app))
@@ -110,6 +111,7 @@ fn require_admin(store: &Store, headers: &HeaderMap) -> Result<()> {
 #[derive(Deserialize)]
 struct Page {
     q: Option<String>,
+    category: Option<String>,
     page: Option<u32>,
     per_page: Option<u32>,
 }
@@ -120,7 +122,10 @@ fn page_of(store: &Store, listing: Listing<'_>, page: &Page) -> Result<Json<serd
         .per_page
         .unwrap_or(DEFAULT_PER_PAGE)
         .clamp(1, MAX_PER_PAGE);
-    let (apps, total) = with_db(store, |db| catalog::list(db, listing, number, per_page))?;
+    let category = page.category.as_deref().filter(|c| !c.is_empty());
+    let (apps, total) = with_db(store, |db| {
+        catalog::list(db, listing, category, number, per_page)
+    })?;
     Ok(Json(
         json!({"apps": apps, "total": total, "page": number, "per_page": per_page}),
     ))
@@ -148,6 +153,10 @@ async fn popular(
     page_of(&store, Listing::Popular, &page)
 }
 
+async fn categories(State(store): State<Store>) -> Result<Json<Vec<catalog::Category>>> {
+    with_db(&store, catalog::categories).map(Json)
+}
+
 async fn app(State(store): State<Store>, Path(id): Path<String>) -> Result<Json<AppEntry>> {
     with_db(&store, |db| catalog::get(db, &id)).map(Json)
 }
@@ -167,6 +176,18 @@ async fn revocations(State(store): State<Store>) -> Result<Json<Vec<Revocation>>
 struct PublishOptions {
     #[serde(default)]
     featured: bool,
+    /// The shelf to list it on; kept from the previous version when not given.
+    category: Option<String>,
+    /// Who publishes it; kept from the previous version when not given.
+    publisher: Option<String>,
+}
+
+/// A category is a short lowercase word or two (`productivity`, `developer-tools`).
+fn valid_category(category: &str) -> bool {
+    (1..=40).contains(&category.len())
+        && category
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 async fn publish(
@@ -176,16 +197,29 @@ async fn publish(
     body: Bytes,
 ) -> Result<(StatusCode, Json<AppEntry>)> {
     require_admin(&store, &headers)?;
-    let entry =
-        tokio::task::spawn_blocking(move || publish_blocking(&store, &body, options.featured))
-            .await
-            .map_err(|e| Error::Io(std::io::Error::other(e)))??;
+    if let Some(category) = &options.category
+        && !valid_category(category)
+    {
+        return Err(Error::InvalidRequest(format!(
+            "category `{category}` must be 1 to 40 of a-z, 0-9 and -"
+        )));
+    }
+    if let Some(publisher) = &options.publisher
+        && (publisher.trim().is_empty() || publisher.len() > 100)
+    {
+        return Err(Error::InvalidRequest(
+            "publisher must be 1 to 100 bytes".into(),
+        ));
+    }
+    let entry = tokio::task::spawn_blocking(move || publish_blocking(&store, &body, options))
+        .await
+        .map_err(|e| Error::Io(std::io::Error::other(e)))??;
     Ok((StatusCode::CREATED, Json(entry)))
 }
 
 /// Unpacks the upload with every install-time check, signs it with the store key, and stores
 /// the signed package as the app's latest version.
-fn publish_blocking(store: &Store, body: &[u8], featured: bool) -> Result<AppEntry> {
+fn publish_blocking(store: &Store, body: &[u8], options: PublishOptions) -> Result<AppEntry> {
     let work = tempfile::tempdir_in(store.blobs())?;
     let staged = napp::extract(body, work.path(), &Limits::default(), false)?;
     staged.sign(&store.inner.key)?;
@@ -211,8 +245,11 @@ fn publish_blocking(store: &Store, body: &[u8], featured: bool) -> Result<AppEnt
         permissions: manifest.permissions.clone(),
         published_at: now(),
         downloads: 0,
-        featured,
+        featured: options.featured,
         rating: None,
+        category: options.category,
+        publisher: options.publisher.map(|p| p.trim().to_string()),
+        reviews: 0,
     };
     if let Err(error) = with_db(store, |db| catalog::upsert(db, &entry)) {
         let _ = std::fs::remove_file(&blob);

@@ -19,7 +19,9 @@ pub(crate) fn create_schema(db: &Connection) -> Result<()> {
              permissions TEXT NOT NULL,
              published_at INTEGER NOT NULL,
              downloads INTEGER NOT NULL DEFAULT 0,
-             featured INTEGER NOT NULL DEFAULT 0
+             featured INTEGER NOT NULL DEFAULT 0,
+             category TEXT,
+             publisher TEXT
          );
          CREATE TABLE IF NOT EXISTS revocations (
              id TEXT NOT NULL,
@@ -35,7 +37,25 @@ pub(crate) fn create_schema(db: &Connection) -> Result<()> {
              created_at INTEGER NOT NULL
          );",
     )?;
+    // Stores created before categories and publishers: add the columns.
+    for column in ["category", "publisher"] {
+        let present: bool = db.query_row(
+            "SELECT COUNT(*) FROM pragma_table_info('apps') WHERE name = ?1",
+            [column],
+            |row| row.get::<_, i64>(0).map(|n| n > 0),
+        )?;
+        if !present {
+            db.execute_batch(&format!("ALTER TABLE apps ADD COLUMN {column} TEXT"))?;
+        }
+    }
     Ok(())
+}
+
+/// One category with how many apps it holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Category {
+    pub name: String,
+    pub count: u64,
 }
 
 /// One app in the catalog.
@@ -53,6 +73,15 @@ pub struct AppEntry {
     pub featured: bool,
     /// Mean rating, when there are reviews.
     pub rating: Option<f64>,
+    /// The shelf it is listed on (`productivity`, `developer`, ...), as the publisher chose.
+    #[serde(default)]
+    pub category: Option<String>,
+    /// Who publishes it, as the store operator recorded at publishing.
+    #[serde(default)]
+    pub publisher: Option<String>,
+    /// How many reviews its rating is the mean of.
+    #[serde(default)]
+    pub reviews: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -66,7 +95,8 @@ pub struct Review {
 
 const SELECT: &str = "SELECT id, name, description, version, size, sha256, permissions,
     published_at, downloads, featured,
-    (SELECT AVG(rating) FROM reviews WHERE reviews.app_id = apps.id) FROM apps";
+    (SELECT AVG(rating) FROM reviews WHERE reviews.app_id = apps.id), category, publisher,
+    (SELECT COUNT(*) FROM reviews WHERE reviews.app_id = apps.id) FROM apps";
 
 fn entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<AppEntry> {
     let permissions: String = row.get(6)?;
@@ -82,6 +112,9 @@ fn entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<AppEntry> {
         downloads: row.get::<_, i64>(8)? as u64,
         featured: row.get::<_, i64>(9)? != 0,
         rating: row.get(10)?,
+        category: row.get(11)?,
+        publisher: row.get(12)?,
+        reviews: row.get::<_, i64>(13)? as u64,
     })
 }
 
@@ -98,10 +131,11 @@ pub(crate) fn upsert(db: &Connection, app: &AppEntry) -> Result<()> {
         )));
     }
     db.execute(
-        "INSERT INTO apps (id, name, description, version, size, sha256, permissions, published_at, featured)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+        "INSERT INTO apps (id, name, description, version, size, sha256, permissions, published_at, featured, category, publisher)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
          ON CONFLICT(id) DO UPDATE SET name = ?2, description = ?3, version = ?4, size = ?5,
-             sha256 = ?6, permissions = ?7, published_at = ?8, featured = MAX(featured, ?9)",
+             sha256 = ?6, permissions = ?7, published_at = ?8, featured = MAX(featured, ?9),
+             category = COALESCE(?10, category), publisher = COALESCE(?11, publisher)",
         params![
             app.id,
             app.name,
@@ -112,6 +146,8 @@ pub(crate) fn upsert(db: &Connection, app: &AppEntry) -> Result<()> {
             serde_json::to_string(&app.permissions).unwrap_or_default(),
             app.published_at,
             app.featured as i64,
+            app.category,
+            app.publisher,
         ],
     )?;
     Ok(())
@@ -131,10 +167,11 @@ pub(crate) enum Listing<'a> {
     Popular,
 }
 
-/// (entries on the page, total matching).
+/// (entries on the page, total matching), within `category` when given.
 pub(crate) fn list(
     db: &Connection,
     listing: Listing<'_>,
+    category: Option<&str>,
     page: u32,
     per_page: u32,
 ) -> Result<(Vec<AppEntry>, u64)> {
@@ -154,6 +191,20 @@ pub(crate) fn list(
         Listing::Featured => ("featured = 1", "name COLLATE NOCASE, id", None),
         Listing::Popular => ("1 = 1", "downloads DESC, id", None),
     };
+    // The category is the last parameter: `?2` after a search pattern, else `?1`.
+    let category_filter = match (category, &pattern) {
+        (None, _) => String::new(),
+        (Some(_), Some(_)) => " AND category = ?2".to_string(),
+        (Some(_), None) => " AND category = ?1".to_string(),
+    };
+    let filter = format!("{filter}{category_filter}");
+    let mut parameters: Vec<&dyn rusqlite::ToSql> = Vec::new();
+    if let Some(pattern) = &pattern {
+        parameters.push(pattern);
+    }
+    if let Some(category) = &category {
+        parameters.push(category);
+    }
     let offset = i64::from(page.saturating_sub(1)) * i64::from(per_page);
     let sql = format!(
         "{SELECT} WHERE {filter} ORDER BY {order} LIMIT {} OFFSET {offset}",
@@ -161,21 +212,30 @@ pub(crate) fn list(
     );
     let count_sql = format!("SELECT COUNT(*) FROM apps WHERE {filter}");
     let mut statement = db.prepare(&sql)?;
-    let (entries, total) = match &pattern {
-        Some(pattern) => (
-            statement
-                .query_map([pattern], entry)?
-                .collect::<rusqlite::Result<Vec<_>>>()?,
-            db.query_row(&count_sql, [pattern], |row| row.get::<_, i64>(0))?,
-        ),
-        None => (
-            statement
-                .query_map([], entry)?
-                .collect::<rusqlite::Result<Vec<_>>>()?,
-            db.query_row(&count_sql, [], |row| row.get::<_, i64>(0))?,
-        ),
-    };
+    let entries = statement
+        .query_map(parameters.as_slice(), entry)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let total = db.query_row(&count_sql, parameters.as_slice(), |row| {
+        row.get::<_, i64>(0)
+    })?;
     Ok((entries, total as u64))
+}
+
+/// Every category with at least one app, by name.
+pub(crate) fn categories(db: &Connection) -> Result<Vec<Category>> {
+    let mut statement = db.prepare(
+        "SELECT category, COUNT(*) FROM apps WHERE category IS NOT NULL
+         GROUP BY category ORDER BY category",
+    )?;
+    let rows = statement
+        .query_map([], |row| {
+            Ok(Category {
+                name: row.get(0)?,
+                count: row.get::<_, i64>(1)? as u64,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
 }
 
 pub(crate) fn count_download(db: &Connection, id: &str) -> Result<()> {

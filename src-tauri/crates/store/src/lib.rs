@@ -1,6 +1,6 @@
 //! The app store server (axum + SQLite + a blob directory): publishing (every package passes the
 //! same hostile-archive checks an install does, then is signed with the store's key), the
-//! catalog (list, search, get, featured, popular, with paging), reviews, downloads, the store's
+//! catalog (list, search, get, featured, popular, categories, with paging), reviews, downloads, the store's
 //! public signing key and the revocation list. Publishing, featuring and revoking need the admin
 //! token. The store owns its own database file; it must not touch Osprey's (osprey-db).
 
@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use osprey_apps::KeyPair;
 
-pub use catalog::{AppEntry, Review};
+pub use catalog::{AppEntry, Category, Review};
 
 /// What the store refuses or fails at; each maps to an HTTP status and `{code, message}`.
 #[derive(Debug, thiserror::Error)]

@@ -314,3 +314,67 @@ async fn downloads_are_capped_on_the_bytes_received() {
     assert_eq!(error.reason(), Some("total_too_large"));
     assert_eq!(std::fs::read_dir(store.apps()).unwrap().count(), 0);
 }
+
+#[tokio::test]
+async fn categories_and_publishers_are_set_at_publishing_and_kept_by_updates() {
+    let store = start().await;
+    let publish = |id: &'static str, version: &'static str, query: &'static str| {
+        let bytes = store.package(id, version, "", FAKE_ELF);
+        let http = store.http.clone();
+        let url = format!("{}/api/v1/apps{query}", store.base);
+        async move {
+            let response = http
+                .post(url)
+                .bearer_auth(TOKEN)
+                .body(bytes)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (status, entry) = publish(
+        "notes",
+        "1.0.0",
+        "?category=productivity&publisher=Acme%20Inc",
+    )
+    .await;
+    assert_eq!(status, 201, "{entry}");
+    assert_eq!(entry["category"], "productivity");
+    assert_eq!(entry["publisher"], "Acme Inc");
+    assert_eq!(
+        publish("todo", "1.0.0", "?category=productivity").await.0,
+        201
+    );
+    assert_eq!(publish("lint", "1.0.0", "?category=developer").await.0, 201);
+    assert_eq!(publish("plain", "1.0.0", "").await.0, 201);
+    // An update without options keeps them.
+    let (status, entry) = publish("notes", "1.1.0", "").await;
+    assert_eq!(status, 201);
+    assert_eq!(
+        (entry["category"].as_str(), entry["publisher"].as_str()),
+        (Some("productivity"), Some("Acme Inc"))
+    );
+    let (status, body) = publish("bad", "1.0.0", "?category=Not%20Valid").await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("invalid_request"))
+    );
+
+    assert_eq!(
+        store.get("/categories").await,
+        json!([{"name": "developer", "count": 1}, {"name": "productivity", "count": 2}])
+    );
+    let shelf = store.get("?category=productivity&per_page=1&page=2").await;
+    assert_eq!(shelf["total"], 2);
+    assert_eq!(shelf["apps"][0]["id"], "todo");
+    let searched = store.get("?category=productivity&q=not").await;
+    assert_eq!(searched["total"], 1);
+    assert_eq!(searched["apps"][0]["id"], "notes");
+    assert_eq!(store.get("/popular?category=developer").await["total"], 1);
+    assert_eq!(store.get("/notes").await["reviews"], 0);
+}

@@ -8,6 +8,15 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+mod audit;
+mod store;
+
+pub use audit::{AuditFilter, AuditOutcome, AuditRow, GrantRow};
+pub use store::{
+    InstallStage, PermissionExplained, PermissionSensitivity, StoreAppDetails, StoreAppSummary,
+    StoreCatalogPage, StoreCategory, StoreHome, StoreInstallState, StoreReview,
+};
+
 /// Where a tool call came from. Travels in every call's context and decides which origin rules
 /// apply (for example, `shell` is denied to `comm`, `app` and `skill` by default).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, TS, PartialOrd, Ord)]
@@ -414,6 +423,8 @@ codes! {
         ProviderError = "provider_error",
         // Approvals.
         ApprovalNotPending = "approval_not_pending",
+        /// No grant with that id is in force (already revoked or expired).
+        GrantNotFound = "grant_not_found",
         // Apps and the store (osprey-apps' error codes).
         PackageRejected = "package_rejected",
         ManifestInvalid = "manifest_invalid",
@@ -507,6 +518,16 @@ pub enum CoreEvent {
     /// The store revoked an installed app: it was stopped and quarantined (its data and logs
     /// kept). `reason` is the store's.
     AppRevoked { app_id: String, reason: String },
+    /// An install from the store is under way (the Store page's progress bar): `received` of
+    /// `total` bytes while downloading, then verifying. The install call's answer ends it.
+    AppInstallProgress {
+        app_id: String,
+        stage: InstallStage,
+        #[ts(type = "number")]
+        received: u64,
+        #[ts(type = "number | null")]
+        total: Option<u64>,
+    },
     /// A reminder's time came (or it was run by hand); its turn runs in `session_id` when set.
     /// `trigger` is `schedule`, `catch_up` (it came due while Osprey was not running) or `manual`.
     ReminderFired {

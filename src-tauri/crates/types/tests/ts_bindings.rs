@@ -15,6 +15,11 @@ use osprey_types::{
     GrantDuration, GrantScope, Origin, PendingApproval, ProviderOverview, ProviderRow, ToolResult,
     TranscriptItem, TurnFailureCode, UiError, UiErrorCode,
 };
+use osprey_types::{
+    AuditFilter, AuditOutcome, AuditRow, GrantRow, InstallStage, PermissionExplained,
+    PermissionSensitivity, StoreAppDetails, StoreAppSummary, StoreCatalogPage, StoreCategory,
+    StoreHome, StoreInstallState, StoreReview,
+};
 use ts_rs::{Config, TS};
 
 const WRITE_ENV: &str = "OSPREY_WRITE_BINDINGS";
@@ -72,6 +77,21 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<osprey_types::RunningTurn>(&config, &mut index);
     export::<osprey_types::AutomationStatus>(&config, &mut index);
     export::<osprey_types::WindowSnapshot>(&config, &mut index);
+    // The store and the approvals page.
+    export::<PermissionExplained>(&config, &mut index);
+    export::<PermissionSensitivity>(&config, &mut index);
+    export::<StoreAppSummary>(&config, &mut index);
+    export::<StoreCatalogPage>(&config, &mut index);
+    export::<StoreCategory>(&config, &mut index);
+    export::<StoreHome>(&config, &mut index);
+    export::<StoreReview>(&config, &mut index);
+    export::<StoreInstallState>(&config, &mut index);
+    export::<StoreAppDetails>(&config, &mut index);
+    export::<InstallStage>(&config, &mut index);
+    export::<AuditOutcome>(&config, &mut index);
+    export::<AuditRow>(&config, &mut index);
+    export::<AuditFilter>(&config, &mut index);
+    export::<GrantRow>(&config, &mut index);
 
     index.sort();
     let mut index_ts = String::from(

@@ -582,6 +582,44 @@ impl Policy {
         Ok(())
     }
 
+    /// The grants in force now. With a store they are read from it (so grants another process
+    /// added or revoked show) and the policy's own copy is replaced by what it holds.
+    pub fn grants(&self) -> Result<Vec<StoredGrant>, GrantError> {
+        let now = osprey_db::now_ms();
+        let live = match &self.inner.store {
+            Some(store) => {
+                let live = store.list_live()?;
+                *self.inner.grants.write().unwrap_or_else(|e| e.into_inner()) = live.clone();
+                live
+            }
+            None => self
+                .inner
+                .grants
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .filter(|g| g.expires_ms.is_none_or(|t| t > now))
+                .cloned()
+                .collect(),
+        };
+        Ok(live)
+    }
+
+    /// Revokes a grant: gone from storage and from the policy's copy at once, so the next call
+    /// it covered is asked again. False when no grant has that id.
+    pub fn revoke_grant(&self, id: i64) -> Result<bool, GrantError> {
+        let removed_here = {
+            let mut grants = self.inner.grants.write().unwrap_or_else(|e| e.into_inner());
+            let before = grants.len();
+            grants.retain(|g| g.id != id);
+            grants.len() != before
+        };
+        match &self.inner.store {
+            Some(store) => Ok(store.revoke(id)? || removed_here),
+            None => Ok(removed_here),
+        }
+    }
+
     fn remembered(&self, subject: &Subject<'_>) -> bool {
         let set = self
             .inner
@@ -1032,6 +1070,49 @@ mod tests {
             verdict(&p, "git push", Some("other")),
             Verdict::Ask(_)
         ));
+    }
+
+    #[test]
+    fn a_revoked_grant_stops_covering_at_once_and_the_list_reads_the_store() {
+        let db = osprey_db::Database::open_in_memory().unwrap();
+        let config = PolicyConfig {
+            level: Level::Allowlist,
+            ask: AskMode::OnMiss,
+            ..PolicyConfig::default()
+        };
+        let p = Policy::new(config.clone(), Some(db.grants())).unwrap();
+        let far = osprey_db::now_ms() / 1000 + 600;
+        let grant = p
+            .add_grant(
+                &GrantScope::CommandPattern("git *".into()),
+                &GrantDuration::Until { unix_seconds: far },
+                None,
+            )
+            .unwrap();
+        assert_eq!(
+            verdict(&p, "git push", None),
+            Verdict::Allow(AllowReason::Grant)
+        );
+        // Another process (the CLI) adds one: the list shows it and the policy uses it.
+        db.grants()
+            .add(
+                &GrantScope::CommandPattern("make *".into()),
+                &GrantDuration::Until { unix_seconds: far },
+                None,
+            )
+            .unwrap();
+        assert_eq!(p.grants().unwrap().len(), 2);
+        assert_eq!(
+            verdict(&p, "make test", None),
+            Verdict::Allow(AllowReason::Grant)
+        );
+        assert!(p.revoke_grant(grant.id).unwrap());
+        assert!(matches!(verdict(&p, "git push", None), Verdict::Ask(_)));
+        assert_eq!(db.grants().list_live().unwrap().len(), 1);
+        assert!(!p.revoke_grant(grant.id).unwrap(), "already gone");
+        // A fresh policy on the same store agrees.
+        let again = Policy::new(config, Some(db.grants())).unwrap();
+        assert!(matches!(verdict(&again, "git push", None), Verdict::Ask(_)));
     }
 
     #[test]

@@ -1,0 +1,237 @@
+//! The store as the desktop's Store page sees it: the front page (featured, popular,
+//! categories), searched and paged catalog lists, an app's page with its permissions explained
+//! in plain words and what an update would add, its reviews, and installing from the store with
+//! progress events ([`CoreEvent::AppInstallProgress`]). The store is the one `store.url` (or
+//! `$OSPREY_STORE_URL`) names now, read at each call so a changed setting applies at once.
+
+use std::collections::HashMap;
+
+use osprey_apps::permissions::{Sensitivity, explain};
+use osprey_apps::store_client::{Shelf, StoreClient};
+use osprey_types::{
+    PermissionExplained, PermissionSensitivity, StoreAppDetails, StoreAppSummary, StoreCatalogPage,
+    StoreCategory, StoreHome, StoreInstallState, StoreReview, UiErrorCode,
+};
+use serde_json::Value;
+
+use crate::{Core, CoreError, CoreResult};
+
+/// Apps per catalog page.
+pub const PER_PAGE: u32 = 24;
+/// Apps on each shelf of the front page.
+pub const SHELF_SIZE: u32 = 8;
+
+/// Each permission of `permissions` in plain words (the install prompt, `osprey app`).
+pub fn explain_permissions(permissions: &[String]) -> Vec<PermissionExplained> {
+    permissions
+        .iter()
+        .map(|permission| {
+            let (explanation, sensitivity) = explain(permission);
+            PermissionExplained {
+                permission: permission.clone(),
+                explanation,
+                sensitivity: match sensitivity {
+                    Sensitivity::Low => PermissionSensitivity::Low,
+                    Sensitivity::Medium => PermissionSensitivity::Medium,
+                    Sensitivity::High => PermissionSensitivity::High,
+                },
+            }
+        })
+        .collect()
+}
+
+/// What is installed here, by app id: (version, permissions, pending permissions).
+type Installed = HashMap<String, (String, Vec<String>, Option<Vec<String>>)>;
+
+fn text(value: &Value, key: &str) -> String {
+    value[key].as_str().unwrap_or_default().to_string()
+}
+
+fn not_valid(what: &str) -> CoreError {
+    CoreError::new(
+        UiErrorCode::StoreUnavailable,
+        format!("the store's answer is not a valid {what}"),
+    )
+}
+
+fn summary(entry: &Value, installed: &Installed) -> CoreResult<StoreAppSummary> {
+    let id = entry["id"].as_str().ok_or_else(|| not_valid("app entry"))?;
+    Ok(StoreAppSummary {
+        id: id.to_string(),
+        name: text(entry, "name"),
+        description: text(entry, "description"),
+        version: text(entry, "version"),
+        size: entry["size"].as_u64().unwrap_or_default(),
+        publisher: entry["publisher"].as_str().map(String::from),
+        category: entry["category"].as_str().map(String::from),
+        rating: entry["rating"].as_f64(),
+        review_count: entry["reviews"].as_u64().unwrap_or_default(),
+        downloads: entry["downloads"].as_u64().unwrap_or_default(),
+        featured: entry["featured"].as_bool().unwrap_or_default(),
+        installed_version: installed.get(id).map(|(version, _, _)| version.clone()),
+    })
+}
+
+fn page(value: &Value, installed: &Installed) -> CoreResult<StoreCatalogPage> {
+    let apps = value["apps"]
+        .as_array()
+        .ok_or_else(|| not_valid("catalog page"))?
+        .iter()
+        .map(|entry| summary(entry, installed))
+        .collect::<CoreResult<Vec<_>>>()?;
+    Ok(StoreCatalogPage {
+        apps,
+        total: value["total"].as_u64().unwrap_or_default(),
+        page: value["page"].as_u64().unwrap_or(1) as u32,
+        per_page: value["per_page"].as_u64().unwrap_or(u64::from(PER_PAGE)) as u32,
+    })
+}
+
+impl Core {
+    /// The store named by the settings now, or `store_unavailable` saying how to set one.
+    fn store_client(&self) -> CoreResult<(StoreClient, String)> {
+        let url = self.store_url().ok_or_else(|| {
+            CoreError::new(
+                UiErrorCode::StoreUnavailable,
+                "no store is set: enter the store's address in Settings (store.url), or run \
+                 `osprey config set store.url URL`",
+            )
+        })?;
+        Ok((StoreClient::new(url.clone()), url))
+    }
+
+    async fn installed_for_store(&self) -> Installed {
+        #[cfg(unix)]
+        {
+            self.installed_apps()
+                .await
+                .into_iter()
+                .filter(|app| !app.sideloaded)
+                .map(|app| {
+                    (
+                        app.manifest.id,
+                        (
+                            app.manifest.version,
+                            app.manifest.permissions,
+                            app.pending_permissions,
+                        ),
+                    )
+                })
+                .collect()
+        }
+        #[cfg(not(unix))]
+        {
+            Installed::new()
+        }
+    }
+
+    /// The Store page's front: featured and popular apps and the categories.
+    pub async fn store_home(&self) -> CoreResult<StoreHome> {
+        let (client, store_url) = self.store_client()?;
+        let (featured, popular, categories) = tokio::join!(
+            client.listing(Shelf::Featured, "", None, 1, Some(SHELF_SIZE)),
+            client.listing(Shelf::Popular, "", None, 1, Some(SHELF_SIZE)),
+            client.categories(),
+        );
+        let installed = self.installed_for_store().await;
+        let categories = categories?
+            .as_array()
+            .ok_or_else(|| not_valid("category list"))?
+            .iter()
+            .map(|c| StoreCategory {
+                name: text(c, "name"),
+                count: c["count"].as_u64().unwrap_or_default(),
+            })
+            .collect();
+        Ok(StoreHome {
+            featured: page(&featured?, &installed)?.apps,
+            popular: page(&popular?, &installed)?.apps,
+            categories,
+            store_url,
+        })
+    }
+
+    /// One page (from 1) of the catalog: every app, or those matching `query` (name, id or
+    /// description), within `category` when given.
+    pub async fn store_catalog(
+        &self,
+        query: &str,
+        category: Option<&str>,
+        page_number: u32,
+    ) -> CoreResult<StoreCatalogPage> {
+        let (client, _) = self.store_client()?;
+        let listed = client
+            .listing(
+                Shelf::All,
+                query.trim(),
+                category,
+                page_number.max(1),
+                Some(PER_PAGE),
+            )
+            .await?;
+        page(&listed, &self.installed_for_store().await)
+    }
+
+    /// An app's page: its entry, permissions explained, what an update adds, its reviews.
+    pub async fn store_app(&self, id: &str) -> CoreResult<StoreAppDetails> {
+        let (client, _) = self.store_client()?;
+        let (entry, reviews) = tokio::join!(client.app(id), client.reviews(id));
+        let entry = entry.map_err(|error| match &error {
+            osprey_apps::Error::StoreRefused { code, .. } if code == "not_found" => CoreError::new(
+                UiErrorCode::UnknownApp,
+                format!("the store has no app `{id}`"),
+            ),
+            _ => error.into(),
+        })?;
+        let installed = self.installed_for_store().await;
+        let app = summary(&entry, &installed)?;
+        let permissions: Vec<String> = entry["permissions"]
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .filter_map(|p| p.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let (added_permissions, install_state) = match installed.get(id) {
+            None => (Vec::new(), StoreInstallState::NotInstalled),
+            Some((version, held, pending)) => {
+                let added = permissions
+                    .iter()
+                    .filter(|p| !held.contains(p))
+                    .cloned()
+                    .collect();
+                let state = if pending.is_some() {
+                    StoreInstallState::UpdatePending
+                } else if *version == app.version {
+                    StoreInstallState::Installed
+                } else {
+                    StoreInstallState::UpdateAvailable
+                };
+                (added, state)
+            }
+        };
+        // Reviews are a nicety: an app page still shows when they cannot be read.
+        let reviews = reviews
+            .ok()
+            .and_then(|list| list.as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .map(|r| StoreReview {
+                author: text(r, "author"),
+                rating: r["rating"].as_u64().unwrap_or_default().min(5) as u8,
+                body: text(r, "body"),
+                created_ms: r["created_at"].as_i64().unwrap_or_default() * 1000,
+            })
+            .collect();
+        Ok(StoreAppDetails {
+            app,
+            permissions: explain_permissions(&permissions),
+            added_permissions,
+            install_state,
+            reviews,
+            published_ms: entry["published_at"].as_i64().unwrap_or_default() * 1000,
+            sha256: text(&entry, "sha256"),
+        })
+    }
+}

@@ -1,0 +1,94 @@
+//! A waiting approval while the main window is hidden (closed to the tray, minimized) raises a
+//! system notification, so a question does not time out unseen. The answer itself is always
+//! given in the window: the approval dialog is an overlay over every page, so whether the person
+//! clicks the notification or opens Osprey from the tray, the question is the first thing shown
+//! (notification clicks are not delivered on every Linux desktop, so nothing relies on them).
+
+use osprey_types::CoreEvent;
+use tauri::{AppHandle, Manager, Runtime};
+use tauri_plugin_notification::NotificationExt;
+
+use crate::tray::MAIN_WINDOW;
+
+/// The notification's title and body for `event` when the window is not on screen; `None` when
+/// there is nothing to say or the person can already see the dialog.
+pub fn notice(event: &CoreEvent, window_on_screen: bool) -> Option<(String, String)> {
+    let CoreEvent::ApprovalRequested { request, .. } = event else {
+        return None;
+    };
+    if window_on_screen {
+        return None;
+    }
+    let what = match (&request.resource, &request.action) {
+        (Some(resource), Some(action)) => format!("{} {resource} {action}", request.tool),
+        (None, Some(action)) => format!("{} {action}", request.tool),
+        _ => request.tool.clone(),
+    };
+    let mut summary = request.summary.clone();
+    if summary.chars().count() > 120 {
+        summary = summary.chars().take(119).collect::<String>() + "…";
+    }
+    Some((
+        "Osprey is waiting for your approval".to_string(),
+        format!("{what}: {summary}\nOpen Osprey to allow or deny it."),
+    ))
+}
+
+/// Shows the notice for `event` when the main window is hidden or minimized.
+pub fn notify_if_hidden<R: Runtime>(app: &AppHandle<R>, event: &CoreEvent) {
+    if !matches!(event, CoreEvent::ApprovalRequested { .. }) {
+        return;
+    }
+    let on_screen = app.get_webview_window(MAIN_WINDOW).is_some_and(|window| {
+        window.is_visible().unwrap_or(false) && !window.is_minimized().unwrap_or(false)
+    });
+    let Some((title, body)) = notice(event, on_screen) else {
+        return;
+    };
+    if let Err(error) = app.notification().builder().title(title).body(body).show() {
+        tracing::info!("no approval notification shown: {error}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use osprey_types::{ApprovalRequest, Origin};
+
+    use super::*;
+
+    fn asked(summary: &str) -> CoreEvent {
+        CoreEvent::ApprovalRequested {
+            request: ApprovalRequest {
+                id: "r1".into(),
+                tool: "shell".into(),
+                resource: Some("bash".into()),
+                action: Some("exec".into()),
+                origin: Origin::User,
+                session_id: None,
+                summary: summary.into(),
+                input: serde_json::json!({}),
+                suggested_scopes: vec![],
+            },
+            deadline_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_question_is_announced_only_while_the_window_is_off_screen() {
+        let (title, body) = notice(&asked("git push"), false).unwrap();
+        assert!(title.contains("approval"));
+        assert!(body.starts_with("shell bash exec: git push"), "{body}");
+        assert!(body.contains("Open Osprey"));
+        assert_eq!(notice(&asked("git push"), true), None);
+        let other = CoreEvent::ChatTurnStarted {
+            session_id: "s".into(),
+        };
+        assert_eq!(notice(&other, false), None);
+    }
+
+    #[test]
+    fn long_summaries_are_cut() {
+        let (_, body) = notice(&asked(&"x".repeat(500)), false).unwrap();
+        assert!(body.chars().count() < 200, "{body}");
+    }
+}
