@@ -21,19 +21,24 @@ fn modified(path: &Path) -> Option<std::time::SystemTime> {
     path.metadata().and_then(|m| m.modified()).ok()
 }
 
-/// The newest package that is not older than the desktop binary of its profile: a binary
-/// rebuilt since (the sources changed) makes the package stale, and it is built again.
-fn newest_deb() -> Option<PathBuf> {
+/// The newest package; with `current_only`, only one not older than the desktop binary of its
+/// profile: a binary rebuilt since (the sources changed) makes the package stale.
+fn newest_deb(current_only: bool) -> Option<PathBuf> {
     ["release", "debug"]
         .iter()
         .filter_map(|profile| {
             let dir = target_dir().join(profile);
-            let binary = modified(&dir.join("osprey-desktop"));
+            let binary = modified(&dir.join("osprey-desktop")).filter(|_| current_only);
             let debs = std::fs::read_dir(dir.join("bundle/deb")).ok()?;
             Some(
                 debs.filter_map(|entry| entry.ok().map(|e| e.path()))
                     .filter(|path| path.extension().is_some_and(|e| e == "deb"))
-                    .filter(move |path| binary.is_none_or(|built| modified(path) >= Some(built)))
+                    // The bundler touches the binary again just after writing the package.
+                    .filter(move |path| {
+                        binary.is_none_or(|built| {
+                            modified(path).map(|made| made + Duration::from_secs(10)) >= Some(built)
+                        })
+                    })
                     .collect::<Vec<_>>(),
             )
         })
@@ -42,7 +47,7 @@ fn newest_deb() -> Option<PathBuf> {
 }
 
 fn package() -> Result<PathBuf> {
-    if let Some(deb) = newest_deb() {
+    if let Some(deb) = newest_deb(true) {
         return Ok(deb);
     }
     let status = Command::new(workspace_root().join("scripts/package"))
@@ -51,7 +56,7 @@ fn package() -> Result<PathBuf> {
         .status()
         .context("running scripts/package --debug")?;
     ensure!(status.success(), "scripts/package --debug failed");
-    newest_deb().context("scripts/package made no .deb")
+    newest_deb(false).context("scripts/package made no .deb")
 }
 
 fn dpkg_deb(args: &[&str], deb: &Path) -> Result<String> {
