@@ -22,11 +22,12 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use osprey_db::{Database, NewSubAgentTask, Sessions, SubAgentTask, SubAgentTasks};
-use osprey_tools::{Level, ToolContext};
+use osprey_tools::{Level, ToolContext, ToolScope};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::roles::RoleCatalog;
 use crate::runner::{Runner, TurnRequest, TurnStop};
 
 /// Builds the runner a child runs on.
@@ -258,6 +259,21 @@ pub struct SpawnRequest {
     /// A stricter policy level for the child than its parent's (never looser: a looser one is
     /// ignored by the registry, which applies the stricter of the two).
     pub level: Option<Level>,
+    /// The agent type (role) the child runs as: its prompt, model and packs' tools. `None`: an
+    /// untyped child with its parent's tools.
+    pub agent_type: Option<String>,
+}
+
+/// A child that started: its task row, and the role and tools it runs with.
+#[derive(Clone, Debug)]
+pub struct Spawned {
+    pub task: SubAgentTask,
+    /// The agent type's name, for a typed child.
+    pub agent_type: Option<String>,
+    /// The child's tools (`None`: every tool its parent has).
+    pub scope: Option<Arc<ToolScope>>,
+    /// What the child's type names but it does not get here, with why.
+    pub dropped: Vec<String>,
 }
 
 /// Sub-agent tasks: spawning, waiting, cancelling. Cheap to clone.
@@ -270,6 +286,7 @@ struct Inner {
     tasks: SubAgentTasks,
     config: SubAgentConfig,
     factory: RwLock<Option<Arc<dyn SubAgentFactory>>>,
+    roles: RwLock<Arc<RoleCatalog>>,
     running: Mutex<HashMap<i64, Running>>,
 }
 
@@ -300,6 +317,7 @@ impl SubAgents {
                 tasks,
                 config,
                 factory: RwLock::new(None),
+                roles: RwLock::new(Arc::new(RoleCatalog::default())),
                 running: Mutex::new(HashMap::new()),
             }),
         }
@@ -312,6 +330,20 @@ impl SubAgents {
             .factory
             .write()
             .unwrap_or_else(|e| e.into_inner()) = Some(factory);
+    }
+
+    /// Attaches (or replaces) the packs and agent types typed spawns draw on.
+    pub fn set_roles(&self, roles: RoleCatalog) {
+        *self.inner.roles.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(roles);
+    }
+
+    /// The packs and agent types loaded now.
+    pub fn roles(&self) -> Arc<RoleCatalog> {
+        self.inner
+            .roles
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn config(&self) -> &SubAgentConfig {
@@ -330,7 +362,12 @@ impl SubAgents {
     }
 
     /// Starts a child for the call's session and returns its task at once; the child runs on.
-    pub fn spawn(&self, ctx: &ToolContext, request: SpawnRequest) -> Result<SubAgentTask, String> {
+    ///
+    /// A typed child (`agent_type`) gets exactly its type's tools, narrowed to its parent's own
+    /// tool set when the parent has one (a role never gains a tool by spawning), plus the spawn
+    /// tool (`agent` resource `task`) while it is above the depth limit; its type's prompt is a
+    /// section of its system prompt and its type's model, when set, is the one it runs on.
+    pub fn spawn(&self, ctx: &ToolContext, request: SpawnRequest) -> Result<Spawned, String> {
         let config = &self.inner.config;
         let parent = ctx
             .session_id
@@ -357,6 +394,10 @@ impl SubAgents {
                 config.max_timeout.as_secs()
             ));
         }
+        let role = match request.agent_type.as_deref() {
+            Some(name) => Some(self.role_for(name, ctx.scope.as_deref(), depth)?),
+            None => None,
+        };
         let factory = self
             .inner
             .factory
@@ -364,7 +405,27 @@ impl SubAgents {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
             .ok_or("sub-agents are not available here: no model runner is attached")?;
-        let runner = factory.runner(parent, request.model.as_deref())?;
+        let type_model = role.as_ref().and_then(|r| r.model.clone());
+        let runner = match (request.model.as_deref(), type_model) {
+            (Some(asked), _) => factory.runner(parent, Some(asked))?,
+            // The type's model: a runner already built for it, else the parent's provider
+            // asked for that model.
+            (None, Some(model)) => match factory.runner(parent, Some(&model)) {
+                Ok(runner) => runner,
+                Err(_) => factory.runner(parent, None)?.with_model(&model),
+            },
+            (None, None) => factory.runner(parent, None)?,
+        };
+        let (scope, instructions, agent_type, dropped) = match role {
+            Some(role) => (
+                Some(Arc::new(role.scope)),
+                Some(role.prompt),
+                Some(role.name),
+                role.dropped,
+            ),
+            // An untyped child keeps its parent's tool set.
+            None => (ctx.scope.clone(), None, None, Vec::new()),
+        };
 
         let mut running = self.inner.running.lock().unwrap_or_else(|e| e.into_inner());
         if running.len() >= config.max_running {
@@ -408,6 +469,8 @@ impl SubAgents {
                 (Some(cap), Some(asked)) => Some(cap.stricter(asked)),
                 (cap, asked) => cap.or(asked),
             },
+            scope: scope.clone(),
+            instructions,
         };
         let this = self.clone();
         let id = task.id;
@@ -485,7 +548,69 @@ impl SubAgents {
                 .remove(&id);
             let _ = done_sender.send(true);
         });
-        Ok(task)
+        Ok(Spawned {
+            task,
+            agent_type,
+            scope,
+            dropped,
+        })
+    }
+
+    /// What a child of type `name` at `depth` gets, under a parent limited to `parent_scope`.
+    fn role_for(
+        &self,
+        name: &str,
+        parent_scope: Option<&ToolScope>,
+        depth: i64,
+    ) -> Result<ChildRole, String> {
+        let roles = self.roles();
+        let agent_type = roles.agent_type(name)?;
+        let type_name = agent_type.manifest.name.clone();
+        let mut dropped: Vec<String> = agent_type
+            .unavailable_packs
+            .iter()
+            .map(|(pack, why)| format!("pack `{pack}`: {why}"))
+            .collect();
+        if agent_type.scope.is_empty() {
+            return Err(format!(
+                "the agent type `{type_name}` cannot run here: none of its packs loaded ({})",
+                dropped.join("; ")
+            ));
+        }
+        let mut scope = agent_type.scope.clone();
+        if let Some(parent) = parent_scope {
+            let kept = scope.intersect(parent);
+            if kept.is_empty() {
+                return Err(format!(
+                    "the agent type `{type_name}` needs {}, and none of it is among your own \
+                     tools (role `{}`: {}); a sub-agent never gets a tool its parent lacks",
+                    scope.describe(),
+                    parent.role(),
+                    parent.describe()
+                ));
+            }
+            if kept != scope {
+                dropped.push(format!(
+                    "not among the parent's tools: only {} of {} kept",
+                    kept.describe(),
+                    scope.describe()
+                ));
+            }
+            scope = kept;
+        }
+        // The spawn tool, while the child may still spawn (and only if its parent could).
+        if depth < i64::from(self.inner.config.max_depth)
+            && parent_scope.is_none_or(|p| p.allows("agent", Some("task"), Some("spawn")))
+        {
+            scope.allow_resource("agent", "task", None);
+        }
+        Ok(ChildRole {
+            name: type_name,
+            prompt: agent_type.manifest.prompt.clone(),
+            model: agent_type.model().map(String::from),
+            scope,
+            dropped,
+        })
     }
 
     /// The task, if `session_id` spawned it (a session sees only its own children).
@@ -562,6 +687,15 @@ impl SubAgents {
         ids.sort_unstable();
         ids
     }
+}
+
+/// What a typed child runs with.
+struct ChildRole {
+    name: String,
+    prompt: String,
+    model: Option<String>,
+    scope: ToolScope,
+    dropped: Vec<String>,
 }
 
 /// The child's first message: what it is, what to do, and the parent's guidance.

@@ -974,3 +974,460 @@ async fn a_child_keeps_its_parents_origin_and_meets_its_origin_rules() {
     assert_eq!(call.code.as_deref(), Some("origin_denied"));
     assert_eq!(fx.changes.load(Ordering::SeqCst), 0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Typed sub-agents: packs, agent types and role-scoped tools.
+
+/// A parent's script: one spawn with `args`, then `answer`.
+fn parent_spawning(wire: Wire, args: Value, answer: &str) -> Vec<Reply> {
+    vec![
+        wire.turn("", &[agent_call("call_spawn", args)]),
+        wire.turn(answer, &[]),
+    ]
+}
+
+/// A turn that calls `tool` once.
+fn calling(wire: Wire, id: &'static str, tool: &'static str, args: Value) -> Reply {
+    wire.turn(
+        "",
+        &[ScriptCall {
+            id,
+            name: tool,
+            args,
+        }],
+    )
+}
+
+/// The fixture with the real file and shell tools beside the probe, and the packs and agent
+/// types of `data` (built-in ones too) loaded against that registry.
+fn typed_fixture(config: SubAgentConfig, data: Option<&std::path::Path>) -> Fixture {
+    let fx = fixture(Level::Full, config);
+    let paths = PathGuard::new(
+        Some(fx._dir.path().join("home")),
+        fx._dir.path().join("data"),
+    );
+    fx.registry
+        .register_domain(osprey_tools::file::FileTool::new(paths));
+    fx.registry
+        .register_domain(osprey_tools::shell::ShellTool::new(
+            osprey_tools::shell::ShellConfig::default(),
+        ));
+    fx.subagents.set_roles(osprey_agent::RoleCatalog::load(
+        data,
+        &fx.registry,
+        &osprey_agent::AgentSettings::default(),
+    ));
+    fx
+}
+
+/// The tool names a request offered the model, whatever the wire.
+fn offered_tools(body: &str) -> Vec<String> {
+    let body: Value = serde_json::from_str(body).unwrap();
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| {
+                    t["name"]
+                        .as_str()
+                        .or(t["function"]["name"].as_str())
+                        .unwrap()
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The schema a request gave for one tool, as text.
+fn offered_schema(body: &str, tool: &str) -> String {
+    let body: Value = serde_json::from_str(body).unwrap();
+    body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == tool || t["function"]["name"] == tool)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|| panic!("{tool} not offered"))
+}
+
+#[tokio::test]
+async fn a_researcher_child_sees_and_may_call_only_its_packs_tools() {
+    for wire in wire::ALL {
+        let fx = typed_fixture(SubAgentConfig::default(), None);
+        let notes = fx._dir.path().join("notes.txt");
+        std::fs::write(&notes, "The sky is blue.\n").unwrap();
+        let marker = fx._dir.path().join("shell-ran");
+        let server = RoutedServer::start(vec![
+            vec![
+                wire.turn(
+                    "",
+                    &[agent_call(
+                        "call_spawn",
+                        json!({"action": "spawn", "agent_type": "researcher",
+                               "prompt": "What colour is the sky, per notes.txt?"}),
+                    )],
+                ),
+                wire.turn("The researcher says blue.", &[]),
+            ],
+            vec![
+                calling(
+                    wire,
+                    "call_shell",
+                    "shell",
+                    json!({"resource": "bash", "action": "exec",
+                                     "command": format!("touch {}", marker.display())}),
+                ),
+                calling(
+                    wire,
+                    "call_write",
+                    "file",
+                    json!({"action": "write", "path": notes.display().to_string(),
+                                     "content": "changed"}),
+                ),
+                calling(
+                    wire,
+                    "call_read",
+                    "file",
+                    json!({"action": "read", "path": notes.display().to_string()}),
+                ),
+                wire.turn("Blue, says notes.txt line 1.", &[]),
+            ],
+        ])
+        .await;
+        let outcome = runner(&fx, wire, &server.url)
+            .run_turn(TurnRequest::new("main", "Ask a researcher."))
+            .await
+            .unwrap();
+        assert_eq!(outcome.text, "The researcher says blue.", "{wire:?}");
+
+        // The parent is offered everything; the child only its packs' tools and the spawn tool.
+        let parent = server.seen(0);
+        let mut everything = offered_tools(&parent[0]);
+        everything.sort();
+        assert_eq!(everything, ["agent", "file", "probe", "shell"], "{wire:?}");
+        let child = server.seen(1);
+        assert_eq!(child.len(), 4, "{wire:?}");
+        let mut offered = offered_tools(&child[0]);
+        offered.sort();
+        assert_eq!(offered, ["agent", "file"], "{wire:?}");
+        let file_schema = offered_schema(&child[0], "file");
+        assert!(
+            file_schema.contains("\"read\"") && !file_schema.contains("\"write\""),
+            "{wire:?}: {file_schema}"
+        );
+        let agent_schema = offered_schema(&child[0], "agent");
+        assert!(
+            agent_schema.contains("spawn") && !agent_schema.contains("\"memory\""),
+            "{wire:?}: {agent_schema}"
+        );
+        // Its role's prompt is in its system prompt.
+        assert!(child[0].contains("You are a researcher."), "{wire:?}");
+
+        // Asking for shell or a file write anyway is refused by the registry, naming the
+        // role's tools; nothing ran.
+        assert!(!marker.exists(), "{wire:?}: the shell command ran");
+        assert_eq!(
+            std::fs::read_to_string(&notes).unwrap(),
+            "The sky is blue.\n"
+        );
+        let task = &fx.db.subagent_tasks().list("main", 1).unwrap()[0];
+        let calls = fx.db.sessions().tool_calls(&task.session_id).unwrap();
+        let codes: Vec<Option<&str>> = calls.iter().map(|c| c.code.as_deref()).collect();
+        assert_eq!(
+            codes,
+            [Some("role_denied"), Some("role_denied"), None],
+            "{wire:?}"
+        );
+        assert!(
+            child[1].contains("is not among the tools of role `researcher`")
+                && child[1].contains("file (file: glob, grep, read)"),
+            "{wire:?}: {}",
+            child[1]
+        );
+        assert!(child[3].contains("The sky is blue."), "{wire:?}");
+
+        // The spawn's result says which role ran and with what.
+        assert!(
+            parent[1].contains("\\\"agent_type\\\":\\\"researcher\\\""),
+            "{wire:?}: {}",
+            parent[1]
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_agent_type_is_refused_with_the_known_ones() {
+    let fx = typed_fixture(SubAgentConfig::default(), None);
+    let wire = Wire::Anthropic;
+    let server = RoutedServer::start(vec![vec![
+        wire.turn(
+            "",
+            &[agent_call(
+                "toolu_spawn",
+                json!({"action": "spawn", "agent_type": "astronaut", "prompt": "Fly."}),
+            )],
+        ),
+        wire.turn("No astronauts here.", &[]),
+    ]])
+    .await;
+    runner(&fx, wire, &server.url)
+        .run_turn(TurnRequest::new("main", "send an astronaut"))
+        .await
+        .unwrap();
+    let refused = &server.seen(0)[1];
+    assert!(
+        refused.contains("there is no agent type `astronaut`; agent types: browser-operator, coder, critic, desktop-operator, planner, researcher, summarizer, writer"),
+        "{refused}"
+    );
+    assert!(fx.db.subagent_tasks().list("main", 10).unwrap().is_empty());
+    assert!(server.seen(1).is_empty(), "no child ran");
+
+    // `types` lists them with their tools; a type whose packs' tools are missing says so.
+    let types = body(
+        &fx.registry
+            .execute(
+                &ctx("main"),
+                "agent",
+                json!({"resource": "task", "action": "types"}),
+            )
+            .await,
+    );
+    let researcher = types["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "researcher")
+        .unwrap();
+    assert_eq!(researcher["tools"], "file (file: glob, grep, read)");
+    assert!(
+        researcher["not_available"]["web-fetch"]
+            .as_str()
+            .unwrap()
+            .contains("`web`, which is not registered")
+    );
+    // A type that has none of its tools here cannot be spawned, and says why.
+    let desktop = fx
+        .registry
+        .execute(
+            &ctx("main"),
+            "agent",
+            json!({"action": "spawn", "agent_type": "Desktop Operator", "prompt": "Click."}),
+        )
+        .await;
+    assert!(
+        desktop
+            .text_content()
+            .contains("`desktop-operator` cannot run here: none of its packs loaded"),
+        "{desktop:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_bad_pack_file_is_refused_clearly_and_the_others_still_load() {
+    let data = tempfile::tempdir().unwrap();
+    let packs = data.path().join("packs");
+    let agents = data.path().join("agents");
+    std::fs::create_dir_all(&packs).unwrap();
+    std::fs::create_dir_all(&agents).unwrap();
+    let write = |path: std::path::PathBuf, value: Value| {
+        std::fs::write(path, serde_json::to_string_pretty(&value).unwrap()).unwrap()
+    };
+    let notes = json!(["file.read", "probe.thing.look"]);
+    for (file, version, name, tools, risk) in [
+        ("notes.json", 1, "notes", notes, "read-only"),
+        ("typo.json", 1, "typo", json!(["shel"]), "privileged"),
+        (
+            "understated.json",
+            1,
+            "understated",
+            json!(["shell"]),
+            "read-only",
+        ),
+        (
+            "twice.json",
+            1,
+            "twice",
+            json!(["file.read", "file.read"]),
+            "read-only",
+        ),
+        ("future.json", 2, "future", json!(["file"]), "standard"),
+        (
+            "shadow.json",
+            1,
+            "coding",
+            json!(["file.read"]),
+            "read-only",
+        ),
+    ] {
+        write(
+            packs.join(file),
+            json!({"schemaVersion": version, "name": name, "description": "A test pack.",
+                   "tools": tools, "riskProfile": risk, "tags": ["test"]}),
+        );
+    }
+    std::fs::write(packs.join("broken.json"), "{ not json").unwrap();
+    write(
+        agents.join("note-reader.json"),
+        json!({"schemaVersion": 1, "name": "note-reader", "description": "Reads notes.",
+               "prompt": "You read notes and quote them.", "model": "cheap-model",
+               "packs": ["notes"]}),
+    );
+    write(
+        agents.join("lost.json"),
+        json!({"schemaVersion": 1, "name": "lost", "description": "Lost.",
+               "prompt": "p", "packs": ["nowhere"]}),
+    );
+
+    let fx = typed_fixture(SubAgentConfig::default(), Some(data.path()));
+    let roles = fx.subagents.roles();
+    let problem = |file: &str| {
+        roles
+            .problems()
+            .iter()
+            .find(|p| p.source.ends_with(file))
+            .unwrap_or_else(|| panic!("{file} was not refused: {:?}", roles.problems()))
+            .message
+            .clone()
+    };
+    assert!(
+        problem("typo.json").contains(
+            "names the tool `shel`, which is not registered here (tools: agent, file, probe, shell)"
+        ),
+        "{}",
+        problem("typo.json")
+    );
+    assert!(
+        problem("understated.json")
+            .contains("declares riskProfile `read-only`, but `shell` is privileged")
+    );
+    assert!(problem("twice.json").contains("lists `file.read` twice"));
+    assert!(problem("future.json").contains("schemaVersion 2 is not supported"));
+    assert!(problem("shadow.json").contains("a pack named `coding` is already loaded"));
+    assert!(problem("broken.json").contains("not a valid manifest"));
+    assert!(problem("lost.json").contains("names the pack `nowhere`, which does not exist"));
+    // The good ones loaded beside them.
+    assert_eq!(
+        roles.pack("notes").unwrap().scope.describe(),
+        "file (file: read), probe (thing: look)"
+    );
+    assert!(roles.agent_type("note-reader").is_ok());
+    assert!(roles.agent_type("researcher").is_ok());
+    let error = roles.agent_type("lost").unwrap_err();
+    assert!(
+        error.contains("note-reader") && error.contains("researcher"),
+        "{error}"
+    );
+
+    // The person's type runs with its pack's tools, on its model, with its prompt.
+    let wire = Wire::OpenAi;
+    let server = RoutedServer::start(vec![
+        parent_spawning(
+            wire,
+            json!({"action": "spawn", "agent_type": "note_reader", "prompt": "Look."}),
+            "done",
+        ),
+        vec![
+            wire.turn("", &[probe("call_change", "change", "it")]),
+            wire.turn("", &[probe("call_look", "look", "it")]),
+            wire.turn("Looked.", &[]),
+        ],
+    ])
+    .await;
+    runner(&fx, wire, &server.url)
+        .run_turn(TurnRequest::new("main", "read the notes"))
+        .await
+        .unwrap();
+    let child = server.seen(1);
+    let request: Value = serde_json::from_str(&child[0]).unwrap();
+    assert_eq!(request["model"], "cheap-model");
+    let mut offered = offered_tools(&child[0]);
+    offered.sort();
+    assert_eq!(offered, ["agent", "file", "probe"]);
+    assert!(child[0].contains("You read notes and quote them."));
+    assert!(
+        child[1].contains("role_denied")
+            || child[1].contains("not among the tools of role `note-reader`"),
+        "{}",
+        child[1]
+    );
+    assert!(child[2].contains("looked at it"));
+    assert_eq!(
+        fx.changes.load(Ordering::SeqCst),
+        0,
+        "the probe changed nothing"
+    );
+    let task = &fx.db.subagent_tasks().list("main", 1).unwrap()[0];
+    assert_eq!(task.model.as_deref(), Some("cheap-model"));
+
+    // `types` reports the refused files too.
+    let types = body(
+        &fx.registry
+            .execute(&ctx("main"), "agent", json!({"action": "types"}))
+            .await,
+    );
+    assert_eq!(types["refused_files"].as_array().unwrap().len(), 7);
+}
+
+#[tokio::test]
+async fn a_typed_child_never_gets_a_tool_its_parent_lacks_and_none_past_the_depth_limit() {
+    let fx = typed_fixture(
+        SubAgentConfig {
+            max_depth: 1,
+            ..SubAgentConfig::default()
+        },
+        None,
+    );
+    let wire = Wire::Ollama;
+    let server = RoutedServer::start(vec![
+        parent_spawning(
+            wire,
+            json!({"action": "spawn", "agent_type": "coder", "prompt": "Run ls."}),
+            "done",
+        ),
+        vec![
+            calling(
+                wire,
+                "call_shell",
+                "shell",
+                json!({"action": "exec", "command": "ls"}),
+            ),
+            wire.turn("I could not.", &[]),
+        ],
+    ])
+    .await;
+    // The parent itself runs as a reader: file reads and the spawn tool, no shell.
+    let mut parent_scope = osprey_tools::ToolScope::new("reader");
+    parent_scope.allow_resource("file", "file", Some(&["read"]));
+    parent_scope.allow_resource("agent", "task", None);
+    let mut turn = TurnRequest::new("main", "have a coder run ls");
+    turn.scope = Some(Arc::new(parent_scope));
+    runner(&fx, wire, &server.url).run_turn(turn).await.unwrap();
+
+    let parent = server.seen(0);
+    let mut offered = offered_tools(&parent[0]);
+    offered.sort();
+    assert_eq!(offered, ["agent", "file"]);
+    let spawned = &parent[1];
+    assert!(
+        spawned.contains("not among the parent's tools"),
+        "{spawned}"
+    );
+    // The coder kept only what the reader has (a file read), and at depth 1 of 1 no spawn tool.
+    let child = server.seen(1);
+    assert_eq!(offered_tools(&child[0]), ["file"]);
+    assert!(
+        child[1].contains("not among the tools of role `coder`"),
+        "{}",
+        child[1]
+    );
+    assert!(
+        child[1].contains("this role's tools: file (file: read)"),
+        "{}",
+        child[1]
+    );
+    let task = &fx.db.subagent_tasks().list("main", 1).unwrap()[0];
+    let calls = fx.db.sessions().tool_calls(&task.session_id).unwrap();
+    assert_eq!(calls[0].code.as_deref(), Some("role_denied"));
+}

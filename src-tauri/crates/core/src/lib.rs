@@ -276,7 +276,7 @@ impl Core {
         let mut agent_tool = AgentTool::new(&db)
             .with_hooks(registry.hooks())
             .with_schedule(reminders.slot.clone())
-            .with_subagents(subagents);
+            .with_subagents(subagents.clone());
         if let Some(embedder) = agent::memory_embedder(&stored, &data_dir) {
             agent_tool = agent_tool.with_embedder(embedder);
         }
@@ -284,6 +284,14 @@ impl Core {
         // Bundled, <data>/apps/*/SKILL.md and <data>/skills: indexed on first use, not here.
         let skills = osprey_agent::Skills::for_data_dir(&data_dir);
         registry.register_domain(osprey_agent::SkillTool::new(skills.clone()));
+        // Packs and agent types, checked against the tools registered so far (MCP servers' and
+        // apps' tools come later, so packs cannot name those yet).
+        let agent_settings: osprey_agent::AgentSettings = settings::read(&stored, settings::AGENTS);
+        subagents.set_roles(osprey_agent::RoleCatalog::load(
+            Some(&data_dir),
+            &registry,
+            &agent_settings,
+        ));
         Ok(Core {
             inner: Arc::new(Inner {
                 data_dir,

@@ -15,8 +15,9 @@ use super::{AgentTool, Outcome, field, invalid, json_result, session_of};
 use crate::subagent::{SpawnRequest, SubAgents};
 
 /// The resource's line in the tool's description.
-pub(super) const SUMMARY: &str = "task: delegate work to a sub-agent that runs its own turn with \
-     the same tools (spawn waits for its answer unless wait is false; then poll status/result).";
+pub(super) const SUMMARY: &str = "task: delegate work to a sub-agent that runs its own turn \
+     (spawn waits for its answer unless wait is false; then poll status/result); with \
+     agent_type it runs as that role with only the role's tools (types lists them).";
 
 /// How long `spawn` leaves for the registry's own deadline when it waits.
 const DEADLINE_MARGIN: Duration = Duration::from_secs(2);
@@ -52,6 +53,11 @@ pub(super) fn table(domain: Domain) -> Domain {
                 Free,
             ),
             ("cancel", "Stop a running sub-agent", Free),
+            (
+                "types",
+                "The agent types a spawn can name, with their tools and models",
+                Free,
+            ),
         ],
     );
     let domain = field(
@@ -91,6 +97,15 @@ pub(super) fn table(domain: Domain) -> Domain {
     );
     let domain = field(
         domain,
+        "agent_type",
+        FieldType::String,
+        "task: the role the sub-agent runs as, with only that role's tools (researcher, writer, \
+         planner, critic, summarizer, coder, desktop-operator, browser-operator, or one the \
+         person defined; `types` lists them); leave out for a helper with your own tools",
+        &[],
+    );
+    let domain = field(
+        domain,
         "policy",
         FieldType::String,
         "task: a stricter approval level for the sub-agent (deny: nothing that needs approval \
@@ -126,6 +141,7 @@ pub(super) async fn run(tool: &AgentTool, ctx: &ToolContext, call: Call) -> Tool
                 let rows: Vec<Value> = tasks.iter().map(task_json).collect();
                 Ok(json_result(&json!({"count": rows.len(), "tasks": rows})))
             }
+            "types" => Ok(json_result(&types_json(subagents))),
             "cancel" => {
                 let task = subagents
                     .cancel(session, id_of(&call)?)
@@ -158,7 +174,7 @@ async fn spawn(subagents: &SubAgents, ctx: &ToolContext, call: &Call) -> Outcome
         .str("policy")
         .map(|p| p.parse::<Level>().map_err(invalid))
         .transpose()?;
-    let task = subagents
+    let spawned = subagents
         .spawn(
             ctx,
             SpawnRequest {
@@ -167,11 +183,23 @@ async fn spawn(subagents: &SubAgents, ctx: &ToolContext, call: &Call) -> Outcome
                 model: call.str("model").map(String::from),
                 timeout: Some(timeout),
                 level,
+                agent_type: call.str("agent_type").map(String::from),
             },
         )
         .map_err(failed)?;
+    let role = |mut body: Value| {
+        if let Some(agent_type) = &spawned.agent_type {
+            body["agent_type"] = json!(agent_type);
+            body["tools"] = json!(spawned.scope.as_ref().map(|s| s.describe()));
+            if !spawned.dropped.is_empty() {
+                body["not_available"] = json!(spawned.dropped);
+            }
+        }
+        body
+    };
+    let task = spawned.task.clone();
     if !wait {
-        let mut body = task_json(&task);
+        let mut body = role(task_json(&task));
         body["note"] = json!(format!(
             "the sub-agent runs on; ask for it with {{\"resource\": \"task\", \"action\": \"result\", \"id\": {}, \"wait\": true}}",
             task.id
@@ -189,7 +217,7 @@ async fn spawn(subagents: &SubAgents, ctx: &ToolContext, call: &Call) -> Outcome
         )
         .await
         .map_err(failed)?;
-    finished(&task)
+    finished_with(&task, role(task_json(&task)))
 }
 
 async fn result(subagents: &SubAgents, ctx: &ToolContext, session: &str, call: &Call) -> Outcome {
@@ -220,7 +248,11 @@ async fn result(subagents: &SubAgents, ctx: &ToolContext, session: &str, call: &
 
 /// The tool result for a task that ended: its answer, or an error saying how it ended.
 fn finished(task: &SubAgentTask) -> Outcome {
-    let body = task_json(task).to_string();
+    finished_with(task, task_json(task))
+}
+
+fn finished_with(task: &SubAgentTask, body: Value) -> Outcome {
+    let body = body.to_string();
     match task.status.as_str() {
         "done" => Ok(ToolResult::text(body)),
         "running" => Err(ToolResult::error(
@@ -231,6 +263,32 @@ fn finished(task: &SubAgentTask) -> Outcome {
         "cancelled" | "interrupted" => Err(ToolResult::error(ErrorCode::Cancelled, body)),
         _ => Err(ToolResult::error(ErrorCode::ToolFailed, body)),
     }
+}
+
+/// The agent types (name, description, model, tools, packs not here) and the role files that
+/// were refused.
+fn types_json(subagents: &SubAgents) -> Value {
+    let roles = subagents.roles();
+    let types: Vec<Value> = roles
+        .types()
+        .map(|t| {
+            json!({
+                "name": t.manifest.name,
+                "description": t.manifest.description,
+                "model": t.model(),
+                "packs": t.manifest.packs,
+                "tools": t.scope.describe(),
+                "not_available": t.unavailable_packs,
+            })
+        })
+        .collect();
+    json!({
+        "count": types.len(),
+        "types": types,
+        "refused_files": roles.problems().iter()
+            .filter(|p| !p.source.starts_with("built-in "))
+            .collect::<Vec<_>>(),
+    })
 }
 
 fn task_json(task: &SubAgentTask) -> Value {
