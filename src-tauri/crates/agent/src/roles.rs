@@ -40,6 +40,14 @@ const BUILTIN_PACKS: &[(&str, &str)] = &[
         include_str!("../roles/packs/memory-read.json"),
     ),
     ("os", include_str!("../roles/packs/os.json")),
+    (
+        "task-graph-worker",
+        include_str!("../roles/packs/task-graph-worker.json"),
+    ),
+    (
+        "task-graph-orchestrator",
+        include_str!("../roles/packs/task-graph-orchestrator.json"),
+    ),
 ];
 
 /// Built-in agent types.
@@ -113,7 +121,8 @@ pub struct AgentType {
     /// Its available packs flattened: exactly the tools a child of this type gets (plus the
     /// spawn tool below the depth limit).
     pub scope: ToolScope,
-    /// Packs it names that did not load here, with why (a tool missing, the trust level).
+    /// Packs it names that did not load here, with why (a tool missing, the trust level): a
+    /// type runs only when every pack it names loaded.
     pub unavailable_packs: BTreeMap<String, String>,
 }
 
@@ -489,7 +498,7 @@ mod tests {
         );
         let error = catalog.resolve_packs("x", &["coding"]).unwrap_err();
         assert!(error.contains("not available here"), "{error}");
-        // A type whose packs are partly here loads with the rest noted.
+        // A type whose packs are partly here is listed with the rest noted (and cannot run).
         let researcher = catalog.agent_type("Researcher").unwrap();
         assert_eq!(researcher.scope.describe(), "file (file: glob, grep, read)");
         assert!(researcher.unavailable_packs.contains_key("web-fetch"));

@@ -566,17 +566,18 @@ impl SubAgents {
         let roles = self.roles();
         let agent_type = roles.agent_type(name)?;
         let type_name = agent_type.manifest.name.clone();
-        let mut dropped: Vec<String> = agent_type
-            .unavailable_packs
-            .iter()
-            .map(|(pack, why)| format!("pack `{pack}`: {why}"))
-            .collect();
-        if agent_type.scope.is_empty() {
+        if !agent_type.unavailable_packs.is_empty() {
+            let reasons: Vec<&str> = agent_type
+                .unavailable_packs
+                .values()
+                .map(String::as_str)
+                .collect();
             return Err(format!(
-                "the agent type `{type_name}` cannot run here: none of its packs loaded ({})",
-                dropped.join("; ")
+                "the agent type `{type_name}` cannot run here: {}",
+                reasons.join("; ")
             ));
         }
+        let mut dropped = Vec::new();
         let mut scope = agent_type.scope.clone();
         if let Some(parent) = parent_scope {
             let kept = scope.intersect(parent);

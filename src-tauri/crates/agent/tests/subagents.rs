@@ -978,6 +978,11 @@ async fn a_child_keeps_its_parents_origin_and_meets_its_origin_rules() {
 // ---------------------------------------------------------------------------------------------
 // Typed sub-agents: packs, agent types and role-scoped tools.
 
+/// One `agent` tool call from `session`, through the registry.
+async fn agent(fx: &Fixture, session: &str, input: Value) -> ToolResult {
+    fx.registry.execute(&ctx(session), "agent", input).await
+}
+
 /// A parent's script: one spawn with `args`, then `answer`.
 fn parent_spawning(wire: Wire, args: Value, answer: &str) -> Vec<Reply> {
     vec![
@@ -1012,6 +1017,23 @@ fn typed_fixture(config: SubAgentConfig, data: Option<&std::path::Path>) -> Fixt
         .register_domain(osprey_tools::shell::ShellTool::new(
             osprey_tools::shell::ShellConfig::default(),
         ));
+    // A stand-in for the web tool with the resources the research packs name.
+    fx.registry.register_domain(Probe {
+        domain: Domain::new("web", "The web")
+            .resource(
+                "http",
+                &[],
+                &[("fetch", "Fetch a page", ApprovalNeed::Required)],
+            )
+            .resource(
+                "search",
+                &[],
+                &[("query", "Search the web", ApprovalNeed::Required)],
+            ),
+        changes: fx.changes.clone(),
+        held: fx.held.clone(),
+        release: fx.release.clone(),
+    });
     fx.subagents.set_roles(osprey_agent::RoleCatalog::load(
         data,
         &fx.registry,
@@ -1106,12 +1128,16 @@ async fn a_researcher_child_sees_and_may_call_only_its_packs_tools() {
         let parent = server.seen(0);
         let mut everything = offered_tools(&parent[0]);
         everything.sort();
-        assert_eq!(everything, ["agent", "file", "probe", "shell"], "{wire:?}");
+        assert_eq!(
+            everything,
+            ["agent", "file", "probe", "shell", "web"],
+            "{wire:?}"
+        );
         let child = server.seen(1);
         assert_eq!(child.len(), 4, "{wire:?}");
         let mut offered = offered_tools(&child[0]);
         offered.sort();
-        assert_eq!(offered, ["agent", "file"], "{wire:?}");
+        assert_eq!(offered, ["agent", "file", "web"], "{wire:?}");
         let file_schema = offered_schema(&child[0], "file");
         assert!(
             file_schema.contains("\"read\"") && !file_schema.contains("\"write\""),
@@ -1185,41 +1211,41 @@ async fn an_unknown_agent_type_is_refused_with_the_known_ones() {
     assert!(server.seen(1).is_empty(), "no child ran");
 
     // `types` lists them with their tools; a type whose packs' tools are missing says so.
-    let types = body(
-        &fx.registry
-            .execute(
-                &ctx("main"),
-                "agent",
-                json!({"resource": "task", "action": "types"}),
-            )
-            .await,
-    );
+    let types = body(&agent(&fx, "main", json!({"resource": "task", "action": "types"})).await);
     let researcher = types["types"]
         .as_array()
         .unwrap()
         .iter()
         .find(|t| t["name"] == "researcher")
         .unwrap();
-    assert_eq!(researcher["tools"], "file (file: glob, grep, read)");
+    assert_eq!(
+        researcher["tools"],
+        "agent (graph: get_task, list_tasks, submit_result), file (file: glob, grep, read), \
+         web (http; search)"
+    );
+    let desktop = types["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "desktop-operator")
+        .unwrap();
     assert!(
-        researcher["not_available"]["web-fetch"]
+        desktop["not_available"]["desktop"]
             .as_str()
             .unwrap()
-            .contains("`web`, which is not registered")
+            .contains("`screenshot`, which is not registered")
     );
-    // A type that has none of its tools here cannot be spawned, and says why.
-    let desktop = fx
-        .registry
-        .execute(
-            &ctx("main"),
-            "agent",
-            json!({"action": "spawn", "agent_type": "Desktop Operator", "prompt": "Click."}),
-        )
-        .await;
+    // A type whose packs did not all load cannot be spawned, and says why.
+    let desktop = agent(
+        &fx,
+        "main",
+        json!({"action": "spawn", "agent_type": "Desktop Operator", "prompt": "Click."}),
+    )
+    .await;
     assert!(
         desktop
             .text_content()
-            .contains("`desktop-operator` cannot run here: none of its packs loaded"),
+            .contains("the agent type `desktop-operator` cannot run here: pack `desktop`: it names the tool `screenshot`"),
         "{desktop:?}"
     );
 }
@@ -1293,7 +1319,7 @@ async fn a_bad_pack_file_is_refused_clearly_and_the_others_still_load() {
     };
     assert!(
         problem("typo.json").contains(
-            "names the tool `shel`, which is not registered here (tools: agent, file, probe, shell)"
+            "names the tool `shel`, which is not registered here (tools: agent, file, probe, shell, web)"
         ),
         "{}",
         problem("typo.json")
@@ -1362,11 +1388,7 @@ async fn a_bad_pack_file_is_refused_clearly_and_the_others_still_load() {
     assert_eq!(task.model.as_deref(), Some("cheap-model"));
 
     // `types` reports the refused files too.
-    let types = body(
-        &fx.registry
-            .execute(&ctx("main"), "agent", json!({"action": "types"}))
-            .await,
-    );
+    let types = body(&agent(&fx, "main", json!({"action": "types"})).await);
     assert_eq!(types["refused_files"].as_array().unwrap().len(), 7);
 }
 
@@ -1430,4 +1452,133 @@ async fn a_typed_child_never_gets_a_tool_its_parent_lacks_and_none_past_the_dept
     let task = &fx.db.subagent_tasks().list("main", 1).unwrap()[0];
     let calls = fx.db.sessions().tool_calls(&task.session_id).unwrap();
     assert_eq!(calls[0].code.as_deref(), Some("role_denied"));
+}
+
+#[tokio::test]
+async fn the_task_graph_is_shared_and_role_gated_a_worker_cannot_complete_and_a_reject_defers() {
+    let fx = typed_fixture(SubAgentConfig::default(), None);
+    let graph = |action: &str, args: Value| {
+        let mut input = json!({"resource": "graph", "action": action});
+        input
+            .as_object_mut()
+            .unwrap()
+            .extend(args.as_object().unwrap().clone());
+        let registry = fx.registry.clone();
+        async move { registry.execute(&ctx("main"), "agent", input).await }
+    };
+    // The conversation (no role: an orchestrator) plans two tasks, the second after the first.
+    let first = body(&graph("create_task", json!({"title": "Gather notes"})).await);
+    let first_id = first["id"].as_i64().unwrap();
+    let second = body(
+        &graph(
+            "create_task",
+            json!({"title": "Write the summary", "depends_on": [first_id]}),
+        )
+        .await,
+    );
+    let second_id = second["id"].as_i64().unwrap();
+    assert_eq!(second["ready"], false);
+    assert_eq!(second["blocked_by"], json!([first_id]));
+    let missing = graph("create_task", json!({"title": "x", "depends_on": [999]})).await;
+    assert!(
+        missing.text_content().contains("does not have"),
+        "{missing:?}"
+    );
+
+    // A researcher worker: sees the same graph, cannot complete, cannot submit a blocked task,
+    // submits the ready one.
+    let wire = Wire::Anthropic;
+    let worker = |id: &'static str, action: &str, args: Value| {
+        let mut input = json!({"resource": "graph", "action": action});
+        input
+            .as_object_mut()
+            .unwrap()
+            .extend(args.as_object().unwrap().clone());
+        calling(wire, id, "agent", input)
+    };
+    let server = RoutedServer::start(vec![
+        vec![],
+        vec![
+            worker("toolu_list", "list_tasks", json!({})),
+            worker("toolu_complete", "complete_task", json!({"id": first_id})),
+            worker(
+                "toolu_early",
+                "submit_result",
+                json!({"id": second_id, "result": "early"}),
+            ),
+            worker(
+                "toolu_submit",
+                "submit_result",
+                json!({"id": first_id, "result": "three notes"}),
+            ),
+            wire.turn("Submitted task 1.", &[]),
+        ],
+    ])
+    .await;
+    runner(&fx, wire, &server.url);
+    let spawned = agent(
+        &fx,
+        "main",
+        json!({"action": "spawn", "agent_type": "researcher", "prompt": "Do task 1."}),
+    )
+    .await;
+    assert!(!spawned.is_error, "{spawned:?}");
+    let child = server.seen(1);
+    assert!(
+        child[1].contains("Gather notes"),
+        "the worker sees the conversation's graph"
+    );
+    assert!(
+        child[2].contains("not among the tools of role `researcher`"),
+        "{}",
+        child[2]
+    );
+    assert!(child[3].contains("is blocked"), "{}", child[3]);
+    let task = &fx.db.subagent_tasks().list("main", 1).unwrap()[0];
+    let codes: Vec<Option<String>> = fx
+        .db
+        .sessions()
+        .tool_calls(&task.session_id)
+        .unwrap()
+        .into_iter()
+        .map(|c| c.code)
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            None,
+            Some("role_denied".into()),
+            Some("tool_failed".into()),
+            None
+        ]
+    );
+    let submitted = body(&graph("get_task", json!({"id": first_id})).await);
+    assert_eq!(submitted["status"], "submitted");
+    assert_eq!(submitted["result"], "three notes");
+    assert_eq!(submitted["submitted_by"], task.session_id.as_str());
+
+    // The orchestrator rejects it: back to deferred with the feedback, ready again; the second
+    // task stays blocked until the first is done.
+    let rejected = body(
+        &graph(
+            "reject_task",
+            json!({"id": first_id, "feedback": "Cite the files."}),
+        )
+        .await,
+    );
+    assert_eq!(rejected["status"], "deferred");
+    assert_eq!(rejected["feedback"], "Cite the files.");
+    assert_eq!(rejected["ready"], true);
+    let done = body(&graph("complete_task", json!({"id": first_id})).await);
+    assert_eq!(done["status"], "done");
+    let list = body(&graph("list_tasks", json!({})).await);
+    assert_eq!(list["tasks"][1]["ready"], true);
+    // Another conversation has its own graph.
+    let other = agent(
+        &fx,
+        "elsewhere",
+        json!({"action": "get_task", "id": first_id}),
+    )
+    .await;
+    assert!(other.text_content().contains("has no task"), "{other:?}");
 }
