@@ -262,6 +262,8 @@ pub struct SpawnRequest {
     /// The agent type (role) the child runs as: its prompt, model and packs' tools. `None`: an
     /// untyped child with its parent's tools.
     pub agent_type: Option<String>,
+    /// The child stays available after its answer and takes follow-ups ([`SubAgents::route`]).
+    pub interactive: bool,
 }
 
 /// A child that started: its task row, and the role and tools it runs with.
@@ -288,6 +290,15 @@ struct Inner {
     factory: RwLock<Option<Arc<dyn SubAgentFactory>>>,
     roles: RwLock<Arc<RoleCatalog>>,
     running: Mutex<HashMap<i64, Running>>,
+    /// Interactive workers: what a follow-up turn runs with. In memory: a restart ends them.
+    interactive: Mutex<HashMap<i64, Interactive>>,
+}
+
+/// An interactive worker's standing turn: its model, origin, approver, level cap, role and
+/// tools, reused for every follow-up (only the input and cancellation change).
+struct Interactive {
+    model: String,
+    turn: TurnRequest,
 }
 
 struct Running {
@@ -319,6 +330,7 @@ impl SubAgents {
                 factory: RwLock::new(None),
                 roles: RwLock::new(Arc::new(RoleCatalog::default())),
                 running: Mutex::new(HashMap::new()),
+                interactive: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -398,22 +410,11 @@ impl SubAgents {
             Some(name) => Some(self.role_for(name, ctx.scope.as_deref(), depth)?),
             None => None,
         };
-        let factory = self
-            .inner
-            .factory
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .ok_or("sub-agents are not available here: no model runner is attached")?;
+        let factory = self.factory()?;
         let type_model = role.as_ref().and_then(|r| r.model.clone());
         let runner = match (request.model.as_deref(), type_model) {
             (Some(asked), _) => factory.runner(parent, Some(asked))?,
-            // The type's model: a runner already built for it, else the parent's provider
-            // asked for that model.
-            (None, Some(model)) => match factory.runner(parent, Some(&model)) {
-                Ok(runner) => runner,
-                Err(_) => factory.runner(parent, None)?.with_model(&model),
-            },
+            (None, Some(model)) => runner_on(&*factory, parent, &model)?,
             (None, None) => factory.runner(parent, None)?,
         };
         let (scope, instructions, agent_type, dropped) = match role {
@@ -472,8 +473,40 @@ impl SubAgents {
             scope: scope.clone(),
             instructions,
         };
+        if request.interactive {
+            self.inner
+                .interactive
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(
+                    task.id,
+                    Interactive {
+                        model: runner.config().model.clone(),
+                        turn: turn.clone(),
+                    },
+                );
+        }
+        self.launch(task.id, runner, turn, timeout, cancel, done_sender);
+        Ok(Spawned {
+            task,
+            agent_type,
+            scope,
+            dropped,
+        })
+    }
+
+    /// Runs one turn of the child `id` on a task of its own, ending at `timeout` or when
+    /// `cancel` fires, and records how it ended.
+    fn launch(
+        &self,
+        id: i64,
+        runner: Runner,
+        turn: TurnRequest,
+        timeout: Duration,
+        cancel: CancellationToken,
+        done_sender: watch::Sender<bool>,
+    ) {
         let this = self.clone();
-        let id = task.id;
         tokio::spawn(async move {
             let run = runner.run_turn(turn);
             tokio::pin!(run);
@@ -548,12 +581,15 @@ impl SubAgents {
                 .remove(&id);
             let _ = done_sender.send(true);
         });
-        Ok(Spawned {
-            task,
-            agent_type,
-            scope,
-            dropped,
-        })
+    }
+
+    fn factory(&self) -> Result<Arc<dyn SubAgentFactory>, String> {
+        self.inner
+            .factory
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(|| "sub-agents are not available here: no model runner is attached".into())
     }
 
     /// What a child of type `name` at `depth` gets, under a parent limited to `parent_scope`.
@@ -599,11 +635,14 @@ impl SubAgents {
             }
             scope = kept;
         }
-        // The spawn tool, while the child may still spawn (and only if its parent could).
+        // The spawn tool, while the child may still spawn (and only if its parent could); at
+        // any depth, `set_status`, which only touches the child's own task row.
         if depth < i64::from(self.inner.config.max_depth)
             && parent_scope.is_none_or(|p| p.allows("agent", Some("task"), Some("spawn")))
         {
             scope.allow_resource("agent", "task", None);
+        } else {
+            scope.allow_resource("agent", "task", Some(&["set_status"]));
         }
         Ok(ChildRole {
             name: type_name,
@@ -675,6 +714,106 @@ impl SubAgents {
         self.get(session_id, id)
     }
 
+    /// Sends a follow-up to an interactive worker the session spawned: another turn in the
+    /// worker's own session (it sees its earlier work), with the same role, tools, origin and
+    /// policy cap, under the routing call's cancellation. Returns at once; `wait` for the
+    /// answer.
+    pub fn route(
+        &self,
+        ctx: &ToolContext,
+        id: i64,
+        message: &str,
+        timeout: Duration,
+    ) -> Result<SubAgentTask, String> {
+        let session = ctx
+            .session_id
+            .as_deref()
+            .ok_or("routing needs a session, and this call has none")?;
+        let task = self.get(session, id)?;
+        let message = message.trim();
+        if message.is_empty() {
+            return Err("`message` must say what to ask the worker".into());
+        }
+        let (model, mut turn) = {
+            let interactive = self
+                .inner
+                .interactive
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let worker = interactive.get(&id).ok_or_else(|| {
+                format!(
+                    "sub-agent task {id} is not an interactive worker (spawn one with \
+                     `interactive: true`; a restart of Osprey ends them)"
+                )
+            })?;
+            (worker.model.clone(), worker.turn.clone())
+        };
+        if timeout.is_zero() || timeout > self.inner.config.max_timeout {
+            return Err(format!(
+                "`timeout_seconds` must be between 1 and {}",
+                self.inner.config.max_timeout.as_secs()
+            ));
+        }
+        let runner = runner_on(&*self.factory()?, session, &model)?;
+        let mut running = self.inner.running.lock().unwrap_or_else(|e| e.into_inner());
+        if running.contains_key(&id) {
+            return Err(format!(
+                "sub-agent task {id} is still working; wait for its answer with `result` first"
+            ));
+        }
+        if running.len() >= self.inner.config.max_running {
+            return Err(format!(
+                "{} sub-agents are already running (the most at once); wait for one first",
+                running.len()
+            ));
+        }
+        if !self.inner.tasks.resume(id).map_err(storage)? {
+            return Err(format!("sub-agent task {id} is still working"));
+        }
+        let cancel = ctx.cancel.child_token();
+        let (done_sender, done) = watch::channel(false);
+        running.insert(
+            id,
+            Running {
+                cancel: cancel.clone(),
+                done,
+            },
+        );
+        drop(running);
+        turn.input = format!("Follow-up from the agent you work for:\n{message}");
+        turn.cancel = cancel.clone();
+        self.launch(id, runner, turn, timeout, cancel, done_sender);
+        Ok(task)
+    }
+
+    /// A worker's report of where it stands, from its own session; its parent sees it in
+    /// `status` and `list`.
+    pub fn set_status(&self, ctx: &ToolContext, text: &str) -> Result<SubAgentTask, String> {
+        let session = ctx
+            .session_id
+            .as_deref()
+            .ok_or("set_status needs a session, and this call has none")?;
+        let task = self
+            .inner
+            .tasks
+            .by_session(session)
+            .map_err(storage)?
+            .ok_or("set_status is for sub-agents reporting to the agent that started them; this session is not one")?;
+        let text: String = text.trim().chars().take(500).collect();
+        if text.is_empty() {
+            return Err("`text` must say where the work stands".into());
+        }
+        self.inner
+            .tasks
+            .set_progress(task.id, &text)
+            .map_err(storage)?;
+        self.inner
+            .tasks
+            .get(task.id)
+            .map_err(storage)?
+            .ok_or_else(|| "the task is gone".to_string())
+    }
+
     /// Ids of the children running now.
     pub fn running(&self) -> Vec<i64> {
         let mut ids: Vec<i64> = self
@@ -687,6 +826,15 @@ impl SubAgents {
             .collect();
         ids.sort_unstable();
         ids
+    }
+}
+
+/// A runner on `model` (an agent type's, or an interactive worker's): one already built for it,
+/// else the parent's provider asked for that model.
+fn runner_on(factory: &dyn SubAgentFactory, parent: &str, model: &str) -> Result<Runner, String> {
+    match factory.runner(parent, Some(model)) {
+        Ok(runner) => Ok(runner),
+        Err(_) => Ok(factory.runner(parent, None)?.with_model(model)),
     }
 }
 

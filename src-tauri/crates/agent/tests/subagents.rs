@@ -1438,14 +1438,20 @@ async fn a_typed_child_never_gets_a_tool_its_parent_lacks_and_none_past_the_dept
     );
     // The coder kept only what the reader has (a file read), and at depth 1 of 1 no spawn tool.
     let child = server.seen(1);
-    assert_eq!(offered_tools(&child[0]), ["file"]);
+    // At depth 1 of 1 the only part of the `agent` tool left is reporting progress.
+    assert_eq!(offered_tools(&child[0]), ["agent", "file"]);
+    let agent_schema = offered_schema(&child[0], "agent");
+    assert!(
+        agent_schema.contains(r#""enum":["set_status"]"#),
+        "{agent_schema}"
+    );
     assert!(
         child[1].contains("not among the tools of role `coder`"),
         "{}",
         child[1]
     );
     assert!(
-        child[1].contains("this role's tools: file (file: read)"),
+        child[1].contains("this role's tools: agent (task: set_status), file (file: read)"),
         "{}",
         child[1]
     );
@@ -1581,4 +1587,94 @@ async fn the_task_graph_is_shared_and_role_gated_a_worker_cannot_complete_and_a_
     )
     .await;
     assert!(other.text_content().contains("has no task"), "{other:?}");
+}
+
+#[tokio::test]
+async fn an_interactive_worker_reports_progress_and_answers_a_follow_up() {
+    let fx = typed_fixture(SubAgentConfig::default(), None);
+    let wire = Wire::OpenAi;
+    let server = RoutedServer::start(vec![
+        vec![],
+        vec![
+            calling(
+                wire,
+                "call_status",
+                "agent",
+                json!({"action": "set_status", "text": "reading the notes"}),
+            ),
+            wire.turn("First answer: three notes.", &[]),
+            wire.turn("Follow-up answer: the second note is about tea.", &[]),
+            wire.turn("A plain answer.", &[]),
+        ],
+    ])
+    .await;
+    runner(&fx, wire, &server.url);
+    let first = body(
+        &agent(
+            &fx,
+            "main",
+            json!({"action": "spawn", "agent_type": "researcher", "interactive": true,
+                   "prompt": "Read the notes."}),
+        )
+        .await,
+    );
+    assert_eq!(first["answer"], "First answer: three notes.");
+    assert_eq!(first["progress"], "reading the notes");
+    let id = first["id"].as_i64().unwrap();
+
+    let follow_up = agent(
+        &fx,
+        "main",
+        json!({"action": "route", "id": id, "message": "What is the second note about?"}),
+    )
+    .await;
+    assert!(!follow_up.is_error, "{follow_up:?}");
+    assert_eq!(
+        body(&follow_up)["answer"],
+        "Follow-up answer: the second note is about tea."
+    );
+    // The follow-up turn ran in the worker's session: it saw its earlier work and the question,
+    // with its role's tools only.
+    let child = server.seen(1);
+    assert_eq!(child.len(), 3);
+    assert!(
+        child[2].contains("First answer: three notes.")
+            && child[2].contains("What is the second note about?"),
+        "{}",
+        child[2]
+    );
+    let mut offered = offered_tools(&child[2]);
+    offered.sort();
+    assert_eq!(offered, ["agent", "file", "web"]);
+    let task = fx.db.subagent_tasks().get(id).unwrap().unwrap();
+    assert_eq!(task.status, "done");
+    assert_eq!(
+        task.result.as_deref(),
+        Some("Follow-up answer: the second note is about tea.")
+    );
+
+    // Another session cannot route to it; a worker not spawned interactive takes no follow-up.
+    let stranger = agent(
+        &fx,
+        "elsewhere",
+        json!({"action": "route", "id": id, "message": "hi"}),
+    )
+    .await;
+    assert!(stranger.text_content().contains("has no sub-agent task"));
+    let plain = body(&agent(&fx, "main", json!({"action": "spawn", "prompt": "Answer."})).await);
+    let refused = agent(
+        &fx,
+        "main",
+        json!({"action": "route", "id": plain["id"], "message": "more?"}),
+    )
+    .await;
+    assert!(
+        refused
+            .text_content()
+            .contains("is not an interactive worker"),
+        "{refused:?}"
+    );
+    // set_status outside a sub-agent says what it is for.
+    let outside = agent(&fx, "main", json!({"action": "set_status", "text": "x"})).await;
+    assert!(outside.text_content().contains("this session is not one"));
 }

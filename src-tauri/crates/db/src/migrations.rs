@@ -200,7 +200,7 @@ pub(crate) const STEPS: &[&str] = &[
         DELETE FROM memory_vectors WHERE memory_id = old.id;
     END;
     "#,
-    // 7: the task graph a session's agents share (the root conversation's session id names the
+    // 7: the task graph a session's agents share (and a sub-agent's progress note) (the root conversation's session id names the
     // graph): tasks with a status and result, and their dependencies, which may only point at
     // tasks that existed when a task was created, so the graph has no cycles.
     r#"
@@ -224,6 +224,8 @@ pub(crate) const STEPS: &[&str] = &[
         depends_on  INTEGER NOT NULL REFERENCES graph_tasks(id) ON DELETE CASCADE,
         PRIMARY KEY (task_id, depends_on)
     );
+    -- A sub-agent's own report of where it stands (set_status), shown to its parent.
+    ALTER TABLE subagent_tasks ADD COLUMN progress TEXT;
     "#,
 ];
 

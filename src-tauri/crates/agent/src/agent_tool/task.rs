@@ -17,7 +17,8 @@ use crate::subagent::{SpawnRequest, SubAgents};
 /// The resource's line in the tool's description.
 pub(super) const SUMMARY: &str = "task: delegate work to a sub-agent that runs its own turn \
      (spawn waits for its answer unless wait is false; then poll status/result); with \
-     agent_type it runs as that role with only the role's tools (types lists them).";
+     agent_type it runs as that role with only the role's tools (types lists them); an \
+     interactive one takes follow-ups (route); a sub-agent reports progress with set_status.";
 
 /// How long `spawn` leaves for the registry's own deadline when it waits.
 const DEADLINE_MARGIN: Duration = Duration::from_secs(2);
@@ -53,6 +54,16 @@ pub(super) fn table(domain: Domain) -> Domain {
                 Free,
             ),
             ("cancel", "Stop a running sub-agent", Free),
+            (
+                "route",
+                "Send a follow-up `message` to an interactive sub-agent (spawned with `interactive: true`)",
+                Free,
+            ),
+            (
+                "set_status",
+                "As a sub-agent: report where your work stands (`text`), without stopping",
+                Free,
+            ),
             (
                 "types",
                 "The agent types a spawn can name, with their tools and models",
@@ -97,6 +108,27 @@ pub(super) fn table(domain: Domain) -> Domain {
     );
     let domain = field(
         domain,
+        "interactive",
+        FieldType::Boolean,
+        "task: keep the sub-agent for follow-ups through `route` after it answers",
+        &[],
+    );
+    let domain = field(
+        domain,
+        "message",
+        FieldType::String,
+        "task: the follow-up for an interactive sub-agent",
+        &["task.route"],
+    );
+    let domain = field(
+        domain,
+        "text",
+        FieldType::String,
+        "task: where your work stands, in a line",
+        &["task.set_status"],
+    );
+    let domain = field(
+        domain,
         "agent_type",
         FieldType::String,
         "task: the role the sub-agent runs as, with only that role's tools (researcher, writer, \
@@ -118,7 +150,7 @@ pub(super) fn table(domain: Domain) -> Domain {
         "id",
         FieldType::Integer,
         "task: a sub-agent task's id",
-        &["task.status", "task.result", "task.cancel"],
+        &["task.status", "task.result", "task.cancel", "task.route"],
     )
 }
 
@@ -142,6 +174,14 @@ pub(super) async fn run(tool: &AgentTool, ctx: &ToolContext, call: Call) -> Tool
                 Ok(json_result(&json!({"count": rows.len(), "tasks": rows})))
             }
             "types" => Ok(json_result(&types_json(subagents))),
+            "route" => route(subagents, ctx, session, &call).await,
+            "set_status" => {
+                let task = subagents
+                    .set_status(ctx, call.str("text").unwrap_or_default())
+                    .map_err(failed)?;
+                Ok(json_result(&json!({"id": task.id, "progress": task.progress,
+                    "note": "reported; carry on with the task"})))
+            }
             "cancel" => {
                 let task = subagents
                     .cancel(session, id_of(&call)?)
@@ -156,20 +196,27 @@ pub(super) async fn run(tool: &AgentTool, ctx: &ToolContext, call: Call) -> Tool
     result.unwrap_or_else(|e| e)
 }
 
-async fn spawn(subagents: &SubAgents, ctx: &ToolContext, call: &Call) -> Outcome {
+/// Whether a spawn or route waits (default yes) and the child's deadline: `timeout_seconds`,
+/// and when waiting at most what the call's own deadline leaves, so the child's timeout, not the
+/// registry's, ends it.
+fn wait_and_timeout(subagents: &SubAgents, ctx: &ToolContext, call: &Call) -> (bool, Duration) {
     let wait = call.bool("wait").unwrap_or(true);
     let mut timeout = call
         .u64("timeout_seconds")
         .map(Duration::from_secs)
         .unwrap_or(subagents.config().default_timeout);
     if wait {
-        // Report our own timeout rather than be cut off by the registry's deadline.
         let left = ctx
             .deadline
             .saturating_duration_since(Instant::now())
             .saturating_sub(DEADLINE_MARGIN);
         timeout = timeout.min(left.max(Duration::from_secs(1)));
     }
+    (wait, timeout)
+}
+
+async fn spawn(subagents: &SubAgents, ctx: &ToolContext, call: &Call) -> Outcome {
+    let (wait, timeout) = wait_and_timeout(subagents, ctx, call);
     let level = call
         .str("policy")
         .map(|p| p.parse::<Level>().map_err(invalid))
@@ -184,6 +231,7 @@ async fn spawn(subagents: &SubAgents, ctx: &ToolContext, call: &Call) -> Outcome
                 timeout: Some(timeout),
                 level,
                 agent_type: call.str("agent_type").map(String::from),
+                interactive: call.bool("interactive").unwrap_or(false),
             },
         )
         .map_err(failed)?;
@@ -218,6 +266,25 @@ async fn spawn(subagents: &SubAgents, ctx: &ToolContext, call: &Call) -> Outcome
         .await
         .map_err(failed)?;
     finished_with(&task, role(task_json(&task)))
+}
+
+async fn route(subagents: &SubAgents, ctx: &ToolContext, session: &str, call: &Call) -> Outcome {
+    let id = id_of(call)?;
+    let (wait, timeout) = wait_and_timeout(subagents, ctx, call);
+    let task = subagents
+        .route(ctx, id, call.str("message").unwrap_or_default(), timeout)
+        .map_err(failed)?;
+    if !wait {
+        let mut body = task_json(&task);
+        body["status"] = json!("running");
+        body["note"] = json!("the follow-up is on its way; ask for the answer with `result`");
+        return Ok(json_result(&body));
+    }
+    let task = subagents
+        .wait(session, id, timeout + Duration::from_secs(30), &ctx.cancel)
+        .await
+        .map_err(failed)?;
+    finished(&task)
 }
 
 async fn result(subagents: &SubAgents, ctx: &ToolContext, session: &str, call: &Call) -> Outcome {
@@ -303,6 +370,7 @@ fn task_json(task: &SubAgentTask) -> Value {
         "model": task.model,
         "created_ms": task.created_ms,
         "finished_ms": task.finished_ms,
+        "progress": task.progress,
     })
 }
 
