@@ -28,7 +28,7 @@ pub use provider::ollama::Ollama;
 pub use provider::openai::OpenAi;
 pub use provider::{Assembler, EventStream, Provider, RetryPolicy, Sleeper};
 pub use roles::{AgentSettings, AgentType, AgentTypeManifest, RiskProfile, RoleCatalog, ToolPack};
-pub use runner::{AgentEvent, Runner, RunnerConfig, TurnOutcome, TurnRequest, TurnStop};
+pub use runner::{AgentEvent, Inbox, Runner, RunnerConfig, TurnOutcome, TurnRequest, TurnStop};
 pub use scheduler::{
     ManualClock, ReminderHandler, ScheduleBackend, ScheduleSlot, Scheduler, SchedulerConfig,
     SystemClock,

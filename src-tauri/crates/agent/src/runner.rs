@@ -88,6 +88,11 @@ impl Default for RunnerConfig {
 /// supplies it.
 pub type AppsSection = Arc<dyn Fn() -> BoxFuture<'static, String> + Send + Sync>;
 
+/// Results that arrived for a session since its last turn (a branch's answer), asked for at the
+/// start of each turn and put into the conversation before the person's message; core supplies
+/// it from the sub-agents.
+pub type Inbox = Arc<dyn Fn(&str) -> Vec<String> + Send + Sync>;
+
 /// One turn to run.
 #[derive(Clone)]
 pub struct TurnRequest {
@@ -223,6 +228,7 @@ struct Sources {
     skills: Option<Skills>,
     memory: Option<Memory>,
     apps: Option<AppsSection>,
+    inbox: Option<Inbox>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -276,6 +282,11 @@ impl Runner {
     /// The memory recalled into the prompt's `memory` section.
     pub fn set_memory(&self, memory: Memory) {
         self.write_sources().memory = Some(memory);
+    }
+
+    /// Where results that arrive between turns come from (see [`Inbox`]).
+    pub fn set_inbox(&self, inbox: Inbox) {
+        self.write_sources().inbox = Some(inbox);
     }
 
     /// The installed-apps section, asked for at each turn.
@@ -401,6 +412,16 @@ impl Runner {
     async fn play(&self, turn: &TurnRequest) -> Result<TurnOutcome> {
         let config = &self.inner.config;
         let mut transcript = self.transcript(&turn.session_id)?;
+        // What arrived since the last turn joins the conversation before the person's message.
+        let arrived = match &self.sources().inbox {
+            Some(inbox) => inbox(&turn.session_id),
+            None => Vec::new(),
+        };
+        for text in arrived {
+            let note = Message::assistant_text(&text);
+            let seq = self.persist(turn, &note, None).await?;
+            transcript.push(note, seq);
+        }
         let user = Message::user_text(&turn.input);
         let user_seq = self.persist(turn, &user, None).await?;
         transcript.push(user, user_seq);

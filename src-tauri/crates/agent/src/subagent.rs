@@ -264,6 +264,9 @@ pub struct SpawnRequest {
     pub agent_type: Option<String>,
     /// The child stays available after its answer and takes follow-ups ([`SubAgents::route`]).
     pub interactive: bool,
+    /// A branch: the child starts from a copy of the parent's conversation and its answer is
+    /// delivered into that conversation at the parent's next turn ([`SubAgents::inbox`]).
+    pub branch: bool,
 }
 
 /// A child that started: its task row, and the role and tools it runs with.
@@ -286,6 +289,8 @@ pub struct SubAgents {
 
 struct Inner {
     tasks: SubAgentTasks,
+    /// The parent conversations a branch forks from.
+    sessions: Sessions,
     config: SubAgentConfig,
     factory: RwLock<Option<Arc<dyn SubAgentFactory>>>,
     roles: RwLock<Arc<RoleCatalog>>,
@@ -326,6 +331,7 @@ impl SubAgents {
         SubAgents {
             inner: Arc::new(Inner {
                 tasks,
+                sessions: db.sessions(),
                 config,
                 factory: RwLock::new(None),
                 roles: RwLock::new(Arc::new(RoleCatalog::default())),
@@ -459,10 +465,24 @@ impl SubAgents {
         );
         drop(running);
 
+        if request.branch {
+            self.inner.tasks.mark_branch(task.id).map_err(storage)?;
+        }
+        let input = if request.branch {
+            let forked = format!(
+                "{prompt}\n\nYou are a branch of the conversation below: think or research in \
+                 parallel; your final reply joins that conversation later.\n\n\
+                 The conversation so far:\n{}",
+                self.conversation_of(parent)
+            );
+            child_input(&forked, request.system.as_deref(), depth, config.max_depth)
+        } else {
+            child_input(prompt, request.system.as_deref(), depth, config.max_depth)
+        };
         let turn = TurnRequest {
             session_id: task.session_id.clone(),
             origin: ctx.origin,
-            input: child_input(prompt, request.system.as_deref(), depth, config.max_depth),
+            input,
             approver: ctx.approver.clone(),
             cancel: cancel.clone(),
             events: None,
@@ -581,6 +601,67 @@ impl SubAgents {
                 .remove(&id);
             let _ = done_sender.send(true);
         });
+    }
+
+    /// The text of `session`'s latest messages, oldest first, within [`FORK_CHARS`]: what a
+    /// branch starts from (tool calls and images are left out).
+    fn conversation_of(&self, session: &str) -> String {
+        let rows = self.inner.sessions.messages(session).unwrap_or_default();
+        let mut kept: Vec<String> = Vec::new();
+        let mut used = 0;
+        for row in rows.iter().rev() {
+            let text: Vec<&str> = row
+                .content
+                .as_array()
+                .map(|parts| {
+                    parts
+                        .iter()
+                        .filter(|p| p["type"] == "text")
+                        .filter_map(|p| p["text"].as_str())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let text = text.join("\n");
+            if text.trim().is_empty() {
+                continue;
+            }
+            let line = format!("{}: {}", row.role, text.trim());
+            used += line.len();
+            if used > FORK_CHARS && !kept.is_empty() {
+                break;
+            }
+            kept.push(line);
+        }
+        kept.reverse();
+        kept.join("\n\n")
+    }
+
+    /// The branches of a session that ended since its last turn, each as a note for its
+    /// conversation (handed out once): the runner's [`crate::runner::Inbox`].
+    pub fn inbox(&self) -> crate::runner::Inbox {
+        let tasks = self.inner.tasks.clone();
+        Arc::new(move |session: &str| {
+            let ended = tasks.take_ended_branches(session).unwrap_or_else(|error| {
+                tracing::warn!(%error, "cannot read the ended branches");
+                Vec::new()
+            });
+            ended
+                .into_iter()
+                .map(|task| {
+                    let about: String = task.prompt.chars().take(80).collect();
+                    let body = match (&task.result, &task.error) {
+                        (Some(answer), None) => answer.clone(),
+                        (Some(answer), Some(error)) => format!("{answer}\n({error})"),
+                        (None, Some(error)) => error.clone(),
+                        (None, None) => "(no answer)".to_string(),
+                    };
+                    format!(
+                        "[Branch {} ({}) on \"{about}\" has ended]\n{body}",
+                        task.id, task.status
+                    )
+                })
+                .collect()
+        })
     }
 
     fn factory(&self) -> Result<Arc<dyn SubAgentFactory>, String> {
@@ -837,6 +918,9 @@ fn runner_on(factory: &dyn SubAgentFactory, parent: &str, model: &str) -> Result
         Err(_) => Ok(factory.runner(parent, None)?.with_model(model)),
     }
 }
+
+/// How much of its parent's conversation a branch starts from, in characters.
+const FORK_CHARS: usize = 12_000;
 
 /// What a typed child runs with.
 struct ChildRole {

@@ -1678,3 +1678,79 @@ async fn an_interactive_worker_reports_progress_and_answers_a_follow_up() {
     let outside = agent(&fx, "main", json!({"action": "set_status", "text": "x"})).await;
     assert!(outside.text_content().contains("this session is not one"));
 }
+
+#[tokio::test]
+async fn a_branch_forks_the_conversation_and_its_answer_joins_it_at_the_next_turn() {
+    let fx = typed_fixture(SubAgentConfig::default(), None);
+    let wire = Wire::Anthropic;
+    let server = RoutedServer::start(vec![
+        vec![
+            wire.turn(
+                "Let me think about that on the side.",
+                &[agent_call(
+                    "toolu_branch",
+                    json!({"action": "branch", "prompt": "Think of names for the cat."}),
+                )],
+            ),
+            wire.turn("A branch is thinking about names.", &[]),
+            wire.turn("The branch suggests Whiskers or Mochi.", &[]),
+        ],
+        vec![wire.turn("Whiskers or Mochi.", &[])],
+    ])
+    .await;
+    let runner = runner(&fx, wire, &server.url);
+    runner.set_inbox(fx.subagents.inbox());
+    let first = runner
+        .run_turn(TurnRequest::new("main", "Name my cat, please."))
+        .await
+        .unwrap();
+    assert_eq!(first.text, "A branch is thinking about names.");
+    // The branch returned at once; it starts from the conversation so far.
+    let spawned = &fx.db.sessions().tool_calls("main").unwrap()[0];
+    let note = spawned.result.as_ref().unwrap().to_string();
+    assert!(
+        note.contains("joins this conversation at your next turn"),
+        "{note}"
+    );
+    let task = fx.db.subagent_tasks().list("main", 1).unwrap()[0].clone();
+    let ended = fx
+        .subagents
+        .wait(
+            "main",
+            task.id,
+            Duration::from_secs(10),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ended.status, "done");
+    let child = server.seen(1);
+    assert!(
+        child[0].contains("Think of names for the cat.")
+            && child[0].contains("user: Name my cat, please."),
+        "{}",
+        child[0]
+    );
+
+    // The next turn carries the branch's answer before the person's message, once.
+    let second = runner
+        .run_turn(TurnRequest::new("main", "Any ideas yet?"))
+        .await
+        .unwrap();
+    assert_eq!(second.text, "The branch suggests Whiskers or Mochi.");
+    let request = &server.seen(0)[2];
+    let delivered = request
+        .find("has ended]\\nWhiskers or Mochi.")
+        .expect(request);
+    assert!(delivered < request.find("Any ideas yet?").unwrap());
+    assert!(fx.subagents.inbox()("main").is_empty(), "delivered once");
+    let notes = fx
+        .db
+        .sessions()
+        .messages("main")
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.content.to_string().contains("has ended"))
+        .count();
+    assert_eq!(notes, 1);
+}

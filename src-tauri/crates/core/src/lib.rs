@@ -79,6 +79,8 @@ struct Inner {
     reminders: scheduler::Reminders,
     /// Every chat runner built, offered to sub-agents (the agent tool's task resource).
     subagent_runners: osprey_agent::RunnerPool,
+    /// Sub-agents, for the runners' inbox (a branch's answer joins its conversation).
+    subagents: osprey_agent::SubAgents,
     /// Each conversation's runner, kept between its turns.
     session_runners: runners::SessionRunners,
     mcp: mcp::McpSlot,
@@ -306,6 +308,7 @@ impl Core {
                 events,
                 reminders,
                 subagent_runners,
+                subagents,
                 session_runners: runners::SessionRunners::default(),
                 mcp: mcp::McpSlot::default(),
                 #[cfg(unix)]

@@ -226,6 +226,10 @@ pub(crate) const STEPS: &[&str] = &[
     );
     -- A sub-agent's own report of where it stands (set_status), shown to its parent.
     ALTER TABLE subagent_tasks ADD COLUMN progress TEXT;
+    -- A branch (a child forked from its parent's conversation) delivers its result into that
+    -- conversation once; `delivered_ms` says it has.
+    ALTER TABLE subagent_tasks ADD COLUMN kind TEXT NOT NULL DEFAULT 'task';
+    ALTER TABLE subagent_tasks ADD COLUMN delivered_ms INTEGER;
     "#,
 ];
 

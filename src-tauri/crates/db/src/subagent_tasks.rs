@@ -166,6 +166,42 @@ impl SubAgentTasks {
         })
     }
 
+    /// Marks the task a branch: its result is delivered into its parent's conversation.
+    pub fn mark_branch(&self, id: i64) -> Result<()> {
+        self.db.with_conn(|c| {
+            c.execute(
+                "UPDATE subagent_tasks SET kind = 'branch' WHERE id = ?1",
+                [id],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The branches of `parent_session_id` that ended and were not yet delivered, oldest
+    /// first, now marked delivered (each is handed out once).
+    pub fn take_ended_branches(&self, parent_session_id: &str) -> Result<Vec<SubAgentTask>> {
+        self.db.with_conn(|c| {
+            let tx = c.transaction()?;
+            let tasks: Vec<SubAgentTask> = {
+                let mut stmt = tx.prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM subagent_tasks WHERE parent_session_id = ?1
+                     AND kind = 'branch' AND status != 'running' AND delivered_ms IS NULL
+                     ORDER BY id"
+                ))?;
+                stmt.query_map([parent_session_id], task_row)?
+                    .collect::<rusqlite::Result<_>>()?
+            };
+            for task in &tasks {
+                tx.execute(
+                    "UPDATE subagent_tasks SET delivered_ms = ?2 WHERE id = ?1",
+                    params![task.id, now_ms()],
+                )?;
+            }
+            tx.commit()?;
+            Ok(tasks)
+        })
+    }
+
     /// Starts an ended task again (an interactive worker taking a follow-up): `running`, with
     /// its ending cleared. False when it is running already.
     pub fn resume(&self, id: i64) -> Result<bool> {

@@ -18,7 +18,8 @@ use crate::subagent::{SpawnRequest, SubAgents};
 pub(super) const SUMMARY: &str = "task: delegate work to a sub-agent that runs its own turn \
      (spawn waits for its answer unless wait is false; then poll status/result); with \
      agent_type it runs as that role with only the role's tools (types lists them); an \
-     interactive one takes follow-ups (route); a sub-agent reports progress with set_status.";
+     interactive one takes follow-ups (route); branch forks this conversation and its answer \
+     joins it at your next turn; a sub-agent reports progress with set_status.";
 
 /// How long `spawn` leaves for the registry's own deadline when it waits.
 const DEADLINE_MARGIN: Duration = Duration::from_secs(2);
@@ -40,6 +41,12 @@ pub(super) fn table(domain: Domain) -> Domain {
             (
                 "spawn",
                 "Start a sub-agent on `prompt`; waits for its answer unless `wait` is false",
+                Free,
+            ),
+            (
+                "branch",
+                "Fork this conversation into a sub-agent that thinks or researches `prompt` in \
+                 parallel; its answer joins the conversation at your next turn",
                 Free,
             ),
             ("status", "Where a sub-agent task stands", Free),
@@ -76,7 +83,7 @@ pub(super) fn table(domain: Domain) -> Domain {
         "prompt",
         FieldType::String,
         "task: what the sub-agent should do, self-contained (it does not see this conversation)",
-        &["task.spawn"],
+        &["task.spawn", "task.branch"],
     );
     let domain = field(
         domain,
@@ -164,7 +171,7 @@ pub(super) async fn run(tool: &AgentTool, ctx: &ToolContext, call: Call) -> Tool
         })?;
         let session = session_of(ctx)?;
         match call.action() {
-            "spawn" => spawn(subagents, ctx, &call).await,
+            "spawn" | "branch" => spawn(subagents, ctx, &call).await,
             "status" => Ok(json_result(&task_json(&subagents.get(session, id_of(&call)?).map_err(failed)?))),
             "result" => result(subagents, ctx, session, &call).await,
             "list" => {
@@ -216,7 +223,10 @@ fn wait_and_timeout(subagents: &SubAgents, ctx: &ToolContext, call: &Call) -> (b
 }
 
 async fn spawn(subagents: &SubAgents, ctx: &ToolContext, call: &Call) -> Outcome {
+    let branch = call.action() == "branch";
     let (wait, timeout) = wait_and_timeout(subagents, ctx, call);
+    // A branch never blocks the conversation: its answer is delivered later.
+    let wait = wait && !branch;
     let level = call
         .str("policy")
         .map(|p| p.parse::<Level>().map_err(invalid))
@@ -232,6 +242,7 @@ async fn spawn(subagents: &SubAgents, ctx: &ToolContext, call: &Call) -> Outcome
                 level,
                 agent_type: call.str("agent_type").map(String::from),
                 interactive: call.bool("interactive").unwrap_or(false),
+                branch,
             },
         )
         .map_err(failed)?;
@@ -248,6 +259,13 @@ async fn spawn(subagents: &SubAgents, ctx: &ToolContext, call: &Call) -> Outcome
     let task = spawned.task.clone();
     if !wait {
         let mut body = role(task_json(&task));
+        if branch {
+            body["note"] = json!(
+                "the branch works in parallel; its answer joins this conversation at your next \
+                 turn (or ask for it with `result`)"
+            );
+            return Ok(json_result(&body));
+        }
         body["note"] = json!(format!(
             "the sub-agent runs on; ask for it with {{\"resource\": \"task\", \"action\": \"result\", \"id\": {}, \"wait\": true}}",
             task.id
