@@ -22,6 +22,7 @@
 //! session_id}` before `recall` and `search` and may rewrite them or answer itself (an app with
 //! embeddings, for instance). Both are only called when someone subscribes.
 
+mod graph;
 mod memory;
 mod message;
 mod profile;
@@ -33,7 +34,7 @@ mod work;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use osprey_db::{Database, Memory, Sessions, WorkTasks};
+use osprey_db::{Database, GraphTasks, Memory, Sessions, SubAgentTasks, WorkTasks};
 use osprey_tools::domain::Field;
 use osprey_tools::hooks::HookDispatcher;
 use osprey_tools::{Call, CallFacts, Domain, DomainTool, FieldType, ToolContext};
@@ -53,6 +54,9 @@ pub struct AgentTool {
     memory: Memory,
     sessions: Sessions,
     work: WorkTasks,
+    /// The task graph a conversation's agents share, and the links that find its root.
+    graph: GraphTasks,
+    subagent_tasks: SubAgentTasks,
     /// Sub-agents for the task resource; without them `task` says they are unavailable.
     subagents: Option<SubAgents>,
     /// Where the reminder resource finds the scheduler (empty until core starts one).
@@ -69,6 +73,8 @@ impl AgentTool {
             memory: db.memory(),
             sessions: db.sessions(),
             work: db.work_tasks(),
+            graph: db.graph_tasks(),
+            subagent_tasks: db.subagent_tasks(),
             subagents: None,
             schedule: ScheduleSlot::new(),
             hooks: None,
@@ -106,6 +112,7 @@ impl AgentTool {
             memory::SUMMARY,
             reminder::SUMMARY,
             task::SUMMARY,
+            graph::SUMMARY,
             work::SUMMARY,
             message::SUMMARY,
             session::SUMMARY,
@@ -116,7 +123,7 @@ impl AgentTool {
             format!("Osprey's own data and machinery. {}", summaries.join(" ")),
         );
         let domain = reminder::table(memory::table(domain));
-        let domain = task::table(work::table(domain));
+        let domain = graph::table(task::table(work::table(domain)));
         profile::table(session::table(message::table(domain)))
     }
 
@@ -230,6 +237,7 @@ impl DomainTool for AgentTool {
             match call.resource() {
                 "memory" => memory::run(self, ctx, call).await,
                 "task" => task::run(self, ctx, call).await,
+                "graph" => graph::run(self, ctx, call).await,
                 "work" => work::run(self, ctx, call).await,
                 "message" => message::run(self, ctx, call).await,
                 "session" => session::run(self, ctx, call).await,

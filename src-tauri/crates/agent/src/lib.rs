@@ -12,6 +12,7 @@ pub mod embedding;
 pub mod mcp;
 pub mod message;
 pub mod provider;
+pub mod roles;
 pub mod runner;
 pub mod scheduler;
 pub mod skill_tool;
@@ -26,7 +27,8 @@ pub use provider::anthropic::Anthropic;
 pub use provider::ollama::Ollama;
 pub use provider::openai::OpenAi;
 pub use provider::{Assembler, EventStream, Provider, RetryPolicy, Sleeper};
-pub use runner::{AgentEvent, Runner, RunnerConfig, TurnOutcome, TurnRequest, TurnStop};
+pub use roles::{AgentSettings, AgentType, AgentTypeManifest, RiskProfile, RoleCatalog, ToolPack};
+pub use runner::{AgentEvent, Inbox, Runner, RunnerConfig, TurnOutcome, TurnRequest, TurnStop};
 pub use scheduler::{
     ManualClock, ReminderHandler, ScheduleBackend, ScheduleSlot, Scheduler, SchedulerConfig,
     SystemClock,
@@ -34,7 +36,7 @@ pub use scheduler::{
 pub use skill_tool::SkillTool;
 pub use skills::Skills;
 pub use subagent::{
-    RunnerPool, SpawnRequest, SubAgentConfig, SubAgentFactory, SubAgentSettings, SubAgents,
+    RunnerPool, SpawnRequest, Spawned, SubAgentConfig, SubAgentFactory, SubAgentSettings, SubAgents,
 };
 
 /// What can go wrong talking to a model or running a turn. Provider errors are classified so the

@@ -20,7 +20,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use osprey_db::{Memory, NewSession, Sessions};
 use osprey_tools::hooks::{HookDispatcher, NoHooks};
-use osprey_tools::{Approver, Level, Registry, ToolContext};
+use osprey_tools::{Approver, Level, Registry, ToolContext, ToolScope};
 use osprey_types::{ErrorCode, Origin, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
@@ -88,6 +88,11 @@ impl Default for RunnerConfig {
 /// supplies it.
 pub type AppsSection = Arc<dyn Fn() -> BoxFuture<'static, String> + Send + Sync>;
 
+/// Results that arrived for a session since its last turn (a branch's answer), asked for at the
+/// start of each turn and put into the conversation before the person's message; core supplies
+/// it from the sub-agents.
+pub type Inbox = Arc<dyn Fn(&str) -> Vec<String> + Send + Sync>;
+
 /// One turn to run.
 #[derive(Clone)]
 pub struct TurnRequest {
@@ -103,6 +108,11 @@ pub struct TurnRequest {
     /// The loosest policy level this turn's tool calls may be judged at (a sub-agent's turn
     /// carries its parent's cap; see `ToolContext::level_cap`).
     pub level_cap: Option<Level>,
+    /// The tools this turn may use (a typed sub-agent's role); `None`: every registered tool.
+    /// The model is shown only these and the registry refuses the rest.
+    pub scope: Option<Arc<ToolScope>>,
+    /// Role instructions (an agent type's prompt), the system prompt's `role` section.
+    pub instructions: Option<String>,
 }
 
 impl TurnRequest {
@@ -115,6 +125,8 @@ impl TurnRequest {
             cancel: CancellationToken::new(),
             events: None,
             level_cap: None,
+            scope: None,
+            instructions: None,
         }
     }
 }
@@ -216,6 +228,7 @@ struct Sources {
     skills: Option<Skills>,
     memory: Option<Memory>,
     apps: Option<AppsSection>,
+    inbox: Option<Inbox>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -271,6 +284,11 @@ impl Runner {
         self.write_sources().memory = Some(memory);
     }
 
+    /// Where results that arrive between turns come from (see [`Inbox`]).
+    pub fn set_inbox(&self, inbox: Inbox) {
+        self.write_sources().inbox = Some(inbox);
+    }
+
     /// The installed-apps section, asked for at each turn.
     pub fn set_installed_apps(&self, apps: AppsSection) {
         self.write_sources().apps = Some(apps);
@@ -301,6 +319,25 @@ impl Runner {
 
     pub fn config(&self) -> &RunnerConfig {
         &self.inner.config
+    }
+
+    /// A runner like this one (provider, registry, sessions, hooks, prompt sources) asking the
+    /// provider for `model` instead: an agent type's cheaper model on its parent's provider.
+    pub fn with_model(&self, model: &str) -> Runner {
+        let runner = Runner::new(
+            self.inner.provider.clone(),
+            self.inner.registry.clone(),
+            self.inner.sessions.clone(),
+            RunnerConfig {
+                model: model.to_string(),
+                // A window learned or configured for another model does not carry over.
+                context_window: None,
+                ..self.inner.config.clone()
+            },
+        );
+        runner.set_hooks(self.hooks());
+        *runner.write_sources() = self.sources();
+        runner
     }
 
     /// The session's conversation as the model sees it: from the latest summary on (see
@@ -375,11 +412,21 @@ impl Runner {
     async fn play(&self, turn: &TurnRequest) -> Result<TurnOutcome> {
         let config = &self.inner.config;
         let mut transcript = self.transcript(&turn.session_id)?;
+        // What arrived since the last turn joins the conversation before the person's message.
+        let arrived = match &self.sources().inbox {
+            Some(inbox) => inbox(&turn.session_id),
+            None => Vec::new(),
+        };
+        for text in arrived {
+            let note = Message::assistant_text(&text);
+            let seq = self.persist(turn, &note, None).await?;
+            transcript.push(note, seq);
+        }
         let user = Message::user_text(&turn.input);
         let user_seq = self.persist(turn, &user, None).await?;
         transcript.push(user, user_seq);
 
-        let tools: Vec<ToolSpec> = self.inner.registry.specs();
+        let tools: Vec<ToolSpec> = self.inner.registry.specs_for(turn.scope.as_deref());
         let system = self.system_prompt(turn, &tools).await;
         // The system prompt and tools stay the same for the whole turn: measure them once.
         let fixed_tokens = tokens::text_tokens(&system) + tokens::tools_tokens(&tools);
@@ -525,6 +572,14 @@ impl Runner {
         };
         let mut sections =
             prompt::sections(&self.inner.config.identity, tools, &apps, &skills, &memory);
+        if let Some(role) = turn
+            .instructions
+            .as_deref()
+            .filter(|r| !r.trim().is_empty())
+        {
+            // Right after the identity: who this agent is for this task.
+            sections.insert(1, Section::new("role", role.trim()));
+        }
         let hooks = self.hooks();
         if hooks.has_subscribers(PROMPT_SYSTEM_SECTIONS) {
             let payload = json!({"session_id": turn.session_id, "sections": sections});
@@ -953,6 +1008,7 @@ impl Runner {
         ctx.cancel = turn.cancel.child_token();
         ctx.approver = turn.approver.clone();
         ctx.level_cap = turn.level_cap;
+        ctx.scope = turn.scope.clone();
         if ctx.cancel.is_cancelled() {
             return ToolResult::error(
                 ErrorCode::Cancelled,

@@ -22,11 +22,12 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use osprey_db::{Database, NewSubAgentTask, Sessions, SubAgentTask, SubAgentTasks};
-use osprey_tools::{Level, ToolContext};
+use osprey_tools::{Level, ToolContext, ToolScope};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::roles::RoleCatalog;
 use crate::runner::{Runner, TurnRequest, TurnStop};
 
 /// Builds the runner a child runs on.
@@ -258,6 +259,26 @@ pub struct SpawnRequest {
     /// A stricter policy level for the child than its parent's (never looser: a looser one is
     /// ignored by the registry, which applies the stricter of the two).
     pub level: Option<Level>,
+    /// The agent type (role) the child runs as: its prompt, model and packs' tools. `None`: an
+    /// untyped child with its parent's tools.
+    pub agent_type: Option<String>,
+    /// The child stays available after its answer and takes follow-ups ([`SubAgents::route`]).
+    pub interactive: bool,
+    /// A branch: the child starts from a copy of the parent's conversation and its answer is
+    /// delivered into that conversation at the parent's next turn ([`SubAgents::inbox`]).
+    pub branch: bool,
+}
+
+/// A child that started: its task row, and the role and tools it runs with.
+#[derive(Clone, Debug)]
+pub struct Spawned {
+    pub task: SubAgentTask,
+    /// The agent type's name, for a typed child.
+    pub agent_type: Option<String>,
+    /// The child's tools (`None`: every tool its parent has).
+    pub scope: Option<Arc<ToolScope>>,
+    /// What the child's type names but it does not get here, with why.
+    pub dropped: Vec<String>,
 }
 
 /// Sub-agent tasks: spawning, waiting, cancelling. Cheap to clone.
@@ -268,9 +289,21 @@ pub struct SubAgents {
 
 struct Inner {
     tasks: SubAgentTasks,
+    /// The parent conversations a branch forks from.
+    sessions: Sessions,
     config: SubAgentConfig,
     factory: RwLock<Option<Arc<dyn SubAgentFactory>>>,
+    roles: RwLock<Arc<RoleCatalog>>,
     running: Mutex<HashMap<i64, Running>>,
+    /// Interactive workers: what a follow-up turn runs with. In memory: a restart ends them.
+    interactive: Mutex<HashMap<i64, Interactive>>,
+}
+
+/// An interactive worker's standing turn: its model, origin, approver, level cap, role and
+/// tools, reused for every follow-up (only the input and cancellation change).
+struct Interactive {
+    model: String,
+    turn: TurnRequest,
 }
 
 struct Running {
@@ -298,9 +331,12 @@ impl SubAgents {
         SubAgents {
             inner: Arc::new(Inner {
                 tasks,
+                sessions: db.sessions(),
                 config,
                 factory: RwLock::new(None),
+                roles: RwLock::new(Arc::new(RoleCatalog::default())),
                 running: Mutex::new(HashMap::new()),
+                interactive: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -312,6 +348,20 @@ impl SubAgents {
             .factory
             .write()
             .unwrap_or_else(|e| e.into_inner()) = Some(factory);
+    }
+
+    /// Attaches (or replaces) the packs and agent types typed spawns draw on.
+    pub fn set_roles(&self, roles: RoleCatalog) {
+        *self.inner.roles.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(roles);
+    }
+
+    /// The packs and agent types loaded now.
+    pub fn roles(&self) -> Arc<RoleCatalog> {
+        self.inner
+            .roles
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn config(&self) -> &SubAgentConfig {
@@ -330,7 +380,12 @@ impl SubAgents {
     }
 
     /// Starts a child for the call's session and returns its task at once; the child runs on.
-    pub fn spawn(&self, ctx: &ToolContext, request: SpawnRequest) -> Result<SubAgentTask, String> {
+    ///
+    /// A typed child (`agent_type`) gets exactly its type's tools, narrowed to its parent's own
+    /// tool set when the parent has one (a role never gains a tool by spawning), plus the spawn
+    /// tool (`agent` resource `task`) while it is above the depth limit; its type's prompt is a
+    /// section of its system prompt and its type's model, when set, is the one it runs on.
+    pub fn spawn(&self, ctx: &ToolContext, request: SpawnRequest) -> Result<Spawned, String> {
         let config = &self.inner.config;
         let parent = ctx
             .session_id
@@ -357,14 +412,27 @@ impl SubAgents {
                 config.max_timeout.as_secs()
             ));
         }
-        let factory = self
-            .inner
-            .factory
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .ok_or("sub-agents are not available here: no model runner is attached")?;
-        let runner = factory.runner(parent, request.model.as_deref())?;
+        let role = match request.agent_type.as_deref() {
+            Some(name) => Some(self.role_for(name, ctx.scope.as_deref(), depth)?),
+            None => None,
+        };
+        let factory = self.factory()?;
+        let type_model = role.as_ref().and_then(|r| r.model.clone());
+        let runner = match (request.model.as_deref(), type_model) {
+            (Some(asked), _) => factory.runner(parent, Some(asked))?,
+            (None, Some(model)) => runner_on(&*factory, parent, &model)?,
+            (None, None) => factory.runner(parent, None)?,
+        };
+        let (scope, instructions, agent_type, dropped) = match role {
+            Some(role) => (
+                Some(Arc::new(role.scope)),
+                Some(role.prompt),
+                Some(role.name),
+                role.dropped,
+            ),
+            // An untyped child keeps its parent's tool set.
+            None => (ctx.scope.clone(), None, None, Vec::new()),
+        };
 
         let mut running = self.inner.running.lock().unwrap_or_else(|e| e.into_inner());
         if running.len() >= config.max_running {
@@ -397,10 +465,24 @@ impl SubAgents {
         );
         drop(running);
 
+        if request.branch {
+            self.inner.tasks.mark_branch(task.id).map_err(storage)?;
+        }
+        let input = if request.branch {
+            let forked = format!(
+                "{prompt}\n\nYou are a branch of the conversation below: think or research in \
+                 parallel; your final reply joins that conversation later.\n\n\
+                 The conversation so far:\n{}",
+                self.conversation_of(parent)
+            );
+            child_input(&forked, request.system.as_deref(), depth, config.max_depth)
+        } else {
+            child_input(prompt, request.system.as_deref(), depth, config.max_depth)
+        };
         let turn = TurnRequest {
             session_id: task.session_id.clone(),
             origin: ctx.origin,
-            input: child_input(prompt, request.system.as_deref(), depth, config.max_depth),
+            input,
             approver: ctx.approver.clone(),
             cancel: cancel.clone(),
             events: None,
@@ -408,9 +490,43 @@ impl SubAgents {
                 (Some(cap), Some(asked)) => Some(cap.stricter(asked)),
                 (cap, asked) => cap.or(asked),
             },
+            scope: scope.clone(),
+            instructions,
         };
+        if request.interactive {
+            self.inner
+                .interactive
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(
+                    task.id,
+                    Interactive {
+                        model: runner.config().model.clone(),
+                        turn: turn.clone(),
+                    },
+                );
+        }
+        self.launch(task.id, runner, turn, timeout, cancel, done_sender);
+        Ok(Spawned {
+            task,
+            agent_type,
+            scope,
+            dropped,
+        })
+    }
+
+    /// Runs one turn of the child `id` on a task of its own, ending at `timeout` or when
+    /// `cancel` fires, and records how it ended.
+    fn launch(
+        &self,
+        id: i64,
+        runner: Runner,
+        turn: TurnRequest,
+        timeout: Duration,
+        cancel: CancellationToken,
+        done_sender: watch::Sender<bool>,
+    ) {
         let this = self.clone();
-        let id = task.id;
         tokio::spawn(async move {
             let run = runner.run_turn(turn);
             tokio::pin!(run);
@@ -485,7 +601,137 @@ impl SubAgents {
                 .remove(&id);
             let _ = done_sender.send(true);
         });
-        Ok(task)
+    }
+
+    /// The text of `session`'s latest messages, oldest first, within [`FORK_CHARS`]: what a
+    /// branch starts from (tool calls and images are left out).
+    fn conversation_of(&self, session: &str) -> String {
+        let rows = self.inner.sessions.messages(session).unwrap_or_default();
+        let mut kept: Vec<String> = Vec::new();
+        let mut used = 0;
+        for row in rows.iter().rev() {
+            let text: Vec<&str> = row
+                .content
+                .as_array()
+                .map(|parts| {
+                    parts
+                        .iter()
+                        .filter(|p| p["type"] == "text")
+                        .filter_map(|p| p["text"].as_str())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let text = text.join("\n");
+            if text.trim().is_empty() {
+                continue;
+            }
+            let line = format!("{}: {}", row.role, text.trim());
+            used += line.len();
+            if used > FORK_CHARS && !kept.is_empty() {
+                break;
+            }
+            kept.push(line);
+        }
+        kept.reverse();
+        kept.join("\n\n")
+    }
+
+    /// The branches of a session that ended since its last turn, each as a note for its
+    /// conversation (handed out once): the runner's [`crate::runner::Inbox`].
+    pub fn inbox(&self) -> crate::runner::Inbox {
+        let tasks = self.inner.tasks.clone();
+        Arc::new(move |session: &str| {
+            let ended = tasks.take_ended_branches(session).unwrap_or_else(|error| {
+                tracing::warn!(%error, "cannot read the ended branches");
+                Vec::new()
+            });
+            ended
+                .into_iter()
+                .map(|task| {
+                    let about: String = task.prompt.chars().take(80).collect();
+                    let body = match (&task.result, &task.error) {
+                        (Some(answer), None) => answer.clone(),
+                        (Some(answer), Some(error)) => format!("{answer}\n({error})"),
+                        (None, Some(error)) => error.clone(),
+                        (None, None) => "(no answer)".to_string(),
+                    };
+                    format!(
+                        "[Branch {} ({}) on \"{about}\" has ended]\n{body}",
+                        task.id, task.status
+                    )
+                })
+                .collect()
+        })
+    }
+
+    fn factory(&self) -> Result<Arc<dyn SubAgentFactory>, String> {
+        self.inner
+            .factory
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(|| "sub-agents are not available here: no model runner is attached".into())
+    }
+
+    /// What a child of type `name` at `depth` gets, under a parent limited to `parent_scope`.
+    fn role_for(
+        &self,
+        name: &str,
+        parent_scope: Option<&ToolScope>,
+        depth: i64,
+    ) -> Result<ChildRole, String> {
+        let roles = self.roles();
+        let agent_type = roles.agent_type(name)?;
+        let type_name = agent_type.manifest.name.clone();
+        if !agent_type.unavailable_packs.is_empty() {
+            let reasons: Vec<&str> = agent_type
+                .unavailable_packs
+                .values()
+                .map(String::as_str)
+                .collect();
+            return Err(format!(
+                "the agent type `{type_name}` cannot run here: {}",
+                reasons.join("; ")
+            ));
+        }
+        let mut dropped = Vec::new();
+        let mut scope = agent_type.scope.clone();
+        if let Some(parent) = parent_scope {
+            let kept = scope.intersect(parent);
+            if kept.is_empty() {
+                return Err(format!(
+                    "the agent type `{type_name}` needs {}, and none of it is among your own \
+                     tools (role `{}`: {}); a sub-agent never gets a tool its parent lacks",
+                    scope.describe(),
+                    parent.role(),
+                    parent.describe()
+                ));
+            }
+            if kept != scope {
+                dropped.push(format!(
+                    "not among the parent's tools: only {} of {} kept",
+                    kept.describe(),
+                    scope.describe()
+                ));
+            }
+            scope = kept;
+        }
+        // The spawn tool, while the child may still spawn (and only if its parent could); at
+        // any depth, `set_status`, which only touches the child's own task row.
+        if depth < i64::from(self.inner.config.max_depth)
+            && parent_scope.is_none_or(|p| p.allows("agent", Some("task"), Some("spawn")))
+        {
+            scope.allow_resource("agent", "task", None);
+        } else {
+            scope.allow_resource("agent", "task", Some(&["set_status"]));
+        }
+        Ok(ChildRole {
+            name: type_name,
+            prompt: agent_type.manifest.prompt.clone(),
+            model: agent_type.model().map(String::from),
+            scope,
+            dropped,
+        })
     }
 
     /// The task, if `session_id` spawned it (a session sees only its own children).
@@ -549,6 +795,106 @@ impl SubAgents {
         self.get(session_id, id)
     }
 
+    /// Sends a follow-up to an interactive worker the session spawned: another turn in the
+    /// worker's own session (it sees its earlier work), with the same role, tools, origin and
+    /// policy cap, under the routing call's cancellation. Returns at once; `wait` for the
+    /// answer.
+    pub fn route(
+        &self,
+        ctx: &ToolContext,
+        id: i64,
+        message: &str,
+        timeout: Duration,
+    ) -> Result<SubAgentTask, String> {
+        let session = ctx
+            .session_id
+            .as_deref()
+            .ok_or("routing needs a session, and this call has none")?;
+        let task = self.get(session, id)?;
+        let message = message.trim();
+        if message.is_empty() {
+            return Err("`message` must say what to ask the worker".into());
+        }
+        let (model, mut turn) = {
+            let interactive = self
+                .inner
+                .interactive
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let worker = interactive.get(&id).ok_or_else(|| {
+                format!(
+                    "sub-agent task {id} is not an interactive worker (spawn one with \
+                     `interactive: true`; a restart of Osprey ends them)"
+                )
+            })?;
+            (worker.model.clone(), worker.turn.clone())
+        };
+        if timeout.is_zero() || timeout > self.inner.config.max_timeout {
+            return Err(format!(
+                "`timeout_seconds` must be between 1 and {}",
+                self.inner.config.max_timeout.as_secs()
+            ));
+        }
+        let runner = runner_on(&*self.factory()?, session, &model)?;
+        let mut running = self.inner.running.lock().unwrap_or_else(|e| e.into_inner());
+        if running.contains_key(&id) {
+            return Err(format!(
+                "sub-agent task {id} is still working; wait for its answer with `result` first"
+            ));
+        }
+        if running.len() >= self.inner.config.max_running {
+            return Err(format!(
+                "{} sub-agents are already running (the most at once); wait for one first",
+                running.len()
+            ));
+        }
+        if !self.inner.tasks.resume(id).map_err(storage)? {
+            return Err(format!("sub-agent task {id} is still working"));
+        }
+        let cancel = ctx.cancel.child_token();
+        let (done_sender, done) = watch::channel(false);
+        running.insert(
+            id,
+            Running {
+                cancel: cancel.clone(),
+                done,
+            },
+        );
+        drop(running);
+        turn.input = format!("Follow-up from the agent you work for:\n{message}");
+        turn.cancel = cancel.clone();
+        self.launch(id, runner, turn, timeout, cancel, done_sender);
+        Ok(task)
+    }
+
+    /// A worker's report of where it stands, from its own session; its parent sees it in
+    /// `status` and `list`.
+    pub fn set_status(&self, ctx: &ToolContext, text: &str) -> Result<SubAgentTask, String> {
+        let session = ctx
+            .session_id
+            .as_deref()
+            .ok_or("set_status needs a session, and this call has none")?;
+        let task = self
+            .inner
+            .tasks
+            .by_session(session)
+            .map_err(storage)?
+            .ok_or("set_status is for sub-agents reporting to the agent that started them; this session is not one")?;
+        let text: String = text.trim().chars().take(500).collect();
+        if text.is_empty() {
+            return Err("`text` must say where the work stands".into());
+        }
+        self.inner
+            .tasks
+            .set_progress(task.id, &text)
+            .map_err(storage)?;
+        self.inner
+            .tasks
+            .get(task.id)
+            .map_err(storage)?
+            .ok_or_else(|| "the task is gone".to_string())
+    }
+
     /// Ids of the children running now.
     pub fn running(&self) -> Vec<i64> {
         let mut ids: Vec<i64> = self
@@ -562,6 +908,27 @@ impl SubAgents {
         ids.sort_unstable();
         ids
     }
+}
+
+/// A runner on `model` (an agent type's, or an interactive worker's): one already built for it,
+/// else the parent's provider asked for that model.
+fn runner_on(factory: &dyn SubAgentFactory, parent: &str, model: &str) -> Result<Runner, String> {
+    match factory.runner(parent, Some(model)) {
+        Ok(runner) => Ok(runner),
+        Err(_) => Ok(factory.runner(parent, None)?.with_model(model)),
+    }
+}
+
+/// How much of its parent's conversation a branch starts from, in characters.
+const FORK_CHARS: usize = 12_000;
+
+/// What a typed child runs with.
+struct ChildRole {
+    name: String,
+    prompt: String,
+    model: Option<String>,
+    scope: ToolScope,
+    dropped: Vec<String>,
 }
 
 /// The child's first message: what it is, what to do, and the parent's guidance.

@@ -974,3 +974,783 @@ async fn a_child_keeps_its_parents_origin_and_meets_its_origin_rules() {
     assert_eq!(call.code.as_deref(), Some("origin_denied"));
     assert_eq!(fx.changes.load(Ordering::SeqCst), 0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Typed sub-agents: packs, agent types and role-scoped tools.
+
+/// One `agent` tool call from `session`, through the registry.
+async fn agent(fx: &Fixture, session: &str, input: Value) -> ToolResult {
+    fx.registry.execute(&ctx(session), "agent", input).await
+}
+
+/// A parent's script: one spawn with `args`, then `answer`.
+fn parent_spawning(wire: Wire, args: Value, answer: &str) -> Vec<Reply> {
+    vec![
+        wire.turn("", &[agent_call("call_spawn", args)]),
+        wire.turn(answer, &[]),
+    ]
+}
+
+/// A turn that calls `tool` once.
+fn calling(wire: Wire, id: &'static str, tool: &'static str, args: Value) -> Reply {
+    wire.turn(
+        "",
+        &[ScriptCall {
+            id,
+            name: tool,
+            args,
+        }],
+    )
+}
+
+/// The fixture with the real file and shell tools beside the probe, and the packs and agent
+/// types of `data` (built-in ones too) loaded against that registry.
+fn typed_fixture(config: SubAgentConfig, data: Option<&std::path::Path>) -> Fixture {
+    let fx = fixture(Level::Full, config);
+    let paths = PathGuard::new(
+        Some(fx._dir.path().join("home")),
+        fx._dir.path().join("data"),
+    );
+    fx.registry
+        .register_domain(osprey_tools::file::FileTool::new(paths));
+    fx.registry
+        .register_domain(osprey_tools::shell::ShellTool::new(
+            osprey_tools::shell::ShellConfig::default(),
+        ));
+    // A stand-in for the web tool with the resources the research packs name.
+    fx.registry.register_domain(Probe {
+        domain: Domain::new("web", "The web")
+            .resource(
+                "http",
+                &[],
+                &[("fetch", "Fetch a page", ApprovalNeed::Required)],
+            )
+            .resource(
+                "search",
+                &[],
+                &[("query", "Search the web", ApprovalNeed::Required)],
+            ),
+        changes: fx.changes.clone(),
+        held: fx.held.clone(),
+        release: fx.release.clone(),
+    });
+    fx.subagents.set_roles(osprey_agent::RoleCatalog::load(
+        data,
+        &fx.registry,
+        &osprey_agent::AgentSettings::default(),
+    ));
+    fx
+}
+
+/// The tool names a request offered the model, whatever the wire.
+fn offered_tools(body: &str) -> Vec<String> {
+    let body: Value = serde_json::from_str(body).unwrap();
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| {
+                    t["name"]
+                        .as_str()
+                        .or(t["function"]["name"].as_str())
+                        .unwrap()
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The schema a request gave for one tool, as text.
+fn offered_schema(body: &str, tool: &str) -> String {
+    let body: Value = serde_json::from_str(body).unwrap();
+    body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == tool || t["function"]["name"] == tool)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|| panic!("{tool} not offered"))
+}
+
+#[tokio::test]
+async fn a_researcher_child_sees_and_may_call_only_its_packs_tools() {
+    for wire in wire::ALL {
+        let fx = typed_fixture(SubAgentConfig::default(), None);
+        let notes = fx._dir.path().join("notes.txt");
+        std::fs::write(&notes, "The sky is blue.\n").unwrap();
+        let marker = fx._dir.path().join("shell-ran");
+        let server = RoutedServer::start(vec![
+            vec![
+                wire.turn(
+                    "",
+                    &[agent_call(
+                        "call_spawn",
+                        json!({"action": "spawn", "agent_type": "researcher",
+                               "prompt": "What colour is the sky, per notes.txt?"}),
+                    )],
+                ),
+                wire.turn("The researcher says blue.", &[]),
+            ],
+            vec![
+                calling(
+                    wire,
+                    "call_shell",
+                    "shell",
+                    json!({"resource": "bash", "action": "exec",
+                                     "command": format!("touch {}", marker.display())}),
+                ),
+                calling(
+                    wire,
+                    "call_write",
+                    "file",
+                    json!({"action": "write", "path": notes.display().to_string(),
+                                     "content": "changed"}),
+                ),
+                calling(
+                    wire,
+                    "call_read",
+                    "file",
+                    json!({"action": "read", "path": notes.display().to_string()}),
+                ),
+                wire.turn("Blue, says notes.txt line 1.", &[]),
+            ],
+        ])
+        .await;
+        let outcome = runner(&fx, wire, &server.url)
+            .run_turn(TurnRequest::new("main", "Ask a researcher."))
+            .await
+            .unwrap();
+        assert_eq!(outcome.text, "The researcher says blue.", "{wire:?}");
+
+        // The parent is offered everything; the child only its packs' tools and the spawn tool.
+        let parent = server.seen(0);
+        let mut everything = offered_tools(&parent[0]);
+        everything.sort();
+        assert_eq!(
+            everything,
+            ["agent", "file", "probe", "shell", "web"],
+            "{wire:?}"
+        );
+        let child = server.seen(1);
+        assert_eq!(child.len(), 4, "{wire:?}");
+        let mut offered = offered_tools(&child[0]);
+        offered.sort();
+        assert_eq!(offered, ["agent", "file", "web"], "{wire:?}");
+        let file_schema = offered_schema(&child[0], "file");
+        assert!(
+            file_schema.contains("\"read\"") && !file_schema.contains("\"write\""),
+            "{wire:?}: {file_schema}"
+        );
+        let agent_schema = offered_schema(&child[0], "agent");
+        assert!(
+            agent_schema.contains("spawn") && !agent_schema.contains("\"memory\""),
+            "{wire:?}: {agent_schema}"
+        );
+        // Its role's prompt is in its system prompt.
+        assert!(child[0].contains("You are a researcher."), "{wire:?}");
+
+        // Asking for shell or a file write anyway is refused by the registry, naming the
+        // role's tools; nothing ran.
+        assert!(!marker.exists(), "{wire:?}: the shell command ran");
+        assert_eq!(
+            std::fs::read_to_string(&notes).unwrap(),
+            "The sky is blue.\n"
+        );
+        let task = &fx.db.subagent_tasks().list("main", 1).unwrap()[0];
+        let calls = fx.db.sessions().tool_calls(&task.session_id).unwrap();
+        let codes: Vec<Option<&str>> = calls.iter().map(|c| c.code.as_deref()).collect();
+        assert_eq!(
+            codes,
+            [Some("role_denied"), Some("role_denied"), None],
+            "{wire:?}"
+        );
+        assert!(
+            child[1].contains("is not among the tools of role `researcher`")
+                && child[1].contains("file (file: glob, grep, read)"),
+            "{wire:?}: {}",
+            child[1]
+        );
+        assert!(child[3].contains("The sky is blue."), "{wire:?}");
+
+        // The spawn's result says which role ran and with what.
+        assert!(
+            parent[1].contains("\\\"agent_type\\\":\\\"researcher\\\""),
+            "{wire:?}: {}",
+            parent[1]
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_agent_type_is_refused_with_the_known_ones() {
+    let fx = typed_fixture(SubAgentConfig::default(), None);
+    let wire = Wire::Anthropic;
+    let server = RoutedServer::start(vec![vec![
+        wire.turn(
+            "",
+            &[agent_call(
+                "toolu_spawn",
+                json!({"action": "spawn", "agent_type": "astronaut", "prompt": "Fly."}),
+            )],
+        ),
+        wire.turn("No astronauts here.", &[]),
+    ]])
+    .await;
+    runner(&fx, wire, &server.url)
+        .run_turn(TurnRequest::new("main", "send an astronaut"))
+        .await
+        .unwrap();
+    let refused = &server.seen(0)[1];
+    assert!(
+        refused.contains("there is no agent type `astronaut`; agent types: browser-operator, coder, critic, desktop-operator, planner, researcher, summarizer, writer"),
+        "{refused}"
+    );
+    assert!(fx.db.subagent_tasks().list("main", 10).unwrap().is_empty());
+    assert!(server.seen(1).is_empty(), "no child ran");
+
+    // `types` lists them with their tools; a type whose packs' tools are missing says so.
+    let types = body(&agent(&fx, "main", json!({"resource": "task", "action": "types"})).await);
+    let researcher = types["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "researcher")
+        .unwrap();
+    assert_eq!(
+        researcher["tools"],
+        "agent (graph: get_task, list_tasks, submit_result), file (file: glob, grep, read), \
+         web (http; search)"
+    );
+    let desktop = types["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "desktop-operator")
+        .unwrap();
+    assert!(
+        desktop["not_available"]["desktop"]
+            .as_str()
+            .unwrap()
+            .contains("`screenshot`, which is not registered")
+    );
+    // A type whose packs did not all load cannot be spawned, and says why.
+    let desktop = agent(
+        &fx,
+        "main",
+        json!({"action": "spawn", "agent_type": "Desktop Operator", "prompt": "Click."}),
+    )
+    .await;
+    assert!(
+        desktop
+            .text_content()
+            .contains("the agent type `desktop-operator` cannot run here: pack `desktop`: it names the tool `screenshot`"),
+        "{desktop:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_bad_pack_file_is_refused_clearly_and_the_others_still_load() {
+    let data = tempfile::tempdir().unwrap();
+    let packs = data.path().join("packs");
+    let agents = data.path().join("agents");
+    std::fs::create_dir_all(&packs).unwrap();
+    std::fs::create_dir_all(&agents).unwrap();
+    let write = |path: std::path::PathBuf, value: Value| {
+        std::fs::write(path, serde_json::to_string_pretty(&value).unwrap()).unwrap()
+    };
+    let notes = json!(["file.read", "probe.thing.look"]);
+    for (file, version, name, tools, risk) in [
+        ("notes.json", 1, "notes", notes, "read-only"),
+        ("typo.json", 1, "typo", json!(["shel"]), "privileged"),
+        (
+            "understated.json",
+            1,
+            "understated",
+            json!(["shell"]),
+            "read-only",
+        ),
+        (
+            "twice.json",
+            1,
+            "twice",
+            json!(["file.read", "file.read"]),
+            "read-only",
+        ),
+        ("future.json", 2, "future", json!(["file"]), "standard"),
+        (
+            "shadow.json",
+            1,
+            "coding",
+            json!(["file.read"]),
+            "read-only",
+        ),
+    ] {
+        write(
+            packs.join(file),
+            json!({"schemaVersion": version, "name": name, "description": "A test pack.",
+                   "tools": tools, "riskProfile": risk, "tags": ["test"]}),
+        );
+    }
+    std::fs::write(packs.join("broken.json"), "{ not json").unwrap();
+    write(
+        agents.join("note-reader.json"),
+        json!({"schemaVersion": 1, "name": "note-reader", "description": "Reads notes.",
+               "prompt": "You read notes and quote them.", "model": "cheap-model",
+               "packs": ["notes"]}),
+    );
+    write(
+        agents.join("lost.json"),
+        json!({"schemaVersion": 1, "name": "lost", "description": "Lost.",
+               "prompt": "p", "packs": ["nowhere"]}),
+    );
+
+    let fx = typed_fixture(SubAgentConfig::default(), Some(data.path()));
+    let roles = fx.subagents.roles();
+    let problem = |file: &str| {
+        roles
+            .problems()
+            .iter()
+            .find(|p| p.source.ends_with(file))
+            .unwrap_or_else(|| panic!("{file} was not refused: {:?}", roles.problems()))
+            .message
+            .clone()
+    };
+    assert!(
+        problem("typo.json").contains(
+            "names the tool `shel`, which is not registered here (tools: agent, file, probe, shell, web)"
+        ),
+        "{}",
+        problem("typo.json")
+    );
+    assert!(
+        problem("understated.json")
+            .contains("declares riskProfile `read-only`, but `shell` is privileged")
+    );
+    assert!(problem("twice.json").contains("lists `file.read` twice"));
+    assert!(problem("future.json").contains("schemaVersion 2 is not supported"));
+    assert!(problem("shadow.json").contains("a pack named `coding` is already loaded"));
+    assert!(problem("broken.json").contains("not a valid manifest"));
+    assert!(problem("lost.json").contains("names the pack `nowhere`, which does not exist"));
+    // The good ones loaded beside them.
+    assert_eq!(
+        roles.pack("notes").unwrap().scope.describe(),
+        "file (file: read), probe (thing: look)"
+    );
+    assert!(roles.agent_type("note-reader").is_ok());
+    assert!(roles.agent_type("researcher").is_ok());
+    let error = roles.agent_type("lost").unwrap_err();
+    assert!(
+        error.contains("note-reader") && error.contains("researcher"),
+        "{error}"
+    );
+
+    // The person's type runs with its pack's tools, on its model, with its prompt.
+    let wire = Wire::OpenAi;
+    let server = RoutedServer::start(vec![
+        parent_spawning(
+            wire,
+            json!({"action": "spawn", "agent_type": "note_reader", "prompt": "Look."}),
+            "done",
+        ),
+        vec![
+            wire.turn("", &[probe("call_change", "change", "it")]),
+            wire.turn("", &[probe("call_look", "look", "it")]),
+            wire.turn("Looked.", &[]),
+        ],
+    ])
+    .await;
+    runner(&fx, wire, &server.url)
+        .run_turn(TurnRequest::new("main", "read the notes"))
+        .await
+        .unwrap();
+    let child = server.seen(1);
+    let request: Value = serde_json::from_str(&child[0]).unwrap();
+    assert_eq!(request["model"], "cheap-model");
+    let mut offered = offered_tools(&child[0]);
+    offered.sort();
+    assert_eq!(offered, ["agent", "file", "probe"]);
+    assert!(child[0].contains("You read notes and quote them."));
+    assert!(
+        child[1].contains("role_denied")
+            || child[1].contains("not among the tools of role `note-reader`"),
+        "{}",
+        child[1]
+    );
+    assert!(child[2].contains("looked at it"));
+    assert_eq!(
+        fx.changes.load(Ordering::SeqCst),
+        0,
+        "the probe changed nothing"
+    );
+    let task = &fx.db.subagent_tasks().list("main", 1).unwrap()[0];
+    assert_eq!(task.model.as_deref(), Some("cheap-model"));
+
+    // `types` reports the refused files too.
+    let types = body(&agent(&fx, "main", json!({"action": "types"})).await);
+    assert_eq!(types["refused_files"].as_array().unwrap().len(), 7);
+}
+
+#[tokio::test]
+async fn a_typed_child_never_gets_a_tool_its_parent_lacks_and_none_past_the_depth_limit() {
+    let fx = typed_fixture(
+        SubAgentConfig {
+            max_depth: 1,
+            ..SubAgentConfig::default()
+        },
+        None,
+    );
+    let wire = Wire::Ollama;
+    let server = RoutedServer::start(vec![
+        parent_spawning(
+            wire,
+            json!({"action": "spawn", "agent_type": "coder", "prompt": "Run ls."}),
+            "done",
+        ),
+        vec![
+            calling(
+                wire,
+                "call_shell",
+                "shell",
+                json!({"action": "exec", "command": "ls"}),
+            ),
+            wire.turn("I could not.", &[]),
+        ],
+    ])
+    .await;
+    // The parent itself runs as a reader: file reads and the spawn tool, no shell.
+    let mut parent_scope = osprey_tools::ToolScope::new("reader");
+    parent_scope.allow_resource("file", "file", Some(&["read"]));
+    parent_scope.allow_resource("agent", "task", None);
+    let mut turn = TurnRequest::new("main", "have a coder run ls");
+    turn.scope = Some(Arc::new(parent_scope));
+    runner(&fx, wire, &server.url).run_turn(turn).await.unwrap();
+
+    let parent = server.seen(0);
+    let mut offered = offered_tools(&parent[0]);
+    offered.sort();
+    assert_eq!(offered, ["agent", "file"]);
+    let spawned = &parent[1];
+    assert!(
+        spawned.contains("not among the parent's tools"),
+        "{spawned}"
+    );
+    // The coder kept only what the reader has (a file read), and at depth 1 of 1 no spawn tool.
+    let child = server.seen(1);
+    // At depth 1 of 1 the only part of the `agent` tool left is reporting progress.
+    assert_eq!(offered_tools(&child[0]), ["agent", "file"]);
+    let agent_schema = offered_schema(&child[0], "agent");
+    assert!(
+        agent_schema.contains(r#""enum":["set_status"]"#),
+        "{agent_schema}"
+    );
+    assert!(
+        child[1].contains("not among the tools of role `coder`"),
+        "{}",
+        child[1]
+    );
+    assert!(
+        child[1].contains("this role's tools: agent (task: set_status), file (file: read)"),
+        "{}",
+        child[1]
+    );
+    let task = &fx.db.subagent_tasks().list("main", 1).unwrap()[0];
+    let calls = fx.db.sessions().tool_calls(&task.session_id).unwrap();
+    assert_eq!(calls[0].code.as_deref(), Some("role_denied"));
+}
+
+#[tokio::test]
+async fn the_task_graph_is_shared_and_role_gated_a_worker_cannot_complete_and_a_reject_defers() {
+    let fx = typed_fixture(SubAgentConfig::default(), None);
+    let graph = |action: &str, args: Value| {
+        let mut input = json!({"resource": "graph", "action": action});
+        input
+            .as_object_mut()
+            .unwrap()
+            .extend(args.as_object().unwrap().clone());
+        let registry = fx.registry.clone();
+        async move { registry.execute(&ctx("main"), "agent", input).await }
+    };
+    // The conversation (no role: an orchestrator) plans two tasks, the second after the first.
+    let first = body(&graph("create_task", json!({"title": "Gather notes"})).await);
+    let first_id = first["id"].as_i64().unwrap();
+    let second = body(
+        &graph(
+            "create_task",
+            json!({"title": "Write the summary", "depends_on": [first_id]}),
+        )
+        .await,
+    );
+    let second_id = second["id"].as_i64().unwrap();
+    assert_eq!(second["ready"], false);
+    assert_eq!(second["blocked_by"], json!([first_id]));
+    let missing = graph("create_task", json!({"title": "x", "depends_on": [999]})).await;
+    assert!(
+        missing.text_content().contains("does not have"),
+        "{missing:?}"
+    );
+
+    // A researcher worker: sees the same graph, cannot complete, cannot submit a blocked task,
+    // submits the ready one.
+    let wire = Wire::Anthropic;
+    let worker = |id: &'static str, action: &str, args: Value| {
+        let mut input = json!({"resource": "graph", "action": action});
+        input
+            .as_object_mut()
+            .unwrap()
+            .extend(args.as_object().unwrap().clone());
+        calling(wire, id, "agent", input)
+    };
+    let server = RoutedServer::start(vec![
+        vec![],
+        vec![
+            worker("toolu_list", "list_tasks", json!({})),
+            worker("toolu_complete", "complete_task", json!({"id": first_id})),
+            worker(
+                "toolu_early",
+                "submit_result",
+                json!({"id": second_id, "result": "early"}),
+            ),
+            worker(
+                "toolu_submit",
+                "submit_result",
+                json!({"id": first_id, "result": "three notes"}),
+            ),
+            wire.turn("Submitted task 1.", &[]),
+        ],
+    ])
+    .await;
+    runner(&fx, wire, &server.url);
+    let spawned = agent(
+        &fx,
+        "main",
+        json!({"action": "spawn", "agent_type": "researcher", "prompt": "Do task 1."}),
+    )
+    .await;
+    assert!(!spawned.is_error, "{spawned:?}");
+    let child = server.seen(1);
+    assert!(
+        child[1].contains("Gather notes"),
+        "the worker sees the conversation's graph"
+    );
+    assert!(
+        child[2].contains("not among the tools of role `researcher`"),
+        "{}",
+        child[2]
+    );
+    assert!(child[3].contains("is blocked"), "{}", child[3]);
+    let task = &fx.db.subagent_tasks().list("main", 1).unwrap()[0];
+    let codes: Vec<Option<String>> = fx
+        .db
+        .sessions()
+        .tool_calls(&task.session_id)
+        .unwrap()
+        .into_iter()
+        .map(|c| c.code)
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            None,
+            Some("role_denied".into()),
+            Some("tool_failed".into()),
+            None
+        ]
+    );
+    let submitted = body(&graph("get_task", json!({"id": first_id})).await);
+    assert_eq!(submitted["status"], "submitted");
+    assert_eq!(submitted["result"], "three notes");
+    assert_eq!(submitted["submitted_by"], task.session_id.as_str());
+
+    // The orchestrator rejects it: back to deferred with the feedback, ready again; the second
+    // task stays blocked until the first is done.
+    let rejected = body(
+        &graph(
+            "reject_task",
+            json!({"id": first_id, "feedback": "Cite the files."}),
+        )
+        .await,
+    );
+    assert_eq!(rejected["status"], "deferred");
+    assert_eq!(rejected["feedback"], "Cite the files.");
+    assert_eq!(rejected["ready"], true);
+    let done = body(&graph("complete_task", json!({"id": first_id})).await);
+    assert_eq!(done["status"], "done");
+    let list = body(&graph("list_tasks", json!({})).await);
+    assert_eq!(list["tasks"][1]["ready"], true);
+    // Another conversation has its own graph.
+    let other = agent(
+        &fx,
+        "elsewhere",
+        json!({"action": "get_task", "id": first_id}),
+    )
+    .await;
+    assert!(other.text_content().contains("has no task"), "{other:?}");
+}
+
+#[tokio::test]
+async fn an_interactive_worker_reports_progress_and_answers_a_follow_up() {
+    let fx = typed_fixture(SubAgentConfig::default(), None);
+    let wire = Wire::OpenAi;
+    let server = RoutedServer::start(vec![
+        vec![],
+        vec![
+            calling(
+                wire,
+                "call_status",
+                "agent",
+                json!({"action": "set_status", "text": "reading the notes"}),
+            ),
+            wire.turn("First answer: three notes.", &[]),
+            wire.turn("Follow-up answer: the second note is about tea.", &[]),
+            wire.turn("A plain answer.", &[]),
+        ],
+    ])
+    .await;
+    runner(&fx, wire, &server.url);
+    let first = body(
+        &agent(
+            &fx,
+            "main",
+            json!({"action": "spawn", "agent_type": "researcher", "interactive": true,
+                   "prompt": "Read the notes."}),
+        )
+        .await,
+    );
+    assert_eq!(first["answer"], "First answer: three notes.");
+    assert_eq!(first["progress"], "reading the notes");
+    let id = first["id"].as_i64().unwrap();
+
+    let follow_up = agent(
+        &fx,
+        "main",
+        json!({"action": "route", "id": id, "message": "What is the second note about?"}),
+    )
+    .await;
+    assert!(!follow_up.is_error, "{follow_up:?}");
+    assert_eq!(
+        body(&follow_up)["answer"],
+        "Follow-up answer: the second note is about tea."
+    );
+    // The follow-up turn ran in the worker's session: it saw its earlier work and the question,
+    // with its role's tools only.
+    let child = server.seen(1);
+    assert_eq!(child.len(), 3);
+    assert!(
+        child[2].contains("First answer: three notes.")
+            && child[2].contains("What is the second note about?"),
+        "{}",
+        child[2]
+    );
+    let mut offered = offered_tools(&child[2]);
+    offered.sort();
+    assert_eq!(offered, ["agent", "file", "web"]);
+    let task = fx.db.subagent_tasks().get(id).unwrap().unwrap();
+    assert_eq!(task.status, "done");
+    assert_eq!(
+        task.result.as_deref(),
+        Some("Follow-up answer: the second note is about tea.")
+    );
+
+    // Another session cannot route to it; a worker not spawned interactive takes no follow-up.
+    let stranger = agent(
+        &fx,
+        "elsewhere",
+        json!({"action": "route", "id": id, "message": "hi"}),
+    )
+    .await;
+    assert!(stranger.text_content().contains("has no sub-agent task"));
+    let plain = body(&agent(&fx, "main", json!({"action": "spawn", "prompt": "Answer."})).await);
+    let refused = agent(
+        &fx,
+        "main",
+        json!({"action": "route", "id": plain["id"], "message": "more?"}),
+    )
+    .await;
+    assert!(
+        refused
+            .text_content()
+            .contains("is not an interactive worker"),
+        "{refused:?}"
+    );
+    // set_status outside a sub-agent says what it is for.
+    let outside = agent(&fx, "main", json!({"action": "set_status", "text": "x"})).await;
+    assert!(outside.text_content().contains("this session is not one"));
+}
+
+#[tokio::test]
+async fn a_branch_forks_the_conversation_and_its_answer_joins_it_at_the_next_turn() {
+    let fx = typed_fixture(SubAgentConfig::default(), None);
+    let wire = Wire::Anthropic;
+    let server = RoutedServer::start(vec![
+        vec![
+            wire.turn(
+                "Let me think about that on the side.",
+                &[agent_call(
+                    "toolu_branch",
+                    json!({"action": "branch", "prompt": "Think of names for the cat."}),
+                )],
+            ),
+            wire.turn("A branch is thinking about names.", &[]),
+            wire.turn("The branch suggests Whiskers or Mochi.", &[]),
+        ],
+        vec![wire.turn("Whiskers or Mochi.", &[])],
+    ])
+    .await;
+    let runner = runner(&fx, wire, &server.url);
+    runner.set_inbox(fx.subagents.inbox());
+    let first = runner
+        .run_turn(TurnRequest::new("main", "Name my cat, please."))
+        .await
+        .unwrap();
+    assert_eq!(first.text, "A branch is thinking about names.");
+    // The branch returned at once; it starts from the conversation so far.
+    let spawned = &fx.db.sessions().tool_calls("main").unwrap()[0];
+    let note = spawned.result.as_ref().unwrap().to_string();
+    assert!(
+        note.contains("joins this conversation at your next turn"),
+        "{note}"
+    );
+    let task = fx.db.subagent_tasks().list("main", 1).unwrap()[0].clone();
+    let ended = fx
+        .subagents
+        .wait(
+            "main",
+            task.id,
+            Duration::from_secs(10),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ended.status, "done");
+    let child = server.seen(1);
+    assert!(
+        child[0].contains("Think of names for the cat.")
+            && child[0].contains("user: Name my cat, please."),
+        "{}",
+        child[0]
+    );
+
+    // The next turn carries the branch's answer before the person's message, once.
+    let second = runner
+        .run_turn(TurnRequest::new("main", "Any ideas yet?"))
+        .await
+        .unwrap();
+    assert_eq!(second.text, "The branch suggests Whiskers or Mochi.");
+    let request = &server.seen(0)[2];
+    let delivered = request
+        .find("has ended]\\nWhiskers or Mochi.")
+        .expect(request);
+    assert!(delivered < request.find("Any ideas yet?").unwrap());
+    assert!(fx.subagents.inbox()("main").is_empty(), "delivered once");
+    let notes = fx
+        .db
+        .sessions()
+        .messages("main")
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.content.to_string().contains("has ended"))
+        .count();
+    assert_eq!(notes, 1);
+}

@@ -157,6 +157,7 @@ impl Rig {
             deadline: Instant::now() + Duration::from_secs(60),
             approver: None,
             level_cap: None,
+            scope: None,
         };
         self.tool.run(&ctx, call).await
     }

@@ -404,6 +404,7 @@ impl Core {
             },
         );
         self.attach_prompt_sources(&runner);
+        runner.set_inbox(self.inner.subagents.inbox());
         self.inner.subagent_runners.register(&runner);
         runner
     }

@@ -85,6 +85,8 @@ struct Inner {
     reminders: scheduler::Reminders,
     /// Every chat runner built, offered to sub-agents (the agent tool's task resource).
     subagent_runners: osprey_agent::RunnerPool,
+    /// Sub-agents, for the runners' inbox (a branch's answer joins its conversation).
+    subagents: osprey_agent::SubAgents,
     /// Each conversation's runner, kept between its turns.
     session_runners: runners::SessionRunners,
     mcp: mcp::McpSlot,
@@ -284,7 +286,7 @@ impl Core {
         let mut agent_tool = AgentTool::new(&db)
             .with_hooks(registry.hooks())
             .with_schedule(reminders.slot.clone())
-            .with_subagents(subagents);
+            .with_subagents(subagents.clone());
         if let Some(embedder) = agent::memory_embedder(&stored, &data_dir) {
             agent_tool = agent_tool.with_embedder(embedder);
         }
@@ -292,6 +294,14 @@ impl Core {
         // Bundled, <data>/apps/*/SKILL.md and <data>/skills: indexed on first use, not here.
         let skills = osprey_agent::Skills::for_data_dir(&data_dir);
         registry.register_domain(osprey_agent::SkillTool::new(skills.clone()));
+        // Packs and agent types, checked against the tools registered so far (MCP servers' and
+        // apps' tools come later, so packs cannot name those yet).
+        let agent_settings: osprey_agent::AgentSettings = settings::read(&stored, settings::AGENTS);
+        subagents.set_roles(osprey_agent::RoleCatalog::load(
+            Some(&data_dir),
+            &registry,
+            &agent_settings,
+        ));
         let core = Core {
             inner: Arc::new(Inner {
                 data_dir,
@@ -306,6 +316,7 @@ impl Core {
                 events,
                 reminders,
                 subagent_runners,
+                subagents,
                 session_runners: runners::SessionRunners::default(),
                 mcp: mcp::McpSlot::default(),
                 turns: automation::RunningTurns::default(),

@@ -45,6 +45,10 @@ pub const STORE_REVOCATION_MAX_AGE: &str = "store.revocation_max_age_hours";
 /// Sub-agent limits (`osprey_agent::SubAgentSettings`): `{"max_depth": 2, "timeout_seconds": 300}`.
 pub const SUBAGENTS: &str = "subagents";
 
+/// Tool packs and agent types (`osprey_agent::AgentSettings`): `{"trust": "standard", "models":
+/// {"summarizer": "claude-haiku-4-5"}}`; read at start-up with `<data>/packs` and `<data>/agents`.
+pub const AGENTS: &str = "agents";
+
 /// Embeddings for memory search (optional): `{"provider": "ollama", "model": "nomic-embed-text"}`
 /// or `{"provider": "openai", "model": "text-embedding-3-small", "base_url": ...}`.
 pub const MEMORY_EMBEDDINGS: &str = "memory.embeddings";
@@ -117,6 +121,10 @@ pub const KNOWN: &[(&str, &str)] = &[
         SUBAGENTS,
         "sub-agent limits: {\"max_depth\": 2, \"timeout_seconds\": 300, \"max_timeout_seconds\": 3600, \"max_running\": 8} (max_depth 0 turns them off; read at start-up)",
     ),
+    (
+        AGENTS,
+        "tool packs and agent types: {\"trust\": \"read-only\"|\"standard\"|\"privileged\" (the riskiest pack loaded, default privileged), \"models\": {\"summarizer\": \"a cheaper model\"}} (read at start-up)",
+    ),
 ];
 
 /// The `shell.sandbox` setting. Every command runs in the kernel sandbox; this only says where it
@@ -158,6 +166,7 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        AGENTS => check::<osprey_agent::AgentSettings>(key, value),
         SUBAGENTS => {
             check::<osprey_agent::SubAgentSettings>(key, value)?;
             let settings: osprey_agent::SubAgentSettings = serde_json::from_value(value.clone())?;

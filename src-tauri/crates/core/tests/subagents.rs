@@ -8,21 +8,10 @@ use osprey_core::{Core, CoreOptions};
 use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
 use serde_json::json;
 
-#[tokio::test]
-async fn a_chat_runner_from_the_core_can_delegate_to_a_sub_agent() {
-    let server = AnthropicServer::start(vec![
-        ScriptedReply::call(
-            "toolu_spawn",
-            "agent",
-            json!({"resource": "subagent", "action": "spawn", "prompt": "Say hello."}),
-        ),
-        ScriptedReply::text("Hello from the child."),
-        ScriptedReply::text("The child said hello."),
-    ])
-    .unwrap();
-    let dir = tempfile::tempdir().unwrap();
+/// The core on `data`, and a chat runner on the loopback Anthropic server.
+fn open(data: &std::path::Path, server: &AnthropicServer) -> (Core, osprey_agent::Runner) {
     let core = Core::open(CoreOptions {
-        data_dir: Some(dir.path().to_path_buf()),
+        data_dir: Some(data.to_path_buf()),
         policy: None,
         ..CoreOptions::default()
     })
@@ -37,6 +26,23 @@ async fn a_chat_runner_from_the_core_can_delegate_to_a_sub_agent() {
             max_steps: None,
         })
         .unwrap();
+    (core, runner)
+}
+
+#[tokio::test]
+async fn a_chat_runner_from_the_core_can_delegate_to_a_sub_agent() {
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::call(
+            "toolu_spawn",
+            "agent",
+            json!({"resource": "subagent", "action": "spawn", "prompt": "Say hello."}),
+        ),
+        ScriptedReply::text("Hello from the child."),
+        ScriptedReply::text("The child said hello."),
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (core, runner) = open(dir.path(), &server);
     let outcome = runner
         .run_turn(TurnRequest::new("main", "delegate a greeting"))
         .await
@@ -86,22 +92,7 @@ async fn the_subagents_setting_is_validated_and_read_at_start_up() {
         ScriptedReply::text("I will do it myself."),
     ])
     .unwrap();
-    let core = Core::open(CoreOptions {
-        data_dir: Some(dir.path().to_path_buf()),
-        policy: None,
-        ..CoreOptions::default()
-    })
-    .unwrap();
-    let runner = core
-        .chat_runner(&ChatOptions {
-            gateway_app: None,
-            provider: ProviderKind::Anthropic,
-            base_url: Some(server.url()),
-            model: Some("claude-test".into()),
-            api_key: Some("test-key".into()),
-            max_steps: None,
-        })
-        .unwrap();
+    let (core, runner) = open(dir.path(), &server);
     let outcome = runner
         .run_turn(TurnRequest::new("main", "delegate"))
         .await
@@ -116,5 +107,121 @@ async fn the_subagents_setting_is_validated_and_read_at_start_up() {
             .list("main", 10)
             .unwrap()
             .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn the_core_loads_packs_and_types_and_a_researcher_gets_only_its_tools() {
+    use osprey_core::settings::{AGENTS, validate};
+    validate(
+        AGENTS,
+        &json!({"trust": "standard", "models": {"summarizer": "small"}}),
+    )
+    .unwrap();
+    validate(AGENTS, &json!({"trust": "everything"})).unwrap_err();
+
+    let dir = tempfile::tempdir().unwrap();
+    // One bad pack file beside a good one: the good one and every built-in still load.
+    let packs = dir.path().join("packs");
+    std::fs::create_dir_all(&packs).unwrap();
+    std::fs::write(packs.join("bad.json"), r#"{"schemaVersion": 1, "name": "bad", "description": "x", "tools": ["nonexistent"], "riskProfile": "standard"}"#).unwrap();
+    std::fs::write(packs.join("good.json"), r#"{"schemaVersion": 1, "name": "good", "description": "Grep only.", "tools": ["file.grep"], "riskProfile": "read-only"}"#).unwrap();
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::call(
+            "toolu_spawn",
+            "agent",
+            json!({"action": "spawn", "agent_type": "researcher", "prompt": "Look around."}),
+        ),
+        ScriptedReply::call(
+            "toolu_shell",
+            "shell",
+            json!({"resource": "bash", "action": "exec", "command": "echo hi"}),
+        ),
+        ScriptedReply::text("I may not use the shell."),
+        ScriptedReply::text("The researcher could not use the shell."),
+    ])
+    .unwrap();
+    let (core, runner) = open(dir.path(), &server);
+    let outcome = runner
+        .run_turn(TurnRequest::new("main", "research something"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.text, "The researcher could not use the shell.");
+
+    let seen = server.seen();
+    assert_eq!(seen.len(), 4);
+    let names = |request: &serde_json::Value| -> Vec<String> {
+        let mut names: Vec<String> = request["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    assert!(names(&seen[0]).contains(&"shell".to_string()));
+    // The researcher: file reads, web fetch and search, and the spawn tool; no shell, no desktop.
+    assert_eq!(names(&seen[1]), ["agent", "file", "web"]);
+    let web = seen[1]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "web")
+        .unwrap()
+        .to_string();
+    let web: serde_json::Value = serde_json::from_str(&web).unwrap();
+    assert_eq!(
+        web["input_schema"]["properties"]["action"]["enum"],
+        json!(["fetch", "query"])
+    );
+    // Fields only the browser's actions use are not shown either.
+    assert!(
+        web["input_schema"]["properties"].get("full_page").is_none(),
+        "{web}"
+    );
+    let refused = seen[2].to_string();
+    assert!(
+        refused.contains("role_denied")
+            || refused.contains("is not among the tools of role `researcher`"),
+        "{refused}"
+    );
+    let calls = core
+        .test_db()
+        .sessions()
+        .tool_calls(&core.test_db().subagent_tasks().list("main", 1).unwrap()[0].session_id)
+        .unwrap();
+    assert_eq!(calls[0].code.as_deref(), Some("role_denied"));
+
+    // The bad file is reported with why, the good pack and the built-in types are there.
+    let ctx = osprey_tools::ToolContext::new(
+        osprey_types::Origin::User,
+        std::time::Duration::from_secs(10),
+    )
+    .with_session("main");
+    let types = core
+        .test_registry()
+        .execute(
+            &ctx,
+            "agent",
+            json!({"resource": "task", "action": "types"}),
+        )
+        .await;
+    let types: serde_json::Value = serde_json::from_str(&types.text_content()).unwrap();
+    let refused = types["refused_files"].to_string();
+    assert!(
+        refused.contains("bad.json") && refused.contains("`nonexistent`, which is not registered"),
+        "{refused}"
+    );
+    assert_eq!(types["refused_files"].as_array().unwrap().len(), 1);
+    let names: Vec<&str> = types["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"researcher") && names.contains(&"coder"),
+        "{names:?}"
     );
 }

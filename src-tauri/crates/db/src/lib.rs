@@ -6,6 +6,7 @@
 
 mod audit;
 mod grants;
+mod graph_tasks;
 mod memory;
 mod migrations;
 mod reminders;
@@ -21,6 +22,7 @@ use rusqlite::Connection;
 
 pub use audit::{AuditEntry, AuditLog, AuditQuery, AuditRecord, OUTCOMES};
 pub use grants::{Grants, StoredGrant};
+pub use graph_tasks::{GraphStatus, GraphTask, GraphTasks};
 pub use memory::{
     DEFAULT_NAMESPACE, Memory, MemoryHit, MemoryLayer, MemoryQuery, MemoryRow, NewMemory, fts_query,
 };
@@ -235,6 +237,10 @@ impl Database {
 
     pub fn reminders(&self) -> Reminders {
         Reminders::new(self.clone())
+    }
+
+    pub fn graph_tasks(&self) -> GraphTasks {
+        GraphTasks::new(self.clone())
     }
 
     pub fn work_tasks(&self) -> WorkTasks {

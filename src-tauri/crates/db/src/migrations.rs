@@ -200,6 +200,37 @@ pub(crate) const STEPS: &[&str] = &[
         DELETE FROM memory_vectors WHERE memory_id = old.id;
     END;
     "#,
+    // 7: the task graph a session's agents share (and a sub-agent's progress note) (the root conversation's session id names the
+    // graph): tasks with a status and result, and their dependencies, which may only point at
+    // tasks that existed when a task was created, so the graph has no cycles.
+    r#"
+    CREATE TABLE graph_tasks (
+        id            INTEGER PRIMARY KEY,
+        graph         TEXT NOT NULL,
+        title         TEXT NOT NULL,
+        description   TEXT,
+        status        TEXT NOT NULL DEFAULT 'open' CHECK (status IN
+                          ('open', 'submitted', 'done', 'deferred')),
+        result        TEXT,
+        feedback      TEXT,
+        created_by    TEXT NOT NULL,
+        submitted_by  TEXT,
+        created_ms    INTEGER NOT NULL,
+        updated_ms    INTEGER NOT NULL
+    );
+    CREATE INDEX graph_tasks_graph ON graph_tasks(graph, id);
+    CREATE TABLE graph_task_deps (
+        task_id     INTEGER NOT NULL REFERENCES graph_tasks(id) ON DELETE CASCADE,
+        depends_on  INTEGER NOT NULL REFERENCES graph_tasks(id) ON DELETE CASCADE,
+        PRIMARY KEY (task_id, depends_on)
+    );
+    -- A sub-agent's own report of where it stands (set_status), shown to its parent.
+    ALTER TABLE subagent_tasks ADD COLUMN progress TEXT;
+    -- A branch (a child forked from its parent's conversation) delivers its result into that
+    -- conversation once; `delivered_ms` says it has.
+    ALTER TABLE subagent_tasks ADD COLUMN kind TEXT NOT NULL DEFAULT 'task';
+    ALTER TABLE subagent_tasks ADD COLUMN delivered_ms INTEGER;
+    "#,
 ];
 
 pub(crate) const LATEST: i64 = STEPS.len() as i64;

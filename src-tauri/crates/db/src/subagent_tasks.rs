@@ -26,6 +26,8 @@ pub struct SubAgentTask {
     pub timeout_ms: i64,
     pub created_ms: i64,
     pub finished_ms: Option<i64>,
+    /// The child's own last report of where it stands (`set_status`).
+    pub progress: Option<String>,
 }
 
 /// What a new task starts with.
@@ -45,7 +47,7 @@ pub struct SubAgentTasks {
 }
 
 const COLUMNS: &str = "id, parent_session_id, session_id, depth, prompt, model, status, result, \
-                       error, timeout_ms, created_ms, finished_ms";
+                       error, timeout_ms, created_ms, finished_ms, progress";
 
 fn task_row(row: &Row<'_>) -> rusqlite::Result<SubAgentTask> {
     Ok(SubAgentTask {
@@ -61,6 +63,7 @@ fn task_row(row: &Row<'_>) -> rusqlite::Result<SubAgentTask> {
         timeout_ms: row.get(9)?,
         created_ms: row.get(10)?,
         finished_ms: row.get(11)?,
+        progress: row.get(12)?,
     })
 }
 
@@ -149,6 +152,64 @@ impl SubAgentTasks {
                 "UPDATE subagent_tasks SET status = ?2, result = ?3, error = ?4, finished_ms = ?5
                  WHERE id = ?1 AND status IN ('running', 'interrupted')",
                 params![id, status, result, error, now_ms()],
+            )? > 0)
+        })
+    }
+
+    /// Records the child's report of where it stands; false when there is no such task.
+    pub fn set_progress(&self, id: i64, progress: &str) -> Result<bool> {
+        self.db.with_conn(|c| {
+            Ok(c.execute(
+                "UPDATE subagent_tasks SET progress = ?2 WHERE id = ?1",
+                params![id, progress],
+            )? > 0)
+        })
+    }
+
+    /// Marks the task a branch: its result is delivered into its parent's conversation.
+    pub fn mark_branch(&self, id: i64) -> Result<()> {
+        self.db.with_conn(|c| {
+            c.execute(
+                "UPDATE subagent_tasks SET kind = 'branch' WHERE id = ?1",
+                [id],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The branches of `parent_session_id` that ended and were not yet delivered, oldest
+    /// first, now marked delivered (each is handed out once).
+    pub fn take_ended_branches(&self, parent_session_id: &str) -> Result<Vec<SubAgentTask>> {
+        self.db.with_conn(|c| {
+            let tx = c.transaction()?;
+            let tasks: Vec<SubAgentTask> = {
+                let mut stmt = tx.prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM subagent_tasks WHERE parent_session_id = ?1
+                     AND kind = 'branch' AND status != 'running' AND delivered_ms IS NULL
+                     ORDER BY id"
+                ))?;
+                stmt.query_map([parent_session_id], task_row)?
+                    .collect::<rusqlite::Result<_>>()?
+            };
+            for task in &tasks {
+                tx.execute(
+                    "UPDATE subagent_tasks SET delivered_ms = ?2 WHERE id = ?1",
+                    params![task.id, now_ms()],
+                )?;
+            }
+            tx.commit()?;
+            Ok(tasks)
+        })
+    }
+
+    /// Starts an ended task again (an interactive worker taking a follow-up): `running`, with
+    /// its ending cleared. False when it is running already.
+    pub fn resume(&self, id: i64) -> Result<bool> {
+        self.db.with_conn(|c| {
+            Ok(c.execute(
+                "UPDATE subagent_tasks SET status = 'running', error = NULL, finished_ms = NULL
+                 WHERE id = ?1 AND status != 'running'",
+                [id],
             )? > 0)
         })
     }

@@ -31,6 +31,7 @@ use crate::audit::AuditSink;
 use crate::call::{ApprovalNeed, Call, CallFacts};
 use crate::correction::{resolve_tool_name, unknown_tool_message};
 use crate::hooks::{HookDispatcher, NoHooks, TOOL_POST_EXECUTE, TOOL_PRE_EXECUTE};
+use crate::scope::ToolScope;
 use crate::security::Refusal;
 use crate::security::origin::OriginRules;
 use crate::security::policy::{Approver, Policy, Subject, Verdict};
@@ -213,9 +214,38 @@ impl Registry {
     /// the dialect every provider accepts ([`crate::spec::portable_schema`]; the tool itself
     /// still validates against its own, richer schema).
     pub fn specs(&self) -> Vec<ToolSpec> {
+        self.specs_for(None)
+    }
+
+    /// The tools a caller with `scope` may use, as [`Registry::specs`] gives them: a tool
+    /// outside the scope is left out, and a domain tool granted in part is shown with only the
+    /// granted resources and actions (its schema built from the narrowed table), so the model
+    /// is not offered what the registry would refuse.
+    pub fn specs_for(&self, scope: Option<&ToolScope>) -> Vec<ToolSpec> {
         lock_read(&self.inner.tools)
             .values()
-            .map(|t| ToolSpec::portable(t.name(), t.description(), t.schema()))
+            .filter_map(|t| {
+                let Some(scope) = scope else {
+                    return Some(ToolSpec::portable(t.name(), t.description(), t.schema()));
+                };
+                if !scope.allows_tool(t.name()) {
+                    return None;
+                }
+                match t.domain() {
+                    Some(domain) => {
+                        let narrowed = scope.restrict_domain(domain)?;
+                        Some(ToolSpec::portable(
+                            t.name(),
+                            &narrowed.description,
+                            &narrowed.json_schema(),
+                        ))
+                    }
+                    // A tool without a table is granted whole or not at all.
+                    None => scope
+                        .allows(t.name(), None, None)
+                        .then(|| ToolSpec::portable(t.name(), t.description(), t.schema())),
+                }
+            })
             .collect()
     }
 
@@ -365,20 +395,27 @@ impl Registry {
             result: refusal.into_result(),
         };
 
-        // 1. Name.
+        // 1. Name. A caller with a role's scope is told only of its role's tools.
+        let scope = ctx.scope.as_deref();
+        let in_scope = |tool: &str| scope.is_none_or(|s| s.allows_tool(tool));
         let name = resolve_tool_name(name, |n| lock_read(&self.inner.tools).contains_key(n));
         trail.tool = name.to_string();
         let Some(tool) = self.get(name) else {
+            let names: Vec<String> = self.names().into_iter().filter(|n| in_scope(n)).collect();
             return refuse(Refusal::new(
                 ErrorCode::UnknownTool,
-                unknown_tool_message(name, &self.names(), |tool, input| {
-                    self.get(tool).is_some_and(|tool| match tool.domain() {
-                        Some(domain) => domain.resolve(input).is_ok(),
-                        None => true,
-                    })
+                unknown_tool_message(name, &names, |tool, input| {
+                    in_scope(tool)
+                        && self.get(tool).is_some_and(|tool| match tool.domain() {
+                            Some(domain) => domain.resolve(input).is_ok(),
+                            None => true,
+                        })
                 }),
             ));
         };
+        if let Some(scope) = scope.filter(|s| !s.allows_tool(name)) {
+            return refuse(role_refusal(scope, &describe(name, &Call::default()), name));
+        }
 
         // 2. Resource and action.
         let mut call = match resolve(&*tool, input) {
@@ -427,6 +464,13 @@ impl Registry {
                 trail.resource = call.resource.clone();
                 trail.action = call.action.clone();
             }
+        }
+
+        // The role's scope, on the call as it will run (after any rewrite).
+        if let Some(scope) =
+            scope.filter(|s| !s.allows(name, call.resource.as_deref(), call.action.as_deref()))
+        {
+            return refuse(role_refusal(scope, &describe(name, &call), name));
         }
 
         // 4. Origin rules.
@@ -678,6 +722,24 @@ fn facts_of(tool: &dyn Tool, call: &Call) -> CallFacts {
     facts
 }
 
+/// The refusal of a call outside the caller's role: what was refused and what the role has.
+fn role_refusal(scope: &ToolScope, what: &str, tool: &str) -> Refusal {
+    Refusal::new(
+        ErrorCode::RoleDenied,
+        format!(
+            "`{what}` is not among the tools of role `{}`, so it was not run (whatever is asked, \
+             this role cannot call {}); this role's tools: {}",
+            scope.role(),
+            if scope.allows_tool(tool) {
+                "that action"
+            } else {
+                "that tool"
+            },
+            scope.describe()
+        ),
+    )
+}
+
 fn describe(tool: &str, call: &Call) -> String {
     match (&call.resource, &call.action) {
         (Some(r), Some(a)) => format!("{tool} {r} {a}"),
@@ -743,6 +805,7 @@ impl ToolContext {
             deadline: Instant::now() + timeout,
             approver: None,
             level_cap: None,
+            scope: None,
         }
     }
 

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::{Call, CallFacts};
 use crate::domain::Domain;
+use crate::scope::ToolScope;
 use crate::security::policy::{Approver, Level};
 
 /// Everything a running call may need from its surroundings.
@@ -30,6 +31,9 @@ pub struct ToolContext {
     /// stricter of its own level and this. Sub-agents carry their parent's (or a stricter) cap so
     /// a child is never judged more loosely than its parent.
     pub level_cap: Option<Level>,
+    /// The tools this call's caller may use (its role's set); `None`: every registered tool.
+    /// The registry refuses a call outside it with `role_denied`, whatever the model asked.
+    pub scope: Option<Arc<ToolScope>>,
 }
 
 impl std::fmt::Debug for ToolContext {

@@ -834,3 +834,81 @@ async fn every_suggested_correction_is_a_call_the_tool_accepts() {
     }
     assert!(suggested >= 8, "only {suggested} names got a suggestion");
 }
+
+#[tokio::test]
+async fn a_role_scope_hides_and_refuses_what_it_does_not_grant() {
+    use osprey_tools::ToolScope;
+    let f = fixture(Level::Full, AskMode::Off);
+    let mut scope = ToolScope::new("reader");
+    scope.allow_resource("probe", "cmd", Some(&["look"]));
+    let scope = Arc::new(scope);
+    let mut scoped = ctx();
+    scoped.scope = Some(scope.clone());
+
+    // The model is shown only the granted action.
+    let specs = f.registry.specs_for(Some(&scope));
+    assert_eq!(specs.len(), 1);
+    let shown = specs[0].input_schema.to_string();
+    assert!(
+        shown.contains("look") && !shown.contains("\"run\""),
+        "{shown}"
+    );
+    assert!(specs[0].description.contains("Role `reader`"));
+    assert!(
+        f.registry
+            .specs_for(Some(&ToolScope::new("none")))
+            .is_empty()
+    );
+
+    // Granted: runs. Not granted: refused before any hook, policy or tool, naming the role's tools.
+    let r = f
+        .registry
+        .execute(&scoped, "probe", json!({"action": "look"}))
+        .await;
+    assert!(!r.is_error, "{r:?}");
+    let r = f
+        .registry
+        .execute(&scoped, "probe", json!({"action": "run", "command": "ls"}))
+        .await;
+    assert_eq!(r.code, Some(ErrorCode::RoleDenied), "{r:?}");
+    let text = r.text_content();
+    assert!(
+        text.contains("probe cmd run") && text.contains("role `reader`"),
+        "{text}"
+    );
+    assert!(text.contains("probe (cmd: look)"), "{text}");
+    assert_eq!(events(&f), ["execute look"]);
+
+    // A tool outside the role, and an unknown name, list only the role's tools.
+    let mut narrow = ToolScope::new("nothing-but-other");
+    narrow.allow_tool("other");
+    let mut other_ctx = ctx();
+    other_ctx.scope = Some(Arc::new(narrow));
+    let r = f
+        .registry
+        .execute(&other_ctx, "probe", json!({"action": "look"}))
+        .await;
+    assert_eq!(r.code, Some(ErrorCode::RoleDenied), "{r:?}");
+    assert!(r.text_content().contains("cannot call that tool"));
+    let r = f.registry.execute(&scoped, "nope", json!({})).await;
+    assert_eq!(r.code, Some(ErrorCode::UnknownTool));
+    // Each refusal is audited with its own decision.
+    f.registry.audit().flush();
+    let refused =
+        f.db.audit()
+            .list(&AuditQuery::default())
+            .unwrap()
+            .into_iter()
+            .filter(|row| row.decision == "role_denied")
+            .count();
+    assert_eq!(refused, 2);
+    assert_eq!(
+        f.registry
+            .check(&scoped, "probe", json!({"action": "run", "command": "ls"}))
+            .await,
+        CheckOutcome::Refused {
+            code: ErrorCode::RoleDenied,
+            message: text,
+        }
+    );
+}

@@ -89,6 +89,8 @@ pub enum ErrorCode {
     PolicyDenied,
     /// A per-origin rule refused the call.
     OriginDenied,
+    /// The caller's role (an agent type's tool set) does not include the tool or action.
+    RoleDenied,
     /// The person (or the broker's timeout) answered no.
     ApprovalDenied,
     /// A URL or a resolved address pointed somewhere private.
@@ -126,6 +128,7 @@ impl ErrorCode {
             ErrorCode::SafeguardBlocked => "safeguard_blocked",
             ErrorCode::PolicyDenied => "policy_denied",
             ErrorCode::OriginDenied => "origin_denied",
+            ErrorCode::RoleDenied => "role_denied",
             ErrorCode::ApprovalDenied => "approval_denied",
             ErrorCode::SsrfBlocked => "ssrf_blocked",
             ErrorCode::SensitivePath => "sensitive_path",
@@ -150,6 +153,7 @@ impl ErrorCode {
             ErrorCode::SafeguardBlocked
                 | ErrorCode::PolicyDenied
                 | ErrorCode::OriginDenied
+                | ErrorCode::RoleDenied
                 | ErrorCode::ApprovalDenied
                 | ErrorCode::SsrfBlocked
                 | ErrorCode::SensitivePath
@@ -826,6 +830,7 @@ mod tests {
             ErrorCode::SafeguardBlocked,
             ErrorCode::PolicyDenied,
             ErrorCode::OriginDenied,
+            ErrorCode::RoleDenied,
             ErrorCode::ApprovalDenied,
             ErrorCode::SsrfBlocked,
             ErrorCode::SensitivePath,
