@@ -129,7 +129,8 @@ fn the_deb_installs_the_app_the_sandbox_launcher_a_desktop_entry_and_icons_and_r
     }
     let icons: Vec<&str> = listing
         .lines()
-        .filter(|l| l.contains("/usr/share/icons/hicolor/") && l.ends_with("osprey-desktop.png"))
+        // `dpkg-deb -c` names entries `./usr/...` or `usr/...` depending on the builder.
+        .filter(|l| l.contains("usr/share/icons/hicolor/") && l.ends_with("osprey-desktop.png"))
         .collect();
     ensure!(icons.len() >= 2, "icons in the package: {icons:?}");
 
