@@ -165,12 +165,15 @@ fn approvals_follow_the_table_and_the_origin() {
     registry.register_domain(OsTool::new(OsConfig::default()));
     let asks = |outcome: &CheckOutcome| matches!(outcome, CheckOutcome::Ask { .. });
     let read = json!({"resource": "clipboard", "action": "read"});
-    assert!(!asks(&check(&registry, Origin::User, read.clone())));
-    for origin in [Origin::Comm, Origin::App, Origin::Skill] {
-        assert!(
-            asks(&check(&registry, origin, read.clone())),
-            "{origin:?} reads the clipboard unasked"
-        );
+    let notify = json!({"resource": "notification", "action": "send", "title": "t"});
+    for input in [read, notify] {
+        assert!(!asks(&check(&registry, Origin::User, input.clone())));
+        for origin in [Origin::Comm, Origin::App, Origin::Skill] {
+            assert!(
+                asks(&check(&registry, origin, input.clone())),
+                "{origin:?} runs {input} unasked"
+            );
+        }
     }
     for input in [
         json!({"resource": "keychain", "action": "read", "key": "k"}),
