@@ -388,8 +388,19 @@ impl Task {
             .map(|app| app.finished.clone())
             .chain(self.stopping.values().cloned())
             .collect();
-        for token in finished {
-            token.cancelled().await;
+        let all_stopped = async {
+            for token in finished {
+                token.cancelled().await;
+            }
+        };
+        tokio::pin!(all_stopped);
+        loop {
+            tokio::select! {
+                () = &mut all_stopped => break,
+                // A request sent while the apps stop is refused at once: dropping it drops its
+                // reply, which the caller reads as `supervisor_stopped` instead of waiting.
+                request = requests.recv() => if request.is_none() { break },
+            }
         }
         drop(requests);
     }
