@@ -30,16 +30,9 @@ impl std::fmt::Debug for WebBrowsing {
 }
 
 impl WebBrowsing {
-    pub fn new(browser: BrowserActions, search: Search) -> WebBrowsing {
-        WebBrowsing {
-            browser,
-            search: std::sync::OnceLock::from(search),
-            make_search: Box::new(|| unreachable!("the search was given")),
-        }
-    }
-
-    /// The search is built by `make` at the first query, not now.
-    pub fn with_lazy_search(
+    /// The search is built by `make` at the first query, not now (its keys may sit in the OS
+    /// keyring, which start-up must not wait on).
+    pub fn new(
         browser: BrowserActions,
         make: impl Fn() -> Search + Send + Sync + 'static,
     ) -> WebBrowsing {

@@ -132,7 +132,7 @@ impl Rig {
         let driver = Arc::new(ManagedDriver::new(config));
         let actions = BrowserActions::new(driver.clone(), allow_loopback)
             .with_screenshots(dir.path().join("shots"));
-        let browsing = WebBrowsing::new(actions, Search::new(&search));
+        let browsing = WebBrowsing::new(actions, move || Search::new(&search));
         let tool = WebTool::new(WebConfig {
             allow_loopback,
             ..WebConfig::default()

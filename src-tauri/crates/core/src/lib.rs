@@ -219,7 +219,7 @@ fn web_browsing(
     let search: osprey_browser::SearchSettings = settings::read(stored, settings::WEB_SEARCH);
     let secrets = secrets::Secrets::new(data_dir, secrets);
     // Keys are looked up at the first search, not at every start.
-    osprey_browser::WebBrowsing::with_lazy_search(actions, move || {
+    osprey_browser::WebBrowsing::new(actions, move || {
         let config = search.config(|secret, variable| {
             std::env::var(variable)
                 .ok()
