@@ -46,6 +46,7 @@ pub const PREFIXES: &[(&str, Suffix)] = &[
             "skill",
             "app",
             "store",
+            "os",
         ]),
     ),
     ("shell", Suffix::Strict(&["exec", "process", "session"])),
@@ -229,6 +230,10 @@ pub fn explain(permission: &str) -> (String, Sensitivity) {
         ("tool", "skill") => (text("Use and manage skills"), Medium),
         ("tool", "app") => (text("Manage other apps"), High),
         ("tool", "store") => (text("Browse and install from the store"), High),
+        ("tool", "os") => (
+            text("Use your system: clipboard, notifications, windows, apps and the keychain"),
+            High,
+        ),
         ("tool", _) => (text("Use every built-in tool"), High),
         ("shell", "exec") => (text("Run commands on your computer"), High),
         ("shell", "process") => (text("List and stop programs on your computer"), High),

@@ -119,17 +119,32 @@ impl Launcher {
             ));
         }
         let sideloaded = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
-        if let Some(trust) = &self.trust
-            && !sideloaded
-        {
-            trust.check_launch(&manifest.id, &manifest.version).await?;
-        }
         if let Ok(reason) = std::fs::read_to_string(dir.join(crate::install::QUARANTINE_MARKER)) {
             return Err(launch_failed(
                 id,
                 "quarantined",
                 format!("quarantined: {reason}"),
             ));
+        }
+        if let Some(trust) = &self.trust
+            && !sideloaded
+        {
+            trust.check_launch(&manifest.id, &manifest.version).await?;
+            trust
+                .verify_installed(&dir)
+                .await
+                .map_err(|error| match error {
+                    Error::SignatureInvalid { .. } => launch_failed(
+                        id,
+                        "package_changed",
+                        format!(
+                            "its installed files no longer match the store's signature ({error}); \
+                         reinstall it from the store"
+                        ),
+                    ),
+                    // The store's key could not be had: nothing can be checked, so nothing runs.
+                    other => other,
+                })?;
         }
         let binary = process::check_binary(&dir)?;
         if let Some(pid) = process::running_pid(&dir) {

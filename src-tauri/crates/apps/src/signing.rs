@@ -263,8 +263,8 @@ impl KeyPair {
 
     /// Signs the unpacked package in `package`: its manifest bytes, its binary and every file.
     pub fn sign(&self, package: &Path, manifest: &[u8], binary: &Path) -> Result<Signatures> {
-        let digest = sha256_file(binary)?;
         let files = file_hashes(package)?;
+        let digest = binary_digest(binary, &files)?;
         Ok(Signatures {
             key_id: self.public().key_id(),
             algorithm: ALGORITHM.into(),
@@ -349,6 +349,39 @@ impl PublicKey {
         manifest: &[u8],
         binary: &Path,
     ) -> Result<()> {
+        self.verify_found(signatures, manifest, binary, &file_hashes(package)?)
+    }
+
+    /// Verifies an installed app's directory before a launch: the same checks as at install,
+    /// over the package's files only. The entries the app and Osprey create there at run time
+    /// (data/, logs/, tmp/, the socket, pid and status files, a quarantine mark or a staged
+    /// update) are not package files; anything else that the signature does not list is refused,
+    /// as is any listed file that changed or went missing since the install.
+    pub fn verify_installed(&self, app_dir: &Path) -> Result<()> {
+        let read = |name: &str| {
+            let path = app_dir.join(name);
+            std::fs::read(&path).map_err(|e| Error::io(format!("read {}", path.display()), e))
+        };
+        let mut found = file_hashes(app_dir)?;
+        found.retain(|path, _| {
+            let top = path.split('/').next().unwrap_or(path);
+            !RUN_TIME_ENTRIES.contains(&top)
+        });
+        self.verify_found(
+            &read(SIGNATURES_FILE)?,
+            &read(crate::napp::MANIFEST)?,
+            &crate::layout::binary_path(app_dir),
+            &found,
+        )
+    }
+
+    fn verify_found(
+        &self,
+        signatures: &[u8],
+        manifest: &[u8],
+        binary: &Path,
+        found: &BTreeMap<String, String>,
+    ) -> Result<()> {
         let signatures = Signatures::parse(signatures)?;
         if signatures.algorithm != ALGORITHM {
             return Err(failure(SignatureFailure::UnsupportedAlgorithm(
@@ -368,7 +401,7 @@ impl PublicKey {
         self.key
             .verify_strict(manifest, &manifest_signature)
             .map_err(|_| failure(SignatureFailure::ManifestSignature))?;
-        let digest = sha256_file(binary)?;
+        let digest = binary_digest(binary, found)?;
         if hex::encode(digest) != signatures.binary_sha256 {
             return Err(failure(SignatureFailure::BinaryHash));
         }
@@ -382,8 +415,7 @@ impl PublicKey {
         self.key
             .verify_strict(&files_message(&signatures.files), &files_signature)
             .map_err(|_| failure(SignatureFailure::FilesSignature))?;
-        let found = file_hashes(package)?;
-        for (path, hash) in &found {
+        for (path, hash) in found {
             match signatures.files.get(path) {
                 None => return Err(failure(SignatureFailure::FileUnlisted(path.clone()))),
                 Some(signed) if signed != hash => {
@@ -398,6 +430,18 @@ impl PublicKey {
         Ok(())
     }
 }
+
+/// What an installed app's directory holds besides its package's files (see `crate::layout`).
+const RUN_TIME_ENTRIES: [&str; 8] = [
+    crate::layout::DATA_DIR,
+    crate::layout::LOGS_DIR,
+    crate::layout::SOCKET_FILE,
+    crate::layout::PID_FILE,
+    osprey_sandbox::TMP_DIR,
+    osprey_sandbox::STATUS_FILE,
+    crate::install::QUARANTINE_MARKER,
+    crate::install::PENDING_DIR,
+];
 
 /// Every regular file under `package` but signatures.json, by `/`-separated relative path, with
 /// its SHA-256 in hex. Links and other special files were refused at extraction; met here, they
@@ -428,6 +472,19 @@ pub fn file_hashes(package: &Path) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     walk(package, "", &mut out)?;
     Ok(out)
+}
+
+/// The binary's SHA-256, taken from the package's file list when it is there (the binary is
+/// a top-level file, hashed once: it is the largest file by far), else read.
+fn binary_digest(binary: &Path, files: &BTreeMap<String, String>) -> Result<[u8; 32]> {
+    let listed = binary
+        .file_name()
+        .and_then(|name| files.get(name.to_str()?))
+        .and_then(|hash| hex::decode(hash).ok()?.try_into().ok());
+    match listed {
+        Some(digest) => Ok(digest),
+        None => sha256_file(binary),
+    }
 }
 
 fn files_message(files: &BTreeMap<String, String>) -> Vec<u8> {

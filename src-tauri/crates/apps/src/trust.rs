@@ -7,7 +7,7 @@
 //!
 //! Where the key and list come from is a [`TrustSource`]: the store client over HTTP, or a test's.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -133,11 +133,20 @@ impl Trust {
 
     /// Verifies a staged store package against the store's key.
     pub async fn verify(&self, staged: &StagedPackage) -> Result<()> {
-        let signatures = std::fs::read(staged.path().join(crate::napp::SIGNATURES))
+        staged.verify(&self.key_of(staged.path()).await?)
+    }
+
+    /// Verifies an installed store app's files against the store's key before it runs, so a
+    /// binary, skill or UI file changed on disk since the install is refused.
+    pub async fn verify_installed(&self, app_dir: &Path) -> Result<()> {
+        self.key_of(app_dir).await?.verify_installed(app_dir)
+    }
+
+    /// The store key that signed the package in `dir`.
+    async fn key_of(&self, dir: &Path) -> Result<PublicKey> {
+        let signatures = std::fs::read(dir.join(crate::napp::SIGNATURES))
             .map_err(|e| Error::io("read signatures.json", e))?;
-        let key_id = Signatures::parse(&signatures)?.key_id;
-        let key = self.key_for(&key_id).await?;
-        staged.verify(&key)
+        self.key_for(&Signatures::parse(&signatures)?.key_id).await
     }
 
     /// The revocation list: cached while younger than an hour, else fetched; when the fetch
