@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::install::{InstalledApp, Installer};
 use crate::settings::{SettingsStore, push};
-use crate::store_client::StoreClient;
+use crate::store_client::{StoreClient, StoreLink};
 use crate::supervisor::{AppState, AppStatus, Supervisor};
 use crate::trust::Trust;
 use crate::{Error, Result};
@@ -22,7 +22,7 @@ pub struct AppsTool {
     installer: Installer,
     supervisor: Supervisor,
     settings: SettingsStore,
-    store: Option<(StoreClient, Arc<Trust>)>,
+    store: Option<(StoreLink, Arc<Trust>)>,
 }
 
 impl AppsTool {
@@ -30,7 +30,7 @@ impl AppsTool {
         installer: Installer,
         supervisor: Supervisor,
         settings: SettingsStore,
-        store: Option<(StoreClient, Arc<Trust>)>,
+        store: Option<(StoreLink, Arc<Trust>)>,
     ) -> AppsTool {
         AppsTool {
             domain: domain(),
@@ -113,10 +113,10 @@ impl AppsTool {
             .ok_or_else(|| Error::NotInstalled(id.to_owned()))
     }
 
-    fn store(&self) -> Result<(&StoreClient, &Trust)> {
+    fn store(&self) -> Result<(StoreClient, &Trust)> {
         self.store
             .as_ref()
-            .map(|(client, trust)| (client, trust.as_ref()))
+            .and_then(|(link, trust)| Some((link.client()?, trust.as_ref())))
             .ok_or_else(|| Error::StoreUnavailable("no app store is configured".into()))
     }
 }

@@ -4,6 +4,7 @@
 //! is extracted into place; the temporary file is gone afterwards either way.
 
 use std::io::{Seek, SeekFrom, Write};
+use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -22,6 +23,56 @@ pub const MAX_REVOCATIONS_BYTES: usize = 1024 * 1024;
 /// How long a signing-key or revocation fetch may take in all (connecting, waiting, reading):
 /// these run before launches and installs, so a store that stalls must not stall Osprey.
 pub const TRUST_FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The store as the running Osprey reaches it: its address is asked at each use, so a store
+/// the person sets in Settings serves the next browse, install or trust fetch without a
+/// restart. The client for an address is kept while the address stays the same.
+#[derive(Clone)]
+pub struct StoreLink {
+    url: Arc<dyn Fn() -> Option<String> + Send + Sync>,
+    client: Arc<Mutex<Option<StoreClient>>>,
+}
+
+impl std::fmt::Debug for StoreLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreLink")
+            .field("url", &(self.url)())
+            .finish()
+    }
+}
+
+impl StoreLink {
+    /// `url` says where the store is now (`None`: no store is configured).
+    pub fn new(url: impl Fn() -> Option<String> + Send + Sync + 'static) -> StoreLink {
+        StoreLink {
+            url: Arc::new(url),
+            client: Arc::default(),
+        }
+    }
+
+    /// Always the same store (or none).
+    pub fn fixed(url: Option<String>) -> StoreLink {
+        StoreLink::new(move || url.clone())
+    }
+
+    /// A client for the store configured now, or `None` when none is.
+    pub fn client(&self) -> Option<StoreClient> {
+        let url = (self.url)()?;
+        let base = url.trim().trim_end_matches('/');
+        if base.is_empty() {
+            return None;
+        }
+        let mut cached = self.client.lock().unwrap_or_else(|e| e.into_inner());
+        match &*cached {
+            Some(client) if client.base == base => Some(client.clone()),
+            _ => {
+                let client = StoreClient::new(base);
+                *cached = Some(client.clone());
+                Some(client)
+            }
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct StoreClient {

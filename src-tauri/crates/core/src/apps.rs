@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use osprey_apps::store_client::StoreClient;
+use osprey_apps::store_client::StoreLink;
 use osprey_apps::trust::{Revocation, TrustSource};
 
 /// The store URL from the environment; it wins over the `store.url` setting.
@@ -63,12 +63,12 @@ pub struct SweepReport {
     pub unavailable: Option<String>,
 }
 
-/// The store as a trust source, or none: then only the cached key and list are used.
-pub struct StoreSource(pub Option<StoreClient>);
+/// The store configured now as a trust source; with none, only the cached key and list are used.
+pub struct StoreSource(pub StoreLink);
 
 impl StoreSource {
-    fn client(&self) -> osprey_apps::Result<&StoreClient> {
-        self.0.as_ref().ok_or_else(|| {
+    fn client(&self) -> osprey_apps::Result<osprey_apps::store_client::StoreClient> {
+        self.0.client().ok_or_else(|| {
             osprey_apps::Error::StoreUnavailable(
                 "no store configured: pass --store URL, set OSPREY_STORE_URL, or run \
                  `osprey config set store.url URL`"
@@ -103,7 +103,7 @@ mod platform {
     use osprey_apps::manage_tool::AppsTool;
     use osprey_apps::runtime::{LaunchOptions, Launcher, kill_orphans};
     use osprey_apps::settings::SettingsStore;
-    use osprey_apps::store_client::StoreClient;
+    use osprey_apps::store_client::{StoreClient, StoreLink};
     use osprey_apps::supervisor::{Supervisor, SupervisorConfig};
     use osprey_apps::trust::Trust;
     use osprey_apps::watcher::{AppWatcher, watch};
@@ -139,7 +139,7 @@ mod platform {
         held: Arc<Mutex<BTreeSet<String>>>,
         /// Wakes the sweep loop early (`sweep_revocations_soon`).
         sweep_now: Arc<Notify>,
-        store: Option<StoreClient>,
+        store: StoreLink,
         trust_dir: PathBuf,
         max_revocation_age: Duration,
     }
@@ -209,14 +209,13 @@ mod platform {
         pub fn open(
             data_dir: &Path,
             registry: &Registry,
-            store_url: Option<String>,
+            store: StoreLink,
             max_revocation_age: Duration,
             events: EventBus,
         ) -> anyhow::Result<AppPlatform> {
             let apps_dir = super::apps_dir(data_dir);
             std::fs::create_dir_all(&apps_dir)
                 .with_context(|| format!("creating {}", apps_dir.display()))?;
-            let store = store_url.map(StoreClient::new);
             let trust_dir = data_dir.join("trust");
             let trust = Arc::new(Trust::new(
                 StoreSource(store.clone()),
@@ -240,7 +239,7 @@ mod platform {
                 installer.clone(),
                 supervisor.clone(),
                 settings,
-                store.clone().map(|client| (client, Arc::clone(&trust))),
+                Some((store.clone(), Arc::clone(&trust))),
             ));
             Ok(AppPlatform {
                 apps_dir,
@@ -329,15 +328,15 @@ mod platform {
         fn store_and_trust(&self, store: Option<String>) -> (Option<StoreClient>, Arc<Trust>) {
             match store {
                 Some(url) => {
-                    let client = StoreClient::new(url);
+                    let client = StoreClient::new(url.clone());
                     let trust = Trust::new(
-                        StoreSource(Some(client.clone())),
+                        StoreSource(StoreLink::fixed(Some(url))),
                         self.trust_dir.clone(),
                         self.max_revocation_age,
                     );
                     (Some(client), Arc::new(trust))
                 }
-                None => (self.store.clone(), Arc::clone(&self.trust)),
+                None => (self.store.client(), Arc::clone(&self.trust)),
             }
         }
 

@@ -264,7 +264,11 @@ impl Core {
         let apps = apps::AppPlatform::open(
             &data_dir,
             &registry,
-            apps::store_url(&stored),
+            // Asked at each use: a store set in Settings serves the next request.
+            osprey_apps::store_client::StoreLink::new({
+                let stored = stored.clone();
+                move || apps::store_url(&stored)
+            }),
             apps::max_revocation_age(&stored),
             events.clone(),
         )?;

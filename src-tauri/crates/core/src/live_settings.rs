@@ -127,7 +127,11 @@ impl Core {
                     tracing::warn!(%error, "MCP servers could not be restarted");
                 }
             }
-            // Read where they are used (the store URL at each store request, the theme by the UI).
+            // Another store: its revocation list, not the old store's cached one, judges the
+            // installed apps from now on.
+            #[cfg(unix)]
+            settings::STORE_URL => self.apps().sweep_revocations_soon(),
+            // Read where they are used (the theme by the UI).
             _ => {}
         }
     }

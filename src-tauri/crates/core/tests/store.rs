@@ -302,3 +302,53 @@ async fn permissions_are_explained_for_every_front_end() {
         osprey_types::PermissionSensitivity::High
     );
 }
+
+/// A store set in Settings while Osprey runs serves the next install (and its signing key and
+/// revocation list) without a restart; so does a store moved to another address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_set_while_running_serves_the_next_install() {
+    if std::env::var_os("OSPREY_STORE_URL").is_some() {
+        eprintln!("skipped: OSPREY_STORE_URL overrides the store.url setting");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let first = serve(&root.path().join("store-a")).await;
+    let second = serve(&root.path().join("store-b")).await;
+    publish(
+        &first,
+        root.path(),
+        "todo",
+        "1.0.0",
+        &[],
+        Listing::default(),
+    )
+    .await;
+    publish(
+        &second,
+        root.path(),
+        "lint",
+        "1.0.0",
+        &[],
+        Listing::default(),
+    )
+    .await;
+    let data = root.path().join("data");
+    let core = Core::open(CoreOptions {
+        data_dir: Some(data.clone()),
+        ..CoreOptions::default()
+    })
+    .unwrap();
+    let error = core.install_store_app("todo").await.unwrap_err();
+    assert_eq!(error.code, UiErrorCode::StoreUnavailable, "{error}");
+
+    core.set_setting("store.url", json!(first)).await.unwrap();
+    let report = core.install_store_app("todo").await.unwrap();
+    assert_eq!(report.outcome, AppInstallOutcome::Installed, "{report:?}");
+
+    // Moved: the other store, with its own signing key, serves the next one.
+    core.set_setting("store.url", json!(second)).await.unwrap();
+    let report = core.install_store_app("lint").await.unwrap();
+    assert_eq!(report.outcome, AppInstallOutcome::Installed, "{report:?}");
+    assert!(data.join("apps/todo/manifest.json").is_file());
+    assert!(data.join("apps/lint/manifest.json").is_file());
+}
