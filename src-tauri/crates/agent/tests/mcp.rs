@@ -25,7 +25,11 @@ const DEADLINE: Duration = Duration::from_secs(20);
 /// A registry with the file tool, guarding `data` as Osprey's data.
 fn registry(level: Level, data: &std::path::Path) -> Registry {
     let registry = Registry::new(RegistryConfig::new(Policy::at_level(level), data));
-    registry.register_domain(FileTool::new(PathGuard::new(None, data.to_path_buf())));
+    // The test's folder is the workspace: reads there need no approval, which MCP cannot ask.
+    let workspace = data.parent().unwrap_or(data).to_path_buf();
+    registry.register_domain(
+        FileTool::new(PathGuard::new(None, data.to_path_buf())).with_workspaces(vec![workspace]),
+    );
     registry
 }
 

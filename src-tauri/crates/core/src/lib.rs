@@ -165,20 +165,23 @@ fn register_builtin_tools(
     // The `os` tool connects to the display and buses on first use, as the screen tools do.
     registry
         .register_domain(osprey_platform::OsTool::new(os_config()).with_path_guard(paths.clone()));
-    registry.register_domain(FileTool::new(paths.clone()));
+    // The workspace folders: where shell commands may write, and where the file tool reads
+    // unasked.
     let sandbox: settings::ShellSandboxSetting = settings::read(stored, settings::SHELL_SANDBOX);
     let home = paths.home().map(Path::to_path_buf);
+    let workspaces: Vec<PathBuf> = sandbox
+        .workspaces
+        .iter()
+        .map(|dir| match (dir.strip_prefix("~/"), &home) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ => PathBuf::from(dir),
+        })
+        .collect();
+    registry.register_domain(FileTool::new(paths.clone()).with_workspaces(workspaces.clone()));
     registry.register_domain(ShellTool::new(ShellConfig {
         extra_env: settings::read(stored, settings::SHELL_EXTRA_ENV),
         sandbox: ShellSandbox {
-            workspaces: sandbox
-                .workspaces
-                .iter()
-                .map(|dir| match (dir.strip_prefix("~/"), &home) {
-                    (Some(rest), Some(home)) => home.join(rest),
-                    _ => PathBuf::from(dir),
-                })
-                .collect(),
+            workspaces,
             home_caches: sandbox.caches,
             // Osprey's own database, keys and app data.
             hidden: vec![paths.data_dir().to_path_buf()],

@@ -12,7 +12,17 @@ use osprey_tools::{CheckOutcome, ToolContext};
 use osprey_types::{CoreEvent, ErrorCode, Origin, UiErrorCode};
 use serde_json::json;
 
+/// A core whose workspace is the folder around its data folder (where the tests' files are).
 fn open(data: &Path) -> Core {
+    let workspace = data.parent().unwrap_or(data);
+    osprey_db::Database::open_in(data)
+        .unwrap()
+        .settings()
+        .set(
+            "shell.sandbox",
+            &json!({"workspaces": [workspace.display().to_string()]}),
+        )
+        .unwrap();
     Core::open(CoreOptions {
         data_dir: Some(data.to_path_buf()),
         policy: None,

@@ -71,4 +71,8 @@ pub struct CallFacts {
     /// bin, grant or earlier "always" counts (a shell command outside the kernel sandbox, or on
     /// a machine without one). Says why.
     pub ask_every_time: Option<String>,
+    /// Set by a tool when this call of an action its table calls free needs approval all the
+    /// same (a file read outside the workspace folders). It can only raise the need, never
+    /// lower it. Says why.
+    pub needs_approval: Option<String>,
 }

@@ -42,6 +42,7 @@ pub const DEFAULT_GREP_LIMIT: u64 = 100;
 pub struct FileTool {
     guard: PathGuard,
     base_dir: Option<PathBuf>,
+    workspaces: Vec<PathBuf>,
     domain: Domain,
 }
 
@@ -51,6 +52,7 @@ impl FileTool {
         FileTool {
             guard,
             base_dir: None,
+            workspaces: Vec::new(),
             domain: file_domain(),
         }
     }
@@ -59,6 +61,41 @@ impl FileTool {
     pub fn with_base_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.base_dir = Some(dir.into());
         self
+    }
+
+    /// The workspace folders: reads, globs and greps inside them need no approval; elsewhere
+    /// they are asked under the default policy (as writes are). Empty: the working directory
+    /// relative paths resolve against, unless that is the home folder or `/` (the same rule as
+    /// the shell sandbox's writable folders).
+    pub fn with_workspaces(mut self, workspaces: Vec<PathBuf>) -> Self {
+        self.workspaces = workspaces;
+        self
+    }
+
+    /// Whether `path` lies inside a workspace folder, judged on the real location (links
+    /// followed) of the path, or of its nearest existing ancestor.
+    fn in_workspace(&self, path: &Path) -> bool {
+        let default;
+        let workspaces: &[PathBuf] = if self.workspaces.is_empty() {
+            let dir = self
+                .base_dir
+                .clone()
+                .or_else(|| std::env::current_dir().ok());
+            let whole = |dir: &Path| {
+                dir == Path::new("/") || self.guard.home().is_some_and(|home| dir == home)
+            };
+            default = dir.filter(|d| !whole(d)).into_iter().collect::<Vec<_>>();
+            &default
+        } else {
+            &self.workspaces
+        };
+        let Some(real) = real_location(path) else {
+            return false;
+        };
+        workspaces
+            .iter()
+            .filter_map(|dir| real_location(dir))
+            .any(|dir| real.starts_with(dir))
     }
 
     pub fn guard(&self) -> &PathGuard {
@@ -191,7 +228,16 @@ impl DomainTool for FileTool {
         if let Some(path) = path {
             match action {
                 "write" | "edit" => facts.write_paths.push(path),
-                _ => facts.read_paths.push(path),
+                _ => {
+                    if !self.in_workspace(&path) {
+                        facts.needs_approval = Some(format!(
+                            "{} is outside the workspace folders",
+                            path.display()
+                        ));
+                        facts.summary.push_str(" (outside the workspace folders)");
+                    }
+                    facts.read_paths.push(path);
+                }
             }
         }
         facts
@@ -199,6 +245,21 @@ impl DomainTool for FileTool {
 
     fn run<'a>(&'a self, ctx: &'a ToolContext, call: Call) -> BoxFuture<'a, ToolResult> {
         Box::pin(self.dispatch(ctx, call))
+    }
+}
+
+/// Where `path` really is: its nearest existing ancestor with every link followed, then the
+/// rest of the path as written (a file about to be created, or a missing one). `None` when the
+/// rest climbs with `..`, which only the file system could resolve.
+fn real_location(path: &Path) -> Option<PathBuf> {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            return Some(rest.iter().rev().fold(real, |acc, part| acc.join(part)));
+        }
+        rest.push(existing.file_name()?.to_os_string());
+        existing = existing.parent()?;
     }
 }
 

@@ -710,7 +710,8 @@ fn resolve(tool: &dyn Tool, input: Value) -> Result<Call, String> {
 }
 
 /// The tool's facts; for a domain tool the approval need is the one its table declares for the
-/// action, so it can be read off the schema and no tool can quietly loosen it per call.
+/// action, so it can be read off the schema and no tool can quietly loosen it per call (a tool
+/// may raise it for one call, with `needs_approval`).
 fn facts_of(tool: &dyn Tool, call: &Call) -> CallFacts {
     let mut facts = tool.facts(call);
     if let Some(domain) = tool.domain() {
@@ -725,6 +726,9 @@ fn facts_of(tool: &dyn Tool, call: &Call) -> CallFacts {
 /// The refusal of a call outside the caller's role: what was refused and what the role has.
 fn role_refusal(scope: &ToolScope, what: &str, tool: &str) -> Refusal {
     Refusal::new(
+    if facts.needs_approval.is_some() {
+        facts.approval = ApprovalNeed::Required;
+    }
         ErrorCode::RoleDenied,
         format!(
             "`{what}` is not among the tools of role `{}`, so it was not run (whatever is asked, \

@@ -806,3 +806,111 @@ async fn a_hard_link_to_a_protected_file_is_refused() {
     fs::hard_link(f.project().join("a.txt"), f.project().join("b.txt")).unwrap();
     ok(&f.call(json!({"action": "read", "path": "b.txt"})).await);
 }
+
+/// Reads inside the workspace folders run unasked; outside them (judged where the path really
+/// leads, links followed) they are asked under the default policy, with the folder offered as a
+/// lasting scope, and run unasked under `full`.
+#[tokio::test]
+async fn reads_outside_the_workspace_are_asked_under_the_default_policy() {
+    use std::sync::Arc;
+
+    use osprey_db::Database;
+    use osprey_tools::{
+        AskMode, AuditSink, FixedApprover, Level, OriginRules, Policy, PolicyConfig, Registry,
+        RegistryConfig, Safeguard,
+    };
+    use osprey_types::{ApprovalAnswer, GrantScope};
+
+    let f = Fixture::new();
+    fs::write(f.project().join("notes.txt"), "inside").unwrap();
+    fs::create_dir_all(f.home().join("elsewhere")).unwrap();
+    fs::write(f.home().join("elsewhere/data.txt"), "outside").unwrap();
+    symlink(&f.home().join("elsewhere"), &f.project().join("shortcut"));
+    let db = Database::open_in(&f.home().join(".osprey")).unwrap();
+    let registry = |level: Level| {
+        let guard = f.tool.guard().clone();
+        let registry = Registry::new(RegistryConfig {
+            policy: Policy::new(
+                PolicyConfig {
+                    level,
+                    ask: AskMode::OnMiss,
+                    ..Default::default()
+                },
+                None,
+            )
+            .unwrap(),
+            origin_rules: OriginRules::default(),
+            safeguard: Safeguard::new(guard.clone()),
+            audit: AuditSink::new(db.audit()),
+            output_cap: 256 * 1024,
+        });
+        registry.register_domain(
+            FileTool::new(guard)
+                .with_base_dir(f.project())
+                .with_workspaces(vec![f.project()]),
+        );
+        registry
+    };
+    let approver = Arc::new(FixedApprover::new(ApprovalAnswer::Once));
+    let ctx =
+        ToolContext::new(Origin::User, Duration::from_secs(60)).with_approver(approver.clone());
+    let default = registry(Level::Allowlist);
+    let read = |path: &str| json!({"action": "read", "path": path});
+
+    let r = default.execute(&ctx, "file", read("notes.txt")).await;
+    assert!(ok(&r).contains("inside"));
+    let r = default
+        .execute(&ctx, "file", json!({"action": "grep", "pattern": "inside"}))
+        .await;
+    assert!(ok(&r).contains("notes.txt"));
+    assert_eq!(approver.count(), 0, "reads in the workspace are not asked");
+
+    let outside = f.home().join("elsewhere/data.txt");
+    let r = default
+        .execute(&ctx, "file", read(&outside.display().to_string()))
+        .await;
+    assert!(ok(&r).contains("outside"));
+    let asked = approver.asked();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0].summary.contains("outside the workspace folders"),
+        "{}",
+        asked[0].summary
+    );
+    let folder = fs::canonicalize(f.home().join("elsewhere")).unwrap();
+    assert!(
+        asked[0]
+            .suggested_scopes
+            .contains(&GrantScope::PathPrefix(folder.display().to_string()))
+            || asked[0].suggested_scopes.contains(&GrantScope::PathPrefix(
+                f.home().join("elsewhere").display().to_string()
+            )),
+        "{:?}",
+        asked[0].suggested_scopes
+    );
+
+    // A link in the workspace leads out of it: judged by where it leads.
+    default
+        .execute(&ctx, "file", read("shortcut/data.txt"))
+        .await;
+    // So does `..` out of the workspace, and a search rooted outside.
+    default
+        .execute(&ctx, "file", read("../elsewhere/data.txt"))
+        .await;
+    default
+        .execute(
+            &ctx,
+            "file",
+            json!({"action": "glob", "pattern": "*.txt", "path": "~/elsewhere"}),
+        )
+        .await;
+    assert_eq!(approver.count(), 4, "{:#?}", approver.asked());
+
+    // Under `full` nothing that only reads is asked.
+    let full = registry(Level::Full);
+    let r = full
+        .execute(&ctx, "file", read(&outside.display().to_string()))
+        .await;
+    assert!(ok(&r).contains("outside"));
+    assert_eq!(approver.count(), 4);
+}
