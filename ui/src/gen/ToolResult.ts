@@ -4,6 +4,21 @@ import type { ErrorCode } from "./ErrorCode";
 
 /**
  * What every tool call returns. Errors a model can act on are results with `is_error: true`,
- * never panics or transport failures.
+ * never panics or transport failures. The registry adds, on every result that passes it, how
+ * long the call took, and on every error whether the model can get past it by changing its call
+ * and the steps to follow ([`ErrorCode::recovery`]).
  */
-export type ToolResult = { content: Array<ContentBlock>, is_error: boolean, code?: ErrorCode, };
+export type ToolResult = { content: Array<ContentBlock>, is_error: boolean, code?: ErrorCode, 
+/**
+ * For an error: `true` when a changed call can succeed, `false` when only a person (or
+ * time) can change the outcome.
+ */
+recoverable?: boolean, 
+/**
+ * For an error: what to do next, in order.
+ */
+recovery?: Array<string>, 
+/**
+ * How long the call took, from the registry's first step to its result.
+ */
+duration_ms?: number, };

@@ -296,6 +296,7 @@ pub fn from_mcp_result(result: CallToolResult) -> ToolResult {
         content,
         is_error,
         code: is_error.then_some(ErrorCode::ToolFailed),
+        ..Default::default()
     }
 }
 
@@ -372,6 +373,7 @@ mod tests {
             ],
             is_error: false,
             code: None,
+            ..Default::default()
         };
         let theirs = to_mcp_result(&ours);
         assert_eq!(theirs.is_error, Some(false));

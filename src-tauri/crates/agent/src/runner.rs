@@ -21,7 +21,7 @@ use futures::future::BoxFuture;
 use osprey_db::{Memory, NewSession, Sessions};
 use osprey_tools::hooks::{HookDispatcher, NoHooks};
 use osprey_tools::{Approver, Level, Registry, ToolContext, ToolScope};
-use osprey_types::{ErrorCode, Origin, ToolResult};
+use osprey_types::{ContentBlock, ErrorCode, Origin, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -992,10 +992,17 @@ impl Runner {
                         result: result.clone(),
                     },
                 );
+                // The model reads an error's code, whether a changed call can help and what
+                // to do next after the error's own text.
+                let note = result.recovery_note();
+                let mut content = result.content;
+                if let Some(note) = note {
+                    content.push(ContentBlock::Text { text: note });
+                }
                 Ok::<_, Error>(Part::ToolResult {
                     call_id: id.clone(),
                     is_error: result.is_error,
-                    content: result.content,
+                    content,
                 })
             }
         });
@@ -1071,7 +1078,7 @@ fn repair_indexed(messages: Vec<(Message, i64)>) -> Vec<(Message, i64)> {
             .filter(|id| !answered(id))
             .map(|id| Part::ToolResult {
                 call_id: id.clone(),
-                content: vec![osprey_types::ContentBlock::Text {
+                content: vec![ContentBlock::Text {
                     text: "the call was interrupted before it finished (no result)".into(),
                 }],
                 is_error: true,

@@ -63,6 +63,7 @@ impl DomainTool for Shot {
                 ],
                 is_error: false,
                 code: None,
+                ..Default::default()
             }
         })
     }

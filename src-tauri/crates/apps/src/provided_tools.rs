@@ -185,6 +185,7 @@ impl AppTool {
             content,
             is_error: response.is_error,
             code,
+            ..Default::default()
         }
     }
 }

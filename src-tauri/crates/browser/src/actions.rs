@@ -935,6 +935,7 @@ impl BrowserActions {
             ],
             is_error: false,
             code: None,
+            ..Default::default()
         })
     }
 }

@@ -368,6 +368,7 @@ pub fn transcript(messages: &[Message]) -> Vec<TranscriptItem> {
                             content: content.clone(),
                             is_error: *is_error,
                             code: None,
+                            ..Default::default()
                         });
                     }
                 }

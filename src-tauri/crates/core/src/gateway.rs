@@ -123,6 +123,7 @@ pub fn gateway_request(request: &ChatRequest) -> GatewayRequest {
                         content: content.clone(),
                         is_error: *is_error,
                         code: None,
+                        ..Default::default()
                     }
                     .text_content(),
                     tool_calls: Vec::new(),

@@ -474,6 +474,7 @@ fn image_result(message: String, png: &[u8]) -> ToolResult {
         ],
         is_error: false,
         code: None,
+        ..Default::default()
     }
 }
 

@@ -128,6 +128,7 @@ fn image_result(text: String, bytes: &[u8], mime_type: &str) -> ToolResult {
         ],
         is_error: false,
         code: None,
+        ..Default::default()
     }
 }
 

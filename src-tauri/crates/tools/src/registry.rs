@@ -340,7 +340,7 @@ impl Registry {
         // 0. The pause, before anything is asked or run.
         if let Err(refusal) = self.wait_unpaused(ctx).await {
             let decision = refusal.code.as_str().to_string();
-            let result = refusal.into_result();
+            let result = finished(refusal.into_result(), started);
             self.record(ctx, &trail, &decision, &result, started);
             return result;
         }
@@ -362,6 +362,7 @@ impl Registry {
                 )
             }
         };
+        let result = finished(result, started);
         self.record(ctx, &trail, &decision, &result, started);
         result
     }
@@ -688,6 +689,14 @@ impl Registry {
     }
 }
 
+/// Every result leaves the registry with its duration, and an error with whether it is
+/// recoverable and what to do next.
+fn finished(result: ToolResult, started: Instant) -> ToolResult {
+    let mut result = result.with_recovery();
+    result.duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
+    result
+}
+
 fn resolve(tool: &dyn Tool, input: Value) -> Result<Call, String> {
     match tool.domain() {
         Some(domain) => domain.resolve(input),
@@ -717,6 +726,9 @@ fn facts_of(tool: &dyn Tool, call: &Call) -> CallFacts {
     if let Some(domain) = tool.domain() {
         facts.approval = domain.approval_of(call);
     }
+    if facts.needs_approval.is_some() {
+        facts.approval = ApprovalNeed::Required;
+    }
     if facts.summary.is_empty() {
         facts.summary = describe(tool.name(), call);
     }
@@ -726,9 +738,6 @@ fn facts_of(tool: &dyn Tool, call: &Call) -> CallFacts {
 /// The refusal of a call outside the caller's role: what was refused and what the role has.
 fn role_refusal(scope: &ToolScope, what: &str, tool: &str) -> Refusal {
     Refusal::new(
-    if facts.needs_approval.is_some() {
-        facts.approval = ApprovalNeed::Required;
-    }
         ErrorCode::RoleDenied,
         format!(
             "`{what}` is not among the tools of role `{}`, so it was not run (whatever is asked, \

@@ -538,6 +538,54 @@ async fn invalid_input_is_a_result_that_names_the_choices() {
     );
 }
 
+/// Every result leaves with its duration; an error also says whether a changed call can help
+/// and what to do next, and the line the model reads says the same.
+#[tokio::test]
+async fn results_carry_their_duration_and_errors_their_recovery() {
+    let f = fixture(Level::Full, AskMode::Off);
+    let r = f
+        .registry
+        .execute(&ctx(), "probe", json!({"action": "look"}))
+        .await;
+    assert!(!r.is_error, "{}", r.text_content());
+    assert!(r.duration_ms.is_some());
+    assert_eq!((r.recoverable, r.recovery_note()), (None, None));
+
+    let r = f
+        .registry
+        .execute(&ctx(), "probe", json!({"action": "fly"}))
+        .await;
+    assert_eq!(r.code, Some(ErrorCode::InvalidInput));
+    assert_eq!(r.recoverable, Some(true));
+    assert!(r.duration_ms.is_some());
+    let steps = r.recovery.clone().unwrap();
+    assert!(steps.iter().any(|s| s.contains("corrected")), "{steps:?}");
+    let note = r.recovery_note().unwrap();
+    assert!(
+        note.starts_with("[error invalid_input: a changed call can succeed"),
+        "{note}"
+    );
+
+    // Refused by origin before anything runs: only a person can change that.
+    let comm = ToolContext::new(Origin::Comm, Duration::from_secs(30));
+    let r = f
+        .registry
+        .execute(&comm, "probe", json!({"action": "run", "command": "ls"}))
+        .await;
+    assert_eq!(r.code, Some(ErrorCode::OriginDenied));
+    assert_eq!(r.recoverable, Some(false));
+    assert!(
+        r.recovery_note()
+            .unwrap()
+            .contains("changing the call will not help"),
+        "{:?}",
+        r.recovery_note()
+    );
+    // What the desktop and the session store receive is the same on the wire.
+    let wire: ToolResult = serde_json::from_value(serde_json::to_value(&r).unwrap()).unwrap();
+    assert_eq!(wire, r);
+}
+
 #[tokio::test]
 async fn deadline_cancellation_panics_and_output_cap() {
     let f = fixture(Level::Full, AskMode::Off);

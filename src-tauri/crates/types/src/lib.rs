@@ -146,6 +146,70 @@ impl ErrorCode {
         }
     }
 
+    /// Whether a model can get past this error by changing its call (`false`: only a person,
+    /// a setting or time can).
+    pub fn recoverable(self) -> bool {
+        !self.is_refusal()
+            && !matches!(
+                self,
+                ErrorCode::Cancelled
+                    | ErrorCode::PermissionDenied
+                    | ErrorCode::PlatformNotSupported
+                    | ErrorCode::NotConfigured
+                    | ErrorCode::Paused
+            )
+    }
+
+    /// What a model should do after this error, in order.
+    pub fn recovery(self) -> &'static [&'static str] {
+        match self {
+            ErrorCode::SafeguardBlocked | ErrorCode::SensitivePath => &[
+                "do not retry it or reach the same thing another way",
+                "tell the person what was refused and why",
+            ],
+            ErrorCode::PolicyDenied | ErrorCode::ApprovalDenied => &[
+                "do not retry the same call",
+                "take another way that needs no approval, or ask the person to allow it",
+            ],
+            ErrorCode::OriginDenied | ErrorCode::RoleDenied => &[
+                "do not retry it: this caller may not use it",
+                "use the tools you have, or hand the step to the person",
+            ],
+            ErrorCode::SsrfBlocked => &[
+                "do not retry the address: private and local addresses are refused",
+                "use a public address",
+            ],
+            ErrorCode::UnknownTool => &["call one of the tools you were given, by its exact name"],
+            ErrorCode::InvalidInput => &[
+                "read the message for the valid fields and choices",
+                "call again with the input corrected",
+            ],
+            ErrorCode::Timeout => {
+                &["retry with a longer timeout, or split the work into smaller steps"]
+            }
+            ErrorCode::Cancelled => &["stop: the person or the turn cancelled it"],
+            ErrorCode::HookRejected => &[
+                "read the message: an installed app refused the call",
+                "change the call as it says, or tell the person",
+            ],
+            ErrorCode::ToolFailed => &[
+                "read the message for the cause",
+                "fix the cause (a path, an argument, a missing file) and retry once",
+                "if it fails again, tell the person",
+            ],
+            ErrorCode::PermissionDenied => {
+                &["tell the person which system permission to grant, as the message says"]
+            }
+            ErrorCode::PlatformNotSupported => &["do it another way: this system cannot"],
+            ErrorCode::NotConfigured => &["tell the person what to set up, as the message says"],
+            ErrorCode::ServiceUnavailable => &[
+                "retry once in a moment",
+                "if it is still unavailable, tell the person which service is down",
+            ],
+            ErrorCode::Paused => &["wait: the person paused automation; do not retry now"],
+        }
+    }
+
     /// True for the codes a security layer produces (as opposed to plain tool failures).
     pub fn is_refusal(self) -> bool {
         matches!(
@@ -182,22 +246,36 @@ pub enum ContentBlock {
 }
 
 /// What every tool call returns. Errors a model can act on are results with `is_error: true`,
-/// never panics or transport failures.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+/// never panics or transport failures. The registry adds, on every result that passes it, how
+/// long the call took, and on every error whether the model can get past it by changing its call
+/// and the steps to follow ([`ErrorCode::recovery`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, TS)]
 pub struct ToolResult {
     pub content: Vec<ContentBlock>,
     pub is_error: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub code: Option<ErrorCode>,
+    /// For an error: `true` when a changed call can succeed, `false` when only a person (or
+    /// time) can change the outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub recoverable: Option<bool>,
+    /// For an error: what to do next, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub recovery: Option<Vec<String>>,
+    /// How long the call took, from the registry's first step to its result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "number")]
+    pub duration_ms: Option<u64>,
 }
 
 impl ToolResult {
     pub fn text(text: impl Into<String>) -> Self {
         ToolResult {
             content: vec![ContentBlock::Text { text: text.into() }],
-            is_error: false,
-            code: None,
+            ..Default::default()
         }
     }
 
@@ -208,7 +286,42 @@ impl ToolResult {
             }],
             is_error: true,
             code: Some(code),
+            ..Default::default()
         }
+    }
+
+    /// Fills in, for an error with a code, whether it is recoverable and the steps to follow,
+    /// where the tool did not say.
+    pub fn with_recovery(mut self) -> Self {
+        if self.is_error {
+            let code = self.code.unwrap_or(ErrorCode::ToolFailed);
+            self.recoverable.get_or_insert(code.recoverable());
+            self.recovery
+                .get_or_insert_with(|| code.recovery().iter().map(|s| s.to_string()).collect());
+        }
+        self
+    }
+
+    /// The line the model reads after an error's text: its code, whether changing the call can
+    /// help, and what to do next.
+    pub fn recovery_note(&self) -> Option<String> {
+        if !self.is_error {
+            return None;
+        }
+        let code = self.code.unwrap_or(ErrorCode::ToolFailed);
+        let recoverable = self.recoverable.unwrap_or(code.recoverable());
+        let steps = match &self.recovery {
+            Some(steps) => steps.join("; "),
+            None => code.recovery().join("; "),
+        };
+        Some(format!(
+            "[error {code}: {}. Next: {steps}]",
+            if recoverable {
+                "a changed call can succeed"
+            } else {
+                "changing the call will not help"
+            }
+        ))
     }
 
     /// All text blocks joined with newlines (images are skipped).

@@ -4,6 +4,7 @@ import {
   addUserMessage,
   applyEvent,
   emptyTranscript,
+  finishedLabel,
   fromHistory,
   resultText,
   type Transcript,
@@ -108,5 +109,15 @@ describe("history", () => {
       "assistant",
     ]);
     expect(transcript.running).toBe(false);
+  });
+});
+
+describe("finishedLabel", () => {
+  it("names the duration and, for a failure, its code", () => {
+    const done = { content: [], is_error: false, duration_ms: 320 };
+    expect(finishedLabel("done", done)).toBe("done in 320 ms");
+    const failed = { content: [], is_error: true, code: "policy_denied" as const, duration_ms: 2500 };
+    expect(finishedLabel("failed", failed)).toBe("failed: policy_denied in 2.5 s");
+    expect(finishedLabel("failed", null)).toBe("failed");
   });
 });

@@ -141,6 +141,18 @@ export function applyEvent(transcript: Transcript, event: CoreEvent): Transcript
 }
 
 /** The text of a tool result, for the collapsed result view. */
+/** A finished call's status as shown on its card: `done in 0.3 s`, `failed: policy_denied`. */
+export function finishedLabel(status: ToolStatus, result: ToolResult | null): string {
+  const word = status === "done" ? "done" : "failed";
+  const code = status === "failed" && result?.code ? `: ${result.code}` : "";
+  const ms = result?.duration_ms;
+  if (ms === undefined) {
+    return word + code;
+  }
+  const took = ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+  return `${word}${code} in ${took}`;
+}
+
 export function resultText(result: ToolResult | null): string {
   if (!result) {
     return "";
