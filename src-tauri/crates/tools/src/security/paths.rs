@@ -1278,6 +1278,64 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn links_are_followed_before_dot_dot_is_applied() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join("sub")).unwrap();
+        std::fs::create_dir_all(dir.path().join("work")).unwrap();
+        let g = guard(&home);
+        // `l` leads into the home, so `l/../.bashrc` is the home's `.bashrc`, which the tidied
+        // `work/.bashrc` would hide.
+        std::os::unix::fs::symlink(home.join("sub"), dir.path().join("work/l")).unwrap();
+        let msg = refused(g.check_write(&dir.path().join("work/l/../.bashrc")));
+        assert!(msg.contains("shell startup file"), "{msg}");
+        refused(g.check_write(&dir.path().join("work/l/../.ssh/authorized_keys")));
+        refused(g.check_read(&dir.path().join("work/l/../.ssh/id_rsa")));
+        assert!(g.check_write(&dir.path().join("work/x/../.bashrc")).is_ok());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn links_under_dev_are_judged_by_where_they_lead() {
+        let shm = Path::new("/dev/shm");
+        if !shm.is_dir() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let g = guard(&home);
+        let link = shm.join(format!("osprey-test-{}", std::process::id()));
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(home.join(".bashrc"), &link).unwrap();
+        let result = g.check_write(&link);
+        std::fs::remove_file(&link).unwrap();
+        let msg = refused(result);
+        assert!(msg.contains("resolves to"), "{msg}");
+        // The standard devices are still judged as written.
+        assert!(g.check_write(Path::new("/dev/stdout")).is_ok());
+        assert!(g.check_write(Path::new("/dev/null")).is_ok());
+        assert!(g.indirect(Path::new("/dev/fd/7")).is_some());
+        assert!(
+            g.indirect(Path::new("/proc/self/root/etc/shadow"))
+                .is_some()
+        );
+        assert!(g.indirect(Path::new("/dev/fd/2")).is_none());
+    }
+
+    #[test]
+    fn protected_names_list_what_a_pattern_can_reach() {
+        let g = guard(Path::new("/home/u"));
+        let names = g.protected_names(Path::new("/home/u"));
+        for name in [".ssh", ".gnupg", ".bashrc", ".config", ".local"] {
+            assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+        }
+        let etc = g.protected_names(Path::new("/etc"));
+        assert!(etc.iter().any(|n| n == "shadow"), "{etc:?}");
+    }
+
     #[test]
     fn keys_fold_case_slashes_and_drives() {
         assert_eq!(key_str(r"C:\Windows\"), "?:/windows");

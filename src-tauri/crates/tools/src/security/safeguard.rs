@@ -658,6 +658,30 @@ mod tests {
     }
 
     #[test]
+    fn the_starting_directory_and_env_chdir_are_applied() {
+        let g = guard();
+        let home = Path::new("/home/tester");
+        assert!(
+            g.check_command_in(&analyze("rm -rf .ssh"), Some(home))
+                .is_err()
+        );
+        assert!(
+            g.check_command_in(&analyze("rm -rf .ssh"), Some(Path::new("/tmp/w")))
+                .is_ok()
+        );
+        assert!(g.check_command(&analyze("env -C ~ rm -rf .ssh")).is_err());
+        assert!(
+            g.check_command(&analyze("env -C /tmp/w rm -rf .ssh"))
+                .is_ok()
+        );
+        let ask = |cmd: &str| g.must_ask(&analyze(cmd), Some(home));
+        assert!(ask("cat .ssh/id_rsa").unwrap().contains(".ssh"));
+        assert!(ask("cd - && rm -rf x").is_some());
+        assert!(ask("rm -rf \"$D\"").is_some());
+        assert!(ask("echo hi > notes.txt").is_none());
+    }
+
+    #[test]
     fn reads_of_protected_paths_are_reported_for_the_policy() {
         let g = guard();
         let read = |cmd: &str| g.must_ask(&analyze(cmd), None);
