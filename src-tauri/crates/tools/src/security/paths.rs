@@ -636,10 +636,15 @@ impl PathGuard {
         }
         let lexical = fold(&absolute(path));
         let lexical_key = key_of(&lexical);
-        if access != Access::Delete && STANDARD_DEVICES.contains(&lexical_key.as_str()) {
+        let descriptor =
+            lexical_key.starts_with("/dev/fd/") || lexical_key.starts_with("/proc/self/fd/");
+        if access != Access::Delete
+            && (STANDARD_DEVICES.contains(&lexical_key.as_str()) || descriptor)
+        {
             // `/dev/stdout` is a link into `/proc`: the standard devices are judged as written.
-            // Anything else under `/dev` (`/dev/shm/x`, `/dev/fd/7`) is judged by where its
-            // links lead, like any other path.
+            // A descriptor belongs to the command's shell, not to this process, so resolving it
+            // here would judge the wrong file: see `indirect`. Anything else under `/dev`
+            // (`/dev/shm/x`) is judged by where its links lead, like any other path.
             return Ok(lexical);
         }
         if let Some(rule) = self.matching(&lexical_key, access) {
@@ -692,7 +697,13 @@ impl PathGuard {
     /// descriptor (`/dev/fd/7`, `/proc/self/fd/3`) whose file is only known when it runs.
     pub fn indirect(&self, path: &Path) -> Option<String> {
         let key = key_of(&fold(&absolute(path)));
-        if matches!(key.as_str(), "/dev/fd/0" | "/dev/fd/1" | "/dev/fd/2") {
+        // 0-2 are the standard streams; from 10 up bash numbers its own descriptors (process
+        // substitutions, `{var}<` redirections), whose files are judged where they are opened.
+        if let Some(n) = key
+            .strip_prefix("/dev/fd/")
+            .and_then(|n| n.parse::<u32>().ok())
+            && (n <= 2 || n >= 10)
+        {
             return None;
         }
         let parts: Vec<&str> = key.split('/').collect();

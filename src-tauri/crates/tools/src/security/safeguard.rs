@@ -271,6 +271,17 @@ impl Check<'_> {
         }
     }
 
+    /// `$DIR/x` with `DIR` unknown is judged as `/x` (an unset variable expands to nothing),
+    /// and asked, since `DIR` may be set to anything when it runs.
+    fn unknown_variable(&self, arg: &str) {
+        let home = arg.starts_with("$HOME") || arg.starts_with("${HOME}");
+        if arg.contains('$') && !(home && arg.matches('$').count() == 1) {
+            self.ask(format!(
+                "where `{arg}` points depends on a variable only known when the command runs"
+            ));
+        }
+    }
+
     /// Why reading `arg` needs a person's say, if it does: a protected path, or a pattern
     /// that may name one.
     fn read(&self, arg: &str) -> Option<String> {
@@ -390,6 +401,7 @@ impl Check<'_> {
                 format!("{device} is a disk; writing to it destroys its data"),
             ));
         }
+        self.unknown_variable(arg);
         if let Some(why) = self.paths().indirect(&path) {
             self.ask(why);
         }
@@ -414,6 +426,7 @@ impl Check<'_> {
             ));
             return Ok(());
         };
+        self.unknown_variable(arg);
         if let Some(why) = self.paths().indirect(&path) {
             self.ask(why);
         }
@@ -679,6 +692,23 @@ mod tests {
         assert!(ask("cd - && rm -rf x").is_some());
         assert!(ask("rm -rf \"$D\"").is_some());
         assert!(ask("echo hi > notes.txt").is_none());
+    }
+
+    #[test]
+    fn descriptors_are_the_commands_own() {
+        let g = guard();
+        let judged = |cmd: &str| {
+            let a = analyze(cmd);
+            (g.check_command(&a).is_ok(), g.must_ask(&a, None))
+        };
+        assert_eq!(judged("diff <(sort a) <(sort b)"), (true, None));
+        assert_eq!(judged("echo x | tee >(wc -c)"), (true, None));
+        assert_eq!(judged("echo x > /dev/stderr"), (true, None));
+        let (ok, ask) = judged("echo x > /dev/fd/7");
+        assert!(ok && ask.is_some());
+        let (ok, ask) = judged("rm -rf $D/x");
+        assert!(ok && ask.unwrap().contains("$D"));
+        assert!(g.check_command(&analyze("rm -rf $D/")).is_err());
     }
 
     #[test]

@@ -1100,7 +1100,11 @@ impl Analyzer {
             "set"
                 if texts.iter().any(|a| *a == "--" || *a == "-")
                     || texts.iter().enumerate().any(|(i, a)| {
-                        !(a.starts_with(['-', '+']) || i > 0 && matches!(texts[i - 1], "-o" | "+o"))
+                        // `set -euo pipefail`: a word after an `o` cluster is an option's name.
+                        !(a.starts_with(['-', '+'])
+                            || i > 0
+                                && texts[i - 1].starts_with(['-', '+'])
+                                && texts[i - 1].ends_with('o'))
                     }) =>
             {
                 ask(self, "`set` replaces the positional parameters".into());

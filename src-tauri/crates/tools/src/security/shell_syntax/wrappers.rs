@@ -404,7 +404,28 @@ pub(super) fn changes_what_runs(name: &str) -> bool {
         "SSH_",
         "CARGO_TARGET_",
     ];
+    // Common settings that only tune output or identity, never what runs.
+    const HARMLESS: &[&str] = &[
+        "PYTHONUNBUFFERED",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONIOENCODING",
+        "PYTHONHASHSEED",
+        "PYTHONUTF8",
+        "PYTHONFAULTHANDLER",
+        "NODE_ENV",
+        "NODE_NO_WARNINGS",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_AUTHOR_DATE",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_COMMITTER_DATE",
+        "GIT_TERMINAL_PROMPT",
+    ];
     let upper = name.to_ascii_uppercase();
+    if HARMLESS.contains(&upper.as_str()) {
+        return false;
+    }
     crate::shell::env::is_denied(name)
         || NAMES.contains(&upper.as_str())
         || PREFIXES
