@@ -136,6 +136,8 @@ impl Safeguard {
                     }
                     _ => a.as_str(),
                 })
+                // `curl -F file=@PATH`, `-d @PATH`, `-F file=<PATH`: curl reads PATH.
+                .map(|a| a.trim_start_matches(['@', '<']))
                 .chain(command.redirects.iter().map(|r| r.target.as_str()));
             for arg in operands {
                 let path_like = arg.contains('/')

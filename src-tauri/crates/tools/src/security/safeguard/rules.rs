@@ -8,6 +8,7 @@ use crate::security::shell_syntax::{ESCALATORS, program_name};
 pub(super) fn check(c: &Check<'_>) -> Result<(), Blocked> {
     let name = c.name();
     let args = c.args();
+    output_options(c, &name, args)?;
     escalation(&name, args)?;
     disks(&name, args)?;
     power(&name, args)?;
@@ -80,7 +81,52 @@ pub(super) fn check(c: &Check<'_>) -> Result<(), Blocked> {
             links_to(c, &sources);
             write_into(c, &sources, dest.as_deref())
         }
-        "tee" => each_write(operands(args, &[])),
+        "tee" | "sponge" => each_write(operands(args, &[])),
+        // `script FILE` records the session into FILE.
+        "script" => each_write(
+            operands(
+                args,
+                &[
+                    "-c",
+                    "--command",
+                    "-E",
+                    "--echo",
+                    "-I",
+                    "--log-in",
+                    "-O",
+                    "--log-out",
+                    "-B",
+                    "--log-io",
+                    "-T",
+                    "--log-timing",
+                    "-m",
+                    "--logging-format",
+                ],
+            )
+            .into_iter()
+            .take(1)
+            .chain(option_values(
+                args,
+                &[
+                    "-O",
+                    "--log-out",
+                    "-B",
+                    "--log-io",
+                    "-I",
+                    "--log-in",
+                    "-T",
+                    "--log-timing",
+                ],
+            ))
+            .collect(),
+        ),
+        "history"
+            if args
+                .iter()
+                .any(|a| a.starts_with('-') && a.contains(['w', 'a'])) =>
+        {
+            each_write(operands(args, &[]))
+        }
         "truncate" => each_write(operands(args, &["-s", "--size", "-r", "--reference"])),
         "touch" => each_write(operands(args, &["-d", "--date", "-t", "-r", "--reference"])),
         "mkdir" | "mkfifo" => each_write(operands(args, &["-m", "--mode", "-Z", "--context"])),
@@ -852,12 +898,23 @@ fn tar(c: &Check<'_>, args: &[String]) -> Result<(), Blocked> {
     let first = args.first().map(String::as_str).unwrap_or("");
     let cluster = first.trim_start_matches('-');
     let short_mode = !first.starts_with("--") && !cluster.is_empty() && !cluster.contains('/');
+    // The mode may come in any short cluster (`tar -C ~ -czf x .ssh`).
+    let cluster_has = |letters: &[char]| {
+        args.iter().any(|a| {
+            a.starts_with('-')
+                && !a.starts_with("--")
+                && a[1..].chars().all(|ch| ch.is_ascii_alphabetic())
+                && a[1..].contains(letters)
+        })
+    };
     let extracting = (short_mode && cluster.contains('x'))
+        || cluster_has(&['x'])
+        || args.iter().any(|a| a == "--extract" || a == "--get");
+    let creating = (short_mode && cluster.contains(['c', 'r', 'u']))
+        || cluster_has(&['c', 'r', 'u'])
         || args
             .iter()
-            .any(|a| a == "--extract" || a == "--get" || a == "-x");
-    let creating = (short_mode && cluster.contains(['c', 'r', 'u']))
-        || args.iter().any(|a| a == "--create" || a == "-c");
+            .any(|a| a == "--create" || a == "--append" || a == "--update");
     if extracting {
         for dir in option_values(args, &["-C", "--directory"]) {
             c.write(&dir)?;
@@ -867,6 +924,27 @@ fn tar(c: &Check<'_>, args: &[String]) -> Result<(), Blocked> {
     if creating {
         for file in option_values(args, &["-f", "--file"]) {
             c.write(&file)?;
+        }
+        // `tar -C ~ -czf x.tgz .ssh`: the members are read from the directory `-C` names.
+        if let Some(dir) = option_values(args, &["-C", "--directory"]).last() {
+            let members = operands(
+                &args[1..],
+                &[
+                    "-f",
+                    "--file",
+                    "-C",
+                    "--directory",
+                    "-T",
+                    "--files-from",
+                    "-X",
+                    "--exclude-from",
+                ],
+            );
+            for member in members {
+                if let Some(why) = c.read(&format!("{}/{member}", dir.trim_end_matches('/'))) {
+                    c.ask(why);
+                }
+            }
         }
     }
     Ok(())
@@ -1271,4 +1349,120 @@ fn long_values(args: &[String], option: &str, min: usize) -> Vec<String> {
         }
     }
     out
+}
+
+/// `-o FILE`, `--output FILE`, `-out FILE` and their `=` forms name an output file for most
+/// programs (`gcc`, `go build`, `openssl`, `pandoc`, `wget -o`, ...): judged as a write. The
+/// programs where `-o` means something else (an option string, a flag) are left out, and so are
+/// those judged by their own rule above.
+fn output_options(c: &Check<'_>, name: &str, args: &[String]) -> Result<(), Blocked> {
+    const OTHER_MEANING: &[&str] = &[
+        "ssh",
+        "scp",
+        "sftp",
+        "mount",
+        "umount",
+        "ps",
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "ag",
+        "set",
+        "rsync",
+        "cp",
+        "mv",
+        "ls",
+        "ln",
+        "install",
+        "tar",
+        "bsdtar",
+        "unzip",
+        "chmod",
+        "chown",
+        "find",
+        "xargs",
+        "lsof",
+        "fuser",
+        "ip",
+        "column",
+        "join",
+        "paste",
+        "df",
+        "du",
+        "od",
+        "nl",
+        "cut",
+        "uniq",
+        "stat",
+        "date",
+        "less",
+        "more",
+        "sort",
+        "tree",
+        "pkill",
+        "pgrep",
+        "killall",
+        "curl",
+        "wget",
+        "patch",
+        "sed",
+        "awk",
+        "gawk",
+        "bash",
+        "sh",
+        "zsh",
+        "shopt",
+        "nmcli",
+        "zip",
+        "7z",
+        "jq",
+        "readlink",
+        "realpath",
+        "file",
+        "top",
+        "htop",
+        "free",
+        "getopt",
+        "ssh-keygen",
+        "sshfs",
+        "fusermount",
+        "ionice",
+        "time",
+        "diff",
+        "git",
+        "hg",
+        "tmux",
+        "screen",
+        "gpg",
+        "docker",
+        "podman",
+        "kubectl",
+        "helm",
+    ];
+    if OTHER_MEANING.contains(&name) {
+        return Ok(());
+    }
+    let mut targets = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        match a.as_str() {
+            "-o" | "--output" | "-out" | "--out" | "--outfile" | "--output-file" => {
+                targets.extend(args.get(i + 1).cloned())
+            }
+            _ => {
+                for prefix in [
+                    "--output=",
+                    "-out=",
+                    "--out=",
+                    "--outfile=",
+                    "--output-file=",
+                ] {
+                    if let Some(value) = a.strip_prefix(prefix) {
+                        targets.push(value.to_string());
+                    }
+                }
+            }
+        }
+    }
+    targets.iter().try_for_each(|t| c.write(t))
 }
