@@ -1,18 +1,22 @@
 //! The protected-path table: credential stores, system directories (Linux, macOS, Windows) and
-//! Osprey's own data directory. Paths are normalised and symlinks resolved before matching, so
-//! `..` and links cannot dodge it. Used by the safeguard (writes) and by the file tool (reads
-//! and writes).
+//! Osprey's own data directory, and the persistence paths (shell, editor and session startup
+//! files, programs on the search path, service and scheduler spools). Used by the safeguard and
+//! by the file tool (reads and writes).
 //!
 //! Matching is case-insensitive and treats `\` like `/`: macOS and Windows file systems are
 //! case-insensitive by default, and refusing `/ETC` on Linux as well costs nothing. A path is
-//! checked both as written (after `..` is folded) and as resolved (symlinks followed), and is
-//! refused if either form is protected: a dotfile manager's `~/.bashrc -> ~/dotfiles/bashrc`
-//! link must not turn a write to `~/.bashrc` into an allowed one, and a link into `~/.ssh` must
-//! not hide where it points.
+//! checked both as written (after `..` is folded) and as resolved (each link followed where it
+//! stands, before a later `..` is applied, as the kernel does: `l/../.bashrc` with `l` a link
+//! into the home is the home's `.bashrc`), and is refused if either form is protected: a
+//! dotfile manager's `~/.bashrc -> ~/dotfiles/bashrc` link must not turn a write to `~/.bashrc`
+//! into an allowed one, and a link into `~/.ssh` must not hide where it points. Some protected
+//! paths are recognised by shape wherever they are (`/proc/<pid>/environ`, `.pth` files in any
+//! `site-packages`, a repository's `.git/hooks`).
 //!
 //! Decisions a reviewer should know:
 //! - `/usr/local` and `/opt/homebrew` are writable: Homebrew and `make install` prefixes are
-//!   commonly user-owned there. The rest of `/opt` is protected (system-installed packages).
+//!   commonly user-owned there; their `bin` directories are not (a program placed there
+//!   shadows a system one). The rest of `/opt` is protected (system-installed packages).
 //! - `/Applications` is protected for writes (installed apps are shared by all users).
 //! - Reads of `/etc` are fine except the shadow and sudoers files; reads of home dotfiles are
 //!   fine except the credential table.

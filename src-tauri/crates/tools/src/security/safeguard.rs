@@ -5,16 +5,24 @@
 //!
 //! It judges every simple command the analysis lists, including those inside substitutions,
 //! `bash -c` strings, `sudo`'s command and `find -exec`. Paths in arguments are expanded (`~`,
-//! `$HOME`, `${HOME}`, and the working directory a preceding `cd` set) and then judged by the
-//! [`PathGuard`], which folds `..` and follows symlinks.
+//! `$HOME`, `${HOME}`, `$PWD`, and the working directory the call's `cwd`, a preceding `cd` or
+//! `env -C` set) and then judged by the [`PathGuard`], which follows links component by
+//! component. A file name pattern is judged as every path it can name: what it matches on disk
+//! and the protected names it matches (`~/.ss?` is `~/.ssh`).
+//!
+//! What it cannot settle without running the command is not blocked but reported by
+//! [`Safeguard::must_ask`], which the policy turns into a question at every level: a read of a
+//! protected path, a write, delete or link whose target is only known at run time, a link made
+//! to a protected path, a tree copied into a directory that holds protected paths.
 //!
 //! Decisions a reviewer should know:
-//! - Reads are not judged here: `cat ~/.ssh/id_rsa.pub` or `ssh-keygen -l -f ~/.ssh/id_ed25519`
-//!   run (the policy still decides whether to ask). The file tool refuses credential reads.
+//! - Reads are not blocked here: `cat ~/.ssh/id_rsa.pub` or `ssh-keygen -l -f ~/.ssh/id_ed25519`
+//!   run once a person says yes (`must_ask`). The file tool refuses credential reads.
 //! - `history -c` is allowed: a non-interactive shell's history is not the person's.
 //! - `crontab` is allowed only to list (`-l`); any other use rewrites the spool.
 //! - An unset variable at the start of a delete target (`rm -rf $DIR/`) is judged as empty,
-//!   the way it would run: `rm -rf "$X/"` is refused, `rm -rf "${X:?}/"` is not.
+//!   the way it would run: `rm -rf "$X/"` is refused; `rm -rf "$X/build"` and
+//!   `rm -rf "${X:?}/"` are asked.
 //! - A plain recursive function is allowed; one that calls itself in a pipeline, in the
 //!   background or twice is a fork bomb.
 

@@ -10,6 +10,13 @@
 //! (`$1`, `$(curl ...)`), so a reader sees what was there. `~` and `$HOME` are left as written: the
 //! safeguard expands them with the home it was given.
 //!
+//! Whatever changes the meaning of later words in ways only known at run time makes the
+//! analysis `dynamic` (asked at every level): parameter expansions with operators or
+//! indirection, namerefs, `printf -v`, `read`, `set --`, loops over unknown values, aliases,
+//! functions, `trap`, `exec` without a command, variables that change what runs (`PATH`,
+//! `HOME`, `CDPATH`, `PS4`, `GIT_*`, ...), and programs that run programs or strings. A `for`
+//! loop over a few static values is walked once per value instead.
+//!
 //! The analysis over-approximates on purpose: a function body is listed even if the function is
 //! never called, an `if` lists both branches, and an unknown word in command position also lists
 //! the command that would run if it expanded to nothing.
