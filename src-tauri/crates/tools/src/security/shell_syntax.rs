@@ -719,11 +719,7 @@ impl Analyzer {
                 if args.iter().any(|a| a.unknown) {
                     self.set_dynamic("`eval` of text only known at run time");
                 }
-                let text = args
-                    .iter()
-                    .map(|a| a.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                let text = joined(args);
                 if depth < MAX_DEPTH {
                     self.source(&text, depth + 1);
                 } else {
@@ -762,11 +758,7 @@ impl Analyzer {
             Shape::Watch => {
                 let start = wrappers::watch_command(args);
                 if let Some(start) = start {
-                    let text = args[start..]
-                        .iter()
-                        .map(|a| a.text.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" ");
+                    let text = joined(&args[start..]);
                     if args[start..].iter().any(|a| a.unknown) {
                         self.set_dynamic("`watch` of a command only known at run time");
                     }
@@ -795,6 +787,15 @@ impl Analyzer {
                         &inner_wrappers,
                         depth + 1,
                     );
+                }
+            }
+            Shape::Plain if matches!(name, "ssh" | "slogin") => {
+                // `ssh host 'rm -rf ~'`: the remote shell runs the words, so judge them too.
+                if let Some(start) = wrappers::ssh_command(args) {
+                    let text = joined(&args[start..]);
+                    if depth < MAX_DEPTH {
+                        self.source(&text, depth + 1);
+                    }
                 }
             }
             Shape::Plain => {}
@@ -1169,6 +1170,15 @@ impl Analyzer {
             _ => {}
         }
     }
+}
+
+/// Words put back together as the text a shell would be given (`eval`, `watch`, `ssh`).
+fn joined(words: &[Field]) -> String {
+    words
+        .iter()
+        .map(|a| a.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `/dev/stdin`, `/dev/fd/N`, `/proc/self/fd/N`: a script that is the command's own input.

@@ -60,6 +60,18 @@ pub(super) fn check(c: &Check<'_>) -> Result<(), Blocked> {
             {
                 links_to(c, &sources);
             }
+            if name == "rsync"
+                && args.iter().any(|a| a.starts_with("--delete"))
+                && let Some(dest) = dest.as_deref().filter(|d| !is_remote(d))
+            {
+                // `rsync -a --delete empty/ ~/` deletes what the destination holds.
+                c.delete(dest, true)?;
+            }
+            if name == "rsync" && args.iter().any(|a| a == "--remove-source-files") {
+                for source in sources.iter().filter(|s| !is_remote(s)) {
+                    c.delete(source, true)?;
+                }
+            }
             let recursive = name == "rsync"
                 || short('r')
                 || short('R')
@@ -221,6 +233,13 @@ pub(super) fn check(c: &Check<'_>) -> Result<(), Blocked> {
         }
         "ed" | "red" => each_write(operands(args, &["-p", "--prompt"])),
         "git" => git(c, args),
+        // `cargo clean --target-dir DIR` deletes DIR.
+        "cargo" if args.first().is_some_and(|a| a == "clean") => {
+            for dir in option_values(args, &["--target-dir"]) {
+                c.delete(&dir, true)?;
+            }
+            Ok(())
+        }
         "ps" if args.iter().any(|a| {
             !a.starts_with('-') && a.chars().all(|ch| ch.is_ascii_alphabetic()) && a.contains('e')
         }) =>
@@ -1228,11 +1247,30 @@ fn network(name: &str, args: &[String]) -> Result<(), Blocked> {
     Ok(())
 }
 
-/// `git clone URL DIR` writes DIR.
+/// `git clone URL DIR` writes DIR; `git clean -f` deletes under its directory.
 fn git(c: &Check<'_>, args: &[String]) -> Result<(), Blocked> {
-    let Some(at) = args.iter().position(|a| !a.starts_with('-')) else {
+    // The subcommand: the first word that is neither a global option nor its value.
+    let mut at = 0;
+    while at < args.len() && args[at].starts_with('-') {
+        let valued = matches!(
+            args[at].as_str(),
+            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--config-env"
+        );
+        at += if valued { 2 } else { 1 };
+    }
+    if at >= args.len() {
         return Ok(());
-    };
+    }
+    if args[at] == "clean" {
+        // `git -C ~ clean -fdx` deletes every untracked file under the directory.
+        let force = args[at + 1..].iter().any(|a| {
+            a == "--force" || (a.starts_with('-') && !a.starts_with("--") && a.contains('f'))
+        });
+        let dir = option_values(&args[..at], &["-C"])
+            .pop()
+            .unwrap_or_else(|| ".".into());
+        return if force { c.delete(&dir, true) } else { Ok(()) };
+    }
     if args[at] != "clone" {
         return Ok(());
     }

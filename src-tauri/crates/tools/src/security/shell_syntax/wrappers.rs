@@ -209,7 +209,16 @@ pub(super) fn runs_code(name: &str, args: &[&str]) -> Option<String> {
         "scp" | "sftp" if starts(&["-S", "-F", "-o"]) => {
             why("runs the program or configuration it is given")
         }
-        "ssh" if starts(&["-F"]) => why("reads a configuration file, which can run commands"),
+        "ssh" | "slogin" if starts(&["-F", "-o"]) => {
+            why("takes a configuration that can run local commands or reach this machine's agents")
+        }
+        "ssh" | "slogin" | "scp" | "sftp" | "rsync" | "sshfs"
+            if args.iter().any(|a| names_this_machine(a)) =>
+        {
+            why(
+                "reaches this machine over the network, where commands run outside Osprey's sandbox",
+            )
+        }
         "man" if has(&["--pager", "--html", "--preprocessor"]) || starts(&["-P", "-H"]) => {
             why("runs the pager or browser it is given")
         }
@@ -358,6 +367,52 @@ pub(super) fn runs_code(name: &str, args: &[&str]) -> Option<String> {
     }
 }
 
+/// `localhost`, `127.0.0.1`, `[::1]` as a host (`user@localhost`, `localhost:path`): a login to
+/// this very machine, whose shell is not in the sandbox.
+fn names_this_machine(word: &str) -> bool {
+    if word.starts_with('-') {
+        return false;
+    }
+    let host = word.rsplit('@').next().unwrap_or(word);
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.split_once(']'))
+        .map_or_else(|| host.split(':').next().unwrap_or(host), |(h, _)| h);
+    let host = host.to_ascii_lowercase();
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host.starts_with("127.")
+        || host == "::1"
+        || host == "0.0.0.0"
+        || host == "ip6-localhost"
+}
+
+/// Where the remote command starts in `ssh [options] host command...`.
+pub(super) fn ssh_command(args: &[Field]) -> Option<usize> {
+    const VALUES: &str = "bcDEeFIiJLlmOopQRSWw";
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].text.as_str();
+        if a == "--" {
+            i += 1;
+            break;
+        }
+        if let Some(letters) = a.strip_prefix('-').filter(|l| !l.is_empty()) {
+            // The last letter of a cluster may take the next word as its value.
+            let last = letters.chars().last().unwrap_or(' ');
+            let valued_at = letters.find(|c| VALUES.contains(c));
+            if valued_at.is_some_and(|at| at + 1 == letters.len()) && VALUES.contains(last) {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    // `i` is the host; the command follows it.
+    (i + 1 < args.len()).then_some(i + 1)
+}
+
 /// Names a command's environment or shell variables must not set unasked: each changes which
 /// program runs, what it loads, or where a relative word points (the shell tool's denied
 /// environment, `PATH`, `HOME`, the pagers and editors programs start, and every `GIT_`,
@@ -388,6 +443,9 @@ pub(super) fn changes_what_runs(name: &str) -> bool {
         "XDG_DATA_DIRS",
         "MAILCAP",
         "MAILCAPS",
+        "HISTFILE",
+        "INPUTRC",
+        "TERMINFO",
     ];
     const PREFIXES: &[&str] = &[
         "GIT_",
