@@ -1048,10 +1048,13 @@ impl Analyzer {
                         format!("`{name} -n` makes a name refer to another variable"),
                     );
                 }
-                if flags('f') && !flags('p') && args.iter().any(|a| !a.text.starts_with('-')) {
+                // `export -f f` / `declare -fx f` hands a function to every child bash;
+                // `declare -f f` only prints it.
+                let exports = name == "export" || flags('x');
+                if flags('f') && exports && args.iter().any(|a| !a.text.starts_with('-')) {
                     ask(
                         self,
-                        format!("`{name} -f` exports or changes shell functions"),
+                        format!("`{name} -f` exports shell functions to the programs it starts"),
                     );
                 }
                 for arg in args {

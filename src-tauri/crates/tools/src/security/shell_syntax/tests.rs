@@ -308,6 +308,8 @@ fn indirection_and_run_time_values_are_flagged() {
         "CDPATH=~ cd .ssh",
         "python3 /dev/stdin <<< 'print(1)'",
         "env -C /tmp sh -c 'ls'",
+        "export -f ls",
+        "declare -fx ls",
     ] {
         assert_dynamic(command);
     }
@@ -325,6 +327,8 @@ fn ordinary_scripting_stays_static() {
         "wait; echo done",
         "echo ${#x} $?",
         "for d in a b c; do mkdir -p $d; done",
+        "declare -f",
+        "declare -p PATH",
     ] {
         assert_static(command);
     }
