@@ -705,6 +705,19 @@ mod tests {
     }
 
     #[test]
+    fn killing_by_user_is_blocked_only_without_a_name() {
+        let g = guard();
+        let blocked = |cmd: &str| g.check_command(&analyze(cmd)).is_err();
+        assert!(blocked("pkill -u tester"));
+        assert!(blocked("killall -u tester"));
+        assert!(blocked("pkill -v node"));
+        assert!(blocked("killall -r '^.*$'"));
+        assert!(!blocked("pkill -u tester node"));
+        assert!(!blocked("killall -u tester firefox"));
+        assert!(!blocked("pkill -f 'node server.js'"));
+    }
+
+    #[test]
     fn descriptors_are_the_commands_own() {
         let g = guard();
         let judged = |cmd: &str| {

@@ -576,7 +576,6 @@ fn kill_all(c: &Check<'_>, name: &str, args: &[String]) -> Result<(), Blocked> {
                     "-t",
                     "-n",
                     "--signal",
-                    "-s",
                     "--ns",
                     "--nslist",
                     "-F",
@@ -589,12 +588,14 @@ fn kill_all(c: &Check<'_>, name: &str, args: &[String]) -> Result<(), Blocked> {
                     "--cgroup",
                 ],
             );
-            (name == "pkill" && (short('v') || args.iter().any(|a| a == "--inverse")))
-                || short('u')
+            // A user filter with no name to match signals every process of that user.
+            let by_user = short('u')
                 || (name == "pkill" && short('U'))
                 || args.iter().any(|a| {
                     a.starts_with("--user") || a.starts_with("--euid") || a.starts_with("--uid")
-                })
+                });
+            (name == "pkill" && (short('v') || args.iter().any(|a| a == "--inverse")))
+                || (by_user && patterns.is_empty())
                 || (regex && patterns.iter().any(|p| match_all(p)))
         }
         "killall5" => true,
