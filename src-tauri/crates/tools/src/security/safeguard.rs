@@ -285,7 +285,14 @@ impl Check<'_> {
     /// and asked, since `DIR` may be set to anything when it runs.
     fn unknown_variable(&self, arg: &str) {
         let home = arg.starts_with("$HOME") || arg.starts_with("${HOME}");
-        if arg.contains('$') && !(home && arg.matches('$').count() == 1) {
+        // The shell tool sets `TMPDIR` to the command's private temporary directory (the
+        // command setting it itself is seen: the value is substituted), so something inside it
+        // is known to be there.
+        let inside_tmp = ["$TMPDIR/", "${TMPDIR}/"]
+            .iter()
+            .any(|p| arg.strip_prefix(p).is_some_and(|rest| !rest.is_empty()));
+        let single = arg.matches('$').count() == 1;
+        if arg.contains('$') && !((home || inside_tmp) && single) {
             self.ask(format!(
                 "where `{arg}` points depends on a variable only known when the command runs"
             ));
@@ -731,6 +738,8 @@ mod tests {
         assert!(ok && ask.is_some());
         let (ok, ask) = judged("rm -rf $D/x");
         assert!(ok && ask.unwrap().contains("$D"));
+        assert_eq!(judged("rm -rf \"$TMPDIR/build\""), (true, None));
+        assert!(g.check_command(&analyze("rm -rf \"$TMPDIR/\"")).is_err());
         assert!(g.check_command(&analyze("rm -rf $D/")).is_err());
     }
 
