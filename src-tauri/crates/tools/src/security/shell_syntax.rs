@@ -697,24 +697,6 @@ impl Analyzer {
             },
             Shape::Shell => self.shell(name, args, input, depth),
             Shape::Interpreter => self.interpreter(name, args, input),
-            Shape::Awk => {
-                let program = args.iter().find(|a| !a.text.starts_with('-')).filter(|_| {
-                    !args
-                        .iter()
-                        .any(|a| a.text == "-f" || a.text.starts_with("--file"))
-                });
-                if let Some(program) = program {
-                    let text = &program.text;
-                    let runs = ["system(", "| \"", "|\"", "|&", "| getline", "|getline"]
-                        .iter()
-                        .any(|needle| text.contains(needle));
-                    if runs {
-                        self.set_dynamic(format!("`{name}` runs commands from its program text"));
-                    }
-                } else if input.piped || input.text.is_some() {
-                    self.set_dynamic(format!("`{name}` reads its program from its input"));
-                }
-            }
             Shape::Eval => {
                 if args.iter().any(|a| a.unknown) {
                     self.set_dynamic("`eval` of text only known at run time");

@@ -10,7 +10,6 @@ pub(super) enum Shape {
     Escalator,
     Shell,
     Interpreter,
-    Awk,
     Eval,
     Source,
     Find,
@@ -128,8 +127,6 @@ pub(super) fn shape_of(name: &str) -> Shape {
         Shape::Escalator
     } else if SHELLS.contains(&name) {
         Shape::Shell
-    } else if matches!(name, "awk" | "gawk" | "mawk" | "nawk") {
-        Shape::Awk
     } else if name == "eval" {
         Shape::Eval
     } else if matches!(name, "source" | ".") {
