@@ -59,6 +59,9 @@ pub struct CallFacts {
     pub summary: String,
     /// A shell command the call will run (checked by the safeguard's shell parser).
     pub command: Option<String>,
+    /// The directory the command starts in, against which its relative paths are judged;
+    /// `None` is the process's working directory.
+    pub cwd: Option<PathBuf>,
     /// Paths the call reads.
     pub read_paths: Vec<PathBuf>,
     /// Paths the call writes, creates or deletes.

@@ -510,7 +510,7 @@ impl Registry {
         }
         let sensitive_read = analysis
             .as_ref()
-            .and_then(|a| self.inner.safeguard.sensitive_read(a));
+            .and_then(|a| self.inner.safeguard.must_ask(a, facts.cwd.as_deref()));
         let subject = Subject {
             tool: name,
             resource: call.resource.as_deref(),
@@ -589,7 +589,7 @@ impl Registry {
     ) -> Result<(), Refusal> {
         let safeguard = &self.inner.safeguard;
         if let Some(analysis) = analysis {
-            safeguard.check_command(analysis)?;
+            safeguard.check_command_in(analysis, facts.cwd.as_deref())?;
         }
         for path in &facts.write_paths {
             safeguard.check_write_path(path)?;

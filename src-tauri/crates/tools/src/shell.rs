@@ -7,7 +7,7 @@
 //! dropped call stop the whole process group, so nothing a command started outlives it by
 //! accident; long-running work is meant for `background: true`.
 
-mod env;
+pub(crate) mod env;
 #[cfg(unix)]
 mod exec;
 mod input;
@@ -218,6 +218,8 @@ impl DomainTool for ShellTool {
         facts.summary = match ShellCall::parse(call) {
             Ok(ShellCall::Exec(exec)) => {
                 facts.command = Some(exec.command.clone());
+                // Relative paths in the command are judged from where it will start.
+                facts.cwd = exec::start_dir(self, exec.cwd.as_deref());
                 if !exec.sandbox {
                     let reason = exec
                         .reason

@@ -101,6 +101,34 @@ async fn reads_of_credentials_are_refused_directly_via_dotdot_and_via_symlinks()
     }
 }
 
+/// A process's environment holds keys (Osprey's own: provider API keys), and the persistence
+/// paths run code later: neither reachable through the file tool.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn process_environments_and_persistence_paths_are_refused() {
+    let f = Fixture::new();
+    for path in ["/proc/self/environ", "/proc/1/environ", "/proc/self/mem"] {
+        let r = f.call(json!({"action": "read", "path": path})).await;
+        err(&r, ErrorCode::SensitivePath);
+    }
+    for path in [
+        "~/.bash_aliases",
+        "~/.gitconfig",
+        "~/.config/git/config",
+        "~/.local/bin/ls",
+        "~/.vimrc",
+        "~/.local/lib/python3.12/site-packages/evil.pth",
+        ".git/hooks/pre-commit",
+    ] {
+        let r = f
+            .call(json!({"action": "write", "path": path, "content": "x"}))
+            .await;
+        err(&r, ErrorCode::SensitivePath);
+    }
+    assert!(!f.home().join(".bash_aliases").exists());
+    assert!(!f.project().join(".git").exists());
+}
+
 #[cfg(unix)]
 #[tokio::test]
 async fn writes_and_edits_of_credentials_are_refused_and_change_nothing() {

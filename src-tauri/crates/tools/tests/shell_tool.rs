@@ -858,3 +858,64 @@ async fn through_the_registry_a_deadline_still_kills_the_tree() {
 fn ctx_long() -> ToolContext {
     ToolContext::new(Origin::User, Duration::from_secs(60))
 }
+
+/// The call's `cwd` is where relative paths in the command are judged from: `rm -rf .ssh` in
+/// the home is the home's `.ssh`, not a folder beside Osprey.
+#[tokio::test]
+async fn the_cwd_field_is_applied_before_judging_relative_paths() {
+    use osprey_tools::{
+        AskMode, AuditSink, Level, OriginRules, PathGuard, Policy, PolicyConfig, Registry,
+        RegistryConfig, Safeguard,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "key").unwrap();
+    let registry = Registry::new(RegistryConfig {
+        policy: Policy::new(
+            PolicyConfig {
+                level: Level::Full,
+                ask: AskMode::Off,
+                ..Default::default()
+            },
+            None,
+        )
+        .unwrap(),
+        origin_rules: OriginRules::default(),
+        safeguard: Safeguard::new(PathGuard::new(Some(home.clone()), dir.path().join("data"))),
+        audit: AuditSink::discard(),
+        output_cap: 256 * 1024,
+    });
+    registry.register_domain(ShellTool::new(config()));
+    let ctx = ctx_long();
+    let run = |command: &str, cwd: &Path| {
+        registry.execute(
+            &ctx,
+            "shell",
+            json!({"action": "exec", "command": command, "cwd": cwd.display().to_string()}),
+        )
+    };
+    let r = run("rm -rf .ssh", &home).await;
+    assert_eq!(
+        r.code,
+        Some(ErrorCode::SafeguardBlocked),
+        "{}",
+        r.text_content()
+    );
+    assert!(home.join(".ssh/id_rsa").exists());
+    // Reading a key from inside its folder needs a person, even under `full`.
+    let r = run("cat id_rsa", &home.join(".ssh")).await;
+    assert_eq!(
+        r.code,
+        Some(ErrorCode::PolicyDenied),
+        "{}",
+        r.text_content()
+    );
+    assert!(r.text_content().contains("SSH"), "{}", r.text_content());
+    // Elsewhere the same words are ordinary.
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(work.join(".ssh")).unwrap();
+    let r = run("rm -rf .ssh", &work).await;
+    assert!(!r.is_error, "{}", r.text_content());
+    assert!(!work.join(".ssh").exists());
+}

@@ -1,18 +1,22 @@
 //! The protected-path table: credential stores, system directories (Linux, macOS, Windows) and
-//! Osprey's own data directory. Paths are normalised and symlinks resolved before matching, so
-//! `..` and links cannot dodge it. Used by the safeguard (writes) and by the file tool (reads
-//! and writes).
+//! Osprey's own data directory, and the persistence paths (shell, editor and session startup
+//! files, programs on the search path, service and scheduler spools). Used by the safeguard and
+//! by the file tool (reads and writes).
 //!
 //! Matching is case-insensitive and treats `\` like `/`: macOS and Windows file systems are
 //! case-insensitive by default, and refusing `/ETC` on Linux as well costs nothing. A path is
-//! checked both as written (after `..` is folded) and as resolved (symlinks followed), and is
-//! refused if either form is protected: a dotfile manager's `~/.bashrc -> ~/dotfiles/bashrc`
-//! link must not turn a write to `~/.bashrc` into an allowed one, and a link into `~/.ssh` must
-//! not hide where it points.
+//! checked both as written (after `..` is folded) and as resolved (each link followed where it
+//! stands, before a later `..` is applied, as the kernel does: `l/../.bashrc` with `l` a link
+//! into the home is the home's `.bashrc`), and is refused if either form is protected: a
+//! dotfile manager's `~/.bashrc -> ~/dotfiles/bashrc` link must not turn a write to `~/.bashrc`
+//! into an allowed one, and a link into `~/.ssh` must not hide where it points. Some protected
+//! paths are recognised by shape wherever they are (`/proc/<pid>/environ`, `.pth` files in any
+//! `site-packages`, a repository's `.git/hooks`).
 //!
 //! Decisions a reviewer should know:
 //! - `/usr/local` and `/opt/homebrew` are writable: Homebrew and `make install` prefixes are
-//!   commonly user-owned there. The rest of `/opt` is protected (system-installed packages).
+//!   commonly user-owned there; their `bin` directories are not (a program placed there
+//!   shadows a system one). The rest of `/opt` is protected (system-installed packages).
 //! - `/Applications` is protected for writes (installed apps are shared by all users).
 //! - Reads of `/etc` are fine except the shadow and sudoers files; reads of home dotfiles are
 //!   fine except the credential table.
@@ -153,6 +157,112 @@ const HOME_STARTUP: &[(&str, &str)] = &[
         "AppData/Roaming/Microsoft/Windows/Start Menu/Programs/Startup",
         "an autostart directory",
     ),
+    (".bash_aliases", "a shell startup file"),
+    (".bash_functions", "a shell startup file"),
+    (".bashrc.d", "a shell startup directory"),
+    (".profile.d", "a shell startup directory"),
+    (".bash_completion", "a shell startup file"),
+    (".bash_completion.d", "a shell startup directory"),
+    (".local/share/bash-completion", "a shell startup directory"),
+    (".config/bash", "a shell startup directory"),
+    (".config/zsh", "a shell startup directory"),
+    (".oh-my-zsh/custom", "a shell startup directory"),
+    (".config/fish", "a shell startup directory"),
+    (".config/nushell", "a shell startup directory"),
+    (".config/ion", "a shell startup directory"),
+    (".cargo/env", "a shell startup file"),
+    (
+        ".cargo/config",
+        "a build tool's configuration, which names programs it runs",
+    ),
+    (
+        ".cargo/config.toml",
+        "a build tool's configuration, which names programs it runs",
+    ),
+    (
+        ".gitconfig",
+        "the git configuration, which names programs git runs",
+    ),
+    (
+        ".config/git",
+        "the git configuration, which names programs git runs",
+    ),
+    (
+        ".hgrc",
+        "the Mercurial configuration, which names programs it runs",
+    ),
+    (".local/bin", "a directory of programs on the search path"),
+    ("bin", "a directory of programs on the search path"),
+    (
+        ".local/share/applications",
+        "a directory of desktop entries",
+    ),
+    (".config/autostart-scripts", "an autostart directory"),
+    (".config/plasma-workspace", "a session startup directory"),
+    (".kde/Autostart", "an autostart directory"),
+    (".kde4/Autostart", "an autostart directory"),
+    (".config/lxsession", "a session startup directory"),
+    (
+        ".config/openbox",
+        "a window manager's startup configuration",
+    ),
+    (".config/i3", "a window manager's startup configuration"),
+    (".i3", "a window manager's startup configuration"),
+    (".config/sway", "a window manager's startup configuration"),
+    (".config/hypr", "a window manager's startup configuration"),
+    (".config/labwc", "a window manager's startup configuration"),
+    (".config/river", "a window manager's startup configuration"),
+    (".config/niri", "a window manager's startup configuration"),
+    (
+        ".config/awesome",
+        "a window manager's startup configuration",
+    ),
+    (".config/bspwm", "a window manager's startup configuration"),
+    (".config/sxhkd", "a window manager's startup configuration"),
+    (
+        ".config/herbstluftwm",
+        "a window manager's startup configuration",
+    ),
+    (".config/qtile", "a window manager's startup configuration"),
+    (".xmonad", "a window manager's startup configuration"),
+    (".config/xmonad", "a window manager's startup configuration"),
+    (".gnomerc", "a session startup file"),
+    (".xbindkeysrc", "a session startup file"),
+    (
+        ".config/mimeapps.list",
+        "the list of programs that open files",
+    ),
+    (".local/share/mime", "the list of programs that open files"),
+    (".mailcap", "the list of programs that open files"),
+    (".vimrc", "an editor startup file"),
+    (".gvimrc", "an editor startup file"),
+    (".exrc", "an editor startup file"),
+    (".vim", "an editor startup directory"),
+    (".config/nvim", "an editor startup directory"),
+    (".local/share/nvim/site", "an editor startup directory"),
+    (".emacs", "an editor startup file"),
+    (".emacs.el", "an editor startup file"),
+    (".emacs.d", "an editor startup directory"),
+    (".config/emacs", "an editor startup directory"),
+    (".tmux.conf", "a terminal multiplexer's startup file"),
+    (".config/tmux", "a terminal multiplexer's startup file"),
+    (".screenrc", "a terminal multiplexer's startup file"),
+    (".gdbinit", "a debugger's startup file"),
+    (".config/gdb", "a debugger's startup file"),
+    (
+        ".lesskey",
+        "the pager's key file, which can set its preprocessor",
+    ),
+    (
+        ".config/lesskey",
+        "the pager's key file, which can set its preprocessor",
+    ),
+    (".pip", "the Python package installer's configuration"),
+    (
+        ".config/pip",
+        "the Python package installer's configuration",
+    ),
+    (".config/environment.d", "a session startup directory"),
     ("Documents/PowerShell", "a shell startup directory"),
     ("Documents/WindowsPowerShell", "a shell startup directory"),
 ];
@@ -232,6 +342,30 @@ const SYSTEM_DIRS: &[(&str, &str)] = &[
         "an autostart registry key",
     ),
     ("HKLM:", "a Windows registry hive"),
+];
+
+/// System places that run code at boot, at login or on a schedule, or hold the programs on the
+/// search path, which stay protected for writes inside the writable exceptions below
+/// (`/usr/local/bin` inside `/usr/local`).
+const SYSTEM_STARTUP: &[(&str, &str)] = &[
+    (
+        "/usr/local/bin",
+        "a directory of programs on the search path",
+    ),
+    (
+        "/usr/local/sbin",
+        "a directory of programs on the search path",
+    ),
+    ("/usr/local/etc", "a system configuration directory"),
+    ("/usr/local/lib/systemd", "a service directory"),
+    ("/run/systemd", "a service directory"),
+    ("/var/spool/at", "a scheduled-task spool"),
+    ("/var/spool/anacron", "a scheduled-task spool"),
+    ("/var/spool/atjobs", "a scheduled-task spool"),
+    (
+        "/opt/homebrew/bin",
+        "a directory of programs on the search path",
+    ),
 ];
 
 /// Inside the system directories above, these stay writable (see the module notes).
@@ -438,6 +572,9 @@ impl PathGuard {
         for (path, what) in SYSTEM_DIRS {
             push(key_str(path), what, Scope::Tree, Applies::Write, true);
         }
+        for (path, what) in SYSTEM_STARTUP {
+            push(key_str(path), what, Scope::Tree, Applies::Write, false);
+        }
         for (path, what) in DELETE_ONLY {
             push(key_str(path), what, Scope::Exact, Applies::Delete, true);
         }
@@ -503,17 +640,24 @@ impl PathGuard {
         }
         let lexical = fold(&absolute(path));
         let lexical_key = key_of(&lexical);
+        let descriptor =
+            lexical_key.starts_with("/dev/fd/") || lexical_key.starts_with("/proc/self/fd/");
         if access != Access::Delete
-            && self.excepted(&lexical_key)
-            && lexical_key.starts_with("/dev")
+            && (STANDARD_DEVICES.contains(&lexical_key.as_str()) || descriptor)
         {
-            // `/dev/stdout` is a link into `/proc`: the device exceptions are judged as written.
+            // `/dev/stdout` is a link into `/proc`: the standard devices are judged as written.
+            // A descriptor belongs to the command's shell, not to this process, so resolving it
+            // here would judge the wrong file: see `indirect`. Anything else under `/dev`
+            // (`/dev/shm/x`) is judged by where its links lead, like any other path.
             return Ok(lexical);
         }
         if let Some(rule) = self.matching(&lexical_key, access) {
             return Err(self.refusal(path, None, access, rule));
         }
-        let resolved = resolve(&lexical);
+        // Links are followed where they stand, before any `..` is applied: `l/../.bashrc`
+        // with `l` a link into the home reaches the home's `.bashrc`, which the tidied
+        // `./.bashrc` would hide.
+        let resolved = resolve(&absolute(path));
         if resolved != lexical
             && let Some(rule) = self.matching(&key_of(&resolved), access)
         {
@@ -522,11 +666,75 @@ impl PathGuard {
         Ok(resolved)
     }
 
+    /// The names directly inside `dir` that a protected rule reaches (`.ssh` for the home),
+    /// so a file name pattern there can be matched against them.
+    pub fn protected_names(&self, dir: &Path) -> Vec<String> {
+        let text = dir.to_string_lossy();
+        let keys = if looks_foreign(&text) {
+            vec![key_str(&text)]
+        } else {
+            let lexical = fold(&absolute(dir));
+            let resolved = resolve(&absolute(dir));
+            vec![key_of(&lexical), key_of(&resolved)]
+        };
+        let mut names: Vec<String> = Vec::new();
+        for key in keys {
+            let prefix = if key.ends_with('/') {
+                key.clone()
+            } else {
+                format!("{key}/")
+            };
+            for rule in &self.rules {
+                if let Some(rest) = rule.key.strip_prefix(&prefix) {
+                    let name = rest.split('/').next().unwrap_or(rest);
+                    if !name.is_empty() && !names.iter().any(|n| n == name) {
+                        names.push(name.to_string());
+                    }
+                }
+            }
+        }
+        names
+    }
+
+    /// Why a path cannot be judged by its text: it goes through another process's view of
+    /// the file system (`/proc/<pid>/root/...`, `/proc/<pid>/cwd/...`) or an open file
+    /// descriptor (`/dev/fd/7`, `/proc/self/fd/3`) whose file is only known when it runs.
+    pub fn indirect(&self, path: &Path) -> Option<String> {
+        let key = key_of(&fold(&absolute(path)));
+        // 0-2 are the standard streams; from 10 up bash numbers its own descriptors (process
+        // substitutions, `{var}<` redirections), whose files are judged where they are opened.
+        if let Some(n) = key
+            .strip_prefix("/dev/fd/")
+            .and_then(|n| n.parse::<u32>().ok())
+            && (n <= 2 || n >= 10)
+        {
+            return None;
+        }
+        let parts: Vec<&str> = key.split('/').collect();
+        let through_proc = parts.len() > 3
+            && parts[1] == "proc"
+            && matches!(parts[3], "root" | "cwd" | "fd" | "map_files" | "exe");
+        let through_fd = key.starts_with("/dev/fd/")
+            || parts.len() > 3 && parts[1] == "proc" && parts[3] == "fd";
+        (through_proc || through_fd).then(|| {
+            format!(
+                "`{}` goes through a process's open files or its view of the file system, \
+                 which are only known when the command runs",
+                path.display()
+            )
+        })
+    }
+
     fn excepted(&self, key: &str) -> bool {
         self.exceptions.iter().any(|e| within(key, e))
     }
 
     fn matching(&self, key: &str, access: Access) -> Option<&Rule> {
+        if let Some(rule) = pattern_rule(key)
+            && access.hit_by(rule.applies)
+        {
+            return Some(rule);
+        }
         let name = key.rsplit('/').next().unwrap_or(key);
         if HIVE_FILES.iter().any(|h| name.starts_with(h)) {
             static HIVE: Rule = Rule {
@@ -583,6 +791,98 @@ impl PathGuard {
             format!("refused to {} {shown}: {why}", access.verb()),
         )
     }
+}
+
+/// The standard devices a command may always use, judged as written.
+const STANDARD_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/stdin",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/fd/0",
+    "/dev/fd/1",
+    "/dev/fd/2",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+/// Protected paths recognised by their shape wherever they are: another process's environment
+/// or memory (`/proc/<pid>/environ`: Osprey's own holds API keys), Python's startup hooks in
+/// any `site-packages`, the transient units of a user's systemd, and a repository's hooks and
+/// configuration (later git commands run what they name).
+fn pattern_rule(key: &str) -> Option<&'static Rule> {
+    static ENVIRON: Rule = Rule {
+        key: String::new(),
+        what: "a process's environment, which can hold keys",
+        scope: Scope::Exact,
+        applies: Applies::Read,
+        system: false,
+    };
+    static MEMORY: Rule = Rule {
+        key: String::new(),
+        what: "a process's memory",
+        scope: Scope::Exact,
+        applies: Applies::Read,
+        system: false,
+    };
+    static PYTHON: Rule = Rule {
+        key: String::new(),
+        what: "a Python startup hook, run by every Python program",
+        scope: Scope::Exact,
+        applies: Applies::Write,
+        system: false,
+    };
+    static UNITS: Rule = Rule {
+        key: String::new(),
+        what: "a user service directory",
+        scope: Scope::Tree,
+        applies: Applies::Write,
+        system: false,
+    };
+    static GIT: Rule = Rule {
+        key: String::new(),
+        what: "a git repository's hooks or configuration, which name programs git runs",
+        scope: Scope::Tree,
+        applies: Applies::Write,
+        system: false,
+    };
+    let parts: Vec<&str> = key.split('/').collect();
+    let name = parts.last().copied().unwrap_or("");
+    if parts.get(1) == Some(&"proc") {
+        let per_process = match parts.len() {
+            4 => Some(parts[3]),
+            6 if parts[3] == "task" => Some(parts[5]),
+            _ => None,
+        };
+        match per_process {
+            Some("environ") => return Some(&ENVIRON),
+            Some("mem") => return Some(&MEMORY),
+            _ => {}
+        }
+    }
+    let in_site = parts
+        .iter()
+        .any(|p| *p == "site-packages" || *p == "dist-packages");
+    if in_site
+        && (name.ends_with(".pth") || name == "usercustomize.py" || name == "sitecustomize.py")
+    {
+        return Some(&PYTHON);
+    }
+    if name == "usercustomize.py" || name == "sitecustomize.py" {
+        return Some(&PYTHON);
+    }
+    if parts.len() > 4 && parts[1] == "run" && parts[2] == "user" && parts[4] == "systemd" {
+        return Some(&UNITS);
+    }
+    if let Some(at) = parts.iter().position(|p| *p == ".git")
+        && matches!(parts.get(at + 1), Some(&"hooks") | Some(&"config"))
+    {
+        return Some(&GIT);
+    }
+    None
 }
 
 /// Whether the refused path is the rule's path or under it (as opposed to an ancestor of it).
@@ -853,16 +1153,42 @@ mod tests {
             "/home/u",
             "/home/u/",
             "/opt/google/chrome",
+            "/usr/local/bin/tool",
+            "/home/u/.local/bin/tool",
+            "/home/u/.bash_aliases",
+            "/home/u/.gitconfig",
+            "/home/u/.config/git/config",
+            "/home/u/.vimrc",
+            "/home/u/.local/share/applications/x.desktop",
+            "/home/u/.local/lib/python3.12/site-packages/x.pth",
+            "/home/u/project/.venv/lib/python3.12/site-packages/usercustomize.py",
+            "/home/u/project/.git/hooks/pre-commit",
+            "/home/u/project/.git/config",
+            "/run/user/1000/systemd/transient/x.service",
+            "/var/spool/at/a1",
         ] {
             refused(g.check_write(Path::new(p)));
         }
+        for p in [
+            "/proc/self/environ",
+            "/proc/1/environ",
+            "/proc/7/task/8/environ",
+            "/proc/1/mem",
+        ] {
+            refused(g.check_read(Path::new(p)));
+        }
+        assert!(g.check_read(Path::new("/proc/self/status")).is_ok());
+        assert!(g.check_read(Path::new("/home/u/.gitconfig")).is_ok());
         for p in [
             "/dev/null",
             "/dev/stdout",
             "/dev/stderr",
             "/dev/fd/2",
-            "/usr/local/bin/tool",
-            "/opt/homebrew/bin/x",
+            "/usr/local/share/tool/x",
+            "/usr/local/lib/libx.so",
+            "/opt/homebrew/Cellar/x",
+            "/home/u/project/.git/HEAD",
+            "/home/u/project/lib/site-packages/x.py",
             "/tmp/x",
             "/home/u/project/out.txt",
             "/home/u/.bashrc.bak",
@@ -965,6 +1291,64 @@ mod tests {
             g.check_write(&home.join("project/a.txt")).unwrap(),
             home.join("project/a.txt")
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_are_followed_before_dot_dot_is_applied() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join("sub")).unwrap();
+        std::fs::create_dir_all(dir.path().join("work")).unwrap();
+        let g = guard(&home);
+        // `l` leads into the home, so `l/../.bashrc` is the home's `.bashrc`, which the tidied
+        // `work/.bashrc` would hide.
+        std::os::unix::fs::symlink(home.join("sub"), dir.path().join("work/l")).unwrap();
+        let msg = refused(g.check_write(&dir.path().join("work/l/../.bashrc")));
+        assert!(msg.contains("shell startup file"), "{msg}");
+        refused(g.check_write(&dir.path().join("work/l/../.ssh/authorized_keys")));
+        refused(g.check_read(&dir.path().join("work/l/../.ssh/id_rsa")));
+        assert!(g.check_write(&dir.path().join("work/x/../.bashrc")).is_ok());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn links_under_dev_are_judged_by_where_they_lead() {
+        let shm = Path::new("/dev/shm");
+        if !shm.is_dir() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let g = guard(&home);
+        let link = shm.join(format!("osprey-test-{}", std::process::id()));
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(home.join(".bashrc"), &link).unwrap();
+        let result = g.check_write(&link);
+        std::fs::remove_file(&link).unwrap();
+        let msg = refused(result);
+        assert!(msg.contains("resolves to"), "{msg}");
+        // The standard devices are still judged as written.
+        assert!(g.check_write(Path::new("/dev/stdout")).is_ok());
+        assert!(g.check_write(Path::new("/dev/null")).is_ok());
+        assert!(g.indirect(Path::new("/dev/fd/7")).is_some());
+        assert!(
+            g.indirect(Path::new("/proc/self/root/etc/shadow"))
+                .is_some()
+        );
+        assert!(g.indirect(Path::new("/dev/fd/2")).is_none());
+    }
+
+    #[test]
+    fn protected_names_list_what_a_pattern_can_reach() {
+        let g = guard(Path::new("/home/u"));
+        let names = g.protected_names(Path::new("/home/u"));
+        for name in [".ssh", ".gnupg", ".bashrc", ".config", ".local"] {
+            assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+        }
+        let etc = g.protected_names(Path::new("/etc"));
+        assert!(etc.iter().any(|n| n == "shadow"), "{etc:?}");
     }
 
     #[test]

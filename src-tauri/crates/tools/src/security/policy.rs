@@ -13,6 +13,8 @@ use osprey_types::{ApprovalAnswer, ApprovalRequest, GrantDuration, GrantScope};
 use serde::{Deserialize, Serialize};
 
 use super::shell_syntax::{CommandAnalysis, SimpleCommand};
+
+mod safe_bins;
 use crate::call::{ApprovalNeed, CallFacts};
 
 /// Answers approval questions: the desktop UI's dialog, the CLI's prompt, a test.
@@ -127,9 +129,10 @@ impl FromStr for AskMode {
     }
 }
 
-/// Programs that only read, whatever their arguments (bar the few listed in
-/// [`unsafe_arguments`]). A command made only of these, with no writing redirection, runs at
-/// level `allowlist` without asking.
+/// Programs that only read when given the options their table in `safe_bins` lists (git: its
+/// read-only subcommands). A command made only of these, with only listed options, no
+/// expansion or pattern in its arguments, no environment prefix and no writing redirection,
+/// runs at level `allowlist` without asking; any other option makes it an ordinary command.
 pub const SEED_SAFE_BINS: &[&str] = &[
     "ls",
     "cat",
@@ -196,50 +199,8 @@ pub const SEED_SAFE_BINS: &[&str] = &[
     "hexdump",
     "xxd",
     "strings",
+    "git",
 ];
-
-/// Arguments that make an otherwise read-only program write a file, run a program or change
-/// the system: such a call is judged like any other command, never as a safe bin.
-fn unsafe_arguments(command: &SimpleCommand) -> bool {
-    let args = &command.args;
-    let has = |flags: &[&str]| {
-        args.iter().any(|a| {
-            flags
-                .iter()
-                .any(|f| a == f || a.starts_with(&format!("{f}=")))
-        })
-    };
-    // A short option given with its value attached (`-ofile`, `-S1` beside `-o`), or grouped.
-    let short = |letter: char| {
-        args.iter()
-            .any(|a| a.starts_with('-') && !a.starts_with("--") && a[1..].contains(letter))
-    };
-    let positional = || args.iter().filter(|a| !a.starts_with('-')).count();
-    match command.program_name() {
-        "find" => has(&[
-            "-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf",
-            "-fls",
-        ]),
-        // Output files, and `--compress-program`, which sort runs.
-        "sort" => short('o') || has(&["--output", "--compress-program"]),
-        // `--pre CMD` runs a program on every file.
-        "rg" => has(&["--pre", "--pre-glob"]),
-        // Log files; `less` also runs `$LESSOPEN` (a prefix assignment, judged elsewhere).
-        "less" | "more" => short('o') || short('O') || has(&["--log-file", "--LOG-FILE"]),
-        // Setting the clock or the host name.
-        "date" => short('s') || has(&["--set"]),
-        "hostname" => positional() > 0 || short('F') || short('b') || has(&["--file", "--boot"]),
-        // A second file name is an output file.
-        "uniq" => positional() > 1,
-        "xxd" => positional() > 1,
-        "tree" => short('o'),
-        // Compiling a magic file writes one.
-        "file" => short('C') || has(&["--compile"]),
-        // `env` and `printenv` print secrets only to the model; `env CMD` runs CMD, which the
-        // shell parser already unwraps, so a remaining `env` has no command.
-        _ => false,
-    }
-}
 
 /// The policy's settings.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -648,7 +609,8 @@ impl Policy {
 
 fn is_safe_bin(config: &PolicyConfig, command: &SimpleCommand) -> bool {
     config.safe_bins.iter().any(|b| b == &command.program)
-        && !unsafe_arguments(command)
+        // Only the options its table lists (see safe_bins): anything else is asked.
+        && safe_bins::options_allowed(command)
         // What a pattern or an expansion names is only known at run time: asked.
         && !command.unresolved_args
         && command
@@ -995,14 +957,14 @@ mod tests {
         let p = policy(
             Level::Allowlist,
             AskMode::Off,
-            &["cargo", "git status", "=make test"],
+            &["cargo", "git commit", "=make test"],
         );
         assert_eq!(
             verdict(&p, "cargo build --release", None),
             Verdict::Allow(AllowReason::Allowlist)
         );
         assert_eq!(
-            verdict(&p, "git status --short", None),
+            verdict(&p, "git commit -m x", None),
             Verdict::Allow(AllowReason::Allowlist)
         );
         assert!(matches!(verdict(&p, "git push", None), Verdict::Deny(_)));

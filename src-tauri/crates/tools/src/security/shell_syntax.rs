@@ -10,6 +10,13 @@
 //! (`$1`, `$(curl ...)`), so a reader sees what was there. `~` and `$HOME` are left as written: the
 //! safeguard expands them with the home it was given.
 //!
+//! Whatever changes the meaning of later words in ways only known at run time makes the
+//! analysis `dynamic` (asked at every level): parameter expansions with operators or
+//! indirection, namerefs, `printf -v`, `read`, `set --`, loops over unknown values, aliases,
+//! functions, `trap`, `exec` without a command, variables that change what runs (`PATH`,
+//! `HOME`, `CDPATH`, `PS4`, `GIT_*`, ...), and programs that run programs or strings. A `for`
+//! loop over a few static values is walked once per value instead.
+//!
 //! The analysis over-approximates on purpose: a function body is listed even if the function is
 //! never called, an `if` lists both branches, and an unknown word in command position also lists
 //! the command that would run if it expanded to nothing.
@@ -39,6 +46,8 @@ pub struct SimpleCommand {
     /// Some argument is a file name pattern or came from an expansion (`~/.ss?/id_*`,
     /// `$HOME/x`, `$(pwd)`): what it names is only known when it runs.
     pub unresolved_args: bool,
+    /// The directory a wrapper runs it in (`env -C DIR`), as written.
+    pub chdir: Option<String>,
 }
 
 impl SimpleCommand {
@@ -92,6 +101,9 @@ pub fn program_name(program: &str) -> &str {
 
 /// How deep `bash -c "bash -c ..."`, `$( $( ) )` and `eval` nest before we give up.
 const MAX_DEPTH: usize = 16;
+
+/// A `for` loop over at most this many static values is judged once per value.
+const MAX_LOOP_VALUES: usize = 16;
 
 /// Where a simple command's standard input comes from, as far as it matters to shells.
 #[derive(Clone, Debug, Default)]
@@ -251,12 +263,32 @@ impl Analyzer {
             ast::CompoundCommand::BraceGroup(g) => self.compound_list(&g.list, depth),
             ast::CompoundCommand::Subshell(s) => self.compound_list(&s.list, depth),
             ast::CompoundCommand::ForClause(f) => {
+                let mut values: Vec<Field> = Vec::new();
                 for value in f.values.iter().flatten() {
-                    self.expand(&value.value, depth);
+                    values.extend(self.expand(&value.value, depth));
                 }
-                // The loop variable takes several values: unknown as far as we are concerned.
+                // A few static values: the body is judged once with each, so `for d in /` is
+                // seen as the `rm -rf /` it runs. Anything else binds the variable to what is
+                // only known when it runs: asked.
+                let resolved = f.values.is_some()
+                    && values.len() <= MAX_LOOP_VALUES
+                    && values.iter().all(|v| !v.unknown && !v.glob)
+                    && self.in_function.is_empty();
+                if resolved {
+                    for value in values {
+                        self.vars
+                            .insert(f.variable_name.clone(), Some(value.text.clone()));
+                        self.compound_list(&f.body.list, depth);
+                    }
+                } else {
+                    self.set_dynamic(format!(
+                        "the loop variable `{}` takes values only known when the command runs",
+                        f.variable_name
+                    ));
+                    self.vars.insert(f.variable_name.clone(), None);
+                    self.compound_list(&f.body.list, depth);
+                }
                 self.vars.insert(f.variable_name.clone(), None);
-                self.compound_list(&f.body.list, depth);
             }
             ast::CompoundCommand::CaseClause(c) => {
                 self.expand(&c.value.value, depth);
@@ -293,6 +325,12 @@ impl Analyzer {
 
     fn function(&mut self, def: &ast::FunctionDefinition, depth: usize) {
         let name = words::literal_text(&def.fname.value);
+        // A function can take the name of a command (`cd`, `ls`, `command_not_found_handle`)
+        // and so change what a later word means; its body is still judged below.
+        self.set_dynamic(format!(
+            "the command defines the shell function `{name}`, which can change what later \
+             commands do"
+        ));
         self.functions.push(Function {
             name,
             calls: Vec::new(),
@@ -326,6 +364,10 @@ impl Analyzer {
                 self.expand(&w.value, depth);
             }
             ast::ExtendedTestExpr::BinaryTest(_, a, b) => {
+                // Arithmetic operators evaluate their operands, and `a[$(cmd)]` runs `cmd`
+                // even from inside quotes.
+                self.scan_text(&a.value, depth);
+                self.scan_text(&b.value, depth);
                 self.expand(&a.value, depth);
                 self.expand(&b.value, depth);
             }
@@ -368,7 +410,10 @@ impl Analyzer {
                         let value = self.assignment_value(assignment, depth);
                         let name = match &assignment.name {
                             ast::AssignmentName::VariableName(n) => n.clone(),
-                            ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
+                            ast::AssignmentName::ArrayElementName(n, index) => {
+                                self.scan_text(index, depth);
+                                n.clone()
+                            }
                         };
                         let value = if assignment.append { None } else { value };
                         assignments.push((name, value));
@@ -390,6 +435,7 @@ impl Analyzer {
             // Bare assignments persist for the rest of the command; bare redirections
             // (`> file`) still open (and truncate) their files.
             for (name, value) in assignments {
+                self.assigned(&name, value.as_deref());
                 self.vars.insert(name, value);
             }
             if !redirects.is_empty() {
@@ -403,6 +449,9 @@ impl Analyzer {
         // `PATH=/tmp ls`, `LESSOPEN='|cmd' less`: a prefix assignment changes what the program
         // does, so it is kept with the command like a wrapper (no safe bin or allowlist entry
         // covers a command that carries one).
+        for (name, value) in &assignments {
+            self.assigned(name, value.as_deref());
+        }
         let prefixes: Vec<String> = assignments
             .iter()
             .map(|(name, value)| format!("{name}={}", value.as_deref().unwrap_or("?")))
@@ -534,6 +583,7 @@ impl Analyzer {
         depth: usize,
     ) {
         let mut wrappers: Vec<String> = outer_wrappers.to_vec();
+        let mut chdir: Option<String> = None;
         let mut start = 0;
         loop {
             let Some(head) = fields.get(start) else {
@@ -569,6 +619,9 @@ impl Analyzer {
             }
             match wrappers::strip(&name, args) {
                 wrappers::Stripped::Command(skip) => {
+                    if name == "env" {
+                        self.env_wrapper(&args[..skip], &mut chdir);
+                    }
                     wrappers.push(name);
                     start += 1 + skip;
                 }
@@ -594,27 +647,24 @@ impl Analyzer {
                 args.extend(text.split_whitespace().map(Field::literal));
             }
         }
-        if matches!(
-            head.text.as_str(),
-            "export" | "declare" | "typeset" | "local" | "readonly"
-        ) {
-            for arg in &args {
-                if let Some((name, value)) = arg.text.split_once('=')
-                    && wrappers::is_assignment(&arg.text)
-                {
-                    let value = (!arg.unknown).then(|| value.to_string());
-                    self.vars.insert(name.to_string(), value);
-                }
-            }
-        }
         let name = program_name(&head.text).to_string();
+        self.builtin(&name, &args, input, depth);
         self.record(SimpleCommand {
             program: head.text.clone(),
             args: args.iter().map(|a| a.text.clone()).collect(),
             wrappers: wrappers.clone(),
             redirects: redirects.clone(),
             unresolved_args: args.iter().any(|a| a.glob || a.expanded || a.unknown),
+            chdir: chdir.clone(),
         });
+        if let Some(dir) = &chdir
+            && shape_of(&name) != Shape::Plain
+        {
+            // The commands it nests are listed without the directory it moves them to.
+            self.set_dynamic(format!(
+                "`env -C {dir}` runs `{name}`, whose own commands start in that directory"
+            ));
+        }
         self.nested(&name, &args, &redirects, input, &wrappers, depth);
     }
 
@@ -647,33 +697,11 @@ impl Analyzer {
             },
             Shape::Shell => self.shell(name, args, input, depth),
             Shape::Interpreter => self.interpreter(name, args, input),
-            Shape::Awk => {
-                let program = args.iter().find(|a| !a.text.starts_with('-')).filter(|_| {
-                    !args
-                        .iter()
-                        .any(|a| a.text == "-f" || a.text.starts_with("--file"))
-                });
-                if let Some(program) = program {
-                    let text = &program.text;
-                    let runs = ["system(", "| \"", "|\"", "|&", "| getline", "|getline"]
-                        .iter()
-                        .any(|needle| text.contains(needle));
-                    if runs {
-                        self.set_dynamic(format!("`{name}` runs commands from its program text"));
-                    }
-                } else if input.piped || input.text.is_some() {
-                    self.set_dynamic(format!("`{name}` reads its program from its input"));
-                }
-            }
             Shape::Eval => {
                 if args.iter().any(|a| a.unknown) {
                     self.set_dynamic("`eval` of text only known at run time");
                 }
-                let text = args
-                    .iter()
-                    .map(|a| a.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                let text = joined(args);
                 if depth < MAX_DEPTH {
                     self.source(&text, depth + 1);
                 } else {
@@ -712,11 +740,7 @@ impl Analyzer {
             Shape::Watch => {
                 let start = wrappers::watch_command(args);
                 if let Some(start) = start {
-                    let text = args[start..]
-                        .iter()
-                        .map(|a| a.text.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" ");
+                    let text = joined(&args[start..]);
                     if args[start..].iter().any(|a| a.unknown) {
                         self.set_dynamic("`watch` of a command only known at run time");
                     }
@@ -747,6 +771,15 @@ impl Analyzer {
                     );
                 }
             }
+            Shape::Plain if matches!(name, "ssh" | "slogin") => {
+                // `ssh host 'rm -rf ~'`: the remote shell runs the words, so judge them too.
+                if let Some(start) = wrappers::ssh_command(args) {
+                    let text = joined(&args[start..]);
+                    if depth < MAX_DEPTH {
+                        self.source(&text, depth + 1);
+                    }
+                }
+            }
             Shape::Plain => {}
         }
     }
@@ -769,6 +802,11 @@ impl Analyzer {
             wrappers::ShellRun::Opaque => {
                 self.set_dynamic(format!("`{name}` is given code this analysis cannot read"))
             }
+            wrappers::ShellRun::Script(index)
+                if is_stdin_path(&args[index].text) && !args[index].procsub =>
+            {
+                self.shell_stdin(name, input, depth)
+            }
             wrappers::ShellRun::Script(index) => {
                 if args[index].procsub {
                     self.set_dynamic(format!(
@@ -776,18 +814,22 @@ impl Analyzer {
                     ));
                 }
             }
-            wrappers::ShellRun::Stdin => {
-                if let Some((text, unknown)) = &input.text {
-                    if *unknown {
-                        self.set_dynamic(format!("`{name}` is fed code only known at run time"));
-                    }
-                    if depth < MAX_DEPTH {
-                        self.source(text, depth + 1);
-                    }
-                } else if input.piped {
-                    self.set_dynamic(format!("a pipe feeds code into the shell `{name}`"));
-                }
+            wrappers::ShellRun::Stdin => self.shell_stdin(name, input, depth),
+        }
+    }
+
+    fn shell_stdin(&mut self, name: &str, input: &Input, depth: usize) {
+        if let Some((text, unknown)) = &input.text {
+            if *unknown {
+                self.set_dynamic(format!("`{name}` is fed code only known at run time"));
             }
+            if depth < MAX_DEPTH {
+                self.source(text, depth + 1);
+            }
+        } else if input.piped {
+            self.set_dynamic(format!("a pipe feeds code into the shell `{name}`"));
+        } else if input.file {
+            self.set_dynamic(format!("`{name}` runs the commands in a file it reads"));
         }
     }
 
@@ -795,6 +837,14 @@ impl Analyzer {
         match wrappers::interpreter_invocation(name, args) {
             wrappers::InterpreterRun::Code => {
                 self.set_dynamic(format!("`{name}` is given code to run"))
+            }
+            wrappers::InterpreterRun::Script(index)
+                if is_stdin_path(&args[index].text) && !args[index].procsub =>
+            {
+                self.set_dynamic(format!(
+                    "`{name}` runs a program it reads from `{}`",
+                    args[index].text
+                ))
             }
             wrappers::InterpreterRun::Script(index) => {
                 if args[index].procsub {
@@ -920,6 +970,207 @@ impl Analyzer {
         }
         None
     }
+}
+
+impl Analyzer {
+    /// A variable assigned by the command (bare, as a prefix, or through `export`/`declare`).
+    fn assigned(&mut self, name: &str, value: Option<&str>) {
+        if wrappers::changes_what_runs(name) {
+            self.set_dynamic(format!(
+                "the command sets `{name}`, which changes what programs run or load"
+            ));
+        }
+        // `x='a[$(cmd)]'` runs `cmd` when `x` is used in arithmetic: judge it now.
+        if let Some(value) = value
+            && (value.contains("$(") || value.contains('`'))
+        {
+            self.scan_text(value, 0);
+        }
+    }
+
+    /// `env NAME=value -C DIR CMD`: the assignments and the directory.
+    fn env_wrapper(&mut self, args: &[Field], chdir: &mut Option<String>) {
+        let mut i = 0;
+        while i < args.len() {
+            let arg = args[i].text.as_str();
+            if let Some((name, value)) = arg.split_once('=')
+                && wrappers::is_assignment(arg)
+            {
+                self.assigned(name, Some(value));
+            } else if arg == "-C" || arg == "--chdir" {
+                *chdir = args.get(i + 1).map(|a| a.text.clone());
+                i += 1;
+            } else if let Some(dir) = arg
+                .strip_prefix("--chdir=")
+                .or_else(|| arg.strip_prefix("-C").filter(|d| !d.is_empty()))
+            {
+                *chdir = Some(dir.to_string());
+            }
+            i += 1;
+        }
+    }
+
+    /// Builtins that bind names, define code for later, or change how later words are read:
+    /// their effect is only known when the command runs, so the command is asked (and any
+    /// code they hold is judged now).
+    fn builtin(&mut self, name: &str, args: &[Field], input: &Input, depth: usize) {
+        let texts: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
+        let flags = |letter: char| {
+            texts
+                .iter()
+                .any(|a| a.starts_with(['-', '+']) && !a.starts_with("--") && a.contains(letter))
+        };
+        let operands = || texts.iter().filter(|a| !a.starts_with('-')).copied();
+        let ask = |an: &mut Analyzer, why: String| an.set_dynamic(why);
+        match name {
+            "export" | "declare" | "typeset" | "local" | "readonly" => {
+                if flags('n') && name != "export" {
+                    ask(
+                        self,
+                        format!("`{name} -n` makes a name refer to another variable"),
+                    );
+                }
+                // `export -f f` / `declare -fx f` hands a function to every child bash;
+                // `declare -f f` only prints it.
+                let exports = name == "export" || flags('x');
+                if flags('f') && exports && args.iter().any(|a| !a.text.starts_with('-')) {
+                    ask(
+                        self,
+                        format!("`{name} -f` exports shell functions to the programs it starts"),
+                    );
+                }
+                for arg in args {
+                    if let Some((var, value)) = arg.text.split_once('=')
+                        && wrappers::is_assignment(&arg.text)
+                    {
+                        let value = (!arg.unknown).then(|| value.to_string());
+                        self.assigned(var, value.as_deref());
+                        if flags('i') {
+                            self.scan_text(value.as_deref().unwrap_or(""), depth);
+                        }
+                        self.vars.insert(var.to_string(), value);
+                    }
+                }
+            }
+            "printf" if texts.first().is_some_and(|a| a.starts_with("-v")) => {
+                let var = texts[0].strip_prefix("-v").filter(|v| !v.is_empty());
+                let var = var.or(texts.get(1).copied()).unwrap_or("");
+                self.vars.insert(var.to_string(), None);
+                ask(
+                    self,
+                    format!("`printf -v {var}` assigns a variable a computed value"),
+                );
+            }
+            "wait" if !flags('p') => {}
+            "read" | "readarray" | "mapfile" | "getopts" | "wait" | "select" => {
+                for var in operands() {
+                    if wrappers::is_name(var) {
+                        self.vars.insert(var.to_string(), None);
+                    }
+                }
+                for (i, a) in texts.iter().enumerate() {
+                    if (matches!(*a, "-p" | "-a" | "-u") && name != "read" || *a == "-a")
+                        && let Some(var) = texts.get(i + 1)
+                    {
+                        self.vars.insert(var.to_string(), None);
+                    }
+                }
+                ask(
+                    self,
+                    format!("`{name}` assigns variables values only known when the command runs"),
+                );
+            }
+            "let" => {
+                for text in &texts {
+                    self.scan_text(text, depth);
+                }
+            }
+            "unset" => {
+                for var in operands() {
+                    self.vars.insert(var.to_string(), None);
+                }
+            }
+            "set"
+                if texts.iter().any(|a| *a == "--" || *a == "-")
+                    || texts.iter().enumerate().any(|(i, a)| {
+                        // `set -euo pipefail`: a word after an `o` cluster is an option's name.
+                        !(a.starts_with(['-', '+'])
+                            || i > 0
+                                && texts[i - 1].starts_with(['-', '+'])
+                                && texts[i - 1].ends_with('o'))
+                    }) =>
+            {
+                ask(self, "`set` replaces the positional parameters".into());
+            }
+            "alias" => {
+                for arg in &texts {
+                    if let Some((alias, value)) = arg.split_once('=') {
+                        if depth < MAX_DEPTH {
+                            self.source(value, depth + 1);
+                        }
+                        ask(self, format!("the command defines the alias `{alias}`"));
+                    }
+                }
+            }
+            "trap" => {
+                if let Some(code) = args.iter().find(|a| !a.text.starts_with('-')) {
+                    if code.unknown {
+                        ask(self, "`trap` is given code only known at run time".into());
+                    }
+                    if depth < MAX_DEPTH {
+                        self.source(&code.text, depth + 1);
+                    }
+                    ask(
+                        self,
+                        "`trap` sets code to run later, on a signal or at exit".into(),
+                    );
+                }
+            }
+            "hash" if flags('p') => ask(self, "`hash -p` changes which program a name runs".into()),
+            "enable" if !texts.is_empty() => {
+                ask(self, "`enable` loads or switches off shell builtins".into())
+            }
+            "shopt" if flags('s') || flags('u') => ask(
+                self,
+                "`shopt` changes how the shell reads later words".into(),
+            ),
+            "exec" if operands().next().is_none() => ask(
+                self,
+                "`exec` without a command changes the shell's own files for the rest of the \
+                 command"
+                    .into(),
+            ),
+            "cd" | "pushd" => {
+                let relative = operands()
+                    .next()
+                    .is_some_and(|d| !d.starts_with(['/', '.', '~', '$']));
+                if relative && self.vars.contains_key("CDPATH") {
+                    ask(self, "`cd` searches the `CDPATH` the command set".into());
+                }
+            }
+            "ed" | "red" | "ex" if input.piped || input.text.is_some() || input.file => ask(
+                self,
+                format!("`{name}` runs the editor commands it reads, which can run programs"),
+            ),
+            _ => {}
+        }
+    }
+}
+
+/// Words put back together as the text a shell would be given (`eval`, `watch`, `ssh`).
+fn joined(words: &[Field]) -> String {
+    words
+        .iter()
+        .map(|a| a.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `/dev/stdin`, `/dev/fd/N`, `/proc/self/fd/N`: a script that is the command's own input.
+fn is_stdin_path(text: &str) -> bool {
+    text == "/dev/stdin"
+        || text.starts_with("/dev/fd/")
+        || (text.starts_with("/proc/") && text.contains("/fd/"))
 }
 
 /// What a command prints when it is a plain `echo` or `printf` of static words.

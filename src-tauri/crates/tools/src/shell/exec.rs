@@ -299,6 +299,12 @@ fn default_dir(tool: &ShellTool) -> Result<PathBuf, ToolResult> {
     }
 }
 
+/// Where a command with this `cwd` field starts, for judging its relative paths before it
+/// runs; `None` when that cannot be told (the call then fails in [`working_dir`] anyway).
+pub(super) fn start_dir(tool: &ShellTool, raw: Option<&str>) -> Option<PathBuf> {
+    working_dir(tool, raw).ok()
+}
+
 fn working_dir(tool: &ShellTool, raw: Option<&str>) -> Result<PathBuf, ToolResult> {
     let default = default_dir(tool)?;
     let Some(raw) = raw.map(str::trim).filter(|r| !r.is_empty()) else {

@@ -287,3 +287,57 @@ fn xargs_is_asked_but_its_command_still_judged() {
     );
     assert_eq!(a.commands[1].program, "grep");
 }
+
+#[test]
+fn indirection_and_run_time_values_are_flagged() {
+    for command in [
+        "rm -rf ${HOME%/}",
+        "cat ${X:-~/.ssh/id_rsa}",
+        "H=HOME; rm -rf ${!H}",
+        "declare -n r=HOME; rm -rf $r",
+        "printf -v d %s ~; rm -rf $d",
+        "read d <<< /; rm -rf $d",
+        "set -- ~; rm -rf $1",
+        "alias x='id'; x",
+        "f() { id; }; f",
+        "trap 'id' EXIT",
+        "exec 3<notes.txt",
+        "for f in *.txt; do wc -l $f; done",
+        "PATH=/tmp; ls",
+        "PS4='$(id)' bash -x s.sh",
+        "CDPATH=~ cd .ssh",
+        "python3 /dev/stdin <<< 'print(1)'",
+        "env -C /tmp sh -c 'ls'",
+        "export -f ls",
+        "declare -fx ls",
+    ] {
+        assert_dynamic(command);
+    }
+}
+
+#[test]
+fn ordinary_scripting_stays_static() {
+    for command in [
+        "set -euo pipefail; make test",
+        "set -e; set -o pipefail; cargo test",
+        "PYTHONUNBUFFERED=1 python3 x.py",
+        "NODE_ENV=production node server.js",
+        "GIT_AUTHOR_NAME=x git commit -m y",
+        "diff <(sort a) <(sort b)",
+        "wait; echo done",
+        "echo ${#x} $?",
+        "for d in a b c; do mkdir -p $d; done",
+        "declare -f",
+        "declare -p PATH",
+    ] {
+        assert_static(command);
+    }
+}
+
+#[test]
+fn static_loops_are_judged_once_per_value() {
+    assert_eq!(
+        lines("for d in / ~; do rm -rf $d; done"),
+        ["rm -rf /", "rm -rf ~"]
+    );
+}

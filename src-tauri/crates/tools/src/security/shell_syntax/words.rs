@@ -244,32 +244,52 @@ fn parameter(
     for operand in operands(expr) {
         an.scan_text(operand, depth);
     }
-    let named = |p: &Parameter| match p {
-        Parameter::Named(name) => Some(name.clone()),
-        _ => None,
-    };
+    // `${a[$(cmd)]}`: an index is arithmetic, and its substitutions run.
+    if let Some(Parameter::NamedWithIndex { index, .. }) = parameter_of(expr) {
+        an.scan_text(index, depth);
+    }
     match expr {
         ParameterExpr::Parameter {
-            parameter,
+            parameter: Parameter::Named(name),
             indirect: false,
-        } => match named(parameter) {
-            Some(name) => variable(an, &name, raw, quoted, b),
-            None => b.unknown(raw),
-        },
-        ParameterExpr::UseDefaultValues {
-            parameter,
-            indirect: false,
-            ..
+        } => variable(an, name, raw, quoted, b),
+        ParameterExpr::Parameter {
+            indirect: false, ..
         }
-        | ParameterExpr::AssignDefaultValues {
-            parameter,
-            indirect: false,
-            ..
-        } => match named(parameter).and_then(|n| an.lookup(&n).flatten().map(str::to_string)) {
-            Some(value) if !value.is_empty() => b.value(&value, quoted),
-            _ => b.unknown(raw),
-        },
-        _ => b.unknown(raw),
+        | ParameterExpr::ParameterLength { .. } => b.unknown(raw),
+        _ => {
+            // `${HOME%/}`, `${X:-~/.ssh}`, `${!name}`: what an operator or indirection yields
+            // is only known when it runs, and it can turn a harmless-looking word into a
+            // protected path. Judged by a person, at every level.
+            an.set_dynamic(format!(
+                "`{raw}` is a parameter expansion with an operator or indirection, whose value is \
+                 only known when the command runs"
+            ));
+            b.unknown(raw)
+        }
+    }
+}
+
+fn parameter_of(expr: &ParameterExpr) -> Option<&Parameter> {
+    match expr {
+        ParameterExpr::Parameter { parameter, .. }
+        | ParameterExpr::UseDefaultValues { parameter, .. }
+        | ParameterExpr::AssignDefaultValues { parameter, .. }
+        | ParameterExpr::IndicateErrorIfNullOrUnset { parameter, .. }
+        | ParameterExpr::UseAlternativeValue { parameter, .. }
+        | ParameterExpr::ParameterLength { parameter, .. }
+        | ParameterExpr::RemoveSmallestSuffixPattern { parameter, .. }
+        | ParameterExpr::RemoveLargestSuffixPattern { parameter, .. }
+        | ParameterExpr::RemoveSmallestPrefixPattern { parameter, .. }
+        | ParameterExpr::RemoveLargestPrefixPattern { parameter, .. }
+        | ParameterExpr::Substring { parameter, .. }
+        | ParameterExpr::Transform { parameter, .. }
+        | ParameterExpr::UppercaseFirstChar { parameter, .. }
+        | ParameterExpr::UppercasePattern { parameter, .. }
+        | ParameterExpr::LowercaseFirstChar { parameter, .. }
+        | ParameterExpr::LowercasePattern { parameter, .. }
+        | ParameterExpr::ReplaceSubstring { parameter, .. } => Some(parameter),
+        _ => None,
     }
 }
 
@@ -283,6 +303,12 @@ fn variable(an: &mut Analyzer, name: &str, raw: &str, quoted: bool, b: &mut Buil
         None if name == "IFS" => {
             // The default IFS: a separator where unquoted, a space where quoted.
             b.value(" ", quoted);
+        }
+        None if name == "PWD" => {
+            // The working directory: `.` is judged against the directory the command's own
+            // `cd`s (or the call's `cwd`) set, as `$PWD` would be.
+            b.current.expanded = true;
+            b.push(".", true);
         }
         None if name == "HOME" => {
             // Static, expanded later by the safeguard, which knows the home.

@@ -10,7 +10,6 @@ pub(super) enum Shape {
     Escalator,
     Shell,
     Interpreter,
-    Awk,
     Eval,
     Source,
     Find,
@@ -105,6 +104,20 @@ const OPAQUE: &[&str] = &[
     "schedtool",
     "trickle",
     "sg",
+    "setarch",
+    "linux32",
+    "linux64",
+    "uname26",
+    "capsh",
+    "entr",
+    "watchexec",
+    "rlwrap",
+    "sshpass",
+    "nodemon",
+    "runcon",
+    "systemd-nspawn",
+    "lxc-attach",
+    "lxc-execute",
 ];
 
 pub(super) fn shape_of(name: &str) -> Shape {
@@ -114,8 +127,6 @@ pub(super) fn shape_of(name: &str) -> Shape {
         Shape::Escalator
     } else if SHELLS.contains(&name) {
         Shape::Shell
-    } else if matches!(name, "awk" | "gawk" | "mawk" | "nawk") {
-        Shape::Awk
     } else if name == "eval" {
         Shape::Eval
     } else if matches!(name, "source" | ".") {
@@ -165,6 +176,129 @@ pub(super) fn runs_code(name: &str, args: &[&str]) -> Option<String> {
     }
     match name {
         "xargs" | "parallel" => why("builds commands from its input"),
+        "sort"
+            if args.iter().any(|a| {
+                a.strip_prefix("--").is_some_and(|key| {
+                    let key = key.split('=').next().unwrap_or(key);
+                    key.len() >= 3 && "compress-program".starts_with(key)
+                })
+            }) =>
+        {
+            why("runs the compression program it is given")
+        }
+        "rg" | "ripgrep" if has(&["--pre"]) => why("runs a preprocessor program on every file"),
+        "less" | "more"
+            if args.iter().any(|a| {
+                (a.starts_with('+') && a.contains(['!', '|']))
+                    || a.starts_with("--lesskey")
+                    || (a.starts_with('-') && !a.starts_with("--") && a.contains('k'))
+            }) =>
+        {
+            why("runs shell commands or a key file that can set its input preprocessor")
+        }
+        "find" if has(&["-exec", "-execdir", "-ok", "-okdir"]) => {
+            why("runs a program for every file it finds")
+        }
+        "find" if has(&["-delete"]) => why("deletes every file it finds"),
+        "rsync" if has(&["--rsh", "--rsync-path"]) || starts(&["-e"]) => {
+            why("runs the remote shell program it is given")
+        }
+        "scp" | "sftp" if starts(&["-S", "-F", "-o"]) => {
+            why("runs the program or configuration it is given")
+        }
+        "ssh" | "slogin" if starts(&["-F", "-o"]) => {
+            why("takes a configuration that can run local commands or reach this machine's agents")
+        }
+        "ssh" | "slogin" | "scp" | "sftp" | "rsync" | "sshfs"
+            if args.iter().any(|a| names_this_machine(a)) =>
+        {
+            why(
+                "reaches this machine over the network, where commands run outside Osprey's sandbox",
+            )
+        }
+        "man" if has(&["--pager", "--html", "--preprocessor"]) || starts(&["-P", "-H"]) => {
+            why("runs the pager or browser it is given")
+        }
+        "emacs" | "emacsclient" | "xemacs"
+            if has(&[
+                "--eval",
+                "-eval",
+                "--load",
+                "-load",
+                "--funcall",
+                "-funcall",
+                "--script",
+            ]) || starts(&["-l", "-f", "--eval="]) =>
+        {
+            why("runs the Lisp code it is given")
+        }
+        "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk" if awk_runs(args) => {
+            why("runs commands or writes files from its program text")
+        }
+        "sed" | "gsed" if has(&["--file"]) || starts(&["-f"]) => {
+            why("runs a script file whose commands are not shown")
+        }
+        "sed" | "gsed" if args.iter().any(|a| sed_writes(a)) => {
+            why("writes files named in its script")
+        }
+        "ip" if args.contains(&"exec") => why("runs a program in another namespace"),
+        "flatpak" | "snap" | "distrobox" | "toolbox" | "distrobox-enter" | "podman-remote"
+            if args.iter().any(|a| {
+                matches!(*a, "run" | "enter" | "exec" | "create") || a.starts_with("--command")
+            }) =>
+        {
+            why("runs a program in another environment")
+        }
+        "dbus-send" | "busctl" | "gdbus" | "qdbus" | "qdbus6" | "dbus-run-session" => {
+            why("sends D-Bus calls, which can start programs and services or end the session")
+        }
+        "systemctl"
+            if args.iter().any(|a| {
+                matches!(
+                    *a,
+                    "enable"
+                        | "link"
+                        | "edit"
+                        | "set-environment"
+                        | "import-environment"
+                        | "unset-environment"
+                        | "preset"
+                        | "preset-all"
+                        | "revert"
+                        | "mask"
+                        | "add-wants"
+                        | "add-requires"
+                        | "set-property"
+                        | "start"
+                        | "restart"
+                        | "reload-or-restart"
+                        | "stop"
+                        | "kill"
+                        | "daemon-reload"
+                        | "daemon-reexec"
+                )
+            }) =>
+        {
+            why("changes which services run, now or at login")
+        }
+        "mount" | "umount" | "fusermount" | "fusermount3" => {
+            why("changes the mounted file systems")
+        }
+        "xdg-open" | "gio" | "kde-open" | "kde-open5" | "exo-open" | "gnome-open" | "gvfs-open"
+        | "open" | "xdg-launch" | "dex" => {
+            why("opens a file or a desktop entry with whatever program the desktop picks")
+        }
+        "npx" | "bunx" | "pnpx" | "uvx" => why("downloads and runs a package"),
+        "npm" | "pnpm" | "yarn" | "pipx"
+            if args.first().is_some_and(|a| {
+                matches!(*a, "exec" | "x" | "dlx") || (name == "pipx" && *a == "run")
+            }) =>
+        {
+            why("downloads or runs a package's program")
+        }
+        "ed" | "red" | "ex" if args.iter().any(|a| a.starts_with('!')) => {
+            why("runs shell commands from its arguments")
+        }
         "flock" => why("runs the command it is given while it holds the lock"),
         "script"
             if has(&["--command"])
@@ -188,6 +322,7 @@ pub(super) fn runs_code(name: &str, args: &[&str]) -> Option<String> {
         "git" if has(&["-c", "--config-env", "--exec-path"]) || starts(&["-c"]) => {
             why("runs commands named in configuration given on the command line")
         }
+        "git" if git_runs(args) => why("runs a program or a command string it is given"),
         "sed" | "gsed" if args.iter().any(|a| sed_runs(a)) => why("runs commands from its script"),
         "tar" | "bsdtar"
             if starts(&[
@@ -205,8 +340,11 @@ pub(super) fn runs_code(name: &str, args: &[&str]) -> Option<String> {
         "make" | "gmake" if starts(&["--eval", "-E"]) => why("runs code given on the command line"),
         "zip" if has(&["-TT", "--unzip-command"]) => why("runs the test command it is given"),
         "gdb" | "lldb" | "perf" | "ltrace" => why("runs and controls other programs"),
-        "vim" | "vi" | "nvim" | "view" | "ex" | "vimdiff"
-            if starts(&["-c", "+", "--cmd", "-S"]) =>
+        "vim" | "vi" | "nvim" | "view" | "ex" | "vimdiff" | "gvim" | "rvim" | "evim"
+            if starts(&["+", "--cmd", "-S", "-u", "-s"])
+                || args.iter().any(|a| {
+                    a.starts_with('-') && !a.starts_with("--") && a[1..].contains(['c', 'S'])
+                }) =>
         {
             why("runs editor commands, which can run programs")
         }
@@ -226,36 +364,315 @@ pub(super) fn runs_code(name: &str, args: &[&str]) -> Option<String> {
     }
 }
 
+/// `localhost`, `127.0.0.1`, `[::1]` as a host (`user@localhost`, `localhost:path`): a login to
+/// this very machine, whose shell is not in the sandbox.
+fn names_this_machine(word: &str) -> bool {
+    if word.starts_with('-') {
+        return false;
+    }
+    let host = word.rsplit('@').next().unwrap_or(word);
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.split_once(']'))
+        .map_or_else(|| host.split(':').next().unwrap_or(host), |(h, _)| h);
+    let host = host.to_ascii_lowercase();
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host.starts_with("127.")
+        || host == "::1"
+        || host == "0.0.0.0"
+        || host == "ip6-localhost"
+}
+
+/// Where the remote command starts in `ssh [options] host command...`.
+pub(super) fn ssh_command(args: &[Field]) -> Option<usize> {
+    const VALUES: &str = "bcDEeFIiJLlmOopQRSWw";
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].text.as_str();
+        if a == "--" {
+            i += 1;
+            break;
+        }
+        if let Some(letters) = a.strip_prefix('-').filter(|l| !l.is_empty()) {
+            // The last letter of a cluster may take the next word as its value.
+            let last = letters.chars().last().unwrap_or(' ');
+            let valued_at = letters.find(|c| VALUES.contains(c));
+            if valued_at.is_some_and(|at| at + 1 == letters.len()) && VALUES.contains(last) {
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    // `i` is the host; the command follows it.
+    (i + 1 < args.len()).then_some(i + 1)
+}
+
+/// Names a command's environment or shell variables must not set unasked: each changes which
+/// program runs, what it loads, or where a relative word points (the shell tool's denied
+/// environment, `PATH`, `HOME`, the pagers and editors programs start, and every `GIT_`,
+/// `LD_` and interpreter option variable).
+pub(super) fn changes_what_runs(name: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "PATH",
+        "HOME",
+        "PWD",
+        "OLDPWD",
+        "PAGER",
+        "MANPAGER",
+        "SYSTEMD_PAGER",
+        "EDITOR",
+        "VISUAL",
+        "BROWSER",
+        "LESS",
+        "LESSKEY",
+        "LESSKEYIN",
+        "LESSKEY_SRC",
+        "SUDO_ASKPASS",
+        "TERMINAL",
+        "RUSTC_WRAPPER",
+        "RUSTC",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_CONFIG_DIRS",
+        "XDG_DATA_DIRS",
+        "MAILCAP",
+        "MAILCAPS",
+        "HISTFILE",
+        "INPUTRC",
+        "TERMINFO",
+    ];
+    const PREFIXES: &[&str] = &[
+        "GIT_",
+        "LD_",
+        "DYLD_",
+        "PYTHON",
+        "PERL",
+        "RUBY",
+        "NODE_",
+        "NPM_CONFIG_",
+        "BASH_",
+        "PS",
+        "LESS",
+        "SSH_",
+        "CARGO_TARGET_",
+    ];
+    // Common settings that only tune output or identity, never what runs.
+    const HARMLESS: &[&str] = &[
+        "PYTHONUNBUFFERED",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONIOENCODING",
+        "PYTHONHASHSEED",
+        "PYTHONUTF8",
+        "PYTHONFAULTHANDLER",
+        "NODE_ENV",
+        "NODE_NO_WARNINGS",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_AUTHOR_DATE",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_COMMITTER_DATE",
+        "GIT_TERMINAL_PROMPT",
+    ];
+    let upper = name.to_ascii_uppercase();
+    if HARMLESS.contains(&upper.as_str()) {
+        return false;
+    }
+    crate::shell::env::is_denied(name)
+        || NAMES.contains(&upper.as_str())
+        || PREFIXES
+            .iter()
+            .any(|p| upper.starts_with(p) && (*p != "PS" || upper.len() == 3))
+        || (upper.starts_with("CARGO_")
+            && (upper.ends_with("_RUNNER") || upper.ends_with("_LINKER")))
+}
+
+/// A shell name: letters, digits and `_`, not starting with a digit.
+pub(super) fn is_name(word: &str) -> bool {
+    !word.is_empty()
+        && !word.starts_with(|c: char| c.is_ascii_digit())
+        && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Git subcommands and options that run a program or a command string given to them.
+fn git_runs(args: &[&str]) -> bool {
+    let Some(at) = args.iter().position(|a| !a.starts_with('-')) else {
+        return false;
+    };
+    let sub = args[at];
+    let rest = &args[at + 1..];
+    let has = |flags: &[&str]| {
+        rest.iter().any(|a| {
+            flags
+                .iter()
+                .any(|f| a == f || a.starts_with(&format!("{f}=")))
+        })
+    };
+    match sub {
+        "submodule" => rest.contains(&"foreach"),
+        "bisect" => rest.first() == Some(&"run"),
+        "filter-branch" | "filter-repo" | "difftool" | "mergetool" => true,
+        "rebase" => has(&["--exec", "-x"]) || rest.iter().any(|a| a.starts_with("-x")),
+        "clone" | "fetch" | "pull" | "ls-remote" | "push" | "archive" => has(&[
+            "--upload-pack",
+            "--receive-pack",
+            "--exec",
+            "-u",
+            "--config",
+            "-c",
+        ]),
+        "config" => {
+            // Settings that name a program later git commands run, and any write outside
+            // this repository (the person's global configuration is a persistence path).
+            let reads = has(&[
+                "--get",
+                "--get-all",
+                "--get-regexp",
+                "--list",
+                "-l",
+                "--show-origin",
+            ]) || rest.first() == Some(&"get")
+                || rest.first() == Some(&"list");
+            let global = has(&["--global", "--system", "--file", "-f"]);
+            let exec_key = rest.iter().any(|a| {
+                let key = a.to_ascii_lowercase();
+                key.starts_with("alias.")
+                    || key.starts_with("core.")
+                    || key.starts_with("filter.")
+                    || key.starts_with("diff.")
+                    || key.starts_with("merge.")
+                    || key.starts_with("credential")
+                    || key.starts_with("include")
+                    || key.contains("command")
+                    || key.ends_with(".program")
+                    || key.ends_with(".cmd")
+                    || key.ends_with(".tool")
+                    || key.ends_with(".editor")
+                    || key.ends_with(".pager")
+                    || key.ends_with("hook")
+                    || key.starts_with("sequence.")
+            });
+            !reads && (global || exec_key)
+        }
+        _ => false,
+    }
+}
+
+/// An awk program that runs commands (`system`, pipes to or from a command) or writes files
+/// (`print > "file"`), wherever the program is among the arguments.
+fn awk_runs(args: &[&str]) -> bool {
+    let mut programs: Vec<&str> = Vec::new();
+    let mut i = 0;
+    let mut first = true;
+    while i < args.len() {
+        let a = args[i];
+        if matches!(
+            a,
+            "-v" | "-F" | "--assign" | "--field-separator" | "-i" | "--include"
+        ) {
+            i += 2;
+            continue;
+        }
+        if matches!(a, "-e" | "--source") {
+            programs.extend(args.get(i + 1));
+            first = false;
+            i += 2;
+            continue;
+        }
+        if matches!(a, "-f" | "--file") || a.starts_with("-l") || a == "--load" {
+            // A program or extension from a file: not shown.
+            return true;
+        }
+        if a.starts_with('-') && a.len() > 1 {
+            i += 1;
+            continue;
+        }
+        if first {
+            programs.push(a);
+            first = false;
+        }
+        i += 1;
+    }
+    programs.iter().any(|text| {
+        let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        compact.contains("system(")
+            || compact.contains("|\"")
+            || compact.contains("|&")
+            || compact.contains("|getline")
+            || compact.contains("@load")
+            || awk_prints_to_file(text)
+    })
+}
+
+/// `print ... > "file"`, `printf ... >> file`: awk's own output redirection.
+fn awk_prints_to_file(text: &str) -> bool {
+    text.split(['{', '}', ';', '\n']).any(|statement| {
+        let statement = statement.trim_start();
+        (statement.starts_with("print") || statement.starts_with("printf"))
+            && statement.contains('>')
+    })
+}
+
+/// A sed script with a `w FILE` command or an `s///w FILE` flag: sed writes that file.
+fn sed_writes(script: &str) -> bool {
+    let script = script_text(script);
+    script.split([';', '\n']).any(|part| {
+        let command = strip_address(part);
+        if command.starts_with("w ") || command.starts_with("W ") {
+            return true;
+        }
+        substitution_flags(command).is_some_and(|flags| flags.contains('w'))
+    })
+}
+
+/// The script in `--expression=SCRIPT` or `-eSCRIPT`, or the word itself.
+fn script_text(arg: &str) -> &str {
+    arg.strip_prefix("--expression=")
+        .or_else(|| arg.strip_prefix("-e").filter(|s| !s.is_empty()))
+        .unwrap_or(arg)
+}
+
+/// A sed command without its address (line numbers, `$`, ranges, `/regex/`).
+fn strip_address(part: &str) -> &str {
+    let part = part.trim_start();
+    let command = part.trim_start_matches(|c: char| {
+        c.is_ascii_digit() || matches!(c, '$' | ',' | '!' | ' ' | '~' | '+')
+    });
+    if let Some(rest) = command.strip_prefix('/') {
+        rest.split_once('/')
+            .map_or("", |(_, after)| after)
+            .trim_start()
+    } else {
+        command
+    }
+}
+
+/// The flags of an `s` command (`s/a/b/ge` -> `ge`).
+fn substitution_flags(command: &str) -> Option<&str> {
+    let mut chars = command.chars();
+    if chars.next() != Some('s') {
+        return None;
+    }
+    let delimiter = chars.next().filter(|d| !d.is_alphanumeric())?;
+    let pieces: Vec<&str> = command[1 + delimiter.len_utf8()..]
+        .splitn(3, delimiter)
+        .collect();
+    (pieces.len() == 3).then(|| pieces[2])
+}
+
 /// A sed script with an `e` command or an `s///e` flag (both run the pattern space as a
 /// command), or a `w /dev/...`-style write is judged by the caller's redirect rules elsewhere.
 fn sed_runs(script: &str) -> bool {
+    let script = script_text(script);
     script.split([';', '\n']).any(|part| {
-        let part = part.trim_start();
-        // Strip an address: line numbers, `$`, ranges, `/regex/`.
-        let command = part.trim_start_matches(|c: char| {
-            c.is_ascii_digit() || matches!(c, '$' | ',' | '!' | ' ' | '~' | '+')
-        });
-        let command = if let Some(rest) = command.strip_prefix('/') {
-            rest.split_once('/')
-                .map_or("", |(_, after)| after)
-                .trim_start()
-        } else {
-            command
-        };
+        let command = strip_address(part);
         if command == "e" || command.starts_with("e ") {
             return true;
         }
-        let mut chars = command.chars();
-        if chars.next() == Some('s')
-            && let Some(delimiter) = chars.next()
-            && !delimiter.is_alphanumeric()
-        {
-            let pieces: Vec<&str> = command[1 + delimiter.len_utf8()..]
-                .split(delimiter)
-                .collect();
-            return pieces.len() >= 3 && pieces[2].contains('e');
-        }
-        false
+        substitution_flags(command).is_some_and(|flags| flags.contains('e'))
     })
 }
 
