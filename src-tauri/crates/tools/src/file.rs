@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::call::{ApprovalNeed, Call, CallFacts};
 use crate::domain::{Domain, FieldType};
 use crate::security::paths::PathGuard;
+use crate::security::workspace;
 use crate::tool::{DomainTool, ToolContext};
 
 /// Lines a read returns when `limit` is not given.
@@ -72,30 +73,15 @@ impl FileTool {
         self
     }
 
-    /// Whether `path` lies inside a workspace folder, judged on the real location (links
-    /// followed) of the path, or of its nearest existing ancestor.
+    /// Whether `path` lies inside a workspace folder (see [`workspace`]).
     fn in_workspace(&self, path: &Path) -> bool {
-        let default;
-        let workspaces: &[PathBuf] = if self.workspaces.is_empty() {
-            let dir = self
-                .base_dir
-                .clone()
-                .or_else(|| std::env::current_dir().ok());
-            let whole = |dir: &Path| {
-                dir == Path::new("/") || self.guard.home().is_some_and(|home| dir == home)
-            };
-            default = dir.filter(|d| !whole(d)).into_iter().collect::<Vec<_>>();
-            &default
-        } else {
-            &self.workspaces
-        };
-        let Some(real) = real_location(path) else {
-            return false;
-        };
-        workspaces
-            .iter()
-            .filter_map(|dir| real_location(dir))
-            .any(|dir| real.starts_with(dir))
+        let default = self
+            .base_dir
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let folders = workspace::folders(&self.workspaces, &default, self.guard.home());
+        workspace::contains(&folders, path)
     }
 
     pub fn guard(&self) -> &PathGuard {
@@ -245,21 +231,6 @@ impl DomainTool for FileTool {
 
     fn run<'a>(&'a self, ctx: &'a ToolContext, call: Call) -> BoxFuture<'a, ToolResult> {
         Box::pin(self.dispatch(ctx, call))
-    }
-}
-
-/// Where `path` really is: its nearest existing ancestor with every link followed, then the
-/// rest of the path as written (a file about to be created, or a missing one). `None` when the
-/// rest climbs with `..`, which only the file system could resolve.
-fn real_location(path: &Path) -> Option<PathBuf> {
-    let mut existing = path;
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(existing) {
-            return Some(rest.iter().rev().fold(real, |acc, part| acc.join(part)));
-        }
-        rest.push(existing.file_name()?.to_os_string());
-        existing = existing.parent()?;
     }
 }
 

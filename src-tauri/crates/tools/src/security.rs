@@ -1,13 +1,14 @@
 //! The three security layers every call passes, in the order the registry runs them: per-origin
 //! rules ([`origin`]), the configurable approval policy ([`policy`]), and the unconditional
 //! safeguard ([`safeguard`], with its shell parser [`shell_syntax`] and the protected-path table
-//! [`paths`]).
+//! [`paths`]), and the workspace folders reads are judged against ([`workspace`]).
 
 pub mod origin;
 pub mod paths;
 pub mod policy;
 pub mod safeguard;
 pub mod shell_syntax;
+pub mod workspace;
 
 use osprey_types::{ErrorCode, ToolResult};
 

@@ -35,6 +35,8 @@ pub use sandbox::{DEFAULT_HOME_CACHES, ShellSandbox};
 
 use crate::call::{ApprovalNeed, Call, CallFacts};
 use crate::domain::{Domain, FieldType};
+use crate::security::shell_syntax::analyze;
+use crate::security::workspace;
 use crate::tool::{DomainTool, ToolContext};
 use input::ShellCall;
 
@@ -236,6 +238,26 @@ impl DomainTool for ShellTool {
                         facts.ask_every_time =
                             Some(format!("no sandbox can hold it on this machine: {why}"));
                     }
+                    // What it reads outside the workspace folders is asked under the default
+                    // policy, as the file tool's reads are: no safe bin covers it.
+                    facts.needs_approval = facts.cwd.as_deref().and_then(|start| {
+                        let home = self.home();
+                        let folders = workspace::folders(
+                            &self.config.sandbox.workspaces,
+                            &exec::start_dir(self, None).unwrap_or_else(|| start.to_path_buf()),
+                            home.as_deref(),
+                        );
+                        let outside = workspace::first_read_outside(
+                            &analyze(&exec.command),
+                            start,
+                            home.as_deref(),
+                            &folders,
+                        )?;
+                        Some(format!(
+                            "it reads {}, outside the workspace folders",
+                            outside.display()
+                        ))
+                    });
                     exec.command
                 }
             }

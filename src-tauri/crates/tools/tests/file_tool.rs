@@ -844,8 +844,7 @@ async fn reads_outside_the_workspace_are_asked_under_the_default_policy() {
 
     use osprey_db::Database;
     use osprey_tools::{
-        AskMode, AuditSink, FixedApprover, Level, OriginRules, Policy, PolicyConfig, Registry,
-        RegistryConfig, Safeguard,
+        AuditSink, FixedApprover, Level, Policy, Registry, RegistryConfig, Safeguard,
     };
     use osprey_types::{ApprovalAnswer, GrantScope};
 
@@ -858,19 +857,9 @@ async fn reads_outside_the_workspace_are_asked_under_the_default_policy() {
     let registry = |level: Level| {
         let guard = f.tool.guard().clone();
         let registry = Registry::new(RegistryConfig {
-            policy: Policy::new(
-                PolicyConfig {
-                    level,
-                    ask: AskMode::OnMiss,
-                    ..Default::default()
-                },
-                None,
-            )
-            .unwrap(),
-            origin_rules: OriginRules::default(),
             safeguard: Safeguard::new(guard.clone()),
             audit: AuditSink::new(db.audit()),
-            output_cap: 256 * 1024,
+            ..RegistryConfig::new(Policy::at_level(level), f.home().join(".osprey"))
         });
         registry.register_domain(
             FileTool::new(guard)

@@ -919,3 +919,62 @@ async fn the_cwd_field_is_applied_before_judging_relative_paths() {
     assert!(!r.is_error, "{}", r.text_content());
     assert!(!work.join(".ssh").exists());
 }
+
+/// Safe bins run unasked on what is inside the workspace folders; what they would read outside
+/// them is asked under the default policy, as the file tool's reads are (`full` runs it).
+#[tokio::test]
+async fn safe_bins_reading_outside_the_workspace_are_asked() {
+    use std::sync::Arc;
+
+    use osprey_tools::{FixedApprover, Level, Policy, Registry, RegistryConfig};
+    use osprey_types::ApprovalAnswer;
+
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let other = dir.path().join("other");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(ws.join("notes.txt"), "inside\n").unwrap();
+    std::fs::write(other.join("private.txt"), "outside\n").unwrap();
+    let registry = |level: Level| {
+        let registry = Registry::new(RegistryConfig::new(
+            Policy::at_level(level),
+            dir.path().join("data"),
+        ));
+        let mut config = config();
+        config.default_cwd = Some(ws.clone());
+        config.sandbox.workspaces = vec![ws.clone()];
+        registry.register_domain(ShellTool::new(config));
+        registry
+    };
+    let approver = Arc::new(FixedApprover::new(ApprovalAnswer::Once));
+    let ctx = ctx_long().with_approver(approver.clone());
+    let default = registry(Level::Allowlist);
+    let exec = |command: &str| json!({"action": "exec", "command": command});
+
+    let r = default.execute(&ctx, "shell", exec("cat notes.txt")).await;
+    assert!(ok(&r).contains("inside"));
+    assert_eq!(
+        approver.count(),
+        0,
+        "a safe bin in the workspace is not asked"
+    );
+
+    let r = default
+        .execute(&ctx, "shell", exec("cat ../other/private.txt"))
+        .await;
+    assert!(ok(&r).contains("outside"), "answered once, it ran");
+    let asked = approver.asked();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0].summary.contains("cat ../other/private.txt"),
+        "{}",
+        asked[0].summary
+    );
+
+    let r = registry(Level::Full)
+        .execute(&ctx, "shell", exec("cat ../other/private.txt"))
+        .await;
+    assert!(ok(&r).contains("outside"));
+    assert_eq!(approver.count(), 1, "full runs it unasked");
+}

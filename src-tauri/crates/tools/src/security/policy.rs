@@ -410,24 +410,31 @@ impl Policy {
         if config.level == Level::Full {
             return Verdict::Allow(AllowReason::Full);
         }
+        // A safe bin reads; what it would read outside the workspace folders is asked, as the
+        // file tool's reads there are (the person's own allowlist entries still count).
+        let reads_outside = facts.needs_approval.as_deref();
+        let safe = |c: &SimpleCommand| reads_outside.is_none() && is_safe_bin(&config, c);
         if let Some(analysis) = subject.analysis
             && !analysis.commands.is_empty()
         {
-            if analysis.commands.iter().all(|c| is_safe_bin(&config, c)) {
+            if analysis.commands.iter().all(safe) {
                 return Verdict::Allow(AllowReason::SafeBin);
             }
             if analysis
                 .commands
                 .iter()
-                .all(|c| is_safe_bin(&config, c) || allowlisted(&config, c))
+                .all(|c| safe(c) || allowlisted(&config, c))
             {
                 return Verdict::Allow(AllowReason::Allowlist);
             }
         }
-        miss(format!(
-            "no allowlist entry or grant covers {}",
-            facts.summary
-        ))
+        match reads_outside {
+            Some(why) => miss(format!("{why}, so it needs approval")),
+            None => miss(format!(
+                "no allowlist entry or grant covers {}",
+                facts.summary
+            )),
+        }
     }
 
     /// Records the person's answer so later calls can use it. Returns the stored grant, if any.

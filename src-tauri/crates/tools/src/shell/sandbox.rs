@@ -145,16 +145,7 @@ pub(crate) fn confine(
     env: &[(OsString, OsString)],
     tmp: &Path,
 ) -> Confined {
-    let mut writable: Vec<PathBuf> = if config.workspaces.is_empty() {
-        let whole = |dir: &Path| dir == Path::new("/") || home.is_some_and(|h| dir == h);
-        if whole(default_dir) {
-            Vec::new()
-        } else {
-            vec![default_dir.to_path_buf()]
-        }
-    } else {
-        config.workspaces.clone()
-    };
+    let mut writable = crate::security::workspace::folders(&config.workspaces, default_dir, home);
     writable.push(tmp.to_path_buf());
     if let Some(home) = home {
         writable.extend(config.home_caches.iter().map(|dir| home.join(dir)));
