@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
+use osprey_tests::{Finished as Run, run_with_input};
 use serde_json::{Value, json};
 
 /// One request as the server saw it.
@@ -78,12 +79,6 @@ fn serve(respond: impl Fn(&str, &Value) -> (u16, &'static str, String) + Send + 
     Server { address, seen }
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs `osprey` with no provider keys in its environment and the secret store forced to the
 /// private file.
 fn osprey(data: &Path, args: &[&str], stdin: &str, environment: &[(&str, &str)]) -> Run {
@@ -96,26 +91,11 @@ fn osprey(data: &Path, args: &[&str], stdin: &str, environment: &[(&str, &str)])
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_API_KEY")
         .env_remove("OLLAMA_HOST")
-        .env("OSPREY_SECRETS", "file")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .env("OSPREY_SECRETS", "file");
     for (name, value) in environment {
         command.env(name, value);
     }
-    let mut child = command.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    run_with_input(&mut command, stdin)
 }
 
 fn openai_text(text: &str) -> String {
@@ -490,23 +470,8 @@ fn keys_go_to_the_system_keyring_when_one_answers() {
             .env_remove("OSPREY_DATA_DIR")
             .env_remove("OSPREY_SECRETS")
             .env_remove("ANTHROPIC_API_KEY")
-            .envs(environment)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = command.spawn().unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let output = child.wait_with_output().unwrap();
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+            .envs(environment);
+        run_with_input(&mut command, stdin)
     };
     let run = run_with_keyring(
         &["config", "set", "provider.anthropic.api_key", "-"],
