@@ -61,7 +61,8 @@ impl Reached {
 
 /// Where a tool name led.
 pub enum Reach {
-    /// The tool is in the registry now.
+    /// Run the call through the registry: the tool is there now, or the name is found nowhere
+    /// and the registry refuses it.
     Ready(Reached),
     /// It could not be made ready: the error code and why (after `Reached` was released).
     Failed(osprey_types::ErrorCode, String),
