@@ -115,6 +115,59 @@ pub fn app_project(dir: &Path, manifest: &serde_json::Value, binary: &Path) {
     std::fs::set_permissions(dir.join("binary"), std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// Sideloads the unit-converter fixture app (tool `convert`) as `id`, from a project written to
+/// `root/<id>`, into the data folder `data`, with the `osprey` program given.
+pub fn sideload_unit_converter(osprey: &Path, root: &Path, data: &Path, id: &str) {
+    let project = root.join(id);
+    let manifest = serde_json::json!({"id": id, "name": "Units", "version": "1.0.0",
+        "provides": ["tool:convert"]});
+    app_project(
+        &project,
+        &manifest,
+        &fixture_binary("osprey-fixture-unit-converter"),
+    );
+    let mut sideload = std::process::Command::new(osprey);
+    sideload
+        .arg("--data-dir")
+        .arg(data)
+        .args(["app", "sideload"])
+        .arg(&project)
+        .env_remove("OSPREY_DATA_DIR");
+    let run = run_with_input(&mut sideload, "");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+/// A command run to its end: the exit code (-1 when a signal ended it), stdout and stderr.
+pub struct Finished {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `command` to its end with `stdin` as its standard input.
+pub fn run_with_input(command: &mut std::process::Command, stdin: &str) -> Finished {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    Finished {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
 /// Builds a workspace package (a fixture app) once per test process and returns its executable
 /// as cargo reports it. Safe from inside `cargo test`: cargo holds no build lock while tests run.
 /// Apps run in the sandbox, so the launcher is built with the first fixture.

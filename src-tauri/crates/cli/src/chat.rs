@@ -128,7 +128,7 @@ pub async fn run(data_dir: Option<PathBuf>, args: ChatArgs) -> anyhow::Result<Ex
 }
 
 /// One line on stderr for each configured MCP server that is not there for this turn.
-fn report_mcp(statuses: &[osprey_core::mcp::ServerStatus]) {
+pub(crate) fn report_mcp(statuses: &[osprey_core::mcp::ServerStatus]) {
     use osprey_core::mcp::ServerState;
     for status in statuses {
         let why = match &status.state {

@@ -11,6 +11,7 @@ mod prompt;
 mod see;
 mod session;
 mod store;
+mod tools;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -22,7 +23,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use osprey_core::{Core, CoreOptions, PolicyOverride};
 use osprey_tools::{AskMode, CheckOutcome, Level, ToolContext};
-use osprey_types::{Origin, ToolResult};
+use osprey_types::{ErrorCode, Origin, ToolResult};
 use serde_json::Value;
 
 /// Exit code for a tool that ran and failed.
@@ -48,13 +49,18 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Run one tool call through the registry: `osprey tool shell '{"command": "ls"}'`.
+    /// Run one tool call through the registry: `osprey tool shell '{"command": "ls"}'`; an MCP
+    /// server's tool as `mcp__<server>__<tool>`, an installed app's by its name.
     Tool(ToolArgs),
-    /// Print every tool's name, description and JSON Schema.
+    /// Print every tool's name, description and JSON Schema: the built-in ones, the configured
+    /// MCP servers' (`mcp__<server>__<tool>`) and the installed apps'.
     Tools {
         /// One JSON array instead of readable text.
         #[arg(long)]
         json: bool,
+        /// How long to wait for the MCP servers to connect and the apps to start, in seconds.
+        #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+        wait: u64,
     },
     /// Read and write settings.
     Config {
@@ -127,6 +133,9 @@ struct ToolArgs {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
+    /// How long to wait for the tool's MCP server to connect or its app to start, in seconds.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    wait: u64,
 }
 
 #[derive(Subcommand, Debug)]
@@ -194,23 +203,9 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Tool(args) => tool(cli.data_dir, args).await,
-        Command::Tools { json } => {
+        Command::Tools { json, wait } => {
             let core = open(cli.data_dir, None, None)?;
-            // What a model is told: the portable schema every provider accepts.
-            let specs = core.tool_specs();
-            if json {
-                println!("{}", serde_json::to_string_pretty(&specs)?);
-            } else {
-                for spec in specs {
-                    println!(
-                        "{}\n  {}\n{}\n",
-                        spec.name,
-                        spec.description,
-                        serde_json::to_string_pretty(&spec.input_schema)?
-                    );
-                }
-            }
-            Ok(ExitCode::SUCCESS)
+            tools::list(&core, json, Duration::from_secs(wait)).await
         }
         Command::Config { action } => {
             let core = open(cli.data_dir, None, None)?;
@@ -329,11 +324,33 @@ async fn tool(data_dir: Option<PathBuf>, args: ToolArgs) -> anyhow::Result<ExitC
         fields.entry("yield_ms").or_insert(Value::from(0));
     }
     let core = open(data_dir, args.policy, args.ask)?;
+    let reached = match tools::reach(&core, &args.name, Duration::from_secs(args.wait)).await? {
+        tools::Reach::Ready(reached) => reached,
+        tools::Reach::Failed(code, message) => {
+            let result = ToolResult::error(code, message);
+            print_result(&result, args.json)?;
+            return Ok(exit_code(&result));
+        }
+    };
+    let code = run_tool(&core, args, input).await;
+    reached.release().await;
+    code
+}
+
+/// Runs (or with `--check`, judges) the call once its tool is in the registry.
+async fn run_tool(core: &Core, args: ToolArgs, input: Value) -> anyhow::Result<ExitCode> {
     let mut ctx = ToolContext::new(args.origin, Duration::from_secs(args.timeout));
     ctx.session_id = Some(args.session.unwrap_or_else(|| "cli".to_string()));
 
     if args.check {
-        let outcome = core.check_tool(&ctx, &args.name, input).await;
+        let mut outcome = core.check_tool(&ctx, &args.name, input).await;
+        if let CheckOutcome::Refused {
+            code: ErrorCode::UnknownTool,
+            message,
+        } = &mut outcome
+        {
+            message.push_str(&tools::elsewhere(core, &args.name).await);
+        }
         if args.json {
             println!("{}", serde_json::to_string(&outcome)?);
         } else {
@@ -351,7 +368,11 @@ async fn tool(data_dir: Option<PathBuf>, args: ToolArgs) -> anyhow::Result<ExitC
     }
 
     ctx.approver = Some(Arc::new(prompt::TerminalApprover));
-    let result = core.call_tool_with(&ctx, &args.name, input).await;
+    let mut result = core.call_tool_with(&ctx, &args.name, input).await;
+    if result.code == Some(ErrorCode::UnknownTool) {
+        let more = tools::elsewhere(core, &args.name).await;
+        result = ToolResult::error(ErrorCode::UnknownTool, result.text_content() + &more);
+    }
     print_result(&result, args.json)?;
     Ok(exit_code(&result))
 }
@@ -405,10 +426,9 @@ fn exit_code(result: &ToolResult) -> ExitCode {
     match (result.is_error, result.code) {
         (false, _) => ExitCode::SUCCESS,
         (true, Some(code)) if code.is_refusal() => ExitCode::from(EXIT_REFUSED),
-        (
-            true,
-            Some(osprey_types::ErrorCode::UnknownTool | osprey_types::ErrorCode::InvalidInput),
-        ) => ExitCode::from(EXIT_REFUSED),
+        (true, Some(ErrorCode::UnknownTool | ErrorCode::InvalidInput)) => {
+            ExitCode::from(EXIT_REFUSED)
+        }
         (true, _) => ExitCode::from(EXIT_TOOL_FAILED),
     }
 }

@@ -113,10 +113,7 @@ impl ServedStore {
             .args(args)
             .args(["--store", &self.url])
             .env_remove("OSPREY_STORE_URL")
-            .env_remove("OSPREY_STORE_ADMIN_TOKEN")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .env_remove("OSPREY_STORE_ADMIN_TOKEN");
         let stdin = match token {
             Token::Env(token) => {
                 command.env("OSPREY_STORE_ADMIN_TOKEN", token);
@@ -124,19 +121,8 @@ impl ServedStore {
             }
             Token::Stdin(token) => format!("{token}\n"),
         };
-        let mut child = command.spawn().unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let output = child.wait_with_output().unwrap();
-        (
-            output.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
+        let run = osprey_tests::run_with_input(&mut command, &stdin);
+        (run.code, run.stdout, run.stderr)
     }
 
     /// Publishes an unsigned package (the store signs it).

@@ -5,9 +5,10 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 
+use osprey_tests::{Finished as Run, run_with_input};
 use serde_json::{Value, json};
 
 /// Serves one scripted reply per connection, in order; records each request body.
@@ -124,14 +125,9 @@ impl Notes {
     }
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 fn chat(data: &Path, server: &ModelServer, extra: &[&str], stdin: &str) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_osprey"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_osprey"));
+    command
         .arg("--data-dir")
         .arg(data)
         .args(["chat", "--provider", "openai", "--base-url", &server.url])
@@ -139,24 +135,8 @@ fn chat(data: &Path, server: &ModelServer, extra: &[&str], stdin: &str) -> Run {
         .args(extra)
         .env_remove("OSPREY_DATA_DIR")
         .env_remove("ANTHROPIC_API_KEY")
-        .env("OPENAI_API_KEY", "sk-test")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+        .env("OPENAI_API_KEY", "sk-test");
+    run_with_input(&mut command, stdin)
 }
 
 #[test]

@@ -9,9 +9,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use osprey_tests::daemon::{start_daemon, wait_for_line};
-use osprey_tests::{app_project, fixture_binary};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -34,19 +33,12 @@ fn osprey(data: &Path, args: &[&str]) -> (i32, Value, String) {
 
 /// A sideloaded unit-converter app in `root/units`.
 fn sideload(root: &Path, data: &Path) {
-    let project = root.join("units");
-    let manifest = json!({"id": "units", "name": "Units", "version": "1.0.0",
-        "provides": ["tool:convert"]});
-    app_project(
-        &project,
-        &manifest,
-        &fixture_binary("osprey-fixture-unit-converter"),
-    );
-    let (code, _, stderr) = osprey(
+    osprey_tests::sideload_unit_converter(
+        Path::new(env!("CARGO_BIN_EXE_osprey")),
+        root,
         data,
-        &["app", "sideload", project.to_str().unwrap(), "--json"],
+        "units",
     );
-    assert_eq!(code, 0, "{stderr}");
 }
 
 fn state_of(data: &Path, id: &str) -> Option<String> {

@@ -219,6 +219,9 @@ async fn stdout_carries_only_protocol_frames_even_with_debug_logs() {
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                "params": {"name": "file", "arguments": {"action": "read", "path": "/nonexistent/x"}}}),
+        // Params that do not fit a known method, and a method nobody knows.
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/frobnicate", "params": {}}),
     ];
     for request in &requests {
         stdin
@@ -228,7 +231,8 @@ async fn stdout_carries_only_protocol_frames_even_with_debug_logs() {
     }
     let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let mut answered = Vec::new();
-    while answered.len() < 3 {
+    let mut errors = std::collections::BTreeMap::new();
+    while answered.len() < 5 {
         let line = tokio::time::timeout(DEADLINE, lines.next_line())
             .await
             .expect("an answer in time")
@@ -239,11 +243,17 @@ async fn stdout_carries_only_protocol_frames_even_with_debug_logs() {
         assert_eq!(frame["jsonrpc"], "2.0", "{line}");
         if let Some(id) = frame.get("id") {
             answered.push(id.clone());
+            if let Some(error) = frame.get("error") {
+                errors.insert(id.as_i64().unwrap(), error["code"].clone());
+            }
         }
     }
     // Requests are handled concurrently, so answers may come in any order.
     answered.sort_by_key(|id| id.as_i64());
-    assert_eq!(answered, [json!(1), json!(2), json!(3)]);
+    assert_eq!(answered, [json!(1), json!(2), json!(3), json!(4), json!(5)]);
+    assert_eq!(errors.get(&4), Some(&json!(-32602)), "{errors:?}");
+    assert_eq!(errors.get(&5), Some(&json!(-32601)), "{errors:?}");
+    assert_eq!(errors.len(), 2, "only the bad requests fail: {errors:?}");
     // Closing stdin ends the server cleanly.
     drop(stdin);
     let status = tokio::time::timeout(DEADLINE, child.wait())

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
+use osprey_tests::{Finished as Run, run_with_input};
 use serde_json::{Value, json};
 
 /// One request as the server saw it.
@@ -78,12 +79,6 @@ fn serve(respond: impl Fn(&str, &Value) -> (u16, &'static str, String) + Send + 
     Server { address, seen }
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs `osprey` with no provider keys in its environment and the secret store forced to the
 /// private file.
 fn osprey(data: &Path, args: &[&str], stdin: &str, environment: &[(&str, &str)]) -> Run {
@@ -96,26 +91,11 @@ fn osprey(data: &Path, args: &[&str], stdin: &str, environment: &[(&str, &str)])
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_API_KEY")
         .env_remove("OLLAMA_HOST")
-        .env("OSPREY_SECRETS", "file")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .env("OSPREY_SECRETS", "file");
     for (name, value) in environment {
         command.env(name, value);
     }
-    let mut child = command.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    run_with_input(&mut command, stdin)
 }
 
 fn openai_text(text: &str) -> String {
@@ -259,30 +239,32 @@ fn bad_provider_settings_are_refused_with_what_to_do_and_nothing_changes() {
     );
 }
 
+/// Ollama's streamed answer (`/api/chat`, one JSON object per line) of `pieces` from qwen3:0.6b.
+fn ollama_answer(pieces: &[&str]) -> (u16, &'static str, String) {
+    let message = |content: &str| json!({"role": "assistant", "content": content});
+    let mut lines: Vec<Value> = pieces
+        .iter()
+        .map(|piece| json!({"model": "qwen3:0.6b", "message": message(piece), "done": false}))
+        .collect();
+    lines.push(
+        json!({"model": "qwen3:0.6b", "message": message(""), "done": true,
+        "done_reason": "stop", "prompt_eval_count": 3, "eval_count": pieces.len()}),
+    );
+    let body = lines.iter().map(|line| format!("{line}\n")).collect();
+    (200, "application/x-ndjson", body)
+}
+
 #[test]
 fn a_local_ollama_is_offered_when_nothing_is_set_up() {
     let data = tempfile::tempdir().unwrap();
-    let server = serve(|path, _| {
-        match path {
+    let server = serve(|path, _| match path {
         "/api/tags" => (
             200,
             "application/json",
             json!({"models": [{"name": "qwen3:0.6b", "size": 1}]}).to_string(),
         ),
-        "/api/chat" => (
-            200,
-            "application/x-ndjson",
-            [
-                json!({"model": "qwen3:0.6b", "message": {"role": "assistant", "content": "local "}, "done": false}),
-                json!({"model": "qwen3:0.6b", "message": {"role": "assistant", "content": "answer"}, "done": false}),
-                json!({"model": "qwen3:0.6b", "message": {"role": "assistant", "content": ""}, "done": true, "done_reason": "stop", "prompt_eval_count": 3, "eval_count": 2}),
-            ]
-            .iter()
-            .map(|line| format!("{line}\n"))
-            .collect(),
-        ),
+        "/api/chat" => ollama_answer(&["local ", "answer"]),
         _ => (404, "text/plain", "not found".into()),
-    }
     });
     let ollama_host = [("OLLAMA_HOST", server.address.as_str())];
     let run = osprey(data.path(), &["chat", "-p", "hi"], "", &ollama_host);
@@ -309,6 +291,80 @@ fn a_local_ollama_is_offered_when_nothing_is_set_up() {
                 .contains("osprey config set provider.anthropic.api_key"),
         "{}",
         run.stderr
+    );
+}
+
+/// Ollama's window for a model is asked once from `/api/show` and kept in the database: a second
+/// process on the same data folder sizes `num_ctx` from it without asking again.
+#[test]
+fn ollama_remembers_a_models_window_across_processes() {
+    let data = tempfile::tempdir().unwrap();
+    const WINDOW: u64 = 65_536;
+    /// What Osprey asks for at most while it does not know the window.
+    const UNKNOWN_CAP: u64 = 32_768;
+    let server = serve(|path, _| {
+        match path {
+        "/api/show" => (
+            200,
+            "application/json",
+            json!({"model_info": {"general.architecture": "qwen3", "qwen3.context_length": WINDOW}})
+                .to_string(),
+        ),
+        "/api/chat" => ollama_answer(&["ok"]),
+        _ => (404, "text/plain", "not found".into()),
+    }
+    });
+    let url = format!("http://{}", server.address);
+    // A prompt of about 35,000 tokens (with the system prompt and tools): more than Osprey asks
+    // for while the window is unknown, and well within the window (so nothing is summarised).
+    let long = "word ".repeat(24_000);
+    let args = [
+        "chat",
+        "--provider",
+        "ollama",
+        "--base-url",
+        url.as_str(),
+        "--model",
+        "qwen3:0.6b",
+        "-p",
+        long.as_str(),
+    ];
+    let count = |path: &str| {
+        server
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.path == path)
+            .count()
+    };
+    let num_ctx = || {
+        let seen = server.seen.lock().unwrap();
+        let chat = seen.iter().rev().find(|s| s.path == "/api/chat").unwrap();
+        chat.body["options"]["num_ctx"].as_u64().unwrap()
+    };
+
+    let first = osprey(data.path(), &args, "", &[]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(count("/api/show"), 1);
+    let sized = num_ctx();
+    assert!(
+        sized > UNKNOWN_CAP && sized <= WINDOW,
+        "the first run sizes num_ctx within the window: {sized}"
+    );
+
+    let second = osprey(data.path(), &args, "", &[]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert_eq!(count("/api/chat"), 2);
+    assert_eq!(
+        count("/api/show"),
+        1,
+        "the second process asked /api/show again"
+    );
+    assert_eq!(
+        num_ctx(),
+        sized,
+        "the second run uses the remembered window"
     );
 }
 
@@ -414,23 +470,8 @@ fn keys_go_to_the_system_keyring_when_one_answers() {
             .env_remove("OSPREY_DATA_DIR")
             .env_remove("OSPREY_SECRETS")
             .env_remove("ANTHROPIC_API_KEY")
-            .envs(environment)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = command.spawn().unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let output = child.wait_with_output().unwrap();
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+            .envs(environment);
+        run_with_input(&mut command, stdin)
     };
     let run = run_with_keyring(
         &["config", "set", "provider.anthropic.api_key", "-"],

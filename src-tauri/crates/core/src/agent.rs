@@ -117,6 +117,14 @@ pub struct ChatOptions {
 
 /// The provider client for `options`.
 pub fn provider(options: &ChatOptions) -> anyhow::Result<Arc<dyn Provider>> {
+    provider_keeping(options, None)
+}
+
+/// [`provider`], with Ollama keeping the context windows it learns in `windows`.
+fn provider_keeping(
+    options: &ChatOptions,
+    windows: Option<osprey_db::ModelWindows>,
+) -> anyhow::Result<Arc<dyn Provider>> {
     let base_url = options.base_url.as_deref();
     Ok(match options.provider {
         ProviderKind::Anthropic => {
@@ -136,7 +144,13 @@ pub fn provider(options: &ChatOptions) -> anyhow::Result<Arc<dyn Provider>> {
             }
             Arc::new(OpenAi::new(base_url, options.api_key.clone()))
         }
-        ProviderKind::Ollama => Arc::new(Ollama::new(base_url)),
+        ProviderKind::Ollama => {
+            let ollama = Ollama::new(base_url);
+            Arc::new(match windows {
+                Some(windows) => ollama.with_known_windows(windows),
+                None => ollama,
+            })
+        }
     })
 }
 
@@ -381,7 +395,8 @@ impl Core {
             .model
             .clone()
             .unwrap_or_else(|| options.provider.default_model().to_string());
-        Ok(self.runner_with(provider(options)?, model, options.max_steps))
+        let provider = provider_keeping(options, Some(self.db().model_windows()))?;
+        Ok(self.runner_with(provider, model, options.max_steps))
     }
 
     /// The one place a runner is built, whatever its provider, so every chat gets the same

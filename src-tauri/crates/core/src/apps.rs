@@ -5,8 +5,9 @@
 //! orphans of a previous run, starts the supervisor and the watcher and launches every installed,
 //! non-quarantined app in the background; each app's tools and hooks are registered as it
 //! becomes healthy. [`Core::stop_apps`](crate::Core::stop_apps) stops them all; dropping the last
-//! `Core` cancels them too. The command line never starts apps: it has no supervisor to watch
-//! over them, and its `app` tool lists them as not running.
+//! `Core` cancels them too. The command line starts apps only for the length of one command that
+//! needs them when no desktop or daemon runs (`osprey tools`, `osprey tool <app tool>`: see
+//! [`crate::app_tools`]); otherwise its `app` tool lists them as not running.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -416,6 +417,49 @@ mod platform {
             Ok(())
         }
 
+        /// Runs the supervisor here without launching every installed app, then launches `ids`
+        /// (at once, each attached as it becomes healthy) and returns each one's outcome: for a
+        /// short-lived command that needs a few apps (`osprey tool <app tool>`), in a process
+        /// that holds the data folder. No watcher and no periodic sweep (each launch still checks
+        /// the revocation list). [`AppPlatform::stop`] stops them; a second call while the
+        /// supervisor runs only launches.
+        pub async fn launch_here(&self, ids: &[String]) -> Vec<(String, osprey_apps::Result<u32>)> {
+            let started = {
+                let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+                if running.is_some() {
+                    None
+                } else {
+                    let cancel = CancellationToken::new();
+                    *running = Some(Running {
+                        cancel: cancel.clone(),
+                        watcher: Arc::default(),
+                    });
+                    Some(cancel)
+                }
+            };
+            if let Some(cancel) = started {
+                // This process holds the folder, so any app process still running is an orphan.
+                kill_orphans_of(self.apps_dir.clone()).await;
+                let launcher = Launcher::new(&self.apps_dir, self.launch.clone())
+                    .with_trust(Arc::clone(&self.trust));
+                self.supervisor.run(
+                    launcher,
+                    self.capabilities.clone(),
+                    self.config.clone(),
+                    cancel,
+                );
+            }
+            let launches = ids
+                .iter()
+                .map(|id| async move { (id.clone(), self.supervisor.launch(id).await) });
+            futures::future::join_all(launches).await
+        }
+
+        /// The tools app `id` registered in this process's registry.
+        pub fn tools_of(&self, id: &str) -> Vec<String> {
+            self.capabilities.tools_of(id)
+        }
+
         /// Checks the installed apps against the store's revocation list now (fetched fresh when
         /// `fresh`): each revoked one is stopped, quarantined and announced
         /// ([`CoreEvent::AppRevoked`]). When no list can be had (the store unreachable and the
@@ -609,6 +653,16 @@ mod platform {
         }
     }
 
+    /// Kills the app processes a previous run left behind in `apps_dir`.
+    async fn kill_orphans_of(apps_dir: PathBuf) {
+        let orphans = tokio::task::spawn_blocking(move || kill_orphans(&apps_dir))
+            .await
+            .unwrap_or_default();
+        if !orphans.is_empty() {
+            tracing::warn!(?orphans, "killed apps left running by a previous run");
+        }
+    }
+
     /// The background half of `start`.
     struct StartJob {
         apps_dir: PathBuf,
@@ -624,14 +678,8 @@ mod platform {
 
     impl StartJob {
         async fn run(self) {
-            let apps_dir = self.apps_dir.clone();
             // Orphans first, so no launch finds its app still running from before.
-            let orphans = tokio::task::spawn_blocking(move || kill_orphans(&apps_dir))
-                .await
-                .unwrap_or_default();
-            if !orphans.is_empty() {
-                tracing::warn!(?orphans, "killed apps left running by a previous run");
-            }
+            kill_orphans_of(self.apps_dir.clone()).await;
             if self.cancel.is_cancelled() {
                 return;
             }

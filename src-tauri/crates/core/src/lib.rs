@@ -4,6 +4,8 @@
 
 pub mod agent;
 pub mod app_status;
+#[cfg(unix)]
+pub mod app_tools;
 pub mod approvals;
 pub mod apps;
 pub mod audit;
@@ -381,6 +383,11 @@ impl Core {
     /// provider accepts (`osprey tools`).
     pub fn tool_specs(&self) -> Vec<osprey_tools::ToolSpec> {
         self.inner.registry.specs()
+    }
+
+    /// Whether a tool by this name is in the registry now.
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.inner.registry.get(name).is_some()
     }
 
     /// What the registry would decide for a call, without running it (`osprey tool --check`).

@@ -40,17 +40,33 @@ impl Core {
 
     /// [`Core::start_mcp`] with explicit timings (tests, `osprey mcp list`).
     pub fn start_mcp_with(&self, options: McpClientOptions) -> anyhow::Result<()> {
+        self.start_mcp_servers(self.mcp_servers(), options)
+    }
+
+    /// [`Core::start_mcp_with`] for the one configured server `name` (`osprey tool
+    /// mcp__NAME__...` connects only the server it needs); false when none has that name.
+    pub fn start_mcp_server(&self, name: &str, options: McpClientOptions) -> anyhow::Result<bool> {
+        let mut servers = self.mcp_servers();
+        servers.retain(|server, _| server == name);
+        if servers.is_empty() {
+            return Ok(false);
+        }
+        self.start_mcp_servers(servers, options)?;
+        Ok(true)
+    }
+
+    fn start_mcp_servers(
+        &self,
+        servers: McpServers,
+        options: McpClientOptions,
+    ) -> anyhow::Result<()> {
         tokio::runtime::Handle::try_current()
             .map_err(|_| anyhow::anyhow!("MCP connections need a running tokio runtime"))?;
         let mut slot = self.inner.mcp.lock();
         if slot.is_some() {
             return Ok(());
         }
-        *slot = Some(McpClients::start(
-            self.registry(),
-            &self.mcp_servers(),
-            options,
-        ));
+        *slot = Some(McpClients::start(self.registry(), &servers, options));
         Ok(())
     }
 

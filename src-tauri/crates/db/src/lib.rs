@@ -9,6 +9,7 @@ mod grants;
 mod graph_tasks;
 mod memory;
 mod migrations;
+mod model_windows;
 mod reminders;
 mod sessions;
 mod settings;
@@ -26,6 +27,7 @@ pub use graph_tasks::{GraphStatus, GraphTask, GraphTasks};
 pub use memory::{
     DEFAULT_NAMESPACE, Memory, MemoryHit, MemoryLayer, MemoryQuery, MemoryRow, NewMemory, fts_query,
 };
+pub use model_windows::ModelWindows;
 pub use reminders::{
     NewReminder, NextRun, ReminderKind, ReminderRow, ReminderRun, Reminders, RunFinish, RunOutcome,
     RunStart, RunTrigger,
@@ -249,6 +251,10 @@ impl Database {
 
     pub fn subagent_tasks(&self) -> SubAgentTasks {
         SubAgentTasks::new(self.clone())
+    }
+
+    pub fn model_windows(&self) -> ModelWindows {
+        ModelWindows::new(self.clone())
     }
 
     /// Runs `f` on the connection. Keep it short: every repository shares this lock.

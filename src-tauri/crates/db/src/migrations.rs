@@ -231,6 +231,18 @@ pub(crate) const STEPS: &[&str] = &[
     ALTER TABLE subagent_tasks ADD COLUMN kind TEXT NOT NULL DEFAULT 'task';
     ALTER TABLE subagent_tasks ADD COLUMN delivered_ms INTEGER;
     "#,
+    // 8: each model's context window as its server reported it (Ollama's `/api/show`), so a new
+    // process sizes its requests without asking again.
+    r#"
+    CREATE TABLE model_windows (
+        provider    TEXT NOT NULL,
+        base_url    TEXT NOT NULL,
+        model       TEXT NOT NULL,
+        window      INTEGER NOT NULL CHECK (window > 0),
+        learned_ms  INTEGER NOT NULL,
+        PRIMARY KEY (provider, base_url, model)
+    );
+    "#,
 ];
 
 pub(crate) const LATEST: i64 = STEPS.len() as i64;

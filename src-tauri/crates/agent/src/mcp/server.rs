@@ -218,6 +218,24 @@ impl Approver for Unattended {
     }
 }
 
+/// The requests an MCP client sends whose params rmcp reads into a type: one of these that
+/// reaches [`ServerHandler::on_custom_request`] came with params that did not fit.
+const TYPED_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "completion/complete",
+    "logging/setLevel",
+    "prompts/get",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "tools/call",
+    "tools/list",
+];
+
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -251,6 +269,36 @@ impl ServerHandler for McpServer {
             .map(|tool| as_mcp_tool(&*tool))
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    /// A known method whose params do not fit (a `tools/call` without a `name`, say) is invalid
+    /// params (-32602), as the JSON-RPC spec names it; only a method nobody knows is -32601.
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        let method = request.method.as_str();
+        if !TYPED_METHODS.contains(&method) {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("Method not found: {method}"),
+                None,
+            ));
+        }
+        let why = match method {
+            "tools/call" => serde_json::from_value::<CallToolRequestParams>(
+                request.params.unwrap_or(serde_json::Value::Null),
+            )
+            .err()
+            .map(|error| format!(": {error}"))
+            .unwrap_or_default(),
+            _ => String::new(),
+        };
+        Err(ErrorData::invalid_params(
+            format!("the params of `{method}` do not fit the request{why}"),
+            None,
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<McpTool> {

@@ -6,7 +6,8 @@
 //! default is small (2,048 to 8,192 tokens depending on the version), far below Osprey's system
 //! prompt and tools. So every request sets `num_ctx` to fit what is sent plus the reply, rounded
 //! up, within the model's own window, which is read once per model from `POST /api/show`
-//! (`model_info.<architecture>.context_length`).
+//! (`model_info.<architecture>.context_length`) and, with [`Ollama::with_known_windows`], kept
+//! in the database per server and model, so a new process does not ask again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,6 +31,8 @@ pub struct Ollama {
     retry: RetryPolicy,
     /// Each model's window from `/api/show` (`None`: the server could not say).
     windows: Arc<Mutex<HashMap<String, Option<u64>>>>,
+    /// Where learned windows outlive this process.
+    known: Option<osprey_db::ModelWindows>,
 }
 
 /// The smallest `num_ctx` Osprey asks for, and the step it rounds up to.
@@ -47,10 +50,19 @@ impl Ollama {
                 .to_string(),
             retry: RetryPolicy::default(),
             windows: Arc::default(),
+            known: None,
         }
     }
 
-    /// The model's window from `POST /api/show`, asked once per model.
+    /// Keeps each model's window in `known` once learned, and reads it from there before asking
+    /// the server.
+    pub fn with_known_windows(mut self, known: osprey_db::ModelWindows) -> Self {
+        self.known = Some(known);
+        self
+    }
+
+    /// The model's window: learned earlier (in this process, else in the database), else from
+    /// `POST /api/show`, asked once per model.
     async fn window(&self, model: &str) -> Option<u64> {
         if let Some(known) = self
             .windows
@@ -59,6 +71,18 @@ impl Ollama {
             .get(model)
         {
             return *known;
+        }
+        let stored = self.known.as_ref().and_then(|known| {
+            known
+                .get("ollama", &self.base_url, model)
+                .unwrap_or_else(|error| {
+                    tracing::warn!(%error, "reading a learned context window");
+                    None
+                })
+        });
+        if let Some(window) = stored {
+            self.remember(model, Some(window));
+            return Some(window);
         }
         let window = async {
             let response = self
@@ -80,11 +104,21 @@ impl Ollama {
                 .and_then(|(_, value)| value.as_u64())
         }
         .await;
+        // Only a window the server stated is kept: one it could not say may be stated later.
+        if let (Some(known), Some(learned)) = (&self.known, window)
+            && let Err(error) = known.set("ollama", &self.base_url, model, learned)
+        {
+            tracing::warn!(%error, "keeping a learned context window");
+        }
+        self.remember(model, window);
+        window
+    }
+
+    fn remember(&self, model: &str, window: Option<u64>) {
         self.windows
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(model.to_string(), window);
-        window
     }
 
     /// `num_ctx` for a request: what is sent plus the reply, with a margin for the estimate's
