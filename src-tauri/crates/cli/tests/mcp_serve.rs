@@ -42,9 +42,11 @@ fn osprey(data: &Path, args: &[&str]) -> (i32, String, String) {
 }
 
 /// An MCP client connected to `osprey mcp serve <extra>` on `data`.
-async fn serve(data: &Path, extra: &[&str]) -> RunningService<RoleClient, ()> {
+/// `osprey mcp serve` started in `cwd`, as a client starts it in the project it works on: the
+/// workspace whose files it reads without approval.
+async fn serve(data: &Path, cwd: &Path, extra: &[&str]) -> RunningService<RoleClient, ()> {
     let mut command = osprey_command(data);
-    command.args(["mcp", "serve"]).args(extra);
+    command.args(["mcp", "serve"]).args(extra).current_dir(cwd);
     let transport = TokioChildProcess::new(command).expect("osprey mcp serve starts");
     tokio::time::timeout(DEADLINE, ().serve(transport))
         .await
@@ -98,7 +100,7 @@ async fn audit_row(data: &Path, tool: &str, pick: impl Fn(&AuditEntry) -> bool) 
 async fn serve_lists_tools_reads_files_refuses_what_needs_approval_and_audits_as_mcp() {
     let data = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let client = serve(data.path(), &[]).await;
+    let client = serve(data.path(), work.path(), &[]).await;
 
     let names: Vec<String> = client
         .list_all_tools()
@@ -167,7 +169,7 @@ async fn origin_rules_denying_mcp_refuse_and_policy_full_lets_writes_through() {
     let sandbox = json!({"workspaces": [work.path()]}).to_string();
     let (code, _, stderr) = osprey(data.path(), &["config", "set", "shell.sandbox", &sandbox]);
     assert_eq!(code, 0, "{stderr}");
-    let client = serve(data.path(), &["--policy", "full"]).await;
+    let client = serve(data.path(), data.path(), &["--policy", "full"]).await;
 
     let target = work.path().join("denied.txt");
     let denied = call(
