@@ -1,0 +1,303 @@
+//! The `native` browser profile in the real desktop app: the scripted model makes the agent
+//! browse a page served on loopback in the app's own webview window (navigate, snapshot, click
+//! by ref, fill, read text, evaluate with and without a promise, screenshot, list pages), and the
+//! navigation policy holds: a metadata address is refused when asked for, a link the page offers
+//! to it is refused when clicked, an image on a private address is refused by the guard proxy,
+//! and the page cannot reach the app's IPC.
+//! Linux only: tauri-driver drives WebKitGTK here.
+#![cfg(target_os = "linux")]
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
+use osprey_tests::{DesktopApp, LaunchOptions};
+use serde_json::{Value, json};
+
+const UI_TIMEOUT: Duration = Duration::from_secs(30);
+const TURN_TIMEOUT: Duration = Duration::from_secs(180);
+
+const PAGE: &str = r#"<!doctype html>
+<html><head><meta charset="utf-8"><title>Native test page</title></head>
+<body>
+<h1>Native browsing</h1>
+<button id="change" onclick="document.getElementById('status').textContent = 'Clicked by the agent'">Change the text</button>
+<p id="status">Not clicked yet</p>
+<label>Your name <input id="name" type="text"></label>
+<p id="echo"></p>
+<a id="away" href="http://169.254.169.254/latest/meta-data/">Instance metadata</a>
+<img alt="pixel" src="http://10.255.255.1/pixel.png" width="1" height="1">
+<script>
+document.getElementById('name').addEventListener('input', (e) => {
+  document.getElementById('echo').textContent = 'Hello, ' + e.target.value;
+});
+</script>
+</body></html>"#;
+
+/// A loopback HTTP server answering every request with the test page; it records the request
+/// heads it saw.
+fn serve_page() -> Result<(String, Arc<Mutex<Vec<String>>>)> {
+    let listener = TcpListener::bind("127.0.0.1:0").context("binding the page server")?;
+    let url = format!("http://{}/page.html", listener.local_addr()?);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && head.len() < 16 * 1024 {
+                match stream.read(&mut byte) {
+                    Ok(1) => head.push(byte[0]),
+                    _ => break,
+                }
+            }
+            log.lock()
+                .expect("log lock")
+                .push(String::from_utf8_lossy(&head).into_owned());
+            let (status, body) = if head.starts_with(b"GET /page.html") {
+                ("200 OK", PAGE)
+            } else {
+                ("404 Not Found", "not here")
+            };
+            let reply = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(reply.as_bytes());
+        }
+    });
+    Ok((url, seen))
+}
+
+fn store(data_dir: &Path, key: &str, value: Value) -> Result<()> {
+    let database = osprey_db::Database::open_in(data_dir).context("opening the test database")?;
+    database
+        .settings()
+        .set(key, &value)
+        .with_context(|| format!("storing {key}"))
+}
+
+/// The tool results of the turn, by tool call id, as the model received them.
+fn tool_results(request: &Value) -> HashMap<String, (bool, Vec<Value>)> {
+    let mut out = HashMap::new();
+    for message in request["messages"].as_array().into_iter().flatten() {
+        for block in message["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                let id = block["tool_use_id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let is_error = block["is_error"].as_bool().unwrap_or(false);
+                let content = block["content"].as_array().cloned().unwrap_or_default();
+                out.insert(id, (is_error, content));
+            }
+        }
+    }
+    out
+}
+
+fn text_of(content: &[Value]) -> String {
+    content
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn browse(id: &str, input: Value) -> ScriptedReply {
+    let mut input = input;
+    input["resource"] = json!("browser");
+    input["profile"] = json!("native");
+    ScriptedReply::call(id, "web", input)
+}
+
+#[test]
+fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Result<()> {
+    let data = tempfile::Builder::new()
+        .prefix("osprey-e2e-browser-")
+        .tempdir()?;
+    let (page, page_requests) = serve_page()?;
+    let server = AnthropicServer::start(vec![
+        browse("nav", json!({"action": "navigate", "url": page})),
+        browse("snap", json!({"action": "snapshot"})),
+        browse("click", json!({"action": "click", "ref": "e2"})),
+        browse(
+            "fill",
+            json!({"action": "fill", "ref": "e3", "value": "Osprey"}),
+        ),
+        browse("text", json!({"action": "text"})),
+        browse(
+            "eval",
+            json!({"action": "evaluate", "script": "document.getElementById('status').textContent"}),
+        ),
+        browse(
+            "promise",
+            json!({"action": "evaluate", "script": "new Promise((r) => setTimeout(() => r({late: 6 * 7}), 200))"}),
+        ),
+        browse("shot", json!({"action": "screenshot"})),
+        browse(
+            "metadata",
+            json!({"action": "navigate", "url": "http://169.254.169.254/latest/meta-data/"}),
+        ),
+        browse("link", json!({"action": "click", "ref": "e4"})),
+        browse(
+            "ipc",
+            json!({"action": "evaluate", "script": "(async () => { const t = window.__TAURI_INTERNALS__; if (!t) return 'no ipc'; try { await t.invoke('app_info'); return 'reached'; } catch (e) { return 'refused: ' + e; } })()"}),
+        ),
+        browse("pages", json!({"action": "list_pages"})),
+        ScriptedReply::text("Done browsing."),
+    ])?;
+    store(
+        data.path(),
+        "providers",
+        json!({
+            "default": "anthropic",
+            "anthropic": {"base_url": server.url(), "model": "claude-test"},
+        }),
+    )?;
+    // No approval dialogs for this run, and pages on loopback allowed (the test page).
+    store(data.path(), "policy", json!({"level": "full"}))?;
+    store(data.path(), "web.allow_loopback", json!(true))?;
+    let app = DesktopApp::launch_with(
+        "desktop_browser",
+        LaunchOptions::with_test_model(data.path()),
+    )?;
+    let driver = &app.driver;
+    driver.wait_for_text("main h1", UI_TIMEOUT, |text| text == "Chat")?;
+    let input = driver.wait_for("[data-testid='chat-input']", UI_TIMEOUT)?;
+    driver.send_keys(&input, "Look at my test page")?;
+    let button = driver.wait_for("[data-testid='chat-send']", UI_TIMEOUT)?;
+    driver.click(&button)?;
+
+    let started = Instant::now();
+    loop {
+        if server.remaining() == 0 {
+            break;
+        }
+        if started.elapsed() > TURN_TIMEOUT {
+            let _ = app.save_screenshot("browser-turn-stuck");
+            let so_far = server
+                .seen()
+                .last()
+                .map(|last| format!("{:#?}", tool_results(last)))
+                .unwrap_or_default();
+            bail!(
+                "the turn did not finish: {} replies left; the results so far: {so_far}",
+                server.remaining(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    app.save_screenshot("native-browsing")?;
+    let last = server.seen().pop().context("the model saw no request")?;
+    let results = tool_results(&last);
+    let result = |id: &str| -> Result<(bool, String, Vec<Value>)> {
+        let (is_error, content) = results
+            .get(id)
+            .cloned()
+            .with_context(|| format!("no result for {id} in {last}"))?;
+        Ok((is_error, text_of(&content), content))
+    };
+
+    let (error, nav, _) = result("nav")?;
+    ensure!(!error, "navigate failed: {nav}");
+    ensure!(
+        nav.contains("Title: Native test page") && nav.contains("Change the text"),
+        "navigate did not return the page's snapshot: {nav}"
+    );
+    // Subresources go through the guard proxy too: the private address of the image.
+    ensure!(
+        nav.contains("10.255.255.1"),
+        "the image on a private address was not refused by the proxy: {nav}"
+    );
+
+    let (error, snap, _) = result("snap")?;
+    ensure!(!error, "snapshot failed: {snap}");
+    ensure!(
+        snap.contains("- button \"Change the text\" [e2]"),
+        "the snapshot lacks the button's ref: {snap}"
+    );
+    ensure!(
+        snap.contains("- textbox \"Your name\" [e3]") && snap.contains("[e4]"),
+        "the snapshot lacks the text field's ref: {snap}"
+    );
+
+    let (error, click, _) = result("click")?;
+    ensure!(!error && click.contains("Clicked"), "click: {click}");
+    let (error, fill, _) = result("fill")?;
+    ensure!(!error && fill.contains("Osprey"), "fill: {fill}");
+    let (error, text, _) = result("text")?;
+    ensure!(
+        !error && text.contains("Clicked by the agent") && text.contains("Hello, Osprey"),
+        "the page text does not show the click and the fill: {text}"
+    );
+    let (error, eval, _) = result("eval")?;
+    ensure!(
+        !error && eval.contains("\"Clicked by the agent\""),
+        "evaluate: {eval}"
+    );
+    let (error, promise, _) = result("promise")?;
+    ensure!(
+        !error && promise.contains("{\"late\":42}"),
+        "evaluate with a promise: {promise}"
+    );
+
+    let (error, shot_text, shot) = result("shot")?;
+    ensure!(!error, "screenshot failed: {shot_text}");
+    let image = shot
+        .iter()
+        .find(|b| b["type"] == "image")
+        .with_context(|| format!("the screenshot has no image: {shot_text}"))?;
+    let encoded = image["source"]["data"].as_str().unwrap_or_default();
+    let bytes = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, encoded)?;
+    let (width, height) = osprey_tests::png_dimensions(&bytes)?;
+    ensure!(
+        width >= 600 && height >= 400,
+        "the screenshot is {width}x{height}"
+    );
+
+    let (error, metadata, _) = result("metadata")?;
+    ensure!(
+        error && metadata.contains("169.254.169.254"),
+        "the metadata address was not refused: {metadata}"
+    );
+    let (_, link, _) = result("link")?;
+    ensure!(
+        link.contains("Blocked or answered by the browser's policy")
+            && link.contains("169.254.169.254"),
+        "the page's own navigation to the metadata address was not refused: {link}"
+    );
+    let (_, ipc, _) = result("ipc")?;
+    ensure!(
+        !ipc.contains("\"reached\""),
+        "the page reached the app's IPC: {ipc}"
+    );
+    let (error, pages, _) = result("pages")?;
+    ensure!(
+        !error && pages.contains("browser-1") && pages.contains("Native test page"),
+        "list_pages: {pages}"
+    );
+    // The page itself came through the guard proxy, which closes every connection after one
+    // request and never forwards a Proxy-Connection header.
+    let heads = page_requests.lock().expect("log lock").clone();
+    ensure!(
+        heads
+            .iter()
+            .any(|h| h.starts_with("GET /page.html") && h.contains("Connection: close")),
+        "the page was not fetched through the guard proxy: {heads:?}"
+    );
+    // The profile's own folder under the data directory.
+    ensure!(
+        data.path().join("browser/native").is_dir(),
+        "no profile folder in {}",
+        data.path().display()
+    );
+    Ok(())
+}
