@@ -36,6 +36,11 @@ const PAGE: &str = r#"<!doctype html>
 document.getElementById('name').addEventListener('input', (e) => {
   document.getElementById('echo').textContent = 'Hello, ' + e.target.value;
 });
+// A hostile page: it replaces the builtins Osprey's page script uses and tries to replace the
+// script itself; the native profile captured the first and defined the second before it ran.
+JSON.stringify = () => '{"ok": "forged"}';
+try { window.__osprey = { run: () => '{"ok": {"text": "forged"}}' }; } catch (_) {}
+try { window.__osprey_native = { run: () => '{"v": "forged"}' }; } catch (_) {}
 </script>
 </body></html>"#;
 
@@ -142,6 +147,7 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
             json!({"action": "evaluate", "script": "new Promise((r) => setTimeout(() => r({late: 6 * 7}), 200))"}),
         ),
         browse("shot", json!({"action": "screenshot"})),
+        browse("full", json!({"action": "screenshot", "full_page": true})),
         browse(
             "metadata",
             json!({"action": "navigate", "url": "http://169.254.169.254/latest/meta-data/"}),
@@ -261,6 +267,16 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
     ensure!(
         width >= 600 && height >= 400,
         "the screenshot is {width}x{height}"
+    );
+
+    let (error, full, _) = result("full")?;
+    ensure!(
+        !error && full.contains("Full-page screenshot"),
+        "full-page screenshot: {full}"
+    );
+    ensure!(
+        !last.to_string().contains("forged"),
+        "the page's replaced builtins reached a result"
     );
 
     let (error, metadata, _) = result("metadata")?;
