@@ -116,6 +116,63 @@ fn text_of(content: &[Value]) -> String {
         .join("\n")
 }
 
+/// The X windows of the display whose title (`_NET_WM_NAME`) contains `part`.
+fn windows_titled(display: &str, part: &str) -> Result<Vec<u32>> {
+    use x11rb::connection::Connection;
+    use x11rb::protocol::xproto::ConnectionExt;
+    let (conn, screen) = x11rb::connect(Some(display)).context("connecting to the display")?;
+    let root = conn.setup().roots[screen].root;
+    let name = conn.intern_atom(false, b"_NET_WM_NAME")?.reply()?.atom;
+    let utf8 = conn.intern_atom(false, b"UTF8_STRING")?.reply()?.atom;
+    let mut found = Vec::new();
+    let mut queue = vec![root];
+    while let Some(window) = queue.pop() {
+        let Ok(title) = conn
+            .get_property(false, window, name, utf8, 0, 1024)?
+            .reply()
+        else {
+            continue;
+        };
+        if String::from_utf8_lossy(&title.value).contains(part) {
+            found.push(window);
+        }
+        if let Ok(tree) = conn.query_tree(window)?.reply() {
+            queue.extend(tree.children);
+        }
+    }
+    Ok(found)
+}
+
+/// Asks `window` to close as a window manager does when the person clicks its close button
+/// (ICCCM `WM_DELETE_WINDOW`).
+fn close_like_a_person(display: &str, window: u32) -> Result<()> {
+    use x11rb::connection::Connection;
+    use x11rb::protocol::xproto::{ClientMessageEvent, ConnectionExt, EventMask};
+    let (conn, _) = x11rb::connect(Some(display)).context("connecting to the display")?;
+    let protocols = conn.intern_atom(false, b"WM_PROTOCOLS")?.reply()?.atom;
+    let delete = conn.intern_atom(false, b"WM_DELETE_WINDOW")?.reply()?.atom;
+    let event = ClientMessageEvent::new(
+        32,
+        window,
+        protocols,
+        [delete, x11rb::CURRENT_TIME, 0, 0, 0],
+    );
+    conn.send_event(false, window, EventMask::NO_EVENT, event)?;
+    conn.flush()?;
+    Ok(())
+}
+
+fn wait_for(what: &str, mut condition: impl FnMut() -> Result<bool>) -> Result<()> {
+    let deadline = Instant::now() + UI_TIMEOUT;
+    while !condition()? {
+        if Instant::now() > deadline {
+            bail!("timed out waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
 fn browse(id: &str, input: Value) -> ScriptedReply {
     let mut input = input;
     input["resource"] = json!("browser");
@@ -159,6 +216,9 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
         ),
         browse("pages", json!({"action": "list_pages"})),
         ScriptedReply::text("Done browsing."),
+        // The second turn, after the person closed the window.
+        browse("after", json!({"action": "list_pages"})),
+        ScriptedReply::text("Your window is closed."),
     ])?;
     store(
         data.path(),
@@ -184,7 +244,7 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
 
     let started = Instant::now();
     loop {
-        if server.remaining() == 0 {
+        if server.remaining() == 2 {
             break;
         }
         if started.elapsed() > TURN_TIMEOUT {
@@ -309,6 +369,45 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
             .any(|h| h.starts_with("GET /page.html") && h.contains("Connection: close")),
         "the page was not fetched through the guard proxy: {heads:?}"
     );
+    // The person sees the page in a window of Osprey's browser, and closes it.
+    let title = "Native test page — Osprey browser";
+    let mut windows = Vec::new();
+    wait_for("the browser window", || {
+        windows = windows_titled(app.display(), title)?;
+        Ok(!windows.is_empty())
+    })?;
+    let mut asked = 0;
+    wait_for("the browser window to close", || {
+        let open = windows_titled(app.display(), title)?;
+        // As a person would click the close button again when nothing happens: once a second.
+        if !open.is_empty() && asked % 20 == 0 {
+            for window in &open {
+                close_like_a_person(app.display(), *window)?;
+            }
+        }
+        asked += 1;
+        Ok(open.is_empty())
+    })
+    .with_context(|| {
+        format!(
+            "asked {asked} times to close {windows:?}; still there: {:?}",
+            windows_titled(app.display(), title)
+        )
+    })?;
+    let input = driver.wait_for("[data-testid='chat-input']", UI_TIMEOUT)?;
+    driver.send_keys(&input, "I closed it")?;
+    driver.click(&driver.wait_for("[data-testid='chat-send']", UI_TIMEOUT)?)?;
+    wait_for("the second turn", || Ok(server.remaining() == 0))?;
+    let last = server.seen().pop().context("the model saw no request")?;
+    let (error, after) = tool_results(&last)
+        .get("after")
+        .map(|(e, c)| (*e, text_of(c)))
+        .context("no result for the list_pages after closing")?;
+    ensure!(
+        !error && after.contains("No pages are open"),
+        "the driver did not notice the closed window: {after}"
+    );
+
     // The profile's own folder under the data directory.
     ensure!(
         data.path().join("browser/native").is_dir(),
