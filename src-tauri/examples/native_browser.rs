@@ -122,6 +122,12 @@ mod linux {
                 times.len()
             );
         }
+        if profile == "native" {
+            // The page script's own time (native only: in `managed` it lives in an isolated
+            // world that `evaluate` does not reach).
+            let inner = run(json!({"action": "evaluate", "script": "(() => { const t = performance.now(); globalThis.__osprey.run('snapshot', {max_chars: 100000}); return Math.round(performance.now() - t); })()"})).await;
+            show("native snapshot inside the page (ms)", &inner);
+        }
         for input in [
             json!({"action": "click", "selector": "#b"}),
             json!({"action": "fill", "selector": "#n", "value": "Osprey"}),

@@ -27,7 +27,6 @@ use osprey_browser::driver::{HistoryStep, Keys, Pointer, ShotRequest};
 use osprey_browser::guard::{GuardProxy, Refusals};
 use osprey_browser::{BrowserError, Driver, DriverStatus, PageInfo, Result, World};
 use osprey_core::BrowserProfileConfig;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use tauri::webview::{DownloadEvent, NewWindowResponse, PageLoadEvent};
 use tauri::{AppHandle, Manager, Url, WebviewUrl, WebviewWindow, WebviewWindowBuilder};
@@ -83,24 +82,14 @@ impl std::fmt::Debug for NativeDriver {
     }
 }
 
-/// The answer of the evaluation helper (`native.js`): a value, an error, or a pending promise.
-#[derive(Debug, Deserialize, PartialEq)]
-struct Answer {
-    #[serde(default)]
-    v: Option<Value>,
-    #[serde(default)]
-    e: Option<String>,
-    #[serde(default)]
-    p: Option<String>,
-}
-
 enum Outcome {
     Value(String),
     Pending,
 }
 
 /// Reads what WebKit handed back for one evaluation: the JSON of the string the helper
-/// returned. An empty answer means the script threw before the helper ran (a syntax error).
+/// returned (`v` and the value's JSON, `e` and a message, `p` for a pending promise). An empty
+/// answer means the script threw before the helper ran (a syntax error).
 fn read_answer(raw: &str) -> Result<Outcome> {
     if raw.is_empty() {
         return Err(BrowserError::Page(
@@ -110,17 +99,16 @@ fn read_answer(raw: &str) -> Result<Outcome> {
     let text: String = serde_json::from_str(raw).map_err(|e| {
         BrowserError::Protocol(format!("the page answered something unexpected: {e}"))
     })?;
-    let answer: Answer = serde_json::from_str(&text)
-        .map_err(|e| BrowserError::Protocol(format!("the page answered invalid JSON: {e}")))?;
-    if let Some(message) = answer.e {
-        return Err(BrowserError::Page(message));
+    let mut chars = text.chars();
+    match chars.next() {
+        Some('v') => Ok(Outcome::Value(chars.as_str().to_string())),
+        Some('e') => Err(BrowserError::Page(chars.as_str().to_string())),
+        Some('p') => Ok(Outcome::Pending),
+        _ => Err(BrowserError::Protocol(format!(
+            "the page answered something unexpected: {}",
+            text.chars().take(80).collect::<String>()
+        ))),
     }
-    if answer.p.is_some() {
-        return Ok(Outcome::Pending);
-    }
-    Ok(Outcome::Value(
-        serde_json::to_string(&answer.v.unwrap_or(Value::Null)).unwrap_or_else(|_| "null".into()),
-    ))
 }
 
 /// `Control+Shift+a` as the modifiers and the key the input script takes.
@@ -452,7 +440,7 @@ impl NativeDriver {
         // A promise: its settled value waits in the page under the id.
         let take = format!(
             "(globalThis.__osprey_native ? globalThis.__osprey_native.take({id:?}) : \
-             JSON.stringify({{e: 'the page changed before the promise settled'}}))"
+             'ethe page changed before the promise settled')"
         );
         loop {
             if Instant::now() >= deadline {
@@ -775,25 +763,25 @@ pub fn show_all<R: tauri::Runtime>(app: &AppHandle<R>) -> usize {
 mod tests {
     use super::*;
 
-    fn answer(inner: Value) -> String {
-        serde_json::to_string(&inner.to_string()).unwrap()
+    fn answer(helper: &str) -> String {
+        serde_json::to_string(helper).unwrap()
     }
 
     #[test]
     fn answers_are_values_errors_or_pending_promises() {
-        match read_answer(&answer(json!({"v": {"a": [1, "x"]}}))).unwrap() {
+        match read_answer(&answer(r#"v{"a":[1,"x"]}"#)).unwrap() {
             Outcome::Value(v) => assert_eq!(v, r#"{"a":[1,"x"]}"#),
             Outcome::Pending => panic!("a value is not pending"),
         }
-        match read_answer(&answer(json!({"v": null}))).unwrap() {
+        match read_answer(&answer("vnull")).unwrap() {
             Outcome::Value(v) => assert_eq!(v, "null"),
             Outcome::Pending => panic!("null is a value"),
         }
         assert!(matches!(
-            read_answer(&answer(json!({"p": "abc"}))).unwrap(),
+            read_answer(&answer("p")).unwrap(),
             Outcome::Pending
         ));
-        match read_answer(&answer(json!({"e": "boom"}))) {
+        match read_answer(&answer("eboom")) {
             Err(BrowserError::Page(m)) => assert_eq!(m, "boom"),
             _ => panic!("an error answer is an error"),
         }
@@ -801,6 +789,10 @@ mod tests {
         assert!(matches!(read_answer(""), Err(BrowserError::Page(_))));
         // Something that is not the helper's string.
         assert!(matches!(read_answer("42"), Err(BrowserError::Protocol(_))));
+        assert!(matches!(
+            read_answer(&answer("x")),
+            Err(BrowserError::Protocol(_))
+        ));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 // The native profile's evaluation helper: runs an expression for the driver and returns its
-// value as JSON text. WebKitGTK's script evaluation (wry's eval_with_callback) hands back a
+// value as JSON text (see `encode`). WebKitGTK's script evaluation (wry's eval_with_callback) hands back a
 // value, but does not wait for a promise; a promise's settled value is kept here under the
 // call's id (random, from Rust) and fetched by a second evaluation.
 //
@@ -21,12 +21,14 @@
       return 'an exception that cannot be shown';
     }
   };
+  // Answers are one string: `v` and the value's JSON, `e` and an error message, or `p` for a
+  // promise still pending (one layer of JSON less than an object would need).
   const encode = (v) => {
     try {
-      const text = stringify({ v: v === undefined ? null : v });
-      return text === undefined ? stringify({ v: null }) : text;
+      const text = stringify(v === undefined ? null : v);
+      return text === undefined ? 'vnull' : 'v' + text;
     } catch (e) {
-      return stringify({ e: 'the value cannot be turned into JSON: ' + describe(e) });
+      return 'ethe value cannot be turned into JSON: ' + describe(e);
     }
   };
   return Object.freeze({
@@ -35,23 +37,23 @@
       try {
         v = f();
       } catch (e) {
-        return stringify({ e: describe(e) });
+        return 'e' + describe(e);
       }
       if (v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function') {
         settled.set(id, null);
         then.call(
           resolve(v),
           (x) => settled.set(id, encode(x)),
-          (e) => settled.set(id, stringify({ e: describe(e) })),
+          (e) => settled.set(id, 'e' + describe(e)),
         );
-        return stringify({ p: id });
+        return 'p';
       }
       return encode(v);
     },
     take(id) {
-      if (!settled.has(id)) return stringify({ e: 'the page changed before the promise settled' });
+      if (!settled.has(id)) return 'ethe page changed before the promise settled';
       const got = settled.get(id);
-      if (got === null) return stringify({ p: id });
+      if (got === null) return 'p';
       settled.delete(id);
       return got;
     },
