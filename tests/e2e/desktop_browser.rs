@@ -33,6 +33,7 @@ const PAGE: &str = r#"<!doctype html>
 <a id="away" href="http://169.254.169.254/latest/meta-data/">Instance metadata</a>
 <img alt="pixel" src="http://10.255.255.1/pixel.png" width="1" height="1">
 <script>
+document.cookie = 'osprey_login=kept; max-age=3600; path=/';
 document.getElementById('name').addEventListener('input', (e) => {
   document.getElementById('echo').textContent = 'Hello, ' + e.target.value;
 });
@@ -352,8 +353,7 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
     );
     let (_, ipc, _) = result("ipc")?;
     ensure!(
-        !ipc.contains("\"reached\"")
-            && (ipc.contains("\"refused: ") || ipc.contains("\"no ipc\"")),
+        !ipc.contains("\"reached\"") && (ipc.contains("\"refused: ") || ipc.contains("\"no ipc\"")),
         "the page reached the app's IPC, or the call did not answer: {ipc}"
     );
     let (error, pages, _) = result("pages")?;
@@ -409,11 +409,14 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
         "the driver did not notice the closed window: {after}"
     );
 
-    // The profile's own folder under the data directory.
-    ensure!(
-        data.path().join("browser/native").is_dir(),
-        "no profile folder in {}",
-        data.path().display()
-    );
+    // The profile's own folder under the data directory, where the page's lasting cookie (a
+    // login, say) is kept for the next run.
+    let cookies = data.path().join("browser/native/cookies");
+    wait_for("the page's cookie in the profile folder", || {
+        Ok(std::fs::read_to_string(&cookies)
+            .map(|text| text.contains("osprey_login"))
+            .unwrap_or(false))
+    })
+    .with_context(|| format!("no cookie stored in {}", cookies.display()))?;
     Ok(())
 }
