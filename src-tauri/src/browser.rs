@@ -70,6 +70,8 @@ pub struct NativeDriver {
     config: BrowserProfileConfig,
     pages: Mutex<Pages>,
     proxy: tokio::sync::Mutex<Option<GuardProxy>>,
+    /// Held while a call without a page opens one, so two such calls share one window.
+    opening: tokio::sync::Mutex<()>,
     refusals: Refusals,
     next: AtomicU64,
 }
@@ -180,6 +182,7 @@ impl NativeDriver {
             config,
             pages: Mutex::new(Pages::default()),
             proxy: tokio::sync::Mutex::new(None),
+            opening: tokio::sync::Mutex::new(()),
             refusals: Refusals::default(),
             next: AtomicU64::new(1),
         }
@@ -338,6 +341,8 @@ impl NativeDriver {
                 id.to_string()
             }
             None => {
+                let _opening = self.opening.lock().await;
+                self.live();
                 let current = self.lock().current.clone();
                 match current {
                     Some(current) => current,
@@ -529,9 +534,8 @@ impl Driver for NativeDriver {
 
     fn launch(&self) -> BoxFuture<'_, Result<DriverStatus>> {
         Box::pin(async move {
-            if self.live().is_empty() {
-                self.open().await?;
-            }
+            // The current page, or a new one when none is open.
+            self.page(None).await?;
             self.status().await
         })
     }
