@@ -304,6 +304,20 @@ pub struct LaunchOptions {
     pub env: Vec<(String, String)>,
 }
 
+impl LaunchOptions {
+    /// The app on `data_dir` talking to a loopback model server (the scripted model) with a test
+    /// key, its secrets in a file there, never the real keyring of whoever runs the tests.
+    pub fn with_test_model(data_dir: &Path) -> LaunchOptions {
+        LaunchOptions {
+            data_dir: Some(data_dir.to_path_buf()),
+            env: vec![
+                ("ANTHROPIC_API_KEY".into(), "test-key".into()),
+                ("OSPREY_SECRETS".into(), "file".into()),
+            ],
+        }
+    }
+}
+
 /// The desktop app running under its own display, bus and driver, with a WebDriver session.
 /// Fields drop in order: the session (closing the app), the driver, the bus, the display, and
 /// last the temporary data directory.

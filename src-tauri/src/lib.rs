@@ -5,6 +5,9 @@
 
 mod app_ui;
 mod approval_notice;
+/// The `native` browser profile (public for `examples/native_browser.rs`).
+#[cfg(target_os = "linux")]
+pub mod browser;
 mod commands;
 mod events;
 mod startup;
@@ -214,6 +217,10 @@ pub fn run() {
             if let Ok(core) = tauri::Manager::state::<CoreState>(app).core().cloned() {
                 // The UI answers approval questions; events reach it through the main window.
                 core.attach_approvals();
+                // The agent browses in this app's own webview windows (the `native` profile),
+                // where the person sees it; `profile: "managed"` still reaches the headless one.
+                #[cfg(target_os = "linux")]
+                browser::attach(app.handle(), &core);
                 events::forward(app.handle().clone(), &core);
                 // One start for every background service (apps, reminders, MCP, the control
                 // socket). It only spawns, so the window does not wait; a data folder held by

@@ -30,17 +30,20 @@ pub enum TrayAction {
     /// Pause when running, resume when paused.
     TogglePause,
     OpenStore,
+    /// Brings the native browser profile's windows forward (the pages the agent browses).
+    ShowBrowser,
     Quit,
 }
 
 impl TrayAction {
     /// In menu order.
-    pub const ALL: [TrayAction; 6] = [
+    pub const ALL: [TrayAction; 7] = [
         TrayAction::Show,
         TrayAction::NewChat,
         TrayAction::AskAboutWindow,
         TrayAction::TogglePause,
         TrayAction::OpenStore,
+        TrayAction::ShowBrowser,
         TrayAction::Quit,
     ];
 
@@ -52,6 +55,7 @@ impl TrayAction {
             TrayAction::AskAboutWindow => "ask-about-window",
             TrayAction::TogglePause => "pause",
             TrayAction::OpenStore => "open-store",
+            TrayAction::ShowBrowser => "show-browser",
             TrayAction::Quit => "quit",
         }
     }
@@ -65,6 +69,7 @@ impl TrayAction {
             TrayAction::TogglePause if paused => "Resume automation",
             TrayAction::TogglePause => "Pause automation",
             TrayAction::OpenStore => "Open the store",
+            TrayAction::ShowBrowser => "Show browser windows",
             TrayAction::Quit => "Quit Osprey",
         }
     }
@@ -125,6 +130,8 @@ pub trait TrayShell {
     fn start_window_snapshot(&self) -> Result<(), String>;
     /// Hands the snapshot (or why there is none) to the chat in the main window.
     fn send_snapshot(&self, snapshot: &Result<WindowSnapshot, UiError>) -> Result<(), String>;
+    /// Shows the windows of the native browser profile.
+    fn show_browser_windows(&self) -> Result<(), String>;
     fn quit(&self);
 }
 
@@ -146,6 +153,7 @@ pub fn handle_menu_event(shell: &impl TrayShell, id: &str) -> Option<Result<(), 
         TrayAction::OpenStore => shell
             .show_main_window()
             .and_then(|()| shell.navigate("store")),
+        TrayAction::ShowBrowser => shell.show_browser_windows(),
         TrayAction::Quit => {
             shell.quit();
             Ok(())
@@ -230,6 +238,12 @@ impl<R: Runtime> TrayShell for AppShell<'_, R> {
         self.0
             .emit_to(MAIN_WINDOW, ASK_ABOUT_WINDOW, payload)
             .map_err(|error| error.to_string())
+    }
+
+    fn show_browser_windows(&self) -> Result<(), String> {
+        #[cfg(target_os = "linux")]
+        crate::browser::show_all(self.0);
+        Ok(())
     }
 
     fn quit(&self) {
@@ -365,6 +379,10 @@ mod tests {
             });
             Ok(())
         }
+        fn show_browser_windows(&self) -> Result<(), String> {
+            self.calls.borrow_mut().push("browser".into());
+            Ok(())
+        }
         fn quit(&self) {
             self.calls.borrow_mut().push("quit".into());
         }
@@ -384,6 +402,7 @@ mod tests {
                 "Ask about the current window",
                 "Pause automation",
                 "Open the store",
+                "Show browser windows",
                 "Quit Osprey"
             ]
         );
@@ -400,6 +419,7 @@ mod tests {
             "pause",
             "pause",
             "open-store",
+            "show-browser",
             "quit",
         ] {
             assert_eq!(handle_menu_event(&shell, id), Some(Ok(())), "{id}");
@@ -415,6 +435,7 @@ mod tests {
                 "paused false",
                 "show",
                 "navigate store",
+                "browser",
                 "quit"
             ]
         );

@@ -100,17 +100,7 @@ fn a_typed_message_streams_and_an_approved_tool_call_runs() -> Result<()> {
         ScriptedReply::text("Done: I created the file you asked for."),
     ])?;
     configure(data.path(), &server, work.path())?;
-    let app = DesktopApp::launch_with(
-        "desktop_chat",
-        LaunchOptions {
-            data_dir: Some(data.path().to_path_buf()),
-            env: vec![
-                ("ANTHROPIC_API_KEY".into(), "test-key".into()),
-                // Never the real keyring of whoever runs the tests.
-                ("OSPREY_SECRETS".into(), "file".into()),
-            ],
-        },
-    )?;
+    let app = DesktopApp::launch_with("desktop_chat", LaunchOptions::with_test_model(data.path()))?;
     let driver = &app.driver;
     driver.wait_for_text("main h1", UI_TIMEOUT, |text| text == "Chat")?;
 

@@ -350,13 +350,7 @@ fn a_revoked_grant_makes_the_next_matching_call_ask_again() -> Result<()> {
     drop(database);
     let app = DesktopApp::launch_with(
         "desktop_grants",
-        LaunchOptions {
-            data_dir: Some(data.path().to_path_buf()),
-            env: vec![
-                ("ANTHROPIC_API_KEY".into(), "test-key".into()),
-                ("OSPREY_SECRETS".into(), "file".into()),
-            ],
-        },
+        LaunchOptions::with_test_model(data.path()),
     )?;
     let driver = &app.driver;
     driver.wait_for_text("main h1", UI_TIMEOUT, |text| text == "Chat")?;

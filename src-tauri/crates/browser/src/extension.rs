@@ -198,8 +198,9 @@ impl WebExtension for WebBrowsing {
             .field(
                 "profile",
                 FieldType::String,
-                "Browser profile: `managed` (a headless Chromium Osprey runs), `native` (the \
-                 desktop app's webview); the default when not given",
+                "Browser profile: `native` (the desktop app's own browser windows, which the \
+                 person sees; the default in the desktop app) or `managed` (a headless Chromium \
+                 Osprey runs; the default elsewhere)",
             )
             .field(
                 "target_id",

@@ -30,7 +30,8 @@ const MAX_REFUSALS: usize = 50;
 pub struct Refusals(Arc<Mutex<VecDeque<String>>>);
 
 impl Refusals {
-    fn push(&self, line: String) {
+    /// Notes a refusal (the proxy's, or a profile's own navigation or download hook).
+    pub fn push(&self, line: String) {
         let mut list = self.0.lock().expect("refusal list lock");
         if list.len() >= MAX_REFUSALS {
             list.pop_front();

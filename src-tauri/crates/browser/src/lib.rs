@@ -20,7 +20,7 @@ pub mod managed;
 pub mod script;
 pub mod search;
 
-pub use actions::{BrowserActions, untrusted};
+pub use actions::{BrowserActions, Verdict, navigation_verdict, nonce, untrusted};
 pub use driver::{Driver, DriverStatus, PageInfo, World};
 pub use error::{BrowserError, Result};
 pub use extension::WebBrowsing;

@@ -8,6 +8,10 @@
 (() => {
   'use strict';
   const state = { next: 1, byElement: new WeakMap(), byRef: new Map() };
+  // Taken when the script is installed: in the native profile that is before the page's own
+  // scripts run (an initialization script), so a page that replaces JSON.stringify later
+  // cannot change what the answers look like.
+  const stringify = JSON.stringify;
 
   const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'HEAD', 'META', 'LINK', 'TITLE', 'BASE']);
   const BLOCK = new Set([
@@ -40,7 +44,7 @@
 
   const squash = (s) => (s || '').replace(/\s+/g, ' ').trim();
   const cut = (s, n) => (s.length > n ? s.slice(0, n - 1) + '…' : s);
-  const quote = (s) => JSON.stringify(s);
+  const quote = (s) => stringify(s);
 
   function refOf(el) {
     let ref = state.byElement.get(el);
@@ -532,11 +536,11 @@
   return {
     run(name, args) {
       const action = actions[name];
-      if (!action) return JSON.stringify({ error: 'unknown page action ' + name });
+      if (!action) return stringify({ error: 'unknown page action ' + name });
       try {
-        return JSON.stringify({ ok: action(args || {}) });
+        return stringify({ ok: action(args || {}) });
       } catch (e) {
-        return JSON.stringify({ error: String(e && e.message ? e.message : e) });
+        return stringify({ error: String(e && e.message ? e.message : e) });
       }
     },
   };

@@ -92,6 +92,10 @@ struct Inner {
     /// Each conversation's runner, kept between its turns.
     session_runners: runners::SessionRunners,
     mcp: mcp::McpSlot,
+    /// The `web` tool's browser profiles (a shell adds its own with [`Core::add_browser_profile`]).
+    browser: osprey_browser::BrowserActions,
+    /// `web.allow_loopback` as read at start: the rule a shell's own browser profile follows too.
+    web_allow_loopback: bool,
     /// The turns running now (the tray's and the window's state of running work).
     turns: automation::RunningTurns,
     #[cfg(unix)]
@@ -160,7 +164,7 @@ fn register_builtin_tools(
     stored: &osprey_db::Settings,
     paths: &PathGuard,
     secrets: secrets::Backend,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<(osprey_browser::BrowserActions, bool)> {
     let (screenshot, desktop) = ScreenTools::new(desktop_config(paths.data_dir()));
     registry.register_domain(screenshot);
     registry.register_domain(desktop);
@@ -193,19 +197,25 @@ fn register_builtin_tools(
         ..ShellConfig::default()
     }));
     let allow_loopback: bool = settings::read(stored, settings::WEB_ALLOW_LOOPBACK);
+    let browsing = web_browsing(stored, paths.data_dir(), allow_loopback, secrets);
+    let browser = browsing.browser().clone();
     let web = WebTool::new(WebConfig {
         allow_loopback,
         ..WebConfig::default()
     })
     .context("building the web tool")?
-    .with_extension(Arc::new(web_browsing(
-        stored,
-        paths.data_dir(),
-        allow_loopback,
-        secrets,
-    )));
+    .with_extension(Arc::new(browsing));
     registry.register_domain(web);
-    Ok(())
+    Ok((browser, allow_loopback))
+}
+
+/// What a shell needs to build its own browser profile (the desktop's `native` webview): the
+/// profile's folder under the data directory and whether pages may reach loopback
+/// (`web.allow_loopback`; private, link-local and metadata addresses are refused regardless).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrowserProfileConfig {
+    pub profile_dir: PathBuf,
+    pub allow_loopback: bool,
 }
 
 /// The web tool's browser (the managed Chromium profile in `<data>/browser/`) and search
@@ -262,7 +272,8 @@ impl Core {
         let secrets = options
             .secrets
             .unwrap_or_else(secrets::Backend::from_environment);
-        register_builtin_tools(&registry, &stored, &paths, secrets)?;
+        let (browser, web_allow_loopback) =
+            register_builtin_tools(&registry, &stored, &paths, secrets)?;
         // Before the subsystems, so each can keep a handle to emit on.
         let events = events::EventBus::new();
         #[cfg(unix)]
@@ -328,6 +339,8 @@ impl Core {
                 subagents,
                 session_runners: runners::SessionRunners::default(),
                 mcp: mcp::McpSlot::default(),
+                browser,
+                web_allow_loopback,
                 turns: automation::RunningTurns::default(),
                 #[cfg(unix)]
                 apps,
@@ -339,6 +352,31 @@ impl Core {
 
     pub fn data_dir(&self) -> &Path {
         &self.inner.data_dir
+    }
+
+    /// The folder and rules for a shell's own browser profile named `name` (`native`):
+    /// `<data>/browser/<name>`, so its cookies and logins persist between runs.
+    pub fn browser_profile_config(&self, name: &str) -> BrowserProfileConfig {
+        BrowserProfileConfig {
+            profile_dir: self.inner.data_dir.join("browser").join(name),
+            allow_loopback: self.inner.web_allow_loopback,
+        }
+    }
+
+    /// Adds a shell's own browser profile to the `web` tool's browser resource, so calls with
+    /// `profile: <driver.profile()>` run in it; `default` makes it the profile of calls that
+    /// name none. The desktop app adds its `native` webview profile this way (the core does not
+    /// know Tauri).
+    pub fn add_browser_profile(&self, driver: Arc<dyn osprey_browser::Driver>, default: bool) {
+        self.inner.browser.add_profile(driver, default);
+    }
+
+    /// The `web` tool's browser profiles by name, and the default one.
+    pub fn browser_profiles(&self) -> (Vec<String>, String) {
+        (
+            self.inner.browser.profile_names(),
+            self.inner.browser.default_profile(),
+        )
     }
 
     #[cfg(unix)]

@@ -1,0 +1,422 @@
+//! The `native` browser profile in the real desktop app: the scripted model makes the agent
+//! browse a page served on loopback in the app's own webview window (navigate, snapshot, click
+//! by ref, fill, read text, evaluate with and without a promise, screenshot, list pages), and the
+//! navigation policy holds: a metadata address is refused when asked for, a link the page offers
+//! to it is refused when clicked, an image on a private address is refused by the guard proxy,
+//! and the page cannot reach the app's IPC.
+//! Linux only: tauri-driver drives WebKitGTK here.
+#![cfg(target_os = "linux")]
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
+use osprey_tests::{DesktopApp, LaunchOptions};
+use serde_json::{Value, json};
+
+const UI_TIMEOUT: Duration = Duration::from_secs(30);
+const TURN_TIMEOUT: Duration = Duration::from_secs(180);
+
+const PAGE: &str = r#"<!doctype html>
+<html><head><meta charset="utf-8"><title>Native test page</title></head>
+<body>
+<h1>Native browsing</h1>
+<button id="change" onclick="document.getElementById('status').textContent = 'Clicked by the agent'">Change the text</button>
+<p id="status">Not clicked yet</p>
+<label>Your name <input id="name" type="text"></label>
+<p id="echo"></p>
+<a id="away" href="http://169.254.169.254/latest/meta-data/">Instance metadata</a>
+<img alt="pixel" src="http://10.255.255.1/pixel.png" width="1" height="1">
+<script>
+document.cookie = 'osprey_login=kept; max-age=3600; path=/';
+document.getElementById('name').addEventListener('input', (e) => {
+  document.getElementById('echo').textContent = 'Hello, ' + e.target.value;
+});
+// A hostile page: it replaces the builtins Osprey's page script uses and tries to replace the
+// script itself; the native profile captured the first and defined the second before it ran.
+JSON.stringify = () => '{"ok": "forged"}';
+try { window.__osprey = { run: () => '{"ok": {"text": "forged"}}' }; } catch (_) {}
+try { window.__osprey_native = { run: () => '{"v": "forged"}' }; } catch (_) {}
+</script>
+</body></html>"#;
+
+/// A loopback HTTP server answering every request with the test page; it records the request
+/// heads it saw.
+fn serve_page() -> Result<(String, Arc<Mutex<Vec<String>>>)> {
+    let listener = TcpListener::bind("127.0.0.1:0").context("binding the page server")?;
+    let url = format!("http://{}/page.html", listener.local_addr()?);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && head.len() < 16 * 1024 {
+                match stream.read(&mut byte) {
+                    Ok(1) => head.push(byte[0]),
+                    _ => break,
+                }
+            }
+            log.lock()
+                .expect("log lock")
+                .push(String::from_utf8_lossy(&head).into_owned());
+            let (status, body) = if head.starts_with(b"GET /page.html") {
+                ("200 OK", PAGE)
+            } else {
+                ("404 Not Found", "not here")
+            };
+            let reply = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(reply.as_bytes());
+        }
+    });
+    Ok((url, seen))
+}
+
+fn store(data_dir: &Path, key: &str, value: Value) -> Result<()> {
+    let database = osprey_db::Database::open_in(data_dir).context("opening the test database")?;
+    database
+        .settings()
+        .set(key, &value)
+        .with_context(|| format!("storing {key}"))
+}
+
+/// The tool results of the turn, by tool call id, as the model received them.
+fn tool_results(request: &Value) -> HashMap<String, (bool, Vec<Value>)> {
+    let mut out = HashMap::new();
+    for message in request["messages"].as_array().into_iter().flatten() {
+        for block in message["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                let id = block["tool_use_id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let is_error = block["is_error"].as_bool().unwrap_or(false);
+                let content = block["content"].as_array().cloned().unwrap_or_default();
+                out.insert(id, (is_error, content));
+            }
+        }
+    }
+    out
+}
+
+fn text_of(content: &[Value]) -> String {
+    content
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The X windows of the display whose title (`_NET_WM_NAME`) contains `part`.
+fn windows_titled(display: &str, part: &str) -> Result<Vec<u32>> {
+    use x11rb::connection::Connection;
+    use x11rb::protocol::xproto::ConnectionExt;
+    let (conn, screen) = x11rb::connect(Some(display)).context("connecting to the display")?;
+    let root = conn.setup().roots[screen].root;
+    let name = conn.intern_atom(false, b"_NET_WM_NAME")?.reply()?.atom;
+    let utf8 = conn.intern_atom(false, b"UTF8_STRING")?.reply()?.atom;
+    let mut found = Vec::new();
+    let mut queue = vec![root];
+    while let Some(window) = queue.pop() {
+        let Ok(title) = conn
+            .get_property(false, window, name, utf8, 0, 1024)?
+            .reply()
+        else {
+            continue;
+        };
+        if String::from_utf8_lossy(&title.value).contains(part) {
+            found.push(window);
+        }
+        if let Ok(tree) = conn.query_tree(window)?.reply() {
+            queue.extend(tree.children);
+        }
+    }
+    Ok(found)
+}
+
+/// Asks `window` to close as a window manager does when the person clicks its close button
+/// (ICCCM `WM_DELETE_WINDOW`).
+fn close_like_a_person(display: &str, window: u32) -> Result<()> {
+    use x11rb::connection::Connection;
+    use x11rb::protocol::xproto::{ClientMessageEvent, ConnectionExt, EventMask};
+    let (conn, _) = x11rb::connect(Some(display)).context("connecting to the display")?;
+    let protocols = conn.intern_atom(false, b"WM_PROTOCOLS")?.reply()?.atom;
+    let delete = conn.intern_atom(false, b"WM_DELETE_WINDOW")?.reply()?.atom;
+    let event = ClientMessageEvent::new(
+        32,
+        window,
+        protocols,
+        [delete, x11rb::CURRENT_TIME, 0, 0, 0],
+    );
+    conn.send_event(false, window, EventMask::NO_EVENT, event)?;
+    conn.flush()?;
+    Ok(())
+}
+
+fn wait_for(what: &str, mut condition: impl FnMut() -> Result<bool>) -> Result<()> {
+    let deadline = Instant::now() + UI_TIMEOUT;
+    while !condition()? {
+        if Instant::now() > deadline {
+            bail!("timed out waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+fn browse(id: &str, input: Value) -> ScriptedReply {
+    let mut input = input;
+    input["resource"] = json!("browser");
+    input["profile"] = json!("native");
+    ScriptedReply::call(id, "web", input)
+}
+
+#[test]
+fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Result<()> {
+    let data = tempfile::Builder::new()
+        .prefix("osprey-e2e-browser-")
+        .tempdir()?;
+    let (page, page_requests) = serve_page()?;
+    let server = AnthropicServer::start(vec![
+        browse("nav", json!({"action": "navigate", "url": page})),
+        browse("snap", json!({"action": "snapshot"})),
+        browse("click", json!({"action": "click", "ref": "e2"})),
+        browse(
+            "fill",
+            json!({"action": "fill", "ref": "e3", "value": "Osprey"}),
+        ),
+        browse("text", json!({"action": "text"})),
+        browse(
+            "eval",
+            json!({"action": "evaluate", "script": "document.getElementById('status').textContent"}),
+        ),
+        browse(
+            "promise",
+            json!({"action": "evaluate", "script": "new Promise((r) => setTimeout(() => r({late: 6 * 7}), 200))"}),
+        ),
+        browse("shot", json!({"action": "screenshot"})),
+        browse("full", json!({"action": "screenshot", "full_page": true})),
+        browse(
+            "metadata",
+            json!({"action": "navigate", "url": "http://169.254.169.254/latest/meta-data/"}),
+        ),
+        browse("link", json!({"action": "click", "ref": "e4"})),
+        browse(
+            "ipc",
+            json!({"action": "evaluate", "script": "(async () => { const t = window.__TAURI_INTERNALS__; if (!t) return 'no ipc'; try { await t.invoke('app_info'); return 'reached'; } catch (e) { return 'refused: ' + e; } })()"}),
+        ),
+        browse("pages", json!({"action": "list_pages"})),
+        ScriptedReply::text("Done browsing."),
+        // The second turn, after the person closed the window.
+        browse("after", json!({"action": "list_pages"})),
+        ScriptedReply::text("Your window is closed."),
+    ])?;
+    store(
+        data.path(),
+        "providers",
+        json!({
+            "default": "anthropic",
+            "anthropic": {"base_url": server.url(), "model": "claude-test"},
+        }),
+    )?;
+    // No approval dialogs for this run, and pages on loopback allowed (the test page).
+    store(data.path(), "policy", json!({"level": "full"}))?;
+    store(data.path(), "web.allow_loopback", json!(true))?;
+    let app = DesktopApp::launch_with(
+        "desktop_browser",
+        LaunchOptions::with_test_model(data.path()),
+    )?;
+    let driver = &app.driver;
+    driver.wait_for_text("main h1", UI_TIMEOUT, |text| text == "Chat")?;
+    let input = driver.wait_for("[data-testid='chat-input']", UI_TIMEOUT)?;
+    driver.send_keys(&input, "Look at my test page")?;
+    let button = driver.wait_for("[data-testid='chat-send']", UI_TIMEOUT)?;
+    driver.click(&button)?;
+
+    let started = Instant::now();
+    loop {
+        if server.remaining() == 2 {
+            break;
+        }
+        if started.elapsed() > TURN_TIMEOUT {
+            let _ = app.save_screenshot("browser-turn-stuck");
+            let so_far = server
+                .seen()
+                .last()
+                .map(|last| format!("{:#?}", tool_results(last)))
+                .unwrap_or_default();
+            bail!(
+                "the turn did not finish: {} replies left; the results so far: {so_far}",
+                server.remaining(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    app.save_screenshot("native-browsing")?;
+    let last = server.seen().pop().context("the model saw no request")?;
+    let results = tool_results(&last);
+    let result = |id: &str| -> Result<(bool, String, Vec<Value>)> {
+        let (is_error, content) = results
+            .get(id)
+            .cloned()
+            .with_context(|| format!("no result for {id} in {last}"))?;
+        Ok((is_error, text_of(&content), content))
+    };
+
+    let (error, nav, _) = result("nav")?;
+    ensure!(!error, "navigate failed: {nav}");
+    ensure!(
+        nav.contains("Title: Native test page") && nav.contains("Change the text"),
+        "navigate did not return the page's snapshot: {nav}"
+    );
+    // Subresources go through the guard proxy too: the private address of the image.
+    ensure!(
+        nav.contains("10.255.255.1"),
+        "the image on a private address was not refused by the proxy: {nav}"
+    );
+
+    let (error, snap, _) = result("snap")?;
+    ensure!(!error, "snapshot failed: {snap}");
+    ensure!(
+        snap.contains("- button \"Change the text\" [e2]"),
+        "the snapshot lacks the button's ref: {snap}"
+    );
+    ensure!(
+        snap.contains("- textbox \"Your name\" [e3]") && snap.contains("[e4]"),
+        "the snapshot lacks the text field's ref: {snap}"
+    );
+
+    let (error, click, _) = result("click")?;
+    ensure!(!error && click.contains("Clicked"), "click: {click}");
+    let (error, fill, _) = result("fill")?;
+    ensure!(!error && fill.contains("Osprey"), "fill: {fill}");
+    let (error, text, _) = result("text")?;
+    ensure!(
+        !error && text.contains("Clicked by the agent") && text.contains("Hello, Osprey"),
+        "the page text does not show the click and the fill: {text}"
+    );
+    let (error, eval, _) = result("eval")?;
+    ensure!(
+        !error && eval.contains("\"Clicked by the agent\""),
+        "evaluate: {eval}"
+    );
+    let (error, promise, _) = result("promise")?;
+    ensure!(
+        !error && promise.contains("{\"late\":42}"),
+        "evaluate with a promise: {promise}"
+    );
+
+    let (error, shot_text, shot) = result("shot")?;
+    ensure!(!error, "screenshot failed: {shot_text}");
+    let image = shot
+        .iter()
+        .find(|b| b["type"] == "image")
+        .with_context(|| format!("the screenshot has no image: {shot_text}"))?;
+    let encoded = image["source"]["data"].as_str().unwrap_or_default();
+    let bytes = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, encoded)?;
+    let (width, height) = osprey_tests::png_dimensions(&bytes)?;
+    ensure!(
+        width >= 600 && height >= 400,
+        "the screenshot is {width}x{height}"
+    );
+
+    let (error, full, _) = result("full")?;
+    ensure!(
+        !error && full.contains("Full-page screenshot"),
+        "full-page screenshot: {full}"
+    );
+    ensure!(
+        !last.to_string().contains("forged"),
+        "the page's replaced builtins reached a result"
+    );
+
+    let (error, metadata, _) = result("metadata")?;
+    ensure!(
+        error && metadata.contains("169.254.169.254"),
+        "the metadata address was not refused: {metadata}"
+    );
+    let (_, link, _) = result("link")?;
+    ensure!(
+        link.contains("Blocked or answered by the browser's policy")
+            && link.contains("169.254.169.254"),
+        "the page's own navigation to the metadata address was not refused: {link}"
+    );
+    let (_, ipc, _) = result("ipc")?;
+    ensure!(
+        !ipc.contains("\"reached\"") && (ipc.contains("\"refused: ") || ipc.contains("\"no ipc\"")),
+        "the page reached the app's IPC, or the call did not answer: {ipc}"
+    );
+    let (error, pages, _) = result("pages")?;
+    ensure!(
+        !error && pages.contains("browser-1") && pages.contains("Native test page"),
+        "list_pages: {pages}"
+    );
+    // The page itself came through the guard proxy, which closes every connection after one
+    // request and never forwards a Proxy-Connection header.
+    let heads = page_requests.lock().expect("log lock").clone();
+    ensure!(
+        heads
+            .iter()
+            .any(|h| h.starts_with("GET /page.html") && h.contains("Connection: close")),
+        "the page was not fetched through the guard proxy: {heads:?}"
+    );
+    // The person sees the page in a window of Osprey's browser, and closes it.
+    let title = "Native test page — Osprey browser";
+    let mut windows = Vec::new();
+    wait_for("the browser window", || {
+        windows = windows_titled(app.display(), title)?;
+        Ok(!windows.is_empty())
+    })?;
+    let mut asked = 0;
+    wait_for("the browser window to close", || {
+        let open = windows_titled(app.display(), title)?;
+        // As a person would click the close button again when nothing happens: once a second.
+        if !open.is_empty() && asked % 20 == 0 {
+            for window in &open {
+                close_like_a_person(app.display(), *window)?;
+            }
+        }
+        asked += 1;
+        Ok(open.is_empty())
+    })
+    .with_context(|| {
+        format!(
+            "asked {asked} times to close {windows:?}; still there: {:?}",
+            windows_titled(app.display(), title)
+        )
+    })?;
+    let input = driver.wait_for("[data-testid='chat-input']", UI_TIMEOUT)?;
+    driver.send_keys(&input, "I closed it")?;
+    driver.click(&driver.wait_for("[data-testid='chat-send']", UI_TIMEOUT)?)?;
+    wait_for("the second turn", || Ok(server.remaining() == 0))?;
+    let last = server.seen().pop().context("the model saw no request")?;
+    let (error, after) = tool_results(&last)
+        .get("after")
+        .map(|(e, c)| (*e, text_of(c)))
+        .context("no result for the list_pages after closing")?;
+    ensure!(
+        !error && after.contains("No pages are open"),
+        "the driver did not notice the closed window: {after}"
+    );
+
+    // The profile's own folder under the data directory, where the page's lasting cookie (a
+    // login, say) is kept for the next run.
+    let cookies = data.path().join("browser/native/cookies");
+    wait_for("the page's cookie in the profile folder", || {
+        Ok(std::fs::read_to_string(&cookies)
+            .map(|text| text.contains("osprey_login"))
+            .unwrap_or(false))
+    })
+    .with_context(|| format!("no cookie stored in {}", cookies.display()))?;
+    Ok(())
+}
