@@ -7,6 +7,7 @@
 //! dropped call stop the whole process group, so nothing a command started outlives it by
 //! accident; long-running work is meant for `background: true`.
 
+mod dirs;
 pub(crate) mod env;
 #[cfg(unix)]
 mod exec;
@@ -221,7 +222,7 @@ impl DomainTool for ShellTool {
             Ok(ShellCall::Exec(exec)) => {
                 facts.command = Some(exec.command.clone());
                 // Relative paths in the command are judged from where it will start.
-                facts.cwd = exec::start_dir(self, exec.cwd.as_deref());
+                facts.cwd = dirs::start_dir(self, exec.cwd.as_deref());
                 if !exec.sandbox {
                     let reason = exec
                         .reason
@@ -244,7 +245,7 @@ impl DomainTool for ShellTool {
                         let home = self.home();
                         let folders = workspace::folders(
                             &self.config.sandbox.workspaces,
-                            &exec::start_dir(self, None).unwrap_or_else(|| start.to_path_buf()),
+                            &dirs::start_dir(self, None).unwrap_or_else(|| start.to_path_buf()),
                             home.as_deref(),
                         );
                         let outside = workspace::first_read_outside(

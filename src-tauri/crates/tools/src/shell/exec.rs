@@ -1,13 +1,13 @@
 //! `shell bash exec`: run a command in the foreground (with a timeout, cancellation and an
 //! optional yield into a session) or in the background as a session.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use osprey_types::{ErrorCode, ToolResult};
 
 use super::ShellTool;
+use super::dirs::{default_dir, working_dir};
 use super::env::child_env;
 use super::input::Exec;
 use super::job::{Job, JobGuard, Spec};
@@ -285,46 +285,4 @@ fn confinement(
         env,
         &tmp,
     )))
-}
-
-fn default_dir(tool: &ShellTool) -> Result<PathBuf, ToolResult> {
-    match &tool.config.default_cwd {
-        Some(dir) => Ok(dir.clone()),
-        None => std::env::current_dir().map_err(|err| {
-            ToolResult::error(
-                ErrorCode::ToolFailed,
-                format!("cannot determine the working directory: {err}"),
-            )
-        }),
-    }
-}
-
-/// Where a command with this `cwd` field starts, for judging its relative paths before it
-/// runs; `None` when that cannot be told (the call then fails in [`working_dir`] anyway).
-pub(super) fn start_dir(tool: &ShellTool, raw: Option<&str>) -> Option<PathBuf> {
-    working_dir(tool, raw).ok()
-}
-
-fn working_dir(tool: &ShellTool, raw: Option<&str>) -> Result<PathBuf, ToolResult> {
-    let default = default_dir(tool)?;
-    let Some(raw) = raw.map(str::trim).filter(|r| !r.is_empty()) else {
-        return Ok(default);
-    };
-    let expanded = match (raw.strip_prefix('~'), tool.home()) {
-        (Some(""), Some(home)) => home,
-        (Some(rest), Some(home)) if rest.starts_with('/') => home.join(&rest[1..]),
-        _ => PathBuf::from(raw),
-    };
-    let dir = if expanded.is_absolute() {
-        expanded
-    } else {
-        default.join(expanded)
-    };
-    if !Path::new(&dir).is_dir() {
-        return Err(ToolResult::error(
-            ErrorCode::ToolFailed,
-            format!("cwd {} does not exist or is not a directory", dir.display()),
-        ));
-    }
-    Ok(dir)
 }
