@@ -247,9 +247,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         serde_json::from_str::<Value>(&value).unwrap_or(Value::String(value));
                     osprey_core::settings::validate(&key, &parsed)?;
                     settings.set(&key, &parsed)?;
+                    tell_running(&core, &key).await;
                 }
                 ConfigAction::Unset { key } => {
                     settings.remove(&key)?;
+                    tell_running(&core, &key).await;
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -292,6 +294,28 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// A desktop or daemon running on this data folder puts a setting just stored in force at once
+/// (over the control socket); with none running there is nothing to tell.
+async fn tell_running(core: &Core, key: &str) {
+    #[cfg(unix)]
+    {
+        let request = serde_json::json!({"op": "settings.applied", "key": key});
+        match osprey_core::control::request(core.data_dir(), &request).await {
+            Ok(answer) if answer["ok"] == true => {
+                eprintln!("osprey: the running Osprey applied `{key}`");
+            }
+            Ok(answer) => eprintln!(
+                "osprey: stored; the running Osprey did not apply it ({}): restart it",
+                answer["message"].as_str().unwrap_or("no reason given")
+            ),
+            Err(osprey_core::control::ControlError::NotRunning(_)) => {}
+            Err(error) => eprintln!("osprey: stored; {error}: restart the running Osprey"),
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (core, key);
 }
 
 fn open(

@@ -4,7 +4,8 @@
 //! created 0600 and refuses peers of another user, so it grants nothing the person's own files
 //! did not. Requests: `{"op": "ping"}`, `{"op": "app.launch", "id": ...}`,
 //! `{"op": "app.stop", "id": ...}`, `{"op": "app.status"}`, `{"op": "app.sweep"}` (check the
-//! installed apps against a freshly fetched revocation list now). Answers: `{"ok": true, ...}` or
+//! installed apps against a freshly fetched revocation list now), `{"op": "settings.applied",
+//! "key": ...}` (another process stored this setting: put the stored value in force). Answers: `{"ok": true, ...}` or
 //! `{"ok": false, "code": ..., "message": ...}`.
 
 use std::path::{Path, PathBuf};
@@ -197,10 +198,18 @@ async fn handle(core: &Core, request: &Value) -> Value {
                 "unavailable": report.unavailable,
             })
         }
+        "settings.applied" => {
+            let key = request["key"].as_str().unwrap_or_default();
+            match core.apply_stored_setting(key).await {
+                Ok(()) => json!({"ok": true, "key": key}),
+                Err(error) => refusal(error.code.as_str(), error.message),
+            }
+        }
         other => refusal(
             "unknown_op",
             format!(
-                "unknown request `{other}` (ping, app.launch, app.stop, app.status, app.sweep)"
+                "unknown request `{other}` (ping, app.launch, app.stop, app.status, app.sweep, \
+                 settings.applied)"
             ),
         ),
     }

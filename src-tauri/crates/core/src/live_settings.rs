@@ -2,7 +2,8 @@
 //! one write ([`Core::set_setting`]) that validates a value with [`settings::validate`], stores
 //! it, and puts it in force in the running core at once (the registry's policy and origin rules,
 //! the MCP connections, the skills turned off, the approval timeout), so no change waits for a
-//! restart. The CLI's `osprey config set` stores without applying: it is another process.
+//! restart. The CLI's `osprey config set` stores, then tells a running desktop or daemon over the
+//! control socket (`settings.applied`), which applies the stored value the same way.
 
 use osprey_agent::mcp::ServerState;
 use osprey_tools::{OriginRules, PolicyConfig};
@@ -100,6 +101,24 @@ impl Core {
         self.apply_setting(settings::MCP_SERVERS).await;
         self.emit(CoreEvent::SettingChanged {
             key: settings::MCP_SERVERS.to_string(),
+        });
+        Ok(())
+    }
+
+    /// Puts in force a setting another process stored (`osprey config set` while this core
+    /// runs, told over the control socket) and tells the front ends, as [`Core::set_setting`]
+    /// does for its own writes. Only known keys; the value is read from the database, never
+    /// taken from the message.
+    pub async fn apply_stored_setting(&self, key: &str) -> CoreResult<()> {
+        if !settings::KNOWN.iter().any(|(known, _)| *known == key) {
+            return Err(CoreError::new(
+                UiErrorCode::InvalidSetting,
+                format!("`{key}` is not a setting Osprey knows"),
+            ));
+        }
+        self.apply_setting(key).await;
+        self.emit(CoreEvent::SettingChanged {
+            key: key.to_string(),
         });
         Ok(())
     }

@@ -264,3 +264,44 @@ async fn a_paused_core_holds_tool_calls_until_resumed() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// `osprey config set` is another process: it stores the value, then tells the running Osprey
+/// over the control socket, which puts the stored value in force and tells its front ends.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_setting_stored_by_another_process_applies_when_it_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let core = open(&data);
+    let _control = core.serve_control().unwrap();
+    let mut events = core.subscribe();
+    assert_eq!(decision(&core).await, "ask");
+
+    // The other process: its own connection to the database, then the control socket.
+    osprey_db::Database::open_in(&data)
+        .unwrap()
+        .settings()
+        .set("policy", &json!({"level": "deny"}))
+        .unwrap();
+    assert_eq!(decision(&core).await, "ask", "not applied before it is told");
+    let told = |key: &str| {
+        let data = data.clone();
+        let key = key.to_string();
+        async move {
+            osprey_core::control::request(&data, &json!({"op": "settings.applied", "key": key}))
+                .await
+                .unwrap()
+        }
+    };
+    let answer = told("policy").await;
+    assert_eq!(answer["ok"], true, "{answer}");
+    assert_eq!(decision(&core).await, "deny");
+    assert!(matches!(
+        events.try_recv(),
+        Ok(CoreEvent::SettingChanged { key }) if key == "policy"
+    ));
+
+    let answer = told("no.such.setting").await;
+    assert_eq!(answer["ok"], false);
+    assert_eq!(answer["code"], "invalid_setting", "{answer}");
+}
