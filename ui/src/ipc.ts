@@ -173,9 +173,17 @@ export async function onCoreEvent(handler: (event: CoreEvent) => void): Promise<
 
 // ---- Chat ------------------------------------------------------------------------------------------
 
-/** Starts a turn; resolves with the session id (a new one when `sessionId` is null). */
-export function sendMessage(sessionId: string | null, text: string): Promise<string> {
-  return call<string>("send_message", { sessionId, text });
+/**
+ * Starts a turn; resolves with the session id (a new one when `sessionId` is null). `provider`
+ * and `model` are the model picker's choice for this turn; null uses Settings > Model.
+ */
+export function sendMessage(
+  sessionId: string | null,
+  text: string,
+  provider: string | null = null,
+  model: string | null = null,
+): Promise<string> {
+  return call<string>("send_message", { sessionId, text, provider, model });
 }
 
 /** Stops the session's running turn; false when none was running. */

@@ -2,7 +2,7 @@
 //! events), stop it, list, search, rename and delete sessions, load a session's transcript and
 //! its token usage, and open a message's link in the system browser.
 
-use osprey_core::chat::{Chats, external_link};
+use osprey_core::chat::{Chats, ModelPick, external_link};
 use osprey_types::{
     ChatSearchHit, ChatSessionSummary, ChatUsage, TranscriptItem, UiError, UiErrorCode,
 };
@@ -17,14 +17,18 @@ fn chats(state: &CoreState) -> Result<&Chats, UiError> {
     state.chats()
 }
 
-/// Starts a turn and returns its session id (a new session when `session_id` is null).
+/// Starts a turn and returns its session id (a new session when `session_id` is null), with the
+/// model picker's provider and model when given.
 #[tauri::command]
 pub async fn send_message(
     state: State<'_, CoreState>,
     session_id: Option<String>,
     text: String,
+    provider: Option<String>,
+    model: Option<String>,
 ) -> Result<String, UiError> {
-    Ok(chats(&state)?.send(session_id, &text).await?)
+    let pick = ModelPick { provider, model };
+    Ok(chats(&state)?.send_with(session_id, &text, &pick).await?)
 }
 
 /// Stops the session's running turn; false when none was running.

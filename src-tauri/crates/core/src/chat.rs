@@ -113,6 +113,51 @@ fn summary(row: osprey_db::SessionRow) -> ChatSessionSummary {
     }
 }
 
+/// A turn's provider and model as the chat's model picker names them; both empty: the chats'
+/// own choice.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModelPick {
+    /// `anthropic`, `openai` or `ollama`.
+    pub provider: Option<String>,
+    pub model: Option<String>,
+}
+
+impl ModelPick {
+    fn apply(&self, choice: &mut ChatChoice) -> CoreResult<()> {
+        let provider = self
+            .provider
+            .as_deref()
+            .map(str::trim)
+            .filter(|p| !p.is_empty());
+        if let Some(provider) = provider {
+            let kind: crate::agent::ProviderKind = provider.parse().map_err(|_| {
+                CoreError::new(
+                    UiErrorCode::ProviderUnavailable,
+                    format!(
+                        "`{}` is not a provider: pick anthropic, openai or ollama",
+                        provider.chars().take(40).collect::<String>()
+                    ),
+                )
+            })?;
+            // The picked provider with its own stored settings, not another one's.
+            *choice = ChatChoice {
+                provider: Some(kind),
+                max_steps: choice.max_steps,
+                ..ChatChoice::default()
+            };
+        }
+        if let Some(model) = self
+            .model
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+        {
+            choice.model = Some(model.to_string());
+        }
+        Ok(())
+    }
+}
+
 /// The desktop's chats. Cheap to clone.
 #[derive(Clone)]
 pub struct Chats {
@@ -165,6 +210,19 @@ impl Chats {
     /// runtime and returns the session id at once. Progress arrives as `chat_*` events; the turn
     /// ends with `chat_turn_finished` or `chat_turn_failed`.
     pub async fn send(&self, session_id: Option<String>, text: &str) -> CoreResult<String> {
+        self.send_with(session_id, text, &ModelPick::default())
+            .await
+    }
+
+    /// [`Chats::send`] with this turn's provider and model picked by the person (the chat's
+    /// model picker): a named provider is used with its stored base URL and key, and with
+    /// `model` when given (else its stored model). An empty pick is the chats' choice.
+    pub async fn send_with(
+        &self,
+        session_id: Option<String>,
+        text: &str,
+        pick: &ModelPick,
+    ) -> CoreResult<String> {
         let text = text.trim();
         if text.is_empty() {
             return Err(CoreError::new(
@@ -184,11 +242,12 @@ impl Chats {
                 ),
             ));
         }
-        let choice = self
+        let mut choice = self
             .choice
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
+        pick.apply(&mut choice)?;
         let unavailable = |error: anyhow::Error| {
             CoreError::with_fallback(&error, UiErrorCode::ProviderUnavailable)
         };

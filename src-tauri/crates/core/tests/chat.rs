@@ -42,6 +42,26 @@ fn chats(data: &Path, server: &AnthropicServer) -> (Core, Chats) {
     (core, chats)
 }
 
+/// A core whose stored provider settings (no fixed options) lead to `server`: Anthropic,
+/// model `claude-test`, key `key-one` in the file secret store.
+fn core_with_stored_anthropic(dir: &Path, server: &AnthropicServer) -> Core {
+    let core = Core::open(CoreOptions {
+        data_dir: Some(dir.join("data")),
+        secrets: Some(osprey_core::secrets::Backend::FileOnly),
+        ..CoreOptions::default()
+    })
+    .unwrap();
+    for (key, value) in [
+        ("provider.default", "anthropic"),
+        ("provider.anthropic.base_url", server.url().as_str()),
+        ("provider.anthropic.model", "claude-test"),
+        ("provider.anthropic.api_key", "key-one"),
+    ] {
+        core.set_provider_setting(key, value).unwrap();
+    }
+    core
+}
+
 /// Events until (and including) the first one `last` accepts, within 20 s.
 async fn events_until(
     events: &mut broadcast::Receiver<CoreEvent>,
@@ -268,20 +288,7 @@ async fn a_second_message_reuses_the_sessions_runner_until_the_settings_change()
     ])
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let core = Core::open(CoreOptions {
-        data_dir: Some(dir.path().join("data")),
-        secrets: Some(osprey_core::secrets::Backend::FileOnly),
-        ..CoreOptions::default()
-    })
-    .unwrap();
-    for (key, value) in [
-        ("provider.default", "anthropic"),
-        ("provider.anthropic.base_url", server.url().as_str()),
-        ("provider.anthropic.model", "claude-test"),
-        ("provider.anthropic.api_key", "key-one"),
-    ] {
-        core.set_provider_setting(key, value).unwrap();
-    }
+    let core = core_with_stored_anthropic(dir.path(), &server);
     let chats = Chats::new(core.clone());
     let mut events = core.subscribe();
     let session = chats.send(None, "first").await.unwrap();
@@ -411,4 +418,42 @@ async fn sessions_are_searched_renamed_and_deleted_and_report_their_usage() {
         chats.delete(&trip).unwrap_err().code,
         UiErrorCode::UnknownSession
     );
+}
+
+/// The chat's model picker: a turn names its provider and model, the next one without a pick
+/// goes back to the stored settings, and a provider Osprey does not know is refused.
+#[tokio::test]
+async fn a_turn_uses_the_provider_and_model_the_person_picked() {
+    use osprey_core::chat::ModelPick;
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::text("picked"),
+        ScriptedReply::text("default"),
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let core = core_with_stored_anthropic(dir.path(), &server);
+    let chats = Chats::new(core.clone());
+    let mut events = core.subscribe();
+    let pick = ModelPick {
+        provider: Some("anthropic".into()),
+        model: Some(" claude-picked ".into()),
+    };
+    let session = chats.send_with(None, "first", &pick).await.unwrap();
+    events_until(&mut events, turn_ended).await;
+    chats.send(Some(session.clone()), "second").await.unwrap();
+    events_until(&mut events, turn_ended).await;
+    let models: Vec<String> = server
+        .seen()
+        .iter()
+        .map(|request| request["model"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(models, ["claude-picked", "claude-test"]);
+
+    let bad = ModelPick {
+        provider: Some("skynet".into()),
+        model: None,
+    };
+    let error = chats.send_with(None, "x", &bad).await.unwrap_err();
+    assert_eq!(error.code, osprey_types::UiErrorCode::ProviderUnavailable);
+    assert!(error.message.contains("skynet"), "{}", error.message);
 }
