@@ -33,8 +33,11 @@ describe("renderMarkdown", () => {
     expect(html).not.toMatch(/href="(javascript|vbscript|data):/i);
     expect(html).toContain('href="https://example.com/x?a=1&amp;b=2"');
     expect(html).toContain('data-external="true"');
-    // An image in markdown is only an image of the model's choosing: never a script.
-    expect(renderMarkdown("![x](javascript:alert(1))")).not.toMatch(/src="javascript/i);
+    // Images are never loaded from a reply; a web image becomes a link to it.
+    expect(renderMarkdown("![x](javascript:alert(1))")).not.toMatch(/<img|href="javascript/i);
+    const image = renderMarkdown("![chart](https://example.com/c.png?secret=1)");
+    expect(image).not.toMatch(/<img/i);
+    expect(image).toContain('<a href="https://example.com/c.png?secret=1"');
   });
 
   it("keeps a code block's text exactly, with its language and a copy button", () => {

@@ -11,6 +11,10 @@
 import MarkdownIt from "markdown-it";
 
 const md = new MarkdownIt({ html: false, linkify: true, breaks: false, typographer: false });
+// No images from a reply: a remote one would be fetched unasked (the page's CSP refuses it, so it
+// would show broken), and a prompt-injected model could name an address carrying data. Such
+// markdown shows as a link to the image instead.
+md.disable("image");
 
 /** Schemes a link may open in the system browser (markdown-it has already dropped the dangerous ones). */
 const OPENABLE = /^(https?:|mailto:)/i;
