@@ -53,3 +53,26 @@ describe("appInfo", () => {
     expect(error).toEqual({ code: "core_unavailable", message: "cannot open database" });
   });
 });
+
+describe("the session list's commands", () => {
+  beforeEach(() => {
+    invoke.mockReset();
+    invoke.mockResolvedValue(null);
+  });
+
+  it("name their commands and arguments as the shell declares them", async () => {
+    const { deleteSession, openLink, renameSession, searchSessions, sessionUsage } = await import("./ipc");
+    await searchSessions("trams");
+    await renameSession("chat-1", "Trip");
+    await deleteSession("chat-1");
+    await sessionUsage("chat-1");
+    await openLink("https://example.com");
+    expect(invoke.mock.calls).toEqual([
+      ["search_sessions", { query: "trams" }],
+      ["rename_session", { sessionId: "chat-1", title: "Trip" }],
+      ["delete_session", { sessionId: "chat-1" }],
+      ["session_usage", { sessionId: "chat-1" }],
+      ["open_link", { url: "https://example.com" }],
+    ]);
+  });
+});

@@ -4,6 +4,7 @@
 
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
+import type { ChatSearchHit, ChatUsage } from "./gen";
 import type {
   AuditFilter,
   AuditRow,
@@ -37,6 +38,7 @@ import type {
   WindowSnapshot,
 } from "./gen";
 
+export type { ChatSearchHit, ChatUsage };
 export type {
   AuditFilter,
   AuditRow,
@@ -171,9 +173,17 @@ export async function onCoreEvent(handler: (event: CoreEvent) => void): Promise<
 
 // ---- Chat ------------------------------------------------------------------------------------------
 
-/** Starts a turn; resolves with the session id (a new one when `sessionId` is null). */
-export function sendMessage(sessionId: string | null, text: string): Promise<string> {
-  return call<string>("send_message", { sessionId, text });
+/**
+ * Starts a turn; resolves with the session id (a new one when `sessionId` is null). `provider`
+ * and `model` are the model picker's choice for this turn; null uses Settings > Model.
+ */
+export function sendMessage(
+  sessionId: string | null,
+  text: string,
+  provider: string | null = null,
+  model: string | null = null,
+): Promise<string> {
+  return call<string>("send_message", { sessionId, text, provider, model });
 }
 
 /** Stops the session's running turn; false when none was running. */
@@ -187,6 +197,31 @@ export function listSessions(): Promise<ChatSessionSummary[]> {
 
 export function loadHistory(sessionId: string): Promise<TranscriptItem[]> {
   return call<TranscriptItem[]>("load_history", { sessionId });
+}
+
+/** Sessions whose title or messages hold `query`, newest first, each with a snippet. */
+export function searchSessions(query: string): Promise<ChatSearchHit[]> {
+  return call<ChatSearchHit[]>("search_sessions", { query });
+}
+
+/** Gives the session a title (1 to 200 characters, one line); resolves with the renamed session. */
+export function renameSession(sessionId: string, title: string): Promise<ChatSessionSummary> {
+  return call<ChatSessionSummary>("rename_session", { sessionId, title });
+}
+
+/** Deletes the session with its messages (refused with `turn_running` while a turn runs). */
+export function deleteSession(sessionId: string): Promise<void> {
+  return call<void>("delete_session", { sessionId });
+}
+
+/** The tokens the session used, summed from its stored messages. */
+export function sessionUsage(sessionId: string): Promise<ChatUsage> {
+  return call<ChatUsage>("session_usage", { sessionId });
+}
+
+/** Opens a web or mail link in the system browser (never in the app's window). */
+export function openLink(url: string): Promise<void> {
+  return call<void>("open_link", { url });
 }
 
 // ---- Approvals -------------------------------------------------------------------------------------

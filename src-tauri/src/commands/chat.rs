@@ -1,9 +1,12 @@
 //! The chat area: send a message (the turn runs in the background and streams `chat_*` core
-//! events), stop it, list sessions, load a session's transcript.
+//! events), stop it, list, search, rename and delete sessions, load a session's transcript and
+//! its token usage, and open a message's link in the system browser.
 
-use osprey_core::chat::Chats;
-use osprey_types::{ChatSessionSummary, TranscriptItem, UiError};
-use tauri::State;
+use osprey_core::chat::{Chats, ModelPick, external_link};
+use osprey_types::{
+    ChatSearchHit, ChatSessionSummary, ChatUsage, TranscriptItem, UiError, UiErrorCode,
+};
+use tauri::{AppHandle, State};
 
 use crate::CoreState;
 
@@ -14,14 +17,18 @@ fn chats(state: &CoreState) -> Result<&Chats, UiError> {
     state.chats()
 }
 
-/// Starts a turn and returns its session id (a new session when `session_id` is null).
+/// Starts a turn and returns its session id (a new session when `session_id` is null), with the
+/// model picker's provider and model when given.
 #[tauri::command]
 pub async fn send_message(
     state: State<'_, CoreState>,
     session_id: Option<String>,
     text: String,
+    provider: Option<String>,
+    model: Option<String>,
 ) -> Result<String, UiError> {
-    Ok(chats(&state)?.send(session_id, &text).await?)
+    let pick = ModelPick { provider, model };
+    Ok(chats(&state)?.send_with(session_id, &text, &pick).await?)
 }
 
 /// Stops the session's running turn; false when none was running.
@@ -41,4 +48,53 @@ pub fn load_history(
     session_id: String,
 ) -> Result<Vec<TranscriptItem>, UiError> {
     Ok(chats(&state)?.history(&session_id)?)
+}
+
+/// Sessions whose title or messages hold `query`, newest first, with a snippet.
+#[tauri::command]
+pub fn search_sessions(
+    state: State<'_, CoreState>,
+    query: String,
+) -> Result<Vec<ChatSearchHit>, UiError> {
+    Ok(chats(&state)?.search(&query, SESSION_LIST_LIMIT)?)
+}
+
+#[tauri::command]
+pub fn rename_session(
+    state: State<'_, CoreState>,
+    session_id: String,
+    title: String,
+) -> Result<ChatSessionSummary, UiError> {
+    Ok(chats(&state)?.rename(&session_id, &title)?)
+}
+
+#[tauri::command]
+pub fn delete_session(state: State<'_, CoreState>, session_id: String) -> Result<(), UiError> {
+    Ok(chats(&state)?.delete(&session_id)?)
+}
+
+#[tauri::command]
+pub fn session_usage(
+    state: State<'_, CoreState>,
+    session_id: String,
+) -> Result<ChatUsage, UiError> {
+    Ok(chats(&state)?.usage(&session_id)?)
+}
+
+/// Opens a link from a message in the system browser (http, https and mailto only, checked by
+/// the core); the app's own window never navigates away.
+#[tauri::command]
+pub fn open_link(app: AppHandle, url: String) -> Result<(), UiError> {
+    let url = external_link(&url)?;
+    // tauri-plugin-shell's `open` is deprecated in favour of tauri-plugin-opener; it still does
+    // exactly this (the system's opener), and the plugin is already here.
+    #[allow(deprecated)]
+    tauri_plugin_shell::ShellExt::shell(&app)
+        .open(url, None)
+        .map_err(|error| {
+            UiError::new(
+                UiErrorCode::Internal,
+                format!("the system browser could not be opened: {error}"),
+            )
+        })
 }

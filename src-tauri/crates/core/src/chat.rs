@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use osprey_agent::{Message, Part, Role};
-use osprey_types::{ChatSessionSummary, CoreEvent, Origin, TranscriptItem, UiErrorCode};
+use osprey_types::{
+    ChatSearchHit, ChatSessionSummary, ChatUsage, CoreEvent, Origin, TranscriptItem, UiErrorCode,
+};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -27,6 +29,133 @@ pub fn valid_session_id(id: &str) -> bool {
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+}
+
+/// The longest title a person may give a session, in characters.
+pub const MAX_TITLE_CHARS: usize = 200;
+
+/// A link from a chat message that may be handed to the system browser: `http`, `https` (with
+/// a host) or `mailto`, without spaces or control characters, at most 4096 bytes. Returned
+/// trimmed; anything else is refused with `invalid_link`, so a model's `javascript:`, `file:` or
+/// custom-scheme link never reaches the system's opener.
+pub fn external_link(url: &str) -> CoreResult<String> {
+    let url = url.trim();
+    let lower = url.to_ascii_lowercase();
+    let web = ["http://", "https://"]
+        .iter()
+        .find_map(|scheme| lower.strip_prefix(scheme));
+    let ok = url.len() <= 4096
+        && !url.chars().any(|c| c.is_whitespace() || c.is_control())
+        && match web {
+            Some(rest) => rest
+                .split(['/', '?', '#'])
+                .next()
+                .is_some_and(|host| !host.is_empty() && !host.starts_with('@')),
+            None => lower
+                .strip_prefix("mailto:")
+                .is_some_and(|to| !to.is_empty()),
+        };
+    if ok {
+        Ok(url.to_string())
+    } else {
+        Err(CoreError::new(
+            UiErrorCode::InvalidLink,
+            format!(
+                "`{}` is not a web or mail link, so it is not opened",
+                url.chars().take(100).collect::<String>()
+            ),
+        ))
+    }
+}
+
+/// A piece of `text` around the first (ASCII case-insensitive, as SQLite's LIKE) occurrence of
+/// `query`, whitespace collapsed, at most about 120 characters, `…` where it was cut.
+pub fn snippet(text: &str, query: &str) -> String {
+    const BEFORE: usize = 40;
+    const LENGTH: usize = 120;
+    let chars: Vec<char> = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .collect();
+    let needle: Vec<char> = query.trim().chars().collect();
+    let at = if needle.is_empty() || needle.len() > chars.len() {
+        None
+    } else {
+        (0..=chars.len() - needle.len()).find(|&i| {
+            chars[i..i + needle.len()]
+                .iter()
+                .zip(&needle)
+                .all(|(a, b)| a.eq_ignore_ascii_case(b))
+        })
+    };
+    let start = at.map_or(0, |at| at.saturating_sub(BEFORE));
+    let end = (start + LENGTH).min(chars.len());
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    out.extend(&chars[start..end]);
+    if end < chars.len() {
+        out.push('…');
+    }
+    out
+}
+
+fn summary(row: osprey_db::SessionRow) -> ChatSessionSummary {
+    ChatSessionSummary {
+        id: row.id,
+        title: row.title,
+        status: row.status,
+        updated_ms: row.updated_ms,
+        message_count: row.message_count,
+    }
+}
+
+/// A turn's provider and model as the chat's model picker names them; both empty: the chats'
+/// own choice.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModelPick {
+    /// `anthropic`, `openai` or `ollama`.
+    pub provider: Option<String>,
+    pub model: Option<String>,
+}
+
+impl ModelPick {
+    fn apply(&self, choice: &mut ChatChoice) -> CoreResult<()> {
+        let provider = self
+            .provider
+            .as_deref()
+            .map(str::trim)
+            .filter(|p| !p.is_empty());
+        if let Some(provider) = provider {
+            let kind: crate::agent::ProviderKind = provider.parse().map_err(|_| {
+                CoreError::new(
+                    UiErrorCode::ProviderUnavailable,
+                    format!(
+                        "`{}` is not a provider: pick anthropic, openai or ollama",
+                        provider.chars().take(40).collect::<String>()
+                    ),
+                )
+            })?;
+            // The picked provider with its own stored settings, not another one's.
+            *choice = ChatChoice {
+                provider: Some(kind),
+                max_steps: choice.max_steps,
+                ..ChatChoice::default()
+            };
+        }
+        if let Some(model) = self
+            .model
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+        {
+            choice.model = Some(model.to_string());
+        }
+        Ok(())
+    }
 }
 
 /// The desktop's chats. Cheap to clone.
@@ -81,6 +210,19 @@ impl Chats {
     /// runtime and returns the session id at once. Progress arrives as `chat_*` events; the turn
     /// ends with `chat_turn_finished` or `chat_turn_failed`.
     pub async fn send(&self, session_id: Option<String>, text: &str) -> CoreResult<String> {
+        self.send_with(session_id, text, &ModelPick::default())
+            .await
+    }
+
+    /// [`Chats::send`] with this turn's provider and model picked by the person (the chat's
+    /// model picker): a named provider is used with its stored base URL and key, and with
+    /// `model` when given (else its stored model). An empty pick is the chats' choice.
+    pub async fn send_with(
+        &self,
+        session_id: Option<String>,
+        text: &str,
+        pick: &ModelPick,
+    ) -> CoreResult<String> {
         let text = text.trim();
         if text.is_empty() {
             return Err(CoreError::new(
@@ -100,11 +242,12 @@ impl Chats {
                 ),
             ));
         }
-        let choice = self
+        let mut choice = self
             .choice
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
+        pick.apply(&mut choice)?;
         let unavailable = |error: anyhow::Error| {
             CoreError::with_fallback(&error, UiErrorCode::ProviderUnavailable)
         };
@@ -184,16 +327,93 @@ impl Chats {
             .list_conversations(Some(limit))
             .context("listing chat sessions")
             .map_err(storage)?;
-        Ok(rows
+        Ok(rows.into_iter().map(summary).collect())
+    }
+
+    /// Conversations whose title or messages hold `query`, newest first, each with a snippet of
+    /// the first message that matched. An empty query lists them like [`Chats::sessions`].
+    pub fn search(&self, query: &str, limit: u32) -> CoreResult<Vec<ChatSearchHit>> {
+        let found = self
+            .core
+            .db()
+            .sessions()
+            .search_conversations(query, Some(limit))
+            .context("searching chat sessions")
+            .map_err(storage)?;
+        Ok(found
             .into_iter()
-            .map(|row| ChatSessionSummary {
-                id: row.id,
-                title: row.title,
-                status: row.status,
-                updated_ms: row.updated_ms,
-                message_count: row.message_count,
+            .map(|hit| ChatSearchHit {
+                snippet: hit.text.map(|text| snippet(&text, query)),
+                session: summary(hit.session),
             })
             .collect())
+    }
+
+    /// Gives the session the person's title (trimmed, one line, 1 to [`MAX_TITLE_CHARS`]
+    /// characters); the session keeps its place in the list.
+    pub fn rename(&self, session_id: &str, title: &str) -> CoreResult<ChatSessionSummary> {
+        let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
+        let length = title.chars().count();
+        if length == 0 || length > MAX_TITLE_CHARS {
+            return Err(CoreError::new(
+                UiErrorCode::InvalidTitle,
+                format!("a title needs 1 to {MAX_TITLE_CHARS} characters (this one has {length})"),
+            ));
+        }
+        let sessions = self.core.db().sessions();
+        let renamed = sessions
+            .set_title(session_id, &title)
+            .context("renaming the session")
+            .map_err(storage)?;
+        let row = if renamed {
+            sessions
+                .get(session_id)
+                .context("reading the session")
+                .map_err(storage)?
+        } else {
+            None
+        };
+        row.map(summary).ok_or_else(|| unknown_session(session_id))
+    }
+
+    /// Deletes the session with its messages and tool calls. A session whose turn is running is
+    /// refused (stop it first).
+    pub fn delete(&self, session_id: &str) -> CoreResult<()> {
+        if self.is_running(session_id) {
+            return Err(CoreError::new(
+                UiErrorCode::TurnRunning,
+                format!("a turn is running in session {session_id}: stop it before deleting"),
+            ));
+        }
+        let deleted = self
+            .core
+            .db()
+            .sessions()
+            .delete(session_id)
+            .context("deleting the session")
+            .map_err(storage)?;
+        if !deleted {
+            return Err(unknown_session(session_id));
+        }
+        self.core.forget_session_runner(session_id);
+        Ok(())
+    }
+
+    /// The tokens the session used, summed from its stored messages (zero for a session with
+    /// none yet, or none stored).
+    pub fn usage(&self, session_id: &str) -> CoreResult<ChatUsage> {
+        let usage = self
+            .core
+            .db()
+            .sessions()
+            .usage(session_id)
+            .with_context(|| format!("reading the usage of session {session_id}"))
+            .map_err(storage)?;
+        Ok(ChatUsage {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            context_tokens: usage.last_input_tokens,
+        })
     }
 
     /// The session's stored conversation as a transcript.
@@ -218,6 +438,13 @@ impl Chats {
         }
         Ok(transcript(&messages))
     }
+}
+
+fn unknown_session(session_id: &str) -> CoreError {
+    CoreError::new(
+        UiErrorCode::UnknownSession,
+        format!("there is no session {session_id} (it may have been deleted)"),
+    )
 }
 
 /// A failure reading or writing what the database holds.
@@ -448,6 +675,46 @@ mod tests {
         assert!(!valid_session_id("../../etc"));
         assert!(!valid_session_id("a b"));
         assert!(!valid_session_id(&"x".repeat(129)));
+    }
+
+    #[test]
+    fn only_web_and_mail_links_are_opened() {
+        for good in [
+            "https://example.com",
+            " http://example.com/a?b=c#d ",
+            "HTTPS://Example.com",
+            "mailto:a@example.com",
+        ] {
+            assert!(external_link(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "javascript:alert(1)",
+            "file:///etc/passwd",
+            "https://",
+            "https://@evil",
+            "http:///path",
+            "https://a b",
+            "https://a\nb",
+            "mailto:",
+            "osprey-app://x",
+            "",
+        ] {
+            let error = external_link(bad).unwrap_err();
+            assert_eq!(error.code, UiErrorCode::InvalidLink, "{bad}");
+        }
+    }
+
+    #[test]
+    fn snippets_show_the_match_with_some_context() {
+        assert_eq!(snippet("short  text\nhere", "TEXT"), "short text here");
+        let long = format!("{} needle {}", "a ".repeat(100), "b ".repeat(100));
+        let cut = snippet(&long, "Needle");
+        assert!(cut.starts_with('…') && cut.ends_with('…'), "{cut}");
+        assert!(cut.contains("needle"));
+        assert!(cut.chars().count() <= 122);
+        // No match (a query with odd spacing): the start of the text.
+        assert!(snippet(&long, "zz").starts_with("a a"));
+        assert_eq!(snippet("é", "ééé"), "é");
     }
 
     #[test]

@@ -43,6 +43,11 @@ impl SessionRunners {
         Some(entry.runner.clone())
     }
 
+    fn forget(&self, session: &str) {
+        let mut guard = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        guard.1.remove(session);
+    }
+
     fn put(&self, session: &str, fingerprint: Fingerprint, runner: Runner) {
         let mut guard = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let (clock, entries) = &mut *guard;
@@ -96,6 +101,11 @@ impl Core {
         let runner = self.chat_runner(&options)?;
         runners.put(session, fingerprint, runner.clone());
         Ok(runner)
+    }
+
+    /// Drops the session's kept runner (the session was deleted).
+    pub(crate) fn forget_session_runner(&self, session: &str) {
+        self.inner.session_runners.forget(session);
     }
 
     /// Two settings rows and the source: no keyring read, no network.

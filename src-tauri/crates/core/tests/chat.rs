@@ -42,6 +42,26 @@ fn chats(data: &Path, server: &AnthropicServer) -> (Core, Chats) {
     (core, chats)
 }
 
+/// A core whose stored provider settings (no fixed options) lead to `server`: Anthropic,
+/// model `claude-test`, key `key-one` in the file secret store.
+fn core_with_stored_anthropic(dir: &Path, server: &AnthropicServer) -> Core {
+    let core = Core::open(CoreOptions {
+        data_dir: Some(dir.join("data")),
+        secrets: Some(osprey_core::secrets::Backend::FileOnly),
+        ..CoreOptions::default()
+    })
+    .unwrap();
+    for (key, value) in [
+        ("provider.default", "anthropic"),
+        ("provider.anthropic.base_url", server.url().as_str()),
+        ("provider.anthropic.model", "claude-test"),
+        ("provider.anthropic.api_key", "key-one"),
+    ] {
+        core.set_provider_setting(key, value).unwrap();
+    }
+    core
+}
+
 /// Events until (and including) the first one `last` accepts, within 20 s.
 async fn events_until(
     events: &mut broadcast::Receiver<CoreEvent>,
@@ -268,20 +288,7 @@ async fn a_second_message_reuses_the_sessions_runner_until_the_settings_change()
     ])
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let core = Core::open(CoreOptions {
-        data_dir: Some(dir.path().join("data")),
-        secrets: Some(osprey_core::secrets::Backend::FileOnly),
-        ..CoreOptions::default()
-    })
-    .unwrap();
-    for (key, value) in [
-        ("provider.default", "anthropic"),
-        ("provider.anthropic.base_url", server.url().as_str()),
-        ("provider.anthropic.model", "claude-test"),
-        ("provider.anthropic.api_key", "key-one"),
-    ] {
-        core.set_provider_setting(key, value).unwrap();
-    }
+    let core = core_with_stored_anthropic(dir.path(), &server);
     let chats = Chats::new(core.clone());
     let mut events = core.subscribe();
     let session = chats.send(None, "first").await.unwrap();
@@ -307,4 +314,146 @@ async fn a_second_message_reuses_the_sessions_runner_until_the_settings_change()
         server.keys(),
         ["key-one", "key-one", "key-three", "key-three"]
     );
+}
+
+/// The session list's actions on stored chats: usage summed from the stored messages after a
+/// turn, search by title and by message text with a snippet, rename (kept when the next turn
+/// ends), delete (and the errors each gives for a session that is not there).
+#[tokio::test]
+async fn sessions_are_searched_renamed_and_deleted_and_report_their_usage() {
+    use osprey_types::UiErrorCode;
+    let server = AnthropicServer::start(vec![
+        ScriptedReply {
+            text: "Lisbon has trams and pastéis de nata.".into(),
+            ..ScriptedReply::default()
+        },
+        ScriptedReply {
+            text: "Use cargo test.".into(),
+            ..ScriptedReply::default()
+        },
+        ScriptedReply {
+            text: "Again: cargo test.".into(),
+            ..ScriptedReply::default()
+        },
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (core, chats) = chats(dir.path(), &server);
+    let mut events = core.subscribe();
+
+    // A session with nothing stored used nothing.
+    let none = chats.usage("chat-none").unwrap();
+    assert_eq!((none.input_tokens, none.output_tokens), (0, 0));
+    assert_eq!(none.context_tokens, None);
+
+    let trip = chats
+        .send(Some("chat-trip".into()), "plan a trip")
+        .await
+        .unwrap();
+    events_until(&mut events, turn_ended).await;
+    let code = chats
+        .send(Some("chat-code".into()), "how do I run the tests?")
+        .await
+        .unwrap();
+    events_until(&mut events, turn_ended).await;
+
+    let usage = chats.usage(&trip).unwrap();
+    assert!(
+        usage.input_tokens > 0 && usage.output_tokens > 0,
+        "{usage:?}"
+    );
+    assert_eq!(usage.context_tokens, Some(usage.input_tokens));
+
+    // By message text, with a snippet around the match; newest first.
+    let hits = chats.search("TRAMS", 10).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].session.id, trip);
+    assert_eq!(
+        hits[0].snippet.as_deref(),
+        Some("Lisbon has trams and pastéis de nata.")
+    );
+    let hits = chats.search("t", 10).unwrap();
+    assert_eq!(
+        hits.iter()
+            .map(|h| h.session.id.as_str())
+            .collect::<Vec<_>>(),
+        [code.as_str(), trip.as_str()]
+    );
+    assert_eq!(chats.search("", 10).unwrap().len(), 2);
+    assert!(chats.search("nowhere", 10).unwrap().is_empty());
+
+    // Renamed: found by the new title (no snippet), and the title stays after the next turn.
+    let renamed = chats.rename(&code, "  Testing\n the   app ").unwrap();
+    assert_eq!(renamed.title.as_deref(), Some("Testing the app"));
+    let hits = chats.search("testing the", 10).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].snippet, None);
+    chats.send(Some(code.clone()), "again?").await.unwrap();
+    events_until(&mut events, turn_ended).await;
+    let listed = chats.sessions(10).unwrap();
+    assert_eq!(listed[0].id, code);
+    assert_eq!(listed[0].title.as_deref(), Some("Testing the app"));
+    let more = chats.usage(&code).unwrap();
+    assert!(more.input_tokens > usage.input_tokens, "{more:?}");
+
+    assert_eq!(
+        chats.rename(&code, " \n ").unwrap_err().code,
+        UiErrorCode::InvalidTitle
+    );
+    assert_eq!(
+        chats.rename(&code, &"x".repeat(201)).unwrap_err().code,
+        UiErrorCode::InvalidTitle
+    );
+    assert_eq!(
+        chats.rename("chat-none", "x").unwrap_err().code,
+        UiErrorCode::UnknownSession
+    );
+
+    // Deleted: gone from the list, the search and the history.
+    chats.delete(&trip).unwrap();
+    assert_eq!(chats.sessions(10).unwrap().len(), 1);
+    assert!(chats.search("trams", 10).unwrap().is_empty());
+    assert!(chats.history(&trip).unwrap().is_empty());
+    assert_eq!(
+        chats.delete(&trip).unwrap_err().code,
+        UiErrorCode::UnknownSession
+    );
+}
+
+/// The chat's model picker: a turn names its provider and model, the next one without a pick
+/// goes back to the stored settings, and a provider Osprey does not know is refused.
+#[tokio::test]
+async fn a_turn_uses_the_provider_and_model_the_person_picked() {
+    use osprey_core::chat::ModelPick;
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::text("picked"),
+        ScriptedReply::text("default"),
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let core = core_with_stored_anthropic(dir.path(), &server);
+    let chats = Chats::new(core.clone());
+    let mut events = core.subscribe();
+    let pick = ModelPick {
+        provider: Some("anthropic".into()),
+        model: Some(" claude-picked ".into()),
+    };
+    let session = chats.send_with(None, "first", &pick).await.unwrap();
+    events_until(&mut events, turn_ended).await;
+    chats.send(Some(session.clone()), "second").await.unwrap();
+    events_until(&mut events, turn_ended).await;
+    let models: Vec<String> = server
+        .seen()
+        .iter()
+        .map(|request| request["model"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(models, ["claude-picked", "claude-test"]);
+
+    let bad = ModelPick {
+        provider: Some("skynet".into()),
+        model: None,
+    };
+    let error = chats.send_with(None, "x", &bad).await.unwrap_err();
+    assert_eq!(error.code, osprey_types::UiErrorCode::ProviderUnavailable);
+    assert!(error.message.contains("skynet"), "{}", error.message);
 }

@@ -32,7 +32,9 @@ pub use reminders::{
     NewReminder, NextRun, ReminderKind, ReminderRow, ReminderRun, Reminders, RunFinish, RunOutcome,
     RunStart, RunTrigger,
 };
-pub use sessions::{NewSession, SessionRow, Sessions, StoredMessage, StoredToolCall};
+pub use sessions::{
+    NewSession, SessionMatch, SessionRow, SessionUsage, Sessions, StoredMessage, StoredToolCall,
+};
 pub use settings::Settings;
 pub use subagent_tasks::{NewSubAgentTask, SubAgentTask, SubAgentTasks};
 pub use work_tasks::{WorkStatus, WorkTask, WorkTaskChange, WorkTasks};

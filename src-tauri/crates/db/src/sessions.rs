@@ -65,6 +65,38 @@ pub struct StoredToolCall {
     pub finished_ms: Option<i64>,
 }
 
+/// A conversation found by [`Sessions::search_conversations`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionMatch {
+    pub session: SessionRow,
+    /// The text of the first message part that matched; `None` when only the title did.
+    pub text: Option<String>,
+}
+
+/// The tokens a session's stored messages carry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionUsage {
+    /// Summed over every message that recorded usage (each model call counts its whole input).
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    /// The input of the last message with usage: how much context the model read last.
+    pub last_input_tokens: Option<i64>,
+}
+
+/// `text` for a `LIKE ... ESCAPE '\'` pattern that matches it anywhere.
+fn like_pattern(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
 /// The sessions repository.
 #[derive(Clone, Debug)]
 pub struct Sessions {
@@ -163,13 +195,86 @@ impl Sessions {
         })
     }
 
-    pub fn set_title(&self, id: &str, title: &str) -> Result<()> {
+    /// Sets the session's title; false when there is no such session. The session keeps its
+    /// place in the list (`updated_ms` is left alone).
+    pub fn set_title(&self, id: &str, title: &str) -> Result<bool> {
         self.db.with_conn(|c| {
-            c.execute(
+            Ok(c.execute(
                 "UPDATE sessions SET title = ?2 WHERE id = ?1",
                 params![id, title],
+            )? > 0)
+        })
+    }
+
+    /// Conversations (as [`Sessions::list_conversations`]) whose title or the text of a person's
+    /// or the model's message holds `query` (case-insensitive for ASCII), newest first, each with
+    /// the first matching text. An empty query lists them all.
+    pub fn search_conversations(
+        &self,
+        query: &str,
+        limit: Option<u32>,
+    ) -> Result<Vec<SessionMatch>> {
+        let query = query.trim();
+        if query.is_empty() {
+            return Ok(self
+                .list_conversations(limit)?
+                .into_iter()
+                .map(|session| SessionMatch {
+                    session,
+                    text: None,
+                })
+                .collect());
+        }
+        let pattern = like_pattern(query);
+        self.db.with_conn(|c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT * FROM (
+                   SELECT {SESSION_COLUMNS},
+                     (SELECT json_extract(p.value, '$.text')
+                        FROM messages m, json_each(m.content) p
+                       WHERE m.session_id = s.id AND m.role IN ('user', 'assistant')
+                         AND json_type(m.content) = 'array'
+                         AND json_extract(p.value, '$.type') = 'text'
+                         AND json_extract(p.value, '$.text') LIKE ?1 ESCAPE '\\'
+                       ORDER BY m.seq LIMIT 1) AS hit,
+                     s.title LIKE ?1 ESCAPE '\\' AS title_hit,
+                     s.rowid AS rid
+                   FROM sessions s
+                   WHERE NOT EXISTS (SELECT 1 FROM subagent_tasks t WHERE t.session_id = s.id))
+                 WHERE title_hit OR hit IS NOT NULL
+                 ORDER BY updated_ms DESC, rid DESC LIMIT ?2"
+            ))?;
+            let rows = stmt.query_map(
+                params![pattern, limit.map(i64::from).unwrap_or(-1)],
+                |row| {
+                    Ok(SessionMatch {
+                        session: session_row(row)?,
+                        text: row.get(9)?,
+                    })
+                },
             )?;
-            Ok(())
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    /// The tokens the session's stored messages carry.
+    pub fn usage(&self, session_id: &str) -> Result<SessionUsage> {
+        self.db.with_conn(|c| {
+            Ok(c.query_row(
+                "SELECT coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0),
+                   (SELECT input_tokens FROM messages
+                     WHERE session_id = ?1 AND input_tokens IS NOT NULL
+                     ORDER BY seq DESC LIMIT 1)
+                 FROM messages WHERE session_id = ?1",
+                [session_id],
+                |r| {
+                    Ok(SessionUsage {
+                        input_tokens: r.get(0)?,
+                        output_tokens: r.get(1)?,
+                        last_input_tokens: r.get(2)?,
+                    })
+                },
+            )?)
         })
     }
 
@@ -470,6 +575,85 @@ mod tests {
         assert_eq!(calls[0].input, json!({"action": "read"}));
         assert_eq!(calls[1].code.as_deref(), Some("cancelled"));
         assert!(calls[1].finished_ms.is_some());
+    }
+
+    #[test]
+    fn search_finds_titles_and_message_text_newest_first_and_sums_usage() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open_in(dir.path()).unwrap();
+        let sessions = db.sessions();
+        let text = |t: &str| json!([{"type": "text", "text": t}]);
+        sessions.open_or_create(&new("old")).unwrap();
+        assert!(sessions.set_title("old", "Trip to Lisbon").unwrap());
+        sessions
+            .append_message("old", "user", &text("book a hotel"), None)
+            .unwrap();
+        sessions.open_or_create(&new("new")).unwrap();
+        sessions
+            .append_message("new", "user", &text("What about \"50%_off\" deals?"), None)
+            .unwrap();
+        sessions
+            .append_message(
+                "new",
+                "assistant",
+                &json!([{"type": "tool_call", "id": "c", "name": "t", "input": {"text": "lisbon"}},
+                        {"type": "text", "text": "A HOTEL in Lisbon is cheaper in May."}]),
+                Some((100, 20)),
+            )
+            .unwrap();
+        sessions
+            .append_message("new", "assistant", &text("done"), Some((130, 5)))
+            .unwrap();
+        // A summary row is not a message a person wrote or read.
+        sessions
+            .append_message("new", "summary", &text("secret summary"), None)
+            .unwrap();
+        // `new` was written last: it comes first.
+        let ids = |query: &str| -> Vec<(String, Option<String>)> {
+            sessions
+                .search_conversations(query, None)
+                .unwrap()
+                .into_iter()
+                .map(|m| (m.session.id, m.text))
+                .collect()
+        };
+        assert_eq!(
+            ids("hotel"),
+            [
+                (
+                    "new".to_string(),
+                    Some("A HOTEL in Lisbon is cheaper in May.".to_string())
+                ),
+                ("old".to_string(), Some("book a hotel".to_string())),
+            ]
+        );
+        // Matched by title only: no text.
+        assert_eq!(ids("trip to"), [("old".to_string(), None)]);
+        // LIKE's wildcards are taken literally.
+        assert_eq!(ids("50%_off").len(), 1);
+        assert!(ids("5%f").is_empty());
+        assert!(ids("secret").is_empty());
+        assert_eq!(ids("  ").len(), 2);
+        // The whole answer survives a reopen of the file.
+        drop(sessions);
+        drop(db);
+        let db = Database::open_in(dir.path()).unwrap();
+        let sessions = db.sessions();
+        assert_eq!(
+            sessions.usage("new").unwrap(),
+            SessionUsage {
+                input_tokens: 230,
+                output_tokens: 25,
+                last_input_tokens: Some(130),
+            }
+        );
+        assert_eq!(sessions.usage("old").unwrap(), SessionUsage::default());
+        assert_eq!(sessions.usage("none").unwrap(), SessionUsage::default());
+        assert!(!sessions.set_title("none", "x").unwrap());
+        assert_eq!(
+            sessions.get("old").unwrap().unwrap().title.as_deref(),
+            Some("Trip to Lisbon")
+        );
     }
 
     #[test]

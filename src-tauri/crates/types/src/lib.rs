@@ -530,6 +530,12 @@ codes! {
         TurnRunning = "turn_running",
         EmptyMessage = "empty_message",
         InvalidSessionId = "invalid_session_id",
+        /// No stored session has that id (deleted, or never written).
+        UnknownSession = "unknown_session",
+        /// A session title that is empty or too long.
+        InvalidTitle = "invalid_title",
+        /// A link the system browser may not be asked to open (only http, https and mailto).
+        InvalidLink = "invalid_link",
         Auth = "auth",
         RateLimited = "rate_limited",
         Overloaded = "overloaded",
@@ -792,6 +798,28 @@ pub struct ChatSessionSummary {
     pub updated_ms: i64,
     #[ts(type = "number")]
     pub message_count: i64,
+}
+
+/// A session found by a search of titles and message text (the session list's search box).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ChatSearchHit {
+    pub session: ChatSessionSummary,
+    /// A short piece of the first message that matched, the match in it; `None` when only the
+    /// title matched.
+    pub snippet: Option<String>,
+}
+
+/// The tokens a session used, summed from its stored messages (the conversation header).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ChatUsage {
+    /// Every model call's input, summed (what a provider bills).
+    #[ts(type = "number")]
+    pub input_tokens: i64,
+    #[ts(type = "number")]
+    pub output_tokens: i64,
+    /// The input of the last call: how much of the context window the conversation fills.
+    #[ts(type = "number | null")]
+    pub context_tokens: Option<i64>,
 }
 
 /// One entry of a chat transcript, as stored history is shown (streaming builds the same entries

@@ -64,6 +64,8 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<AppInstallReport>(&config, &mut index);
     export::<AppInstallOutcome>(&config, &mut index);
     export::<ChatSessionSummary>(&config, &mut index);
+    export::<osprey_types::ChatSearchHit>(&config, &mut index);
+    export::<osprey_types::ChatUsage>(&config, &mut index);
     export::<TranscriptItem>(&config, &mut index);
     export::<PendingApproval>(&config, &mut index);
     export::<ProviderOverview>(&config, &mut index);
