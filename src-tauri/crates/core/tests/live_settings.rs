@@ -283,7 +283,11 @@ async fn a_setting_stored_by_another_process_applies_when_it_says_so() {
         .settings()
         .set("policy", &json!({"level": "deny"}))
         .unwrap();
-    assert_eq!(decision(&core).await, "ask", "not applied before it is told");
+    assert_eq!(
+        decision(&core).await,
+        "ask",
+        "not applied before it is told"
+    );
     let told = |key: &str| {
         let data = data.clone();
         let key = key.to_string();
