@@ -40,9 +40,12 @@ writeFileSync(note, "read through the MCP TypeScript SDK\n");
 
 const env = { ...process.env };
 delete env.OSPREY_DATA_DIR;
+// Started in the folder it works on, as clients start a server in their project: the workspace
+// whose files it reads without approval (MCP cannot ask).
 const transport = new StdioClientTransport({
   command: osprey,
   args: ["--data-dir", data, "mcp", "serve"],
+  cwd: root,
   env,
   stderr: "inherit",
 });

@@ -119,6 +119,13 @@ impl Launcher {
             ));
         }
         let sideloaded = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
+        // Revocation first (a revoked app says so once quarantined too), then the quarantine
+        // mark, then the files against the signature (a quarantined app has no binary left).
+        if let Some(trust) = &self.trust
+            && !sideloaded
+        {
+            trust.check_launch(&manifest.id, &manifest.version).await?;
+        }
         if let Ok(reason) = std::fs::read_to_string(dir.join(crate::install::QUARANTINE_MARKER)) {
             return Err(launch_failed(
                 id,
@@ -129,7 +136,6 @@ impl Launcher {
         if let Some(trust) = &self.trust
             && !sideloaded
         {
-            trust.check_launch(&manifest.id, &manifest.version).await?;
             trust
                 .verify_installed(&dir)
                 .await

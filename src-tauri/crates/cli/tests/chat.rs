@@ -127,7 +127,9 @@ impl Notes {
 
 fn chat(data: &Path, server: &ModelServer, extra: &[&str], stdin: &str) -> Run {
     let mut command = Command::new(env!("CARGO_BIN_EXE_osprey"));
+    // From the temp folder, where the notes the model reads are: the workspace.
     command
+        .current_dir(std::env::temp_dir())
         .arg("--data-dir")
         .arg(data)
         .args(["chat", "--provider", "openai", "--base-url", &server.url])

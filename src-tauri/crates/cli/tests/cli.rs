@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 struct Run {
     code: i32,
@@ -22,7 +22,10 @@ fn osprey_with(data: &Path, args: &[&str], stdin: Option<&str>, removed_env: &[&
     for name in removed_env {
         command.env_remove(name);
     }
+    // Run from the temp folder, where these tests keep their files: the workspace the file
+    // tool reads without asking (tests/file_tool.rs covers reads outside it).
     let mut child = command
+        .current_dir(std::env::temp_dir())
         .arg("--data-dir")
         .arg(data)
         .args(args)
@@ -230,12 +233,15 @@ fn mistakes_get_clear_errors() {
 #[test]
 fn every_call_lands_in_the_audit_log() {
     let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let note = work.path().join("note.txt");
+    std::fs::write(&note, "x").unwrap();
     osprey(
         data.path(),
         &[
             "tool",
             "file",
-            r#"{"action": "read", "path": "/etc/hostname"}"#,
+            &json!({"action": "read", "path": note}).to_string(),
         ],
         None,
     );
