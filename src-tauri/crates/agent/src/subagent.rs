@@ -451,6 +451,7 @@ impl SubAgents {
                 prompt,
                 model: Some(runner.config().model.as_str()),
                 timeout_ms: timeout.as_millis() as i64,
+                agent_type: agent_type.as_deref(),
             })
             .map_err(storage)?;
 

@@ -1159,6 +1159,8 @@ async fn a_researcher_child_sees_and_may_call_only_its_packs_tools() {
             "The sky is blue.\n"
         );
         let task = &fx.db.subagent_tasks().list("main", 1).unwrap()[0];
+        // The task remembers which type it ran as (task list and status show it).
+        assert_eq!(task.agent_type.as_deref(), Some("researcher"));
         let calls = fx.db.sessions().tool_calls(&task.session_id).unwrap();
         let codes: Vec<Option<&str>> = calls.iter().map(|c| c.code.as_deref()).collect();
         assert_eq!(

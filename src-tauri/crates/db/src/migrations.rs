@@ -243,6 +243,10 @@ pub(crate) const STEPS: &[&str] = &[
         PRIMARY KEY (provider, base_url, model)
     );
     "#,
+    // 9: the agent type a sub-agent task was spawned as (`researcher`, ...), none for untyped.
+    r#"
+    ALTER TABLE subagent_tasks ADD COLUMN agent_type TEXT;
+    "#,
 ];
 
 pub(crate) const LATEST: i64 = STEPS.len() as i64;

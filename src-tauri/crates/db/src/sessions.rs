@@ -488,6 +488,7 @@ mod tests {
                 prompt: "look",
                 model: None,
                 timeout_ms: 1000,
+                agent_type: None,
             })
             .unwrap();
         sessions.open_or_create(&new(&task.session_id)).unwrap();

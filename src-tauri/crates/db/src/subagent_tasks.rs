@@ -28,6 +28,8 @@ pub struct SubAgentTask {
     pub finished_ms: Option<i64>,
     /// The child's own last report of where it stands (`set_status`).
     pub progress: Option<String>,
+    /// The agent type it was spawned as (`researcher`, ...); `None` for an untyped child.
+    pub agent_type: Option<String>,
 }
 
 /// What a new task starts with.
@@ -38,6 +40,7 @@ pub struct NewSubAgentTask<'a> {
     pub prompt: &'a str,
     pub model: Option<&'a str>,
     pub timeout_ms: i64,
+    pub agent_type: Option<&'a str>,
 }
 
 /// The sub-agent tasks repository.
@@ -47,7 +50,7 @@ pub struct SubAgentTasks {
 }
 
 const COLUMNS: &str = "id, parent_session_id, session_id, depth, prompt, model, status, result, \
-                       error, timeout_ms, created_ms, finished_ms, progress";
+                       error, timeout_ms, created_ms, finished_ms, progress, agent_type";
 
 fn task_row(row: &Row<'_>) -> rusqlite::Result<SubAgentTask> {
     Ok(SubAgentTask {
@@ -64,6 +67,7 @@ fn task_row(row: &Row<'_>) -> rusqlite::Result<SubAgentTask> {
         created_ms: row.get(10)?,
         finished_ms: row.get(11)?,
         progress: row.get(12)?,
+        agent_type: row.get(13)?,
     })
 }
 
@@ -80,15 +84,17 @@ impl SubAgentTasks {
             // and fix it in the same transaction.
             tx.execute(
                 "INSERT INTO subagent_tasks
-                    (parent_session_id, session_id, depth, prompt, model, status, timeout_ms, created_ms)
-                 VALUES (?1, '', ?2, ?3, ?4, 'running', ?5, ?6)",
+                    (parent_session_id, session_id, depth, prompt, model, status, timeout_ms, created_ms,
+                     agent_type)
+                 VALUES (?1, '', ?2, ?3, ?4, 'running', ?5, ?6, ?7)",
                 params![
                     new.parent_session_id,
                     new.depth,
                     new.prompt,
                     new.model,
                     new.timeout_ms,
-                    now_ms()
+                    now_ms(),
+                    new.agent_type
                 ],
             )?;
             let id = tx.last_insert_rowid();
@@ -243,10 +249,12 @@ mod tests {
                 prompt: "count the files",
                 model: None,
                 timeout_ms: 300_000,
+                agent_type: Some("researcher"),
             })
             .unwrap();
         assert_eq!(task.session_id, format!("chat/task-{}", task.id));
         assert_eq!(task.status, "running");
+        assert_eq!(task.agent_type.as_deref(), Some("researcher"));
         assert_eq!(
             tasks.by_session(&task.session_id).unwrap().unwrap().depth,
             1
@@ -279,6 +287,7 @@ mod tests {
                     prompt: "x",
                     model: Some("m"),
                     timeout_ms: 1000,
+                    agent_type: None,
                 })
                 .unwrap()
                 .id

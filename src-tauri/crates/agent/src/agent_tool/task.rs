@@ -386,6 +386,7 @@ fn task_json(task: &SubAgentTask) -> Value {
         "depth": task.depth,
         "prompt": task.prompt,
         "model": task.model,
+        "agent_type": task.agent_type,
         "created_ms": task.created_ms,
         "finished_ms": task.finished_ms,
         "progress": task.progress,
