@@ -92,35 +92,41 @@ fn model() -> Model {
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let bodies = Arc::new(Mutex::new(Vec::new()));
     let record = bodies.clone();
+    // One thread per connection, each read bounded: a connection that stalls (or that a
+    // cancelled request left open) must not hold up the turns of other conversations.
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
+            let record = record.clone();
+            std::thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(WAIT));
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some((name, value)) = line.split_once(':')
+                        && name.eq_ignore_ascii_case("content-length")
+                    {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
                 }
-                if let Some((name, value)) = line.split_once(':')
-                    && name.eq_ignore_ascii_case("content-length")
-                {
-                    length = value.trim().parse().unwrap_or(0);
+                let mut request = vec![0; length];
+                if reader.read_exact(&mut request).is_err() {
+                    return;
                 }
-            }
-            let mut request = vec![0; length];
-            if reader.read_exact(&mut request).is_err() {
-                continue;
-            }
-            let body: Value = serde_json::from_slice(&request).unwrap_or(Value::Null);
-            let answer = reply(&body);
-            record.lock().unwrap().push(body);
-            let mut stream = stream;
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{answer}"
-            );
-            let _ = stream.flush();
+                let body: Value = serde_json::from_slice(&request).unwrap_or(Value::Null);
+                let answer = reply(&body);
+                record.lock().unwrap().push(body);
+                let mut stream = stream;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{answer}"
+                );
+                let _ = stream.flush();
+            });
         }
     });
     Model { url, bodies }
