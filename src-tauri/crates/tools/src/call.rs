@@ -59,6 +59,9 @@ pub struct CallFacts {
     pub summary: String,
     /// A shell command the call will run (checked by the safeguard's shell parser).
     pub command: Option<String>,
+    /// `command` parsed, when the tool parsed it already to state its facts; the registry
+    /// parses `command` itself otherwise, so a command is parsed once per call either way.
+    pub analysis: Option<crate::security::shell_syntax::CommandAnalysis>,
     /// The directory the command starts in, against which its relative paths are judged;
     /// `None` is the process's working directory.
     pub cwd: Option<PathBuf>,

@@ -504,7 +504,10 @@ impl Registry {
         }
 
         // 5. Approval policy.
-        let analysis = facts.command.as_deref().map(analyze);
+        let analysis = facts
+            .analysis
+            .take()
+            .or_else(|| facts.command.as_deref().map(analyze));
         if let Err(refusal) = self.safeguard_check(&facts, analysis.as_ref()) {
             return refuse(refusal);
         }

@@ -241,6 +241,7 @@ impl DomainTool for ShellTool {
                     }
                     // What it reads outside the workspace folders is asked under the default
                     // policy, as the file tool's reads are: no safe bin covers it.
+                    let analysis = analyze(&exec.command);
                     facts.needs_approval = facts.cwd.as_deref().and_then(|start| {
                         let home = self.home();
                         let folders = workspace::folders(
@@ -249,7 +250,7 @@ impl DomainTool for ShellTool {
                             home.as_deref(),
                         );
                         let outside = workspace::first_read_outside(
-                            &analyze(&exec.command),
+                            &analysis,
                             start,
                             home.as_deref(),
                             &folders,
@@ -259,6 +260,8 @@ impl DomainTool for ShellTool {
                             outside.display()
                         ))
                     });
+                    // Parsed once: the registry judges the call on this analysis.
+                    facts.analysis = Some(analysis);
                     exec.command
                 }
             }
