@@ -87,6 +87,11 @@ impl Fixture {
     fn cache(&self) -> PathBuf {
         self.root.path().join("trust")
     }
+    /// Trust in `store`, caching in the fixture's trust folder, with a week's revocation age.
+    fn trust(&self, store: &FakeStore) -> Trust {
+        Trust::new(store.clone(), self.cache(), Duration::from_secs(7 * 86400))
+    }
+
     fn package(&self, name: &str, key: &KeyPair, binary: &[u8]) -> PathBuf {
         let project = self.root.path().join(name);
         std::fs::create_dir_all(&project).unwrap();
@@ -123,11 +128,7 @@ async fn the_store_key_is_cached_and_refreshed_once_on_a_mismatch() {
     let fixture = Fixture::new();
     let first = KeyPair::generate().unwrap();
     let store = FakeStore::with_key(&first);
-    let trust = Trust::new(
-        store.clone(),
-        fixture.cache(),
-        Duration::from_secs(7 * 86400),
-    );
+    let trust = fixture.trust(&store);
     let installer = Installer::new(fixture.apps());
 
     let package = fixture.package("v1", &first, FAKE_ELF);
@@ -167,11 +168,7 @@ async fn the_store_key_is_cached_and_refreshed_once_on_a_mismatch() {
 
     // The cache survives a restart: a new Trust offline still knows the key.
     store.set(|s| s.offline = true);
-    let restarted = Trust::new(
-        store.clone(),
-        fixture.cache(),
-        Duration::from_secs(7 * 86400),
-    );
+    let restarted = fixture.trust(&store);
     let key = restarted.key_for(&second.public().key_id()).await.unwrap();
     assert_eq!(key, second.public());
 }
@@ -181,11 +178,7 @@ async fn a_revoked_app_is_quarantined_by_the_sweep_and_not_launched() {
     let fixture = Fixture::new();
     let key = KeyPair::generate().unwrap();
     let store = FakeStore::with_key(&key);
-    let trust = Arc::new(Trust::new(
-        store.clone(),
-        fixture.cache(),
-        Duration::from_secs(7 * 86400),
-    ));
+    let trust = Arc::new(fixture.trust(&store));
     let installer = Installer::new(fixture.apps());
     let binary = std::fs::read(fixture_binary("osprey-fixture-unit-converter")).unwrap();
     installer
@@ -250,14 +243,11 @@ async fn store_unreachable_with_an_old_cache_refuses_launch() {
         .install(open(&fixture.package("app", &key, &binary)), &key.public())
         .unwrap();
     // The store's key is cached (as an install from the store leaves it), then the store goes.
-    Trust::new(
-        store.clone(),
-        fixture.cache(),
-        Duration::from_secs(7 * 86400),
-    )
-    .key_for(&key.public().key_id())
-    .await
-    .unwrap();
+    fixture
+        .trust(&store)
+        .key_for(&key.public().key_id())
+        .await
+        .unwrap();
     store.set(|s| s.offline = true);
     std::fs::create_dir_all(fixture.cache()).unwrap();
     let write_cache = |age_secs: u64| {
@@ -270,11 +260,7 @@ async fn store_unreachable_with_an_old_cache_refuses_launch() {
 
     // Ten days old, limit seven: fail closed, and say why.
     write_cache(10 * 86400);
-    let trust = Arc::new(Trust::new(
-        store.clone(),
-        fixture.cache(),
-        Duration::from_secs(7 * 86400),
-    ));
+    let trust = Arc::new(fixture.trust(&store));
     let launcher = Launcher::new(fixture.apps(), fixtures::quiet()).with_trust(Arc::clone(&trust));
     let error = launcher.launch("units").await.unwrap_err();
     assert_eq!(error.code(), "revocation_unavailable", "{error}");
@@ -286,11 +272,7 @@ async fn store_unreachable_with_an_old_cache_refuses_launch() {
 
     // Two hours old: past the hour, so a fetch is tried; it fails, the cache is young enough.
     write_cache(2 * 3600);
-    let trust = Arc::new(Trust::new(
-        store.clone(),
-        fixture.cache(),
-        Duration::from_secs(7 * 86400),
-    ));
+    let trust = Arc::new(fixture.trust(&store));
     let launcher = Launcher::new(fixture.apps(), fixtures::quiet()).with_trust(Arc::clone(&trust));
     let fetches = store.list_fetches.load(Ordering::SeqCst);
     launcher.launch("units").await.unwrap().stop().await;
@@ -298,11 +280,7 @@ async fn store_unreachable_with_an_old_cache_refuses_launch() {
 
     // No cache at all, offline: refused too.
     std::fs::remove_file(fixture.cache().join("revocations.json")).unwrap();
-    let trust = Arc::new(Trust::new(
-        store.clone(),
-        fixture.cache(),
-        Duration::from_secs(7 * 86400),
-    ));
+    let trust = Arc::new(fixture.trust(&store));
     let error = trust.check_launch("units", "1.0.0").await.unwrap_err();
     assert_eq!(error.code(), "revocation_unavailable");
 
@@ -319,11 +297,7 @@ async fn an_installed_store_app_whose_files_changed_on_disk_is_not_launched() {
     let fixture = Fixture::new();
     let key = KeyPair::generate().unwrap();
     let store = FakeStore::with_key(&key);
-    let trust = Arc::new(Trust::new(
-        store.clone(),
-        fixture.cache(),
-        Duration::from_secs(7 * 86400),
-    ));
+    let trust = Arc::new(fixture.trust(&store));
     let binary = std::fs::read(fixture_binary("osprey-fixture-unit-converter")).unwrap();
     Installer::new(fixture.apps())
         .install_from_store(open(&fixture.package("app", &key, &binary)), &trust)
