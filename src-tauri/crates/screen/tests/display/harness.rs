@@ -87,12 +87,13 @@ impl Lines {
         wanted: impl Fn(&str) -> bool,
     ) -> String {
         let end = Instant::now() + deadline;
+        let mut skipped = Vec::new();
         loop {
             let left = end.saturating_duration_since(Instant::now());
             match self.receiver.recv_timeout(left) {
                 Ok(line) if wanted(&line) => return line,
-                Ok(_) => continue,
-                Err(_) => panic!("no `{what}` line within {deadline:?}"),
+                Ok(line) => skipped.push(line),
+                Err(_) => panic!("no `{what}` line within {deadline:?}; it printed {skipped:?}"),
             }
         }
     }
