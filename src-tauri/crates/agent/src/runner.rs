@@ -88,6 +88,10 @@ impl Default for RunnerConfig {
 /// supplies it.
 pub type AppsSection = Arc<dyn Fn() -> BoxFuture<'static, String> + Send + Sync>;
 
+/// The identity section of the prompt, asked for at each turn (the person edits the persona
+/// while Osprey runs); core supplies it. Without one the runner uses [`RunnerConfig::identity`].
+pub type IdentitySection = Arc<dyn Fn() -> String + Send + Sync>;
+
 /// Results that arrived for a session since its last turn (a branch's answer), asked for at the
 /// start of each turn and put into the conversation before the person's message; core supplies
 /// it from the sub-agents.
@@ -222,9 +226,10 @@ const MAX_CALIBRATION: f64 = 4.0;
 /// How long the prompt reuses the tacit memories it read.
 const TACIT_CACHE: Duration = Duration::from_secs(30);
 
-/// Where the prompt's apps, skills and memory sections come from.
+/// Where the prompt's identity, apps, skills and memory sections come from.
 #[derive(Clone, Default)]
 struct Sources {
+    identity: Option<IdentitySection>,
     skills: Option<Skills>,
     memory: Option<Memory>,
     apps: Option<AppsSection>,
@@ -271,6 +276,11 @@ impl Runner {
 
     pub fn set_hooks(&self, hooks: Arc<dyn HookDispatcher>) {
         *self.inner.hooks.write().unwrap_or_else(|e| e.into_inner()) = hooks;
+    }
+
+    /// Where each turn's identity section comes from (the persona).
+    pub fn set_identity(&self, identity: IdentitySection) {
+        self.write_sources().identity = Some(identity);
     }
 
     /// The skills whose triggers and active set fill the prompt's `skills` section (per
@@ -570,8 +580,11 @@ impl Runner {
             Some(memory) => self.memory_section(turn, memory).await,
             None => String::new(),
         };
-        let mut sections =
-            prompt::sections(&self.inner.config.identity, tools, &apps, &skills, &memory);
+        let identity = match &sources.identity {
+            Some(identity) => identity(),
+            None => self.inner.config.identity.clone(),
+        };
+        let mut sections = prompt::sections(&identity, tools, &apps, &skills, &memory);
         if let Some(role) = turn
             .instructions
             .as_deref()

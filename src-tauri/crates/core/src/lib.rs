@@ -451,6 +451,12 @@ impl Core {
     /// Gives a chat runner its prompt's sources: the shared skills, the memory database, and the
     /// installed apps (one line each, asked for at each turn).
     pub fn attach_prompt_sources(&self, runner: &osprey_agent::Runner) {
+        // The settings handle, not the core: a runner the core keeps must not keep the core.
+        let stored = self.db().settings();
+        runner.set_identity(Arc::new(move || {
+            let persona = settings::read(&stored, settings::PERSONA);
+            osprey_agent::persona::identity(&persona, chrono::Local::now().time())
+        }));
         runner.set_skills(self.inner.skills.clone());
         runner.set_memory(self.inner.db.memory());
         #[cfg(unix)]
@@ -466,6 +472,17 @@ impl Core {
                 })
             }));
         }
+    }
+
+    /// The agent's persona as stored now (`persona`; the default when unset or unreadable).
+    pub fn persona(&self) -> osprey_types::Persona {
+        settings::read(&self.db().settings(), settings::PERSONA)
+    }
+
+    /// Whether the persona's quiet hours hold now, by the local clock: shells hold back the
+    /// notifications Osprey raises on its own while they do.
+    pub fn quiet_hours_now(&self) -> bool {
+        osprey_agent::persona::quiet_now(&self.persona(), chrono::Local::now().time())
     }
 
     /// The secret store for provider keys: the OS keyring, else a 0600 file in the data dir

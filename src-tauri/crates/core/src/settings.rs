@@ -61,6 +61,8 @@ pub const UI_THEME: &str = "ui.theme";
 
 /// Skills turned off by name: `["desktop-automation"]`. They stay on disk, out of the catalog.
 pub const SKILLS_DISABLED: &str = "skills.disabled";
+/// Who the agent is: name, emoji, vibe, personality, quiet hours (`osprey_types::Persona`).
+pub const PERSONA: &str = "persona";
 
 /// Every known key with a one-line description.
 pub const KNOWN: &[(&str, &str)] = &[
@@ -112,6 +114,10 @@ pub const KNOWN: &[(&str, &str)] = &[
     (
         UI_THEME,
         "the desktop window's theme: \"system\", \"light\" or \"dark\"",
+    ),
+    (
+        PERSONA,
+        "the agent's persona: {\"name\": \"Osprey\", \"emoji\": \"🦅\", \"vibe\": \"calm and brief\", \"personality\": \"...\", \"quiet_hours\": {\"start\": \"22:00\", \"end\": \"07:00\"}}",
     ),
     (
         SKILLS_DISABLED,
@@ -185,6 +191,12 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
         }
         WEB_ALLOW_LOOPBACK => check::<bool>(key, value),
         UI_THEME => check::<osprey_types::Theme>(key, value),
+        PERSONA => {
+            check::<osprey_types::Persona>(key, value)?;
+            let persona: osprey_types::Persona = serde_json::from_value(value.clone())?;
+            osprey_agent::persona::validate(&persona)
+                .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
+        }
         SKILLS_DISABLED => check::<Vec<String>>(key, value),
         WEB_SEARCH => check::<osprey_browser::SearchSettings>(key, value),
         SHELL_EXTRA_ENV => check::<Vec<String>>(key, value),
@@ -264,6 +276,19 @@ mod tests {
         validate(WEB_ALLOW_LOOPBACK, &json!("yes")).unwrap_err();
         validate(UI_THEME, &json!("dark")).unwrap();
         validate(UI_THEME, &json!("purple")).unwrap_err();
+        validate(
+            PERSONA,
+            &json!({"name": "Kestrel", "quiet_hours": {"start": "22:00", "end": "07:00"}}),
+        )
+        .unwrap();
+        let why = validate(PERSONA, &json!({"name": "Kestrel", "mood": "sunny"})).unwrap_err();
+        assert!(format!("{why:#}").contains("mood"), "{why:#}");
+        let why = validate(
+            PERSONA,
+            &json!({"quiet_hours": {"start": "9pm", "end": "07:00"}}),
+        )
+        .unwrap_err();
+        assert!(format!("{why:#}").contains("HH:MM"), "{why:#}");
         validate(SKILLS_DISABLED, &json!(["a"])).unwrap();
         validate(SKILLS_DISABLED, &json!("a")).unwrap_err();
         validate(MCP_SERVERS, &json!({"weather": {"command": "weather-mcp"}})).unwrap();
