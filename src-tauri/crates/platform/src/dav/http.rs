@@ -481,6 +481,11 @@ fn status_error(session: &Session, kind: Kind, url: &Url, reply: &Reply, doing: 
              you last listed it (HTTP 412), so nothing was changed. List it again, then repeat \
              the change on the current version if it is still wanted"
         )),
+        StatusCode::BAD_REQUEST | StatusCode::UNSUPPORTED_MEDIA_TYPE => Error::invalid(format!(
+            "the server refused {doing} {url} as not valid (HTTP {}){}",
+            reply.status,
+            snippet(&reply.body)
+        )),
         StatusCode::NOT_FOUND => Error::invalid(format!(
             "{url} does not exist on the server (HTTP 404); list the {} again",
             match kind {

@@ -235,6 +235,25 @@ pub(crate) fn split_cards(text: &str) -> Result<Vec<(String, String)>> {
                 uid
             }
         };
+        // FN is required (vCard 3.0 and 4.0) and servers refuse cards without it: derive it
+        // from N as a reader would show it.
+        if !card.has("FN")
+            && let Some(name) = parse_contacts(&card.to_text())
+                .ok()
+                .and_then(|c| c.into_iter().next())
+                .map(|c| c.name)
+                .filter(|n| !n.is_empty())
+        {
+            let at = card
+                .props
+                .iter()
+                .position(|l| l.name() == "N")
+                .unwrap_or(card.props.len());
+            card.props.insert(
+                at,
+                super::lines::Line::from_text(&fold(&format!("FN:{}", escape(&name)))),
+            );
+        }
         out.push((uid, card.to_text()));
     }
     Ok(out)
