@@ -56,22 +56,25 @@ impl DavKind {
     }
 }
 
-/// One account as the `dav.accounts` setting stores it, under its name.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One account as the `dav.accounts` setting stores it, under its name. An entry being set up
+/// one key at a time may lack its URL or username for a while; it is reported, not used.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DavAccountSetting {
     #[serde(default)]
     pub kind: DavKind,
     /// The server's base URL (`https://dav.example.com/`); the calendars and address books are
     /// found from there.
+    #[serde(default)]
     pub url: String,
+    #[serde(default)]
     pub username: String,
 }
 
 /// The `dav.accounts` setting: accounts by name.
 pub type DavAccounts = BTreeMap<String, DavAccountSetting>;
 
-/// Checks an account entry before it is stored: a usable name and an http(s) URL.
+/// Checks an account entry before it is stored: a usable name and, when set, an http(s) URL.
 pub fn validate_account(
     name: &str,
     account: &DavAccountSetting,
@@ -87,6 +90,7 @@ pub fn validate_account(
         ));
     }
     match Url::parse(&account.url) {
+        _ if account.url.is_empty() => {}
         Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {}
         _ => {
             return Err(format!(
@@ -94,9 +98,6 @@ pub fn validate_account(
                 account.url
             ));
         }
-    }
-    if account.username.trim().is_empty() {
-        return Err(format!("account `{name}` needs a username"));
     }
     Ok(())
 }
@@ -364,6 +365,22 @@ impl Dav {
             if wanted.is_some_and(|w| !w.eq_ignore_ascii_case(&account.name)) {
                 continue;
             }
+            let name = &account.name;
+            for (missing, field, example) in [
+                (
+                    account.url.trim().is_empty(),
+                    "url",
+                    "https://dav.example.com/",
+                ),
+                (account.username.trim().is_empty(), "username", "<user>"),
+            ] {
+                if missing {
+                    return Err(Error::NotConfigured(format!(
+                        "the account `{name}` has no {field} yet: set it with `osprey config set \
+                         dav.{name}.{field} {example}`"
+                    )));
+                }
+            }
             let base = Url::parse(&account.url).map_err(|e| {
                 Error::NotConfigured(format!(
                     "the account `{}` has an unusable URL {:?} ({e}); fix it with `osprey config \
@@ -539,18 +556,23 @@ impl Dav {
             match self.account_collections(session, kind).await {
                 Ok(found) => {
                     answered += 1;
-                    parts.push(format!(
-                        "account `{}`: {} {}{} ({})",
-                        session.account.name,
-                        found.len(),
-                        kind.collection_word(),
-                        if found.len() == 1 { "" } else { "s" },
-                        found
-                            .iter()
-                            .map(|c| c.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
+                    let names: Vec<&str> = found.iter().map(|c| c.name.as_str()).collect();
+                    parts.push(match names.as_slice() {
+                        [] => format!(
+                            "account `{}`: no {} yet (create one in the server's web interface \
+                             or app)",
+                            session.account.name,
+                            kind.collection_word()
+                        ),
+                        _ => format!(
+                            "account `{}`: {} {}{} ({})",
+                            session.account.name,
+                            names.len(),
+                            kind.collection_word(),
+                            if names.len() == 1 { "" } else { "s" },
+                            names.join(", ")
+                        ),
+                    });
                 }
                 Err(error) => {
                     parts.push(format!(
