@@ -224,14 +224,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     anyhow::bail!("passwords are never printed");
                 }
                 ConfigAction::Set { key, value } if is_dav_field(&key) => {
-                    let value = if value == "-" {
-                        let mut text = String::new();
-                        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-                            .context("reading the value from standard input")?;
-                        text.trim().to_string()
-                    } else {
-                        value
-                    };
+                    let value = value_or_stdin(value)?;
                     if let osprey_core::dav_settings::DavSettingWritten::Password(location) =
                         core.set_dav_setting(&key, &value)?
                     {
@@ -242,14 +235,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     core.set_dav_setting(&key, "")?;
                 }
                 ConfigAction::Set { key, value } if key.starts_with("provider.") => {
-                    let value = if value == "-" {
-                        let mut text = String::new();
-                        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-                            .context("reading the value from standard input")?;
-                        text.trim().to_string()
-                    } else {
-                        value
-                    };
+                    let value = value_or_stdin(value)?;
                     if let osprey_core::agent::ProviderSettingWritten::Secret(location) =
                         core.set_provider_setting(&key, &value)?
                     {
@@ -320,6 +306,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `value`, or standard input (trimmed) when it is `-`: secrets stay out of the shell history.
+fn value_or_stdin(value: String) -> anyhow::Result<String> {
+    if value != "-" {
+        return Ok(value);
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+        .context("reading the value from standard input")?;
+    Ok(text.trim().to_string())
 }
 
 /// `dav.<name>` or `dav.<name>.<field>`: one calendar/contacts account field (`dav.accounts` is

@@ -13,10 +13,10 @@ use chrono_tz::Tz;
 use osprey_tools::Call;
 use osprey_types::ToolResult;
 
-use crate::dav::http::{self, Put};
+use crate::dav::http;
 use crate::dav::ics::{self, Changes, Input, Moment, NewEvent};
 use crate::dav::lines::{Block, Document};
-use crate::dav::{Collection, Dav, Kind, short_hash};
+use crate::dav::{Collection, Dav, Kind, check_uid, short_hash};
 use crate::error::{Error, Result};
 
 /// Lines a listing shows at most.
@@ -47,18 +47,7 @@ pub(crate) fn file_path(call: &Call, paths: PathCheck<'_>, write: bool) -> Resul
 pub(crate) async fn run(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResult> {
     let account = call.str("account");
     match call.action() {
-        "calendars" => {
-            let all = dav.collections(Kind::Calendar, account).await?;
-            if all.is_empty() {
-                return text("The accounts have no calendars.");
-            }
-            text(
-                all.iter()
-                    .map(|c| format!("{} (account {}): {}", c.name, c.account, c.url))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            )
-        }
+        "calendars" => text(dav.describe_collections(Kind::Calendar, account).await?),
         "list" | "search" => list(dav, call).await,
         "create" => create(dav, call).await,
         "update" => update(dav, call).await,
@@ -69,7 +58,7 @@ pub(crate) async fn run(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<
     }
 }
 
-fn text(message: impl Into<String>) -> Result<ToolResult> {
+pub(crate) fn text(message: impl Into<String>) -> Result<ToolResult> {
     Ok(ToolResult::text(message))
 }
 
@@ -206,22 +195,6 @@ async fn list(dav: &Dav, call: &Call) -> Result<ToolResult> {
     text(lines.join("\n"))
 }
 
-/// A UID a person or model gave: printable, on one line.
-pub(crate) fn check_uid(uid: &str) -> Result<&str> {
-    let uid = uid.trim();
-    if uid.is_empty() {
-        return Err(Error::invalid(
-            "needs `uid`: list or search shows each one's uid",
-        ));
-    }
-    if uid.len() > 255 || uid.chars().any(char::is_control) {
-        return Err(Error::invalid(
-            "`uid` must be 1 to 255 printable characters",
-        ));
-    }
-    Ok(uid)
-}
-
 async fn create(dav: &Dav, call: &Call) -> Result<ToolResult> {
     let local = dav.local_zone();
     let title = call.str("title").unwrap_or_default().trim().to_string();
@@ -297,45 +270,18 @@ async fn create(dav: &Dav, call: &Call) -> Result<ToolResult> {
         },
         local,
     );
-    match dav
-        .http()
-        .put(&collection.session, Kind::Calendar, &url, body, None)
-        .await?
-    {
-        Put::Stored(etag) => {
-            dav.remember(&url, etag.as_deref());
-            text(format!(
-                "Created {title:?} {when} in {} (uid {uid}).",
-                collection.label(accounts)
-            ))
-        }
-        Put::AlreadyThere => text(format!(
-            "Not created again: {} already has the event with uid {uid} (the same create ran \
-             before, or that uid is taken), so there is no duplicate. Use update to change it.",
+    if dav.create(&collection, Kind::Calendar, &url, body).await? {
+        text(format!(
+            "Created {title:?} {when} in {} (uid {uid}).",
             collection.label(accounts)
-        )),
+        ))
+    } else {
+        text(not_created_again(
+            &collection.label(accounts),
+            "event",
+            &uid,
+        ))
     }
-}
-
-/// The event `uid` and the version to send with a change to it.
-async fn locate(dav: &Dav, call: &Call) -> Result<(Collection, crate::dav::StoredObject, String)> {
-    let uid = check_uid(call.str("uid").unwrap_or_default())?.to_string();
-    let (collections, _) = dav
-        .select(Kind::Calendar, call.str("account"), call.str("calendar"))
-        .await?;
-    let Some((collection, object)) = dav.find(Kind::Calendar, &collections, &uid).await? else {
-        return Err(Error::invalid(format!(
-            "no event with uid {uid:?}; `os calendar search` or `list` shows the uids"
-        )));
-    };
-    Ok((collection, object, uid))
-}
-
-/// The version a change is conditional on: the one the model was shown, else the current one.
-fn version(dav: &Dav, object: &crate::dav::StoredObject) -> String {
-    dav.remembered(&object.url)
-        .or_else(|| object.etag.clone())
-        .unwrap_or_else(|| "*".to_string())
 }
 
 async fn update(dav: &Dav, call: &Call) -> Result<ToolResult> {
@@ -361,25 +307,10 @@ async fn update(dav: &Dav, call: &Call) -> Result<ToolResult> {
             "nothing to change: give title, start, end, all_day, timezone, location or description",
         ));
     }
-    let (collection, object, uid) = locate(dav, call).await?;
+    let (collection, object, uid) = dav.locate(Kind::Calendar, call).await?;
     let updated = ics::update_event(&object.text, &uid, &changes, local)?;
-    let version = version(dav, &object);
-    let Put::Stored(etag) = dav
-        .http()
-        .put(
-            &collection.session,
-            Kind::Calendar,
-            &object.url,
-            updated.clone(),
-            Some(&version),
-        )
-        .await?
-    else {
-        return Err(Error::Failed(
-            "the server answered an update as a create".into(),
-        ));
-    };
-    dav.remember(&object.url, etag.as_deref());
+    dav.replace(&collection, Kind::Calendar, &object, updated.clone())
+        .await?;
     let events = ics::parse_events(&updated, local)?;
     let event = events
         .iter()
@@ -406,24 +337,13 @@ async fn update(dav: &Dav, call: &Call) -> Result<ToolResult> {
 }
 
 async fn delete(dav: &Dav, call: &Call) -> Result<ToolResult> {
-    let (collection, object, uid) = locate(dav, call).await?;
+    let (collection, object, uid) = dav.locate(Kind::Calendar, call).await?;
     let title = ics::parse_events(&object.text, dav.local_zone())
         .ok()
         .and_then(|events| events.into_iter().find(|e| e.uid == uid))
         .map(|e| e.summary)
         .unwrap_or_default();
-    let version = version(dav, &object);
-    let deleted = dav
-        .http()
-        .delete(
-            &collection.session,
-            Kind::Calendar,
-            &object.url,
-            Some(&version),
-        )
-        .await?;
-    dav.remember(&object.url, None);
-    if deleted {
+    if dav.remove(&collection, Kind::Calendar, &object).await? {
         text(format!(
             "Deleted {title:?} (uid {uid}) from {}.",
             collection.name
@@ -500,22 +420,13 @@ async fn import(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
         }
         object.children.extend(events.iter().cloned());
         let url = collection.object_url(uid, Kind::Calendar)?;
-        match dav
-            .http()
-            .put(
-                &collection.session,
-                Kind::Calendar,
-                &url,
-                object.to_text(),
-                None,
-            )
+        if dav
+            .create(&collection, Kind::Calendar, &url, object.to_text())
             .await?
         {
-            Put::Stored(etag) => {
-                dav.remember(&url, etag.as_deref());
-                created += 1;
-            }
-            Put::AlreadyThere => there += 1,
+            created += 1;
+        } else {
+            there += 1;
         }
     }
     text(format!(
@@ -585,6 +496,14 @@ async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
         if count == 1 { "" } else { "s" },
         path.display()
     ))
+}
+
+/// What a create that found its object already there says (it is not an error).
+pub(crate) fn not_created_again(collection: &str, what: &str, uid: &str) -> String {
+    format!(
+        "Not created again: {collection} already has the {what} with uid {uid} (the same create \
+         ran before, or that uid is taken), so there is no duplicate. Use update to change it."
+    )
 }
 
 /// A file to import, at most [`MAX_FILE`] bytes, as text.

@@ -6,10 +6,10 @@
 use osprey_tools::Call;
 use osprey_types::ToolResult;
 
-use crate::calendar::{PathCheck, check_uid, file_path, read_file, write_file};
-use crate::dav::http::{self, Put};
+use crate::calendar::{PathCheck, file_path, not_created_again, read_file, text, write_file};
+use crate::dav::http;
 use crate::dav::vcf::{self, ContactFields};
-use crate::dav::{Collection, Dav, Kind, StoredObject, short_hash};
+use crate::dav::{Collection, Dav, Kind, StoredObject, check_uid, short_hash};
 use crate::error::{Error, Result};
 
 /// Contacts a listing shows at most.
@@ -17,18 +17,10 @@ const MAX_LINES: usize = 300;
 
 pub(crate) async fn run(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResult> {
     match call.action() {
-        "books" => {
-            let all = dav.collections(Kind::Contacts, call.str("account")).await?;
-            if all.is_empty() {
-                return text("The accounts have no address books.");
-            }
-            text(
-                all.iter()
-                    .map(|c| format!("{} (account {}): {}", c.name, c.account, c.url))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            )
-        }
+        "books" => text(
+            dav.describe_collections(Kind::Contacts, call.str("account"))
+                .await?,
+        ),
         "list" | "search" => list(dav, call).await,
         "create" => create(dav, call).await,
         "update" => update(dav, call).await,
@@ -37,10 +29,6 @@ pub(crate) async fn run(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<
         "export" => export(dav, call, paths).await,
         other => Err(Error::invalid(format!("unknown contacts action {other}"))),
     }
-}
-
-fn text(message: impl Into<String>) -> Result<ToolResult> {
-    Ok(ToolResult::text(message))
 }
 
 fn strings(call: &Call, key: &str) -> Option<Vec<String>> {
@@ -176,47 +164,22 @@ async fn create(dav: &Dav, call: &Call) -> Result<ToolResult> {
         }
     };
     let url = book.object_url(&uid, Kind::Contacts)?;
-    match dav
-        .http()
-        .put(
-            &book.session,
+    if dav
+        .create(
+            &book,
             Kind::Contacts,
             &url,
             vcf::build_contact(&uid, &fields),
-            None,
         )
         .await?
     {
-        Put::Stored(etag) => {
-            dav.remember(&url, etag.as_deref());
-            text(format!(
-                "Created the contact {name:?} in {} (uid {uid}).",
-                book.label(accounts)
-            ))
-        }
-        Put::AlreadyThere => text(format!(
-            "Not created again: {} already has the contact with uid {uid} (the same create ran \
-             before, or that uid is taken), so there is no duplicate. Use update to change it.",
+        text(format!(
+            "Created the contact {name:?} in {} (uid {uid}).",
             book.label(accounts)
-        )),
+        ))
+    } else {
+        text(not_created_again(&book.label(accounts), "contact", &uid))
     }
-}
-
-async fn locate(dav: &Dav, call: &Call) -> Result<(Collection, StoredObject, String)> {
-    let uid = check_uid(call.str("uid").unwrap_or_default())?.to_string();
-    let (books, _) = book_for(dav, call).await?;
-    let Some((book, object)) = dav.find(Kind::Contacts, &books, &uid).await? else {
-        return Err(Error::invalid(format!(
-            "no contact with uid {uid:?}; `os contacts search` or `list` shows the uids"
-        )));
-    };
-    Ok((book, object, uid))
-}
-
-fn version(dav: &Dav, object: &StoredObject) -> String {
-    dav.remembered(&object.url)
-        .or_else(|| object.etag.clone())
-        .unwrap_or_else(|| "*".to_string())
 }
 
 async fn update(dav: &Dav, call: &Call) -> Result<ToolResult> {
@@ -234,25 +197,10 @@ async fn update(dav: &Dav, call: &Call) -> Result<ToolResult> {
     if fields.name.as_deref() == Some("") {
         return Err(Error::invalid("`name` cannot be empty"));
     }
-    let (book, object, uid) = locate(dav, call).await?;
+    let (book, object, uid) = dav.locate(Kind::Contacts, call).await?;
     let updated = vcf::update_contact(&object.text, &uid, &fields)?;
-    let version = version(dav, &object);
-    let Put::Stored(etag) = dav
-        .http()
-        .put(
-            &book.session,
-            Kind::Contacts,
-            &object.url,
-            updated.clone(),
-            Some(&version),
-        )
-        .await?
-    else {
-        return Err(Error::Failed(
-            "the server answered an update as a create".into(),
-        ));
-    };
-    dav.remember(&object.url, etag.as_deref());
+    dav.replace(&book, Kind::Contacts, &object, updated.clone())
+        .await?;
     let contact = vcf::parse_contacts(&updated)?
         .into_iter()
         .find(|c| c.uid == uid)
@@ -261,19 +209,13 @@ async fn update(dav: &Dav, call: &Call) -> Result<ToolResult> {
 }
 
 async fn delete(dav: &Dav, call: &Call) -> Result<ToolResult> {
-    let (book, object, uid) = locate(dav, call).await?;
+    let (book, object, uid) = dav.locate(Kind::Contacts, call).await?;
     let name = vcf::parse_contacts(&object.text)
         .ok()
         .and_then(|c| c.into_iter().find(|c| c.uid == uid))
         .map(|c| c.name)
         .unwrap_or_default();
-    let version = version(dav, &object);
-    let deleted = dav
-        .http()
-        .delete(&book.session, Kind::Contacts, &object.url, Some(&version))
-        .await?;
-    dav.remember(&object.url, None);
-    if deleted {
+    if dav.remove(&book, Kind::Contacts, &object).await? {
         text(format!(
             "Deleted the contact {name:?} (uid {uid}) from {}.",
             book.name
@@ -305,16 +247,10 @@ async fn import(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
     let (mut created, mut there) = (0, 0);
     for (uid, card) in cards {
         let url = book.object_url(&uid, Kind::Contacts)?;
-        match dav
-            .http()
-            .put(&book.session, Kind::Contacts, &url, card, None)
-            .await?
-        {
-            Put::Stored(etag) => {
-                dav.remember(&url, etag.as_deref());
-                created += 1;
-            }
-            Put::AlreadyThere => there += 1,
+        if dav.create(&book, Kind::Contacts, &url, card).await? {
+            created += 1;
+        } else {
+            there += 1;
         }
     }
     text(format!(

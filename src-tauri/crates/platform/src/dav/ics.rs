@@ -264,9 +264,15 @@ pub(crate) fn occurrences<'a>(
         match expand(master, &overrides, range, local) {
             Ok(starts) => {
                 let length = master.duration(local);
+                // Days are counted as dates: a day in the week the clocks change has 23 or 25
+                // hours.
+                let days = match (master.start, master.end) {
+                    (Moment::Day(start), Moment::Day(end)) => (end - start).num_days().max(1),
+                    _ => 1,
+                };
                 for start in starts {
                     let end = match start {
-                        Moment::Day(day) => Moment::Day(day + Duration::days(length.num_days())),
+                        Moment::Day(day) => Moment::Day(day + Duration::days(days)),
                         Moment::At(at) => Moment::At(at + length),
                     };
                     let occurrence = Occurrence {
@@ -854,6 +860,24 @@ mod tests {
                 ("2026-04-12T13:00:00+00:00".into(), "Sync (moved)".into()),
             ]
         );
+    }
+
+    #[test]
+    fn all_day_series_keep_whole_days_across_dst() {
+        let text = "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:d\r\nSUMMARY:Gym\r\n\
+                    DTSTART;VALUE=DATE:20260322\r\nDTEND;VALUE=DATE:20260323\r\n\
+                    RRULE:FREQ=WEEKLY;COUNT=3\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+        let events = parse_events(text, BERLIN).unwrap();
+        let range = range(
+            Some(Input::Day(NaiveDate::from_ymd_opt(2026, 3, 29).unwrap())),
+            Some(Input::Day(NaiveDate::from_ymd_opt(2026, 3, 29).unwrap())),
+            BERLIN,
+        )
+        .unwrap();
+        let found = occurrences(&events, Some(&range), BERLIN);
+        assert_eq!(found.len(), 1);
+        let day = |d| Moment::Day(NaiveDate::from_ymd_opt(2026, 3, d).unwrap());
+        assert_eq!((found[0].start, found[0].end), (day(29), day(30)));
     }
 
     #[test]

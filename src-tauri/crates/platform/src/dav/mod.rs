@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use osprey_tools::Call;
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
@@ -200,6 +201,22 @@ impl Kind {
         match self {
             Kind::Calendar => (http::CALDAV, "calendar"),
             Kind::Contacts => (http::CARDDAV, "addressbook"),
+        }
+    }
+
+    /// The input field that names a collection.
+    pub(crate) fn field(self) -> &'static str {
+        match self {
+            Kind::Calendar => "calendar",
+            Kind::Contacts => "book",
+        }
+    }
+
+    /// What one object is called in messages.
+    fn object_word(self) -> &'static str {
+        match self {
+            Kind::Calendar => "event",
+            Kind::Contacts => "contact",
         }
     }
 
@@ -443,16 +460,27 @@ impl Dav {
                 self.homes
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .insert(key, homes.clone());
+                    .insert(key.clone(), homes.clone());
                 homes
             }
         };
         let mut out: Vec<Collection> = Vec::new();
         for home in homes {
-            let listing = self
+            let listing = match self
                 .http
                 .propfind(session, kind, &home, "1", http::COLLECTION_PROPS)
-                .await?;
+                .await
+            {
+                Ok(listing) => listing,
+                Err(error) => {
+                    // The server may have moved things: find the home set again next time.
+                    self.homes
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remove(&key);
+                    return Err(error);
+                }
+            };
             for resource in listing {
                 if !is_collection_of(&resource, kind) {
                     continue;
@@ -646,11 +674,7 @@ impl Dav {
             ))),
             _ => Err(Error::invalid(format!(
                 "there are several {word}s; say which with `{}`: {}",
-                if kind == Kind::Calendar {
-                    "calendar"
-                } else {
-                    "book"
-                },
+                kind.field(),
                 names()
             ))),
         }
@@ -674,6 +698,114 @@ impl Dav {
                 Ok((all, accounts))
             }
         }
+    }
+
+    /// `Work (account home): URL` for each collection.
+    pub(crate) async fn describe_collections(
+        &self,
+        kind: Kind,
+        account: Option<&str>,
+    ) -> Result<String> {
+        let all = self.collections(kind, account).await?;
+        if all.is_empty() {
+            return Ok(format!("The accounts have no {}s.", kind.collection_word()));
+        }
+        Ok(all
+            .iter()
+            .map(|c| format!("{} (account {}): {}", c.name, c.account, c.url))
+            .collect::<Vec<_>>()
+            .join("\n"))
+    }
+
+    /// The object the call's `uid` names, in the collection its `calendar`/`book` names (any,
+    /// when none).
+    pub(crate) async fn locate(
+        &self,
+        kind: Kind,
+        call: &Call,
+    ) -> Result<(Collection, StoredObject, String)> {
+        let uid = check_uid(call.str("uid").unwrap_or_default())?.to_string();
+        let (collections, _) = self
+            .select(kind, call.str("account"), call.str(kind.field()))
+            .await?;
+        let Some((collection, object)) = self.find(kind, &collections, &uid).await? else {
+            return Err(Error::invalid(format!(
+                "no {} with uid {uid:?}; `os {} search` or `list` shows the uids",
+                kind.object_word(),
+                call.resource()
+            )));
+        };
+        Ok((collection, object, uid))
+    }
+
+    /// Stores a new object at `url` unless something is there; false when it was (no
+    /// duplicate is made).
+    pub(crate) async fn create(
+        &self,
+        collection: &Collection,
+        kind: Kind,
+        url: &Url,
+        text: String,
+    ) -> Result<bool> {
+        match self
+            .http
+            .put(&collection.session, kind, url, text, None)
+            .await?
+        {
+            http::Put::Stored(etag) => {
+                self.remember(url, etag.as_deref());
+                Ok(true)
+            }
+            http::Put::AlreadyThere => Ok(false),
+        }
+    }
+
+    /// Replaces an object, only if it is still the version the model was shown (else the one
+    /// just read).
+    pub(crate) async fn replace(
+        &self,
+        collection: &Collection,
+        kind: Kind,
+        object: &StoredObject,
+        text: String,
+    ) -> Result<()> {
+        let version = self.version(object);
+        match self
+            .http
+            .put(&collection.session, kind, &object.url, text, Some(&version))
+            .await?
+        {
+            http::Put::Stored(etag) => {
+                self.remember(&object.url, etag.as_deref());
+                Ok(())
+            }
+            http::Put::AlreadyThere => Err(Error::Failed(
+                "the server answered an update as a create".into(),
+            )),
+        }
+    }
+
+    /// Deletes an object on the same condition; false when it was already gone.
+    pub(crate) async fn remove(
+        &self,
+        collection: &Collection,
+        kind: Kind,
+        object: &StoredObject,
+    ) -> Result<bool> {
+        let version = self.version(object);
+        let deleted = self
+            .http
+            .delete(&collection.session, kind, &object.url, Some(&version))
+            .await?;
+        self.remember(&object.url, None);
+        Ok(deleted)
+    }
+
+    /// The version a change is conditional on: the one the model was shown, else the current.
+    fn version(&self, object: &StoredObject) -> String {
+        self.remembered(&object.url)
+            .or_else(|| object.etag.clone())
+            .unwrap_or_else(|| "*".to_string())
     }
 
     /// Remembers the version of an object the model was shown.
@@ -731,6 +863,22 @@ impl Dav {
         }
         Ok(None)
     }
+}
+
+/// A UID a person or model gave: printable, on one line.
+pub(crate) fn check_uid(uid: &str) -> Result<&str> {
+    let uid = uid.trim();
+    if uid.is_empty() {
+        return Err(Error::invalid(
+            "needs `uid`: list or search shows each one's uid",
+        ));
+    }
+    if uid.len() > 255 || uid.chars().any(char::is_control) {
+        return Err(Error::invalid(
+            "`uid` must be 1 to 255 printable characters",
+        ));
+    }
+    Ok(uid)
 }
 
 /// Whether `text` holds a `UID:` line with exactly `uid` (as the server has it: unescaped UIDs

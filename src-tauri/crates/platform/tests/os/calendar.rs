@@ -9,7 +9,7 @@ use osprey_tools::{CheckOutcome, Policy, PolicyConfig, Registry, RegistryConfig,
 use osprey_types::Origin;
 use serde_json::{Value, json};
 
-use crate::harness::{Radicale, call, code, ok_text, radicale};
+use crate::harness::{Radicale, call, code, input, ok_text, radicale, uid_in};
 
 async fn with_calendars(server: &Radicale) {
     server.collection("alice/work/", "calendar", "Work").await;
@@ -17,22 +17,7 @@ async fn with_calendars(server: &Radicale) {
 }
 
 fn cal(action: &str, rest: Value) -> Value {
-    let mut input = json!({"resource": "calendar", "action": action});
-    input
-        .as_object_mut()
-        .unwrap()
-        .extend(rest.as_object().unwrap().clone());
-    input
-}
-
-/// The uid the tool printed after `uid `.
-fn uid_in(text: &str) -> String {
-    let start = text.find("uid ").expect("a uid") + 4;
-    text[start..]
-        .split([')', ';', ']'])
-        .next()
-        .unwrap()
-        .to_string()
+    input("calendar", action, rest)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -3,24 +3,10 @@
 use osprey_platform::OsTool;
 use serde_json::{Value, json};
 
-use crate::harness::{call, code, ok_text, radicale};
+use crate::harness::{call, code, input, ok_text, radicale, uid_in};
 
 fn contacts(action: &str, rest: Value) -> Value {
-    let mut input = json!({"resource": "contacts", "action": action});
-    input
-        .as_object_mut()
-        .unwrap()
-        .extend(rest.as_object().unwrap().clone());
-    input
-}
-
-fn uid_in(text: &str) -> String {
-    let start = text.find("uid ").expect("a uid") + 4;
-    text[start..]
-        .split([')', ';', ']'])
-        .next()
-        .unwrap()
-        .to_string()
+    input("contacts", action, rest)
 }
 
 #[tokio::test(flavor = "multi_thread")]

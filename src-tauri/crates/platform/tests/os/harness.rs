@@ -471,3 +471,23 @@ pub fn code(result: &ToolResult) -> &'static str {
     assert!(result.is_error, "expected an error: {result:?}");
     result.code.map(|c| c.as_str()).unwrap_or("none")
 }
+
+/// `{"resource": resource, "action": action}` with `rest`'s fields.
+pub fn input(resource: &str, action: &str, rest: Value) -> Value {
+    let mut input = serde_json::json!({"resource": resource, "action": action});
+    input
+        .as_object_mut()
+        .unwrap()
+        .extend(rest.as_object().cloned().unwrap_or_default());
+    input
+}
+
+/// The uid a tool's answer names after `uid `.
+pub fn uid_in(text: &str) -> String {
+    let start = text.find("uid ").expect("a uid") + 4;
+    text[start..]
+        .split([')', ';', ']'])
+        .next()
+        .unwrap()
+        .to_string()
+}
