@@ -487,7 +487,9 @@ fn status_error(session: &Session, kind: Kind, url: &Url, reply: &Reply, doing: 
             snippet(&reply.body)
         )),
         StatusCode::NOT_FOUND => Error::invalid(format!(
-            "{url} does not exist on the server (HTTP 404); list the {} again",
+            "{url} does not exist on the server (HTTP 404): if that is the account's URL, fix it \
+             with `osprey config set dav.{name}.url <the server's DAV address>`; else list the {} \
+             again",
             match kind {
                 Kind::Calendar => "calendars",
                 Kind::Contacts => "address books",

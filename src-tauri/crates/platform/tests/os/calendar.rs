@@ -613,6 +613,45 @@ async fn accounts_that_do_not_work_say_why_and_how_to_fix_it() {
     );
 }
 
+/// The account's URL may be the server's root, the principal, or one calendar itself.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_account_may_name_the_principal_or_one_calendar() {
+    let Some(server) = radicale("an_account_may_name_the_principal_or_one_calendar") else {
+        return;
+    };
+    with_calendars(&server).await;
+    let principal = OsTool::new(server.config_at("alice/", Some("secret"), "UTC"));
+    let calendars = ok_text(&call(&principal, cal("calendars", json!({}))).await);
+    assert_eq!(calendars.lines().count(), 2, "{calendars}");
+    let one = OsTool::new(server.config_at("alice/home/", Some("secret"), "UTC"));
+    let calendars = ok_text(&call(&one, cal("calendars", json!({}))).await);
+    assert!(
+        calendars.starts_with("Home (account home): ") && calendars.lines().count() == 1,
+        "{calendars}"
+    );
+    // With one calendar there is nothing to choose.
+    let created = ok_text(
+        &call(
+            &one,
+            cal(
+                "create",
+                json!({"title": "Call mum", "start": "2026-06-07T18:00"}),
+            ),
+        )
+        .await,
+    );
+    assert!(created.contains("in Home"), "{created}");
+    let missing = OsTool::new(server.config_at("alice/nothing/", Some("secret"), "UTC"));
+    let result = call(&missing, cal("calendars", json!({}))).await;
+    assert!(
+        result.text_content().contains("HTTP 404")
+            && result
+                .text_content()
+                .contains("osprey config set dav.home.url"),
+        "{result:?}"
+    );
+}
+
 fn unreachable_config(port: u16, timeout: Duration) -> OsConfig {
     use osprey_platform::{DavAccount, DavConfig, DavKind, StaticDavSettings};
     OsConfig {

@@ -443,12 +443,22 @@ impl Radicale {
     /// The `os` tool's account settings for this server: account `home` as `alice`, with
     /// `password` (None: none stored), listings in `zone`.
     pub fn config(&self, password: Option<&str>, zone: &str) -> osprey_platform::OsConfig {
+        self.config_at("", password, zone)
+    }
+
+    /// [`Radicale::config`] with the account's URL at `path` on the server.
+    pub fn config_at(
+        &self,
+        path: &str,
+        password: Option<&str>,
+        zone: &str,
+    ) -> osprey_platform::OsConfig {
         use osprey_platform::{DavAccount, DavConfig, DavKind, StaticDavSettings};
         let settings = StaticDavSettings {
             accounts: vec![DavAccount {
                 name: "home".into(),
                 kind: DavKind::Dav,
-                url: self.url.clone(),
+                url: format!("{}{path}", self.url),
                 username: "alice".into(),
             }],
             passwords: password
