@@ -15,6 +15,7 @@ pub mod chat;
 pub mod comm;
 #[cfg(unix)]
 pub mod control;
+pub mod dav_settings;
 pub mod error;
 pub mod events;
 #[cfg(unix)]
@@ -168,9 +169,16 @@ fn register_builtin_tools(
     let (screenshot, desktop) = ScreenTools::new(desktop_config(paths.data_dir()));
     registry.register_domain(screenshot);
     registry.register_domain(desktop);
-    // The `os` tool connects to the display and buses on first use, as the screen tools do.
-    registry
-        .register_domain(osprey_platform::OsTool::new(os_config()).with_path_guard(paths.clone()));
+    // The `os` tool connects to the display and buses on first use, as the screen tools do; its
+    // calendar and contacts read their accounts from the settings at each call.
+    let os = osprey_platform::OsConfig {
+        dav: dav_settings::dav_config(
+            stored.clone(),
+            secrets::Secrets::new(paths.data_dir(), secrets),
+        ),
+        ..os_config()
+    };
+    registry.register_domain(osprey_platform::OsTool::new(os).with_path_guard(paths.clone()));
     // The workspace folders: where shell commands may write, and where the file tool reads
     // unasked.
     let sandbox: settings::ShellSandboxSetting = settings::read(stored, settings::SHELL_SANDBOX);

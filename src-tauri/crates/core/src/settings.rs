@@ -64,6 +64,11 @@ pub const SKILLS_DISABLED: &str = "skills.disabled";
 /// Who the agent is: name, emoji, vibe, personality, quiet hours (`osprey_types::Persona`).
 pub const PERSONA: &str = "persona";
 
+/// CalDAV/CardDAV accounts of the `os` tool's calendar and contacts: `{"home": {"kind": "dav",
+/// "url": "https://dav.example.com/", "username": "me"}}`; passwords live in the secret store
+/// (`osprey config set dav.home.password -`).
+pub const DAV_ACCOUNTS: &str = osprey_platform::dav::ACCOUNTS_SETTING;
+
 /// Every known key with a one-line description.
 pub const KNOWN: &[(&str, &str)] = &[
     (POLICY, "approval policy: level, ask, allowlist, safe_bins"),
@@ -122,6 +127,10 @@ pub const KNOWN: &[(&str, &str)] = &[
     (
         SKILLS_DISABLED,
         "skills turned off by name: [\"desktop-automation\"]",
+    ),
+    (
+        DAV_ACCOUNTS,
+        "calendar and contacts accounts: {\"home\": {\"kind\": \"dav\"|\"caldav\"|\"carddav\", \"url\": ..., \"username\": ...}}; also dav.<name>.url|username|kind|password",
     ),
     (
         SUBAGENTS,
@@ -208,6 +217,7 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
                 .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
         }
         PROVIDERS => check::<crate::provider_settings::ProviderSettings>(key, value),
+        DAV_ACCOUNTS => crate::dav_settings::validate(value),
         MEMORY_EMBEDDINGS => {
             let settings: crate::provider_settings::EmbeddingSettings =
                 serde_json::from_value(value.clone())
