@@ -13,6 +13,7 @@ pub mod compaction;
 pub mod prompt;
 pub mod tokens;
 
+use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -436,10 +437,22 @@ impl Runner {
         let user_seq = self.persist(turn, &user, None).await?;
         transcript.push(user, user_seq);
 
-        let tools: Vec<ToolSpec> = self.inner.registry.specs_for(turn.scope.as_deref());
+        // A deferred tool goes out in its short form until the conversation has called it.
+        let mut called: HashSet<String> = transcript
+            .messages
+            .iter()
+            .flat_map(|m| m.tool_calls().map(|(_, name, _)| name.to_string()))
+            .collect();
+        let specs = |called: &HashSet<String>| {
+            self.inner
+                .registry
+                .specs_for_turn(turn.scope.as_deref(), |name| called.contains(name))
+        };
+        let mut tools: Vec<ToolSpec> = specs(&called);
         let system = self.system_prompt(turn, &tools).await;
-        // The system prompt and tools stay the same for the whole turn: measure them once.
-        let fixed_tokens = tokens::text_tokens(&system) + tokens::tools_tokens(&tools);
+        // The system prompt stays the same for the whole turn, the tools until one is first
+        // called: measure them once, and again then.
+        let mut fixed_tokens = tokens::text_tokens(&system) + tokens::tools_tokens(&tools);
 
         let mut total = Usage::default();
         let mut last_text = String::new();
@@ -541,6 +554,15 @@ impl Runner {
                 });
             }
 
+            let before = called.len();
+            called.extend(calls.iter().map(|(_, name, _)| name.clone()));
+            if called.len() > before {
+                let next = specs(&called);
+                if next != tools {
+                    tools = next;
+                    fixed_tokens = tokens::text_tokens(&system) + tokens::tools_tokens(&tools);
+                }
+            }
             let results = self.run_tools(turn, seq, calls, &bad_arguments).await?;
             let feedback = Message {
                 role: Role::User,

@@ -210,6 +210,9 @@ fn os_domain(offered: &[&Capability]) -> Domain {
          work on this machine and why others do not. Errors carry a code \
          (service_unavailable, permission_denied with steps, platform_not_supported, ...).",
     )
+    // Large, and many conversations never touch the operating system: models get the short
+    // form until they first call it (tests/os/tool.rs measures both).
+    .deferred()
     .resource(
         "capability",
         &["capabilities", "status"],
