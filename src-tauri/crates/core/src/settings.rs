@@ -62,6 +62,11 @@ pub const UI_THEME: &str = "ui.theme";
 /// Skills turned off by name: `["desktop-automation"]`. They stay on disk, out of the catalog.
 pub const SKILLS_DISABLED: &str = "skills.disabled";
 
+/// The `os` tool's mail accounts (`osprey_platform::mail::MailSettings`): `{"accounts": [{"name":
+/// "work", "email": ..., "imap": {"host": ...}, "smtp": {"host": ..., "port": 587, "tls":
+/// "starttls"}}]}`; each password lives in the secret store (`osprey os mail-password <name>`).
+pub const OS_MAIL: &str = osprey_platform::mail::SETTING;
+
 /// Every known key with a one-line description.
 pub const KNOWN: &[(&str, &str)] = &[
     (POLICY, "approval policy: level, ask, allowlist, safe_bins"),
@@ -116,6 +121,10 @@ pub const KNOWN: &[(&str, &str)] = &[
     (
         SKILLS_DISABLED,
         "skills turned off by name: [\"desktop-automation\"]",
+    ),
+    (
+        OS_MAIL,
+        "mail accounts: {\"accounts\": [{\"name\", \"email\", \"username\", \"imap\": {\"host\", \"port\", \"tls\": \"tls\"|\"starttls\"|\"plain\"}, \"smtp\": {...}}]}; passwords: `osprey os mail-password NAME`",
     ),
     (
         SUBAGENTS,
@@ -186,6 +195,12 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
         WEB_ALLOW_LOOPBACK => check::<bool>(key, value),
         UI_THEME => check::<osprey_types::Theme>(key, value),
         SKILLS_DISABLED => check::<Vec<String>>(key, value),
+        OS_MAIL => {
+            check::<osprey_platform::mail::MailSettings>(key, value)?;
+            let mail: osprey_platform::mail::MailSettings = serde_json::from_value(value.clone())?;
+            mail.validate()
+                .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
+        }
         WEB_SEARCH => check::<osprey_browser::SearchSettings>(key, value),
         SHELL_EXTRA_ENV => check::<Vec<String>>(key, value),
         SHELL_SANDBOX => check::<ShellSandboxSetting>(key, value),
@@ -266,6 +281,16 @@ mod tests {
         validate(UI_THEME, &json!("purple")).unwrap_err();
         validate(SKILLS_DISABLED, &json!(["a"])).unwrap();
         validate(SKILLS_DISABLED, &json!("a")).unwrap_err();
+        let account = json!({"name": "work", "email": "me@example.com",
+            "imap": {"host": "imap.example.com"}, "smtp": {"host": "smtp.example.com", "tls": "starttls"}});
+        validate(OS_MAIL, &json!({"accounts": [account]})).unwrap();
+        let mut clear = account.clone();
+        clear["smtp"]["tls"] = json!("plain");
+        let err = validate(OS_MAIL, &json!({"accounts": [clear]}))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("clear text"), "{err}");
+        validate(OS_MAIL, &json!({"acounts": []})).unwrap_err();
         validate(MCP_SERVERS, &json!({"weather": {"command": "weather-mcp"}})).unwrap();
         let err = validate(MCP_SERVERS, &json!({"weather": {}}))
             .unwrap_err()

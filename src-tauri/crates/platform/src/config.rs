@@ -27,6 +27,10 @@ pub struct OsConfig {
     pub quit_timeout: Duration,
     /// How long one D-Bus call may take before it is reported as a timeout.
     pub bus_timeout: Duration,
+    /// Mail accounts (setting `os.mail`), where their passwords come from, the limits.
+    pub mail: crate::mail::MailConfig,
+    /// Text to speech: speech-dispatcher's socket, the sound server, espeak-ng.
+    pub tts: crate::tts::SpeechConfig,
 }
 
 impl Default for OsConfig {
@@ -40,6 +44,8 @@ impl Default for OsConfig {
             disabled_categories: Vec::new(),
             quit_timeout: Duration::from_secs(5),
             bus_timeout: Duration::from_secs(5),
+            mail: crate::mail::MailConfig::default(),
+            tts: crate::tts::SpeechConfig::default(),
         }
     }
 }

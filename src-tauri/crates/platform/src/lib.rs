@@ -1,14 +1,16 @@
 //! The `os` tool: the operating system's own capabilities (clipboard, notifications, windows,
-//! applications, system facts and session control, the keychain, media players, file search),
-//! one resource per capability, listed in a capability registry that says where each works and
-//! a probe that says whether it works here and why not. Linux is served in-process over D-Bus
-//! (zbus), X11 (x11rb) and maintained crates (arboard, sysinfo, secret-service, ignore/grep);
-//! macOS and Windows sit behind the same traits and answer `platform_not_supported` where no
-//! backend exists yet.
+//! applications, system facts and session control, the keychain, media players, file search,
+//! mail, text to speech), one resource per capability, listed in a capability registry that
+//! says where each works and a probe that says whether it works here and why not. Linux is
+//! served in-process over D-Bus (zbus), X11 (x11rb) and maintained crates (arboard, sysinfo,
+//! secret-service, ignore/grep); mail is the same network code everywhere (async-imap, lettre,
+//! mail-parser over rustls); macOS and Windows sit behind the same traits and answer
+//! `platform_not_supported` where no backend exists yet.
 //!
 //! This crate must not know about Tauri, apps or the agent loop, must not spawn helper programs
-//! (xdotool, wmctrl, notify-send, xdg-open; only the applications the person asks to launch)
-//! and must not change the process environment: display and bus addresses are passed in.
+//! (xdotool, wmctrl, notify-send, xdg-open; only the applications the person asks to launch,
+//! and espeak-ng, the speech engine itself, when speech-dispatcher does not run) and must not
+//! change the process environment: display and bus addresses are passed in.
 
 pub mod app;
 pub mod capability;
@@ -16,11 +18,13 @@ pub mod clipboard;
 pub mod config;
 pub mod error;
 pub mod keychain;
+pub mod mail;
 pub mod music;
 pub mod notification;
 pub mod search;
 pub mod system;
 pub mod tool;
+pub mod tts;
 pub mod window;
 
 #[cfg(target_os = "linux")]

@@ -28,6 +28,9 @@ use crate::search::{SearchRequest, search};
 use crate::system::{SystemServices as _, machine_facts};
 use crate::window::{self, WindowOp, Windows as _};
 
+mod mail_actions;
+mod speech_actions;
+
 /// The `os` tool.
 #[derive(Debug)]
 pub struct OsTool {
@@ -35,6 +38,7 @@ pub struct OsTool {
     backend: Arc<Backend>,
     clipboard: SharedClipboard,
     guard: Option<PathGuard>,
+    mail: crate::mail::Mail,
 }
 
 impl OsTool {
@@ -46,13 +50,14 @@ impl OsTool {
             .collect();
         OsTool {
             domain: os_domain(&offered),
+            mail: crate::mail::Mail::new(config.mail.clone()),
             backend: Arc::new(Backend::new(config)),
             clipboard: SharedClipboard::default(),
             guard: None,
         }
     }
 
-    /// Checks file paths (clipboard images, search folders) against the credential and
+    /// Checks file paths (clipboard images, search folders, mail attachments, speech files) against the credential and
     /// Osprey-data rules, as the `file` tool does; search skips what it refuses.
     pub fn with_path_guard(mut self, guard: PathGuard) -> OsTool {
         self.guard = Some(guard);
@@ -118,6 +123,7 @@ impl OsTool {
                 }
                 Ok(parts.join("; "))
             }
+            "mail" => self.mail.probe().await,
             "search" => {
                 let roots = self.backend.config().search_roots();
                 if roots.iter().any(|r| r.is_dir()) {
@@ -201,7 +207,8 @@ fn os_domain(offered: &[&Capability]) -> Domain {
     let mut domain = Domain::new(
         "os",
         "Use the operating system itself: clipboard, notifications, windows, installed apps, \
-         system facts, the keychain, media players, file search. `capability list` says which \
+         system facts, the keychain, media players, file search, mail, speech. `capability list` \
+         says which \
          work on this machine and why others do not. Errors carry a code \
          (service_unavailable, permission_denied with steps, platform_not_supported, ...).",
     )
@@ -344,8 +351,18 @@ fn os_domain(offered: &[&Capability]) -> Domain {
             &[("files", "Find files by name (query) and/or content", Free)],
         );
     }
-    domain
-        .field("text", FieldType::String, "clipboard write: the text")
+    if has("mail") {
+        domain = mail_actions::resource(domain);
+    }
+    if has("tts") {
+        domain = speech_actions::resource(domain);
+    }
+    let domain = domain
+        .field(
+            "text",
+            FieldType::String,
+            "the text: clipboard write, mail send/reply body, tts speak/save",
+        )
         .field(
             "format",
             FieldType::String,
@@ -403,7 +420,7 @@ fn os_domain(offered: &[&Capability]) -> Domain {
         .field(
             "files",
             FieldType::Array(Box::new(FieldType::String)),
-            "app launch: files or URLs to open",
+            "app launch: files or URLs to open; mail send/reply: files to attach",
         )
         .field("pid", FieldType::Integer, "app quit: process id (else id)")
         .field(
@@ -428,17 +445,32 @@ fn os_domain(offered: &[&Capability]) -> Domain {
         .field(
             "query",
             FieldType::String,
-            "search: file name part or glob (*.pdf)",
+            "search: file name part or glob (*.pdf); mail search: words; tts voices: language or name",
         )
         .field(
             "content",
             FieldType::String,
             "search: regex the content must match",
         )
-        .field("limit", FieldType::Integer, "search: most results")
+        .field("limit", FieldType::Integer, "search, mail, tts voices: most results")
         .default_value(json!(20))
-        .field("hidden", FieldType::Boolean, "search: include hidden files")
-        .closed_world()
+        .field("hidden", FieldType::Boolean, "search: include hidden files");
+    let domain = if has("mail") {
+        mail_actions::fields(domain)
+    } else {
+        domain
+    };
+    let domain = if has("tts") {
+        speech_actions::fields(domain)
+    } else {
+        domain
+    };
+    // Mail reaches servers elsewhere; without it the tool only touches this machine.
+    if has("mail") {
+        domain
+    } else {
+        domain.closed_world()
+    }
 }
 
 fn text(message: impl Into<String>) -> Result<ToolResult> {
@@ -1046,6 +1078,11 @@ impl DomainTool for OsTool {
             facts.read_paths = self.backend.config().search_roots();
         }
         facts.summary = summary;
+        match call.resource() {
+            "mail" => mail_actions::facts(call, &mut facts),
+            "tts" => speech_actions::facts(call, &mut facts),
+            _ => {}
+        }
         facts
     }
 
@@ -1062,6 +1099,8 @@ impl DomainTool for OsTool {
                     "keychain" => self.keychain(&call).await,
                     "music" => self.music(&call).await,
                     "search" => self.search(ctx, &call).await,
+                    "mail" => self.mail(&call).await,
+                    "tts" => self.tts(&call).await,
                     other => Err(Error::invalid(format!("unknown os resource {other}"))),
                 }
             };
