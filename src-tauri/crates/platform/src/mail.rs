@@ -470,29 +470,18 @@ impl Mail {
         attachments: Vec<Attachment>,
     ) -> Result<String> {
         let mut imap = self.imap(account).await?;
-        let original = imap.fetch_message(folder, uid, false).await;
-        let (_, raw) = match original {
-            Ok(found) => found,
-            Err(err) => {
-                imap.logout().await;
-                return Err(err);
-            }
-        };
-        let reply = match message::reply_to(account, &raw, reply_all, text, attachments) {
-            Ok(reply) => reply,
-            Err(err) => {
-                imap.logout().await;
-                return Err(err);
-            }
-        };
-        let email = message::compose(account, &reply.outgoing, Some(&reply.thread))?;
-        let sent = self.deliver(account, email, Some(&mut imap)).await;
-        if sent.is_ok() {
+        let result: Result<String> = async {
+            let (_, raw) = imap.fetch_message(folder, uid, false).await?;
+            let reply = message::reply_to(account, &raw, reply_all, text, attachments)?;
+            let email = message::compose(account, &reply.outgoing, Some(&reply.thread))?;
+            let sent = self.deliver(account, email, Some(&mut imap)).await?;
             // Best effort: the reply went out either way.
             let _ = imap.mark_answered(folder, uid).await;
+            Ok(sent)
         }
+        .await;
         imap.logout().await;
-        sent
+        result
     }
 
     /// Hands the message to SMTP, then saves a copy to the account's sent folder if it has one

@@ -57,8 +57,9 @@ impl OsTool {
         }
     }
 
-    /// Checks file paths (clipboard images, search folders, mail attachments, speech files) against the credential and
-    /// Osprey-data rules, as the `file` tool does; search skips what it refuses.
+    /// Checks file paths (clipboard images, search folders, mail attachments, speech files)
+    /// against the credential and Osprey-data rules, as the `file` tool does; search skips what
+    /// it refuses.
     pub fn with_path_guard(mut self, guard: PathGuard) -> OsTool {
         self.guard = Some(guard);
         self
@@ -208,8 +209,7 @@ fn os_domain(offered: &[&Capability]) -> Domain {
         "os",
         "Use the operating system itself: clipboard, notifications, windows, installed apps, \
          system facts, the keychain, media players, file search, mail, speech. `capability list` \
-         says which \
-         work on this machine and why others do not. Errors carry a code \
+         says which work on this machine and why others do not. Errors carry a code \
          (service_unavailable, permission_denied with steps, platform_not_supported, ...).",
     )
     .resource(

@@ -129,8 +129,12 @@ pub(crate) fn listing(
             "uid {} | {} | {} | {}{}",
             s.uid,
             if s.date.is_empty() { "?" } else { &s.date },
-            if s.from.is_empty() { "?" } else { &s.from },
-            subject,
+            if s.from.is_empty() {
+                "?".to_string()
+            } else {
+                cut(&s.from, 80)
+            },
+            cut(subject, 160),
             if marks.is_empty() {
                 String::new()
             } else {
@@ -139,6 +143,15 @@ pub(crate) fn listing(
         ));
     }
     lines.join("\n")
+}
+
+/// At most `max` characters of `text`, with `…` where it was cut.
+fn cut(text: &str, max: usize) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
 }
 
 fn size(bytes: usize) -> String {
@@ -205,7 +218,8 @@ pub(crate) fn render(
         ),
     ] {
         if !value.is_empty() {
-            lines.push(format!("{name}: {value}"));
+            // A list's worth of recipients is not read in full.
+            lines.push(format!("{name}: {}", cut(&value, 400)));
         }
     }
     lines.push(format!(
@@ -241,10 +255,16 @@ pub(crate) fn render(
     if attachments.is_empty() {
         lines.push("Attachments: none".into());
     } else {
+        let more = attachments.len().saturating_sub(50);
         lines.push(format!(
-            "Attachments ({}): {}",
+            "Attachments ({}): {}{}",
             attachments.len(),
-            attachments.join("; ")
+            attachments[..attachments.len() - more].join("; "),
+            if more > 0 {
+                format!("; and {more} more")
+            } else {
+                String::new()
+            }
         ));
     }
     let (body, from_html) = body_text(&message);
