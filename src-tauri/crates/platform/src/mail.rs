@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 pub use message::Attachment;
+pub(crate) use message::count;
 
 /// The setting that holds the accounts: `{"accounts": [...]}` (see [`MailSettings`]).
 pub const SETTING: &str = "os.mail";
@@ -391,7 +392,11 @@ impl Mail {
         let result = imap.folders().await;
         imap.logout().await;
         let folders = result?;
-        let mut lines = vec![format!("{} folders of {}:", folders.len(), account.name)];
+        let mut lines = vec![format!(
+            "{} of {}:",
+            count(folders.len(), "folder"),
+            account.name
+        )];
         lines.extend(folders.iter().map(ToString::to_string));
         Ok(lines.join("\n"))
     }

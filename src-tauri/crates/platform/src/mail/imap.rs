@@ -146,8 +146,14 @@ impl fmt::Display for Folder {
             return write!(f, " (holds only folders)");
         }
         match self.counts {
-            Some((messages, Some(unseen))) => write!(f, ": {messages} messages, {unseen} unseen"),
-            Some((messages, None)) => write!(f, ": {messages} messages"),
+            Some((messages, Some(unseen))) => write!(
+                f,
+                ": {}, {unseen} unseen",
+                message::count(messages as usize, "message")
+            ),
+            Some((messages, None)) => {
+                write!(f, ": {}", message::count(messages as usize, "message"))
+            }
             None => Ok(()),
         }
     }

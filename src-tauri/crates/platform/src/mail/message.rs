@@ -87,8 +87,9 @@ pub(crate) fn listing(
 ) -> String {
     let pages = total.div_ceil(page.limit).max(1);
     let what = match search {
+        Some(search) if total == 1 => format!("{folder}: 1 message matches {search}"),
         Some(search) => format!("{folder}: {total} messages match {search}"),
-        None => format!("{folder}: {total} messages"),
+        None => format!("{folder}: {}", count(total, "message")),
     };
     if summaries.is_empty() {
         return if total == 0 || page.page == 1 {
@@ -143,6 +144,15 @@ pub(crate) fn listing(
         ));
     }
     lines.join("\n")
+}
+
+/// `1 message`, `2 messages`.
+pub(crate) fn count(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
 }
 
 /// At most `max` characters of `text`, with `…` where it was cut.

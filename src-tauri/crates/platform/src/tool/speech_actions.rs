@@ -115,8 +115,8 @@ impl OsTool {
                     ));
                 }
                 let mut lines = vec![format!(
-                    "{engine}: {} voices{}{}",
-                    voices.len(),
+                    "{engine}: {}{}{}",
+                    crate::mail::count(voices.len(), "voice"),
                     if voices.len() > limit {
                         format!(", {limit} shown (`limit` for more)")
                     } else {

@@ -608,7 +608,7 @@ async fn folders_list_search_and_read_a_real_imap_server() {
     assert_eq!(lines[0], "4 folders of work:", "{folders}");
     assert_eq!(lines[1], "INBOX: 4 messages, 2 unseen", "{folders}");
     for expected in [
-        "Archive: 1 messages, 0 unseen",
+        "Archive: 1 message, 0 unseen",
         "Sent: 0 messages, 0 unseen",
         "Entwürfe: 0 messages, 0 unseen",
     ] {
@@ -661,13 +661,13 @@ async fn folders_list_search_and_read_a_real_imap_server() {
     // Search: words in the body, the subject, the sender; dates by arrival.
     let found = ok_text(&mail(&tool, json!({"action": "search", "query": "invoice 4711"})).await);
     assert!(
-        found.starts_with("INBOX: 1 messages match \"invoice 4711\""),
+        found.starts_with("INBOX: 1 message matches \"invoice 4711\""),
         "{found}"
     );
     assert!(found.contains("Quarterly report"), "{found}");
     let found = ok_text(&mail(&tool, json!({"action": "search", "query": "friday"})).await);
     assert!(
-        found.contains("Lunch on Friday?") && found.contains("1 messages"),
+        found.contains("Lunch on Friday?") && found.contains("1 message matches"),
         "{found}"
     );
     let found = ok_text(&mail(&tool, json!({"action": "search", "query": "news@shop"})).await);
@@ -680,7 +680,7 @@ async fn folders_list_search_and_read_a_real_imap_server() {
         .await,
     );
     assert!(
-        found.contains("1 messages match since 2025-03-04 before 2025-03-06"),
+        found.contains("1 message matches since 2025-03-04 before 2025-03-06"),
         "{found}"
     );
     assert!(found.contains("Quarterly report"), "{found}");
