@@ -340,10 +340,7 @@ impl LinuxBackend {
         if let Some(server) = &self.config.tts.pulse_server {
             command.env("PULSE_SERVER", server);
         }
-        command
-            .stdin(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+        command.stdin(Stdio::piped()).stderr(Stdio::piped());
         Ok(command)
     }
 
@@ -368,6 +365,8 @@ impl LinuxBackend {
         stopped
     }
 
+    /// Starts espeak-ng on the text. It is not killed when the tool goes away: like `spd-say`,
+    /// a speech started from a one-shot `osprey tool` call is heard to its end.
     async fn speak_with_espeak(&self, utterance: &Utterance) -> Result<String> {
         let mut child = self
             .espeak(utterance)?
@@ -671,6 +670,8 @@ impl Speech for LinuxBackend {
             .espeak(utterance)?
             .arg("--stdout")
             .stdout(Stdio::piped())
+            // One that overruns its deadline is stopped with it.
+            .kill_on_drop(true)
             .spawn()
             .map_err(|e| no_engine(&format!("starting espeak-ng failed: {e}")))?;
         let mut stdin = child.stdin.take();
