@@ -69,7 +69,8 @@ enum Command {
     },
     /// Print the version, data directory and tools.
     Info,
-    /// The `os` tool: `osprey os status` says which capabilities work here and why not.
+    /// The `os` tool: `osprey os status` says which capabilities work here and why not;
+    /// `osprey os mail-password <account>` stores a mail account's password.
     Os {
         #[command(subcommand)]
         action: OsAction,
@@ -102,6 +103,16 @@ enum OsAction {
         /// One JSON array instead of readable text.
         #[arg(long)]
         json: bool,
+    },
+    /// Store the password of a mail account of the `os.mail` setting, read as one line from
+    /// standard input (never an argument, so it stays out of shell history and `ps`); it goes
+    /// to the system keyring, else a file only you can read.
+    MailPassword {
+        /// The account's `name` in `os.mail`.
+        account: String,
+        /// Forget the stored password instead.
+        #[arg(long)]
+        remove: bool,
     },
 }
 
@@ -277,10 +288,31 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Daemon => daemon::run(cli.data_dir).await,
         Command::Mcp(args) => mcp::run(cli.data_dir, args).await,
         Command::Os {
+            action: OsAction::MailPassword { account, remove },
+        } => {
+            let core = open(cli.data_dir, None, None)?;
+            let password = if remove {
+                String::new()
+            } else {
+                read_secret_line(&format!("password of the mail account {account}: "))?
+            };
+            let stored = core.set_mail_password(&account, &password)?;
+            match stored.location {
+                Some(location) => eprintln!("osprey: the password is stored in {location}"),
+                None => eprintln!("osprey: the password of {account} is forgotten"),
+            }
+            if !stored.account_configured {
+                eprintln!(
+                    "osprey: note: `os.mail` has no account named {account} yet; add it with \
+                     `osprey config set os.mail '{{\"accounts\": [...]}}'` (see `osprey os status`)"
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Os {
             action: OsAction::Status { json },
         } => {
-            // With the data folder's settings: the calendar and contacts accounts live there.
-            let status = open(cli.data_dir, None, None)?.os_status().await;
+            let status = osprey_core::os_status(cli.data_dir.as_deref()).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&status)?);
             } else {
@@ -324,6 +356,26 @@ fn value_or_stdin(value: String) -> anyhow::Result<String> {
 fn is_dav_field(key: &str) -> bool {
     key.strip_prefix("dav.")
         .is_some_and(|rest| !rest.is_empty() && rest != "accounts")
+}
+
+/// One line from standard input (a prompt on the terminal first), without its line ending;
+/// empty is refused.
+fn read_secret_line(prompt: &str) -> anyhow::Result<String> {
+    use std::io::{BufRead, IsTerminal};
+    if std::io::stdin().is_terminal() {
+        eprint!("{prompt}");
+        let _ = std::io::stderr().flush();
+    }
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("reading standard input")?;
+    let secret = line.trim_end_matches(['\r', '\n']).to_string();
+    if secret.is_empty() {
+        anyhow::bail!("no password on standard input (use --remove to forget one)");
+    }
+    Ok(secret)
 }
 
 /// A desktop or daemon running on this data folder puts a setting just stored in force at once

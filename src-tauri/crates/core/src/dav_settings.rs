@@ -79,15 +79,6 @@ pub enum DavSettingWritten {
 }
 
 impl Core {
-    /// What `osprey os status` prints, with this data folder's calendar and contacts accounts.
-    pub async fn os_status(&self) -> Vec<osprey_platform::Availability> {
-        let config = osprey_platform::OsConfig {
-            dav: dav_config(self.db().settings(), self.secrets()),
-            ..crate::os_config()
-        };
-        osprey_platform::OsTool::new(config).status().await
-    }
-
     /// Writes one account field addressed by a dotted key: `dav.<name>.url`, `.username`,
     /// `.kind` (caldav, carddav or dav) or `.password` (into the secret store). An empty value
     /// clears the field (the password: removes it); `dav.<name>` with an empty value removes the

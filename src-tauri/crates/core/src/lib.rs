@@ -152,9 +152,97 @@ pub fn os_config() -> osprey_platform::OsConfig {
     }
 }
 
-/// What `osprey os status` prints: each `os` capability, whether it works here, and why not.
-pub async fn os_status() -> Vec<osprey_platform::Availability> {
-    osprey_platform::OsTool::new(os_config()).status().await
+/// [`os_config`] with what the stored settings and the secret store add: the mail accounts
+/// (setting `os.mail`) and the calendar and contacts accounts (`dav.accounts`), each read at
+/// every call so a change applies at once, and their passwords.
+pub fn os_config_with(
+    stored: &osprey_db::Settings,
+    data_dir: &Path,
+    secrets: secrets::Backend,
+) -> osprey_platform::OsConfig {
+    let dav = dav_settings::dav_config(stored.clone(), secrets::Secrets::new(data_dir, secrets));
+    let stored = stored.clone();
+    let secrets = secrets::Secrets::new(data_dir, secrets);
+    osprey_platform::OsConfig {
+        dav,
+        mail: osprey_platform::mail::MailConfig::live(
+            Arc::new(move || settings::read(&stored, settings::OS_MAIL)),
+            Arc::new(move |name| secrets.get(name).map_err(|e| format!("{e:#}"))),
+        ),
+        ..os_config()
+    }
+}
+
+/// What `osprey os status` prints: each `os` capability, whether it works here, and why not,
+/// with the settings of the data directory (`None`: as [`resolve_data_dir`] says).
+pub async fn os_status(
+    data_dir: Option<&Path>,
+) -> anyhow::Result<Vec<osprey_platform::Availability>> {
+    let data_dir = resolve_data_dir(data_dir);
+    let db = Database::open_in(&data_dir)
+        .with_context(|| format!("opening Osprey's database in {}", data_dir.display()))?;
+    let config = os_config_with(
+        &db.settings(),
+        &data_dir,
+        secrets::Backend::from_environment(),
+    );
+    Ok(osprey_platform::OsTool::new(config).status().await)
+}
+
+/// What storing a mail account's password did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MailPasswordStored {
+    /// Where it went; `None` when an empty password removed it.
+    pub location: Option<secrets::SecretLocation>,
+    /// Whether `os.mail` has an account by that name yet.
+    pub account_configured: bool,
+}
+
+impl Core {
+    /// Keeps the password of the mail account `account` in the secret store (the system
+    /// keyring, else the private file), or forgets it when `password` is empty. It never goes
+    /// into the settings table.
+    pub fn set_mail_password(
+        &self,
+        account: &str,
+        password: &str,
+    ) -> anyhow::Result<MailPasswordStored> {
+        let account = account.trim();
+        if account.is_empty()
+            || account.len() > 64
+            || !account
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        {
+            anyhow::bail!(
+                "a mail account name is 1 to 64 letters, digits, `.`, `_` or `-`, not {account:?}"
+            );
+        }
+        let configured: osprey_platform::mail::MailSettings =
+            settings::read(&self.settings(), settings::OS_MAIL);
+        let account_configured = configured
+            .accounts
+            .iter()
+            .any(|a| a.name.eq_ignore_ascii_case(account));
+        // The name the tool looks up: the account's own spelling when it is set up.
+        let name = configured
+            .accounts
+            .iter()
+            .find(|a| a.name.eq_ignore_ascii_case(account))
+            .map_or(account, |a| a.name.as_str());
+        let store = secrets::Secrets::new(self.data_dir(), self.inner.secrets);
+        let key = osprey_platform::mail::password_secret(name);
+        let location = if password.is_empty() {
+            store.remove(&key)?;
+            None
+        } else {
+            Some(store.set(&key, password)?)
+        };
+        Ok(MailPasswordStored {
+            location,
+            account_configured,
+        })
+    }
 }
 
 /// Registers the built-in tools (`file`, `shell`, `web`, `screenshot`, `desktop`, `os`) with their
@@ -170,15 +258,11 @@ fn register_builtin_tools(
     registry.register_domain(screenshot);
     registry.register_domain(desktop);
     // The `os` tool connects to the display and buses on first use, as the screen tools do; its
-    // calendar and contacts read their accounts from the settings at each call.
-    let os = osprey_platform::OsConfig {
-        dav: dav_settings::dav_config(
-            stored.clone(),
-            secrets::Secrets::new(paths.data_dir(), secrets),
-        ),
-        ..os_config()
-    };
-    registry.register_domain(osprey_platform::OsTool::new(os).with_path_guard(paths.clone()));
+    // mail, calendar and contacts read their accounts from the settings at each call.
+    registry.register_domain(
+        osprey_platform::OsTool::new(os_config_with(stored, paths.data_dir(), secrets))
+            .with_path_guard(paths.clone()),
+    );
     // The workspace folders: where shell commands may write, and where the file tool reads
     // unasked.
     let sandbox: settings::ShellSandboxSetting = settings::read(stored, settings::SHELL_SANDBOX);

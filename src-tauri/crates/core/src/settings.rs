@@ -69,6 +69,11 @@ pub const PERSONA: &str = "persona";
 /// (`osprey config set dav.home.password -`).
 pub const DAV_ACCOUNTS: &str = osprey_platform::dav::ACCOUNTS_SETTING;
 
+/// The `os` tool's mail accounts (`osprey_platform::mail::MailSettings`): `{"accounts": [{"name":
+/// "work", "email": ..., "imap": {"host": ...}, "smtp": {"host": ..., "port": 587, "tls":
+/// "starttls"}}]}`; each password lives in the secret store (`osprey os mail-password <name>`).
+pub const OS_MAIL: &str = osprey_platform::mail::SETTING;
+
 /// Every known key with a one-line description.
 pub const KNOWN: &[(&str, &str)] = &[
     (POLICY, "approval policy: level, ask, allowlist, safe_bins"),
@@ -131,6 +136,10 @@ pub const KNOWN: &[(&str, &str)] = &[
     (
         DAV_ACCOUNTS,
         "calendar and contacts accounts: {\"home\": {\"kind\": \"dav\"|\"caldav\"|\"carddav\", \"url\": ..., \"username\": ...}}; also dav.<name>.url|username|kind|password",
+    ),
+    (
+        OS_MAIL,
+        "mail accounts: {\"accounts\": [{\"name\", \"email\", \"username\", \"imap\": {\"host\", \"port\", \"tls\": \"tls\"|\"starttls\"|\"plain\"}, \"smtp\": {...}}]}; passwords: `osprey os mail-password NAME`",
     ),
     (
         SUBAGENTS,
@@ -207,6 +216,12 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
                 .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
         }
         SKILLS_DISABLED => check::<Vec<String>>(key, value),
+        OS_MAIL => {
+            check::<osprey_platform::mail::MailSettings>(key, value)?;
+            let mail: osprey_platform::mail::MailSettings = serde_json::from_value(value.clone())?;
+            mail.validate()
+                .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
+        }
         WEB_SEARCH => check::<osprey_browser::SearchSettings>(key, value),
         SHELL_EXTRA_ENV => check::<Vec<String>>(key, value),
         SHELL_SANDBOX => check::<ShellSandboxSetting>(key, value),
@@ -301,6 +316,16 @@ mod tests {
         assert!(format!("{why:#}").contains("HH:MM"), "{why:#}");
         validate(SKILLS_DISABLED, &json!(["a"])).unwrap();
         validate(SKILLS_DISABLED, &json!("a")).unwrap_err();
+        let account = json!({"name": "work", "email": "me@example.com",
+            "imap": {"host": "imap.example.com"}, "smtp": {"host": "smtp.example.com", "tls": "starttls"}});
+        validate(OS_MAIL, &json!({"accounts": [account]})).unwrap();
+        let mut clear = account.clone();
+        clear["smtp"]["tls"] = json!("plain");
+        let err = validate(OS_MAIL, &json!({"accounts": [clear]}))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("clear text"), "{err}");
+        validate(OS_MAIL, &json!({"acounts": []})).unwrap_err();
         validate(MCP_SERVERS, &json!({"weather": {"command": "weather-mcp"}})).unwrap();
         let err = validate(MCP_SERVERS, &json!({"weather": {}}))
             .unwrap_err()

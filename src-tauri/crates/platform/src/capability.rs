@@ -157,6 +157,20 @@ pub const CAPABILITIES: &[Capability] = &[
         needs_setup: true,
         summary: "contacts on CardDAV accounts: list, search, create, update, delete, .vcf import/export",
     },
+    Capability {
+        name: "mail",
+        category: Category::Productivity,
+        platforms: &[Linux, Macos, Windows],
+        needs_setup: true,
+        summary: "mail accounts (IMAP, SMTP): folders, list, search, read, send, reply",
+    },
+    Capability {
+        name: "tts",
+        category: Category::Media,
+        platforms: &[Linux],
+        needs_setup: false,
+        summary: "speak text (speech-dispatcher or espeak-ng), voices, stop, save to WAV",
+    },
 ];
 
 /// A capability by resource name.

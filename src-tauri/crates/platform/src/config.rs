@@ -29,6 +29,10 @@ pub struct OsConfig {
     pub bus_timeout: Duration,
     /// The CalDAV/CardDAV accounts of the calendar and contacts resources.
     pub dav: crate::dav::DavConfig,
+    /// Mail accounts (setting `os.mail`), where their passwords come from, the limits.
+    pub mail: crate::mail::MailConfig,
+    /// Text to speech: speech-dispatcher's socket, the sound server, espeak-ng.
+    pub tts: crate::tts::SpeechConfig,
 }
 
 impl Default for OsConfig {
@@ -43,6 +47,8 @@ impl Default for OsConfig {
             quit_timeout: Duration::from_secs(5),
             bus_timeout: Duration::from_secs(5),
             dav: crate::dav::DavConfig::default(),
+            mail: crate::mail::MailConfig::default(),
+            tts: crate::tts::SpeechConfig::default(),
         }
     }
 }

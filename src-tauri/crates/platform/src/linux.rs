@@ -9,6 +9,7 @@ mod mpris;
 mod notify;
 mod secrets;
 mod services;
+mod speech;
 mod x11;
 
 use std::sync::Mutex;
@@ -25,6 +26,7 @@ pub struct LinuxBackend {
     buses: Buses,
     x11: Mutex<Option<x11::Ewmh>>,
     notifications: notify::Tracker,
+    speaker: speech::Speaker,
 }
 
 impl LinuxBackend {
@@ -34,6 +36,7 @@ impl LinuxBackend {
             config,
             x11: Mutex::new(None),
             notifications: notify::Tracker::default(),
+            speaker: speech::Speaker::default(),
         }
     }
 
@@ -87,6 +90,7 @@ impl LinuxBackend {
                     players.len()
                 ))
             }
+            "tts" => self.speech_probe().await,
             _ => Err(crate::Error::unsupported("this capability")),
         }
     }

@@ -28,6 +28,9 @@ use crate::search::{SearchRequest, search};
 use crate::system::{SystemServices as _, machine_facts};
 use crate::window::{self, WindowOp, Windows as _};
 
+mod mail_actions;
+mod speech_actions;
+
 /// The `os` tool.
 #[derive(Debug)]
 pub struct OsTool {
@@ -36,6 +39,7 @@ pub struct OsTool {
     clipboard: SharedClipboard,
     guard: Option<PathGuard>,
     dav: crate::dav::Dav,
+    mail: crate::mail::Mail,
 }
 
 impl OsTool {
@@ -48,14 +52,16 @@ impl OsTool {
         OsTool {
             domain: os_domain(&offered),
             dav: crate::dav::Dav::new(config.dav.clone()),
+            mail: crate::mail::Mail::new(config.mail.clone()),
             backend: Arc::new(Backend::new(config)),
             clipboard: SharedClipboard::default(),
             guard: None,
         }
     }
 
-    /// Checks file paths (clipboard images, search folders) against the credential and
-    /// Osprey-data rules, as the `file` tool does; search skips what it refuses.
+    /// Checks file paths (clipboard images, search folders, mail attachments, speech files)
+    /// against the credential and Osprey-data rules, as the `file` tool does; search skips what
+    /// it refuses.
     pub fn with_path_guard(mut self, guard: PathGuard) -> OsTool {
         self.guard = Some(guard);
         self
@@ -120,6 +126,7 @@ impl OsTool {
                 }
                 Ok(parts.join("; "))
             }
+            "mail" => self.mail.probe().await,
             "search" => {
                 let roots = self.backend.config().search_roots();
                 if roots.iter().any(|r| r.is_dir()) {
@@ -205,9 +212,9 @@ fn os_domain(offered: &[&Capability]) -> Domain {
     let mut domain = Domain::new(
         "os",
         "Use the operating system itself: clipboard, notifications, windows, installed apps, \
-         system facts, the keychain, media players, file search, calendar, contacts. \
-         `capability list` says which \
-         work on this machine and why others do not. Errors carry a code \
+         system facts, the keychain, media players, file search, calendar, contacts, mail, \
+         speech. `capability list` says which work on this machine and why others do not. Errors \
+         carry a code \
          (service_unavailable, permission_denied with steps, platform_not_supported, ...).",
     )
     // Large, and many conversations never touch the operating system: models get the short
@@ -384,8 +391,18 @@ fn os_domain(offered: &[&Capability]) -> Domain {
             ],
         );
     }
-    domain
-        .field("text", FieldType::String, "clipboard write: the text")
+    if has("mail") {
+        domain = mail_actions::resource(domain);
+    }
+    if has("tts") {
+        domain = speech_actions::resource(domain);
+    }
+    let domain = domain
+        .field(
+            "text",
+            FieldType::String,
+            "the text: clipboard write, mail send/reply body, tts speak/save",
+        )
         .field(
             "format",
             FieldType::String,
@@ -444,7 +461,7 @@ fn os_domain(offered: &[&Capability]) -> Domain {
         .field(
             "files",
             FieldType::Array(Box::new(FieldType::String)),
-            "app launch: files or URLs to open",
+            "app launch: files or URLs to open; mail send/reply: files to attach",
         )
         .field("pid", FieldType::Integer, "app quit: process id (else id)")
         .field(
@@ -469,14 +486,19 @@ fn os_domain(offered: &[&Capability]) -> Domain {
         .field(
             "query",
             FieldType::String,
-            "search: file name part or glob (*.pdf); calendar, contacts: text to find",
+            "search: file name part or glob (*.pdf); calendar, contacts: text to find; mail \
+             search: words; tts voices: language or name",
         )
         .field(
             "content",
             FieldType::String,
             "search: regex the content must match",
         )
-        .field("limit", FieldType::Integer, "search: most results")
+        .field(
+            "limit",
+            FieldType::Integer,
+            "search, mail, tts voices: most results",
+        )
         .default_value(json!(20))
         .field("hidden", FieldType::Boolean, "search: include hidden files")
         .field(
@@ -513,7 +535,7 @@ fn os_domain(offered: &[&Capability]) -> Domain {
         .field(
             "account",
             FieldType::String,
-            "calendar, contacts: account name",
+            "calendar, contacts, mail: account name (default: the first)",
         )
         .field("name", FieldType::String, "contacts: full name")
         .required_for(&["contacts.create"])
@@ -527,8 +549,24 @@ fn os_domain(offered: &[&Capability]) -> Domain {
             FieldType::Array(Box::new(FieldType::String)),
             "contacts: phone numbers (replace all)",
         )
-        .field("org", FieldType::String, "contacts: organisation")
-        .closed_world()
+        .field("org", FieldType::String, "contacts: organisation");
+    let domain = if has("mail") {
+        mail_actions::fields(domain)
+    } else {
+        domain
+    };
+    let domain = if has("tts") {
+        speech_actions::fields(domain)
+    } else {
+        domain
+    };
+    // Mail, calendars and contacts reach servers elsewhere; without them the tool only touches
+    // this machine.
+    if has("mail") || has("calendar") || has("contacts") {
+        domain
+    } else {
+        domain.closed_world()
+    }
 }
 
 fn text(message: impl Into<String>) -> Result<ToolResult> {
@@ -1139,6 +1177,11 @@ impl DomainTool for OsTool {
             facts.read_paths = self.backend.config().search_roots();
         }
         facts.summary = summary;
+        match call.resource() {
+            "mail" => mail_actions::facts(call, &mut facts),
+            "tts" => speech_actions::facts(call, &mut facts),
+            _ => {}
+        }
         facts
     }
 
@@ -1161,6 +1204,8 @@ impl DomainTool for OsTool {
                     "contacts" => {
                         crate::contacts::run(&self.dav, &call, &|p, w| self.check_path(p, w)).await
                     }
+                    "mail" => self.mail(&call).await,
+                    "tts" => self.tts(&call).await,
                     other => Err(Error::invalid(format!("unknown os resource {other}"))),
                 }
             };

@@ -8,6 +8,7 @@ use crate::keychain::Keychain;
 use crate::music::MediaPlayers;
 use crate::notification::Notifications;
 use crate::system::SystemServices;
+use crate::tts::Speech;
 use crate::window::Windows;
 
 #[derive(Debug)]
@@ -34,5 +35,6 @@ impl Applications for Unsupported {}
 impl Keychain for Unsupported {}
 impl MediaPlayers for Unsupported {}
 impl Notifications for Unsupported {}
+impl Speech for Unsupported {}
 impl SystemServices for Unsupported {}
 impl Windows for Unsupported {}

@@ -1,7 +1,8 @@
 //! The `os` tool against real parts: a private D-Bus session bus with a notification server, a
 //! media player and gnome-keyring on it; an Xvfb display with openbox and GTK windows; desktop
 //! entries launched for real; the clipboard read by another X client; Radicale as the CalDAV and
-//! CardDAV server of the calendar and contacts. See `os/harness.rs`.
+//! CardDAV server of the calendar and contacts; Dovecot and aiosmtpd on loopback for mail;
+//! espeak-ng, speech-dispatcher and a null PulseAudio sink for speech. See `os/harness.rs`.
 //! (A test crate's root resolves modules beside it, hence the `#[path]`s.)
 #![cfg(target_os = "linux")]
 
@@ -35,3 +36,8 @@ mod calendar;
 
 #[path = "os/contacts.rs"]
 mod contacts;
+#[path = "os/mail.rs"]
+mod mail;
+
+#[path = "os/tts.rs"]
+mod tts;

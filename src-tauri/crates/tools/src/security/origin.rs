@@ -30,8 +30,8 @@ impl Default for OriginRules {
 /// Calls that are free for the person but change what Osprey does later or speak for the
 /// person: from an origin outside the person's control (`comm`, `app`, `skill`) they need a
 /// person's approval, so a chat message, an app or a skill cannot plant a reminder, a memory or
-/// a profile fact, post as the agent, type on the desktop, read the clipboard or raise a system
-/// notification unasked. Entries name a tool, a
+/// a profile fact, post as the agent, type on the desktop, read the clipboard, raise a system
+/// notification or speak aloud unasked. Entries name a tool, a
 /// tool's resource or one action, as deny entries do.
 pub const ASKED_FROM_OUTSIDE: &[&str] = &[
     "agent.reminder.create",
@@ -47,6 +47,8 @@ pub const ASKED_FROM_OUTSIDE: &[&str] = &[
     // A notification looks like the system speaking: text from a message or an app must not
     // reach the person that way unasked (a fake "your session expired, open ..." prompt).
     "os.notification.send",
+    // Speech is the system speaking too, out loud.
+    "os.tts.speak",
 ];
 
 /// Origins outside the person's control: messages from other people, apps, skills' own text.
