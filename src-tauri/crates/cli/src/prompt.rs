@@ -42,7 +42,14 @@ fn ask_blocking(request: &ApprovalRequest) -> ApprovalAnswer {
         "\nApproval needed ({what}, origin {}):\n  {}",
         request.origin, request.summary
     );
-    let _ = write!(err, "Allow? [y] once, [a] always this session, [N] no: ");
+    if let Some(details) = &request.details {
+        let _ = write!(err, "{}", details_text(details));
+    }
+    if request.once_only {
+        let _ = write!(err, "Allow this once? [y] yes, [N] no: ");
+    } else {
+        let _ = write!(err, "Allow? [y] once, [a] always this session, [N] no: ");
+    }
     let _ = err.flush();
     let mut line = String::new();
     match std::io::stdin().lock().read_line(&mut line) {
@@ -52,6 +59,38 @@ fn ask_blocking(request: &ApprovalRequest) -> ApprovalAnswer {
         }
         Ok(_) => parse_answer(&line),
     }
+}
+
+/// What an install's question shows besides its summary: version, publisher, signer, each
+/// permission in plain words, files and notes, one per line.
+fn details_text(details: &osprey_types::ApprovalDetails) -> String {
+    let mut text = format!("  {}\n", details.title);
+    if let Some(publisher) = &details.publisher {
+        text.push_str(&format!("  Publisher: {publisher}\n"));
+    }
+    if let Some(signer) = &details.signer {
+        text.push_str(&format!("  Signed by: {signer}\n"));
+    }
+    if details.kind == "app" {
+        if details.permissions.is_empty() {
+            text.push_str("  Permissions: none\n");
+        } else {
+            text.push_str("  Permissions:\n");
+            for permission in &details.permissions {
+                text.push_str(&format!(
+                    "    - {} ({})\n",
+                    permission.explanation, permission.permission
+                ));
+            }
+        }
+    }
+    if !details.files.is_empty() {
+        text.push_str(&format!("  Files: {}\n", details.files.join(", ")));
+    }
+    for note in &details.notes {
+        text.push_str(&format!("  {note}\n"));
+    }
+    text
 }
 
 fn parse_answer(line: &str) -> ApprovalAnswer {
