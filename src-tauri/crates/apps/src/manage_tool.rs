@@ -175,7 +175,7 @@ impl DomainTool for AppsTool {
                 crate::store_client::app_install_details(&client, id, installed.as_ref())
                     .await
                     .map_err(refused)?;
-            Ok(Some(details))
+            Ok(Some(Box::new(details)))
         })
     }
 

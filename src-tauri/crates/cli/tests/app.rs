@@ -3,11 +3,10 @@
 //! file and by store id, the listing flags, updates waiting for approval, removal, sideloading,
 //! and the refusals with their stable codes and exit status 3 leaving nothing in `<data>/apps`.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use osprey_apps::{KeyPair, Limits, napp};

@@ -96,7 +96,7 @@ impl StoreTool {
         &self,
         ctx: &ToolContext,
         call: &Call,
-    ) -> Result<Option<ApprovalDetails>, ToolResult> {
+    ) -> Result<Option<Box<ApprovalDetails>>, ToolResult> {
         let core = self.core()?;
         let id = call.str("id").unwrap_or_default();
         let cannot_ask = |error: CoreError| {
@@ -128,7 +128,7 @@ impl StoreTool {
                         sha256,
                     },
                 );
-                Ok(Some(details))
+                Ok(Some(Box::new(details)))
             }
             ("apps", "uninstall") => {
                 let app = core
@@ -138,7 +138,7 @@ impl StoreTool {
                     .find(|app| app.manifest.id == id)
                     .ok_or_else(|| not_installed(&format!("no app `{id}` is installed")))?;
                 let manifest = app.manifest;
-                Ok(Some(ApprovalDetails {
+                Ok(Some(Box::new(ApprovalDetails {
                     title: format!(
                         "Uninstall the app {} {} and delete its data",
                         manifest.name, manifest.version
@@ -154,7 +154,7 @@ impl StoreTool {
                     notes: vec![
                         "It is stopped, and its folder goes with its data and logs.".to_string(),
                     ],
-                }))
+                })))
             }
             ("skills", "install") => {
                 let (client, _) = core.store_client().map_err(cannot_ask)?;
@@ -169,7 +169,7 @@ impl StoreTool {
                         expected,
                     },
                 );
-                Ok(Some(details))
+                Ok(Some(Box::new(details)))
             }
             ("skills", "uninstall") => {
                 let record = core
@@ -182,7 +182,7 @@ impl StoreTool {
                              source=user lists your own; the skill tool deletes those)"
                         ))
                     })?;
-                Ok(Some(ApprovalDetails {
+                Ok(Some(Box::new(ApprovalDetails {
                     title: format!("Remove the skill {} {}", record.name, record.version),
                     kind: "skill".into(),
                     name: record.name.clone(),
@@ -193,7 +193,7 @@ impl StoreTool {
                     permissions: Vec::new(),
                     files: Vec::new(),
                     notes: vec!["Its folder is deleted with every file in it.".to_string()],
-                }))
+                })))
             }
             _ => Ok(None),
         }

@@ -70,7 +70,7 @@ pub trait Tool: Send + Sync + 'static {
 
 /// What [`Tool::approval_details`] returns: the details, none, or the refusal to give instead of
 /// asking.
-pub type DetailsFuture<'a> = BoxFuture<'a, Result<Option<ApprovalDetails>, ToolResult>>;
+pub type DetailsFuture<'a> = BoxFuture<'a, Result<Option<Box<ApprovalDetails>>, ToolResult>>;
 
 /// A tool that covers one domain with a table of resources and actions (`file`, `shell`, `web`,
 /// ...). Register it with [`crate::Registry::register_domain`], which builds its JSON Schema from

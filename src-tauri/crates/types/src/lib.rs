@@ -362,7 +362,7 @@ pub struct ApprovalRequest {
     /// the app's name, publisher, signer, version and permissions in plain words).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
-    pub details: Option<ApprovalDetails>,
+    pub details: Option<Box<ApprovalDetails>>,
     /// Only this call can be answered: "always" and lasting grants do not apply to it (an
     /// install, a command outside the sandbox), so a UI offers Allow once and Deny only.
     #[serde(default)]
