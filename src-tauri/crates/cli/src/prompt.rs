@@ -66,7 +66,12 @@ fn ask_blocking(request: &ApprovalRequest) -> ApprovalAnswer {
 fn details_text(details: &osprey_types::ApprovalDetails) -> String {
     let mut text = format!("  {}\n", details.title);
     if let Some(publisher) = &details.publisher {
-        text.push_str(&format!("  Publisher: {publisher}\n"));
+        let label = if details.kind == "skill" {
+            "Author"
+        } else {
+            "Publisher"
+        };
+        text.push_str(&format!("  {label}: {publisher}\n"));
     }
     if let Some(signer) = &details.signer {
         text.push_str(&format!("  Signed by: {signer}\n"));
@@ -113,5 +118,51 @@ mod tests {
         assert_eq!(parse_answer("\n"), ApprovalAnswer::Deny);
         assert_eq!(parse_answer("n"), ApprovalAnswer::Deny);
         assert_eq!(parse_answer("sure"), ApprovalAnswer::Deny);
+    }
+
+    #[test]
+    fn an_install_question_lists_the_publisher_signer_and_permissions_in_words() {
+        let details = osprey_types::ApprovalDetails {
+            title: "Install the app Units 1.0.0 from the store".into(),
+            kind: "app".into(),
+            name: "Units".into(),
+            id: "com.example.units".into(),
+            version: Some("1.0.0".into()),
+            publisher: Some("Acme Apps".into()),
+            signer: Some("the store at http://127.0.0.1:8787, which signs ... key 3f1c".into()),
+            permissions: osprey_apps::permissions::explained(&["network:api.example.com".into()]),
+            files: vec![],
+            notes: vec!["It runs in Osprey's app sandbox.".into()],
+        };
+        let text = details_text(&details);
+        assert!(
+            text.contains("  Install the app Units 1.0.0 from the store\n"),
+            "{text}"
+        );
+        assert!(text.contains("  Publisher: Acme Apps\n"), "{text}");
+        assert!(
+            text.contains("  Signed by: the store at http://127.0.0.1:8787"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "    - Connect to api.example.com over the internet (network:api.example.com)\n"
+            ),
+            "{text}"
+        );
+        let skill = osprey_types::ApprovalDetails {
+            kind: "skill".into(),
+            files: vec!["SKILL.md".into(), "scripts/run.py".into()],
+            ..details
+        };
+        let text = details_text(&skill);
+        assert!(
+            text.contains("  Author: Acme Apps\n") && !text.contains("Permissions"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  Files: SKILL.md, scripts/run.py\n"),
+            "{text}"
+        );
     }
 }

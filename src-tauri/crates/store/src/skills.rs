@@ -363,7 +363,7 @@ fn publish_blocking(store: &Store, body: &[u8], options: PublishOptions) -> Resu
         .ok_or_else(|| {
             Error::InvalidRequest(format!(
                 "skill `{name}` has no version: give its SKILL.md `metadata:` a `version: \
-                 \"1.0.0\"`, or pass ?version=1.0.0"
+                 \"1.0.0\"`, or pass ?version=1.0.0 (`osprey store publish-skill --version 1.0.0`)"
             ))
         })?;
     if !osprey_apps::manifest::is_version(&version) {
