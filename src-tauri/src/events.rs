@@ -25,18 +25,37 @@ pub const LONG_TURN: Duration = Duration::from_secs(20);
 /// returning, so nothing emitted after this call is missed.
 pub fn forward<R: Runtime>(app: AppHandle<R>, core: &Core) {
     let mut events = core.subscribe();
+    let core = core.clone();
     tauri::async_runtime::spawn(async move {
         let mut notifier = Notifier::default();
+        // Notices held in quiet hours go out as one summary once they end.
+        let mut quiet_check = tokio::time::interval(QUIET_CHECK);
         loop {
-            match events.recv().await {
+            let received = tokio::select! {
+                received = events.recv() => received,
+                _ = quiet_check.tick() => {
+                    if notifier.has_held()
+                        && let Some((title, body)) = notifier.release(core.quiet_hours_now())
+                    {
+                        show(&app, title, body);
+                    }
+                    continue;
+                }
+            };
+            match received {
                 Ok(event) => {
                     let in_sight = app.get_webview_window(MAIN_WINDOW).is_some_and(|w| {
                         w.is_visible().unwrap_or(false) && w.is_focused().unwrap_or(false)
                     });
-                    if let Some((title, body)) = notifier.notice(&event, Instant::now(), in_sight) {
+                    if let Some(notice) = notifier.notice(&event, Instant::now(), in_sight)
+                        && let Some((title, body)) =
+                            notifier.unless_quiet(notice, core.quiet_hours_now())
+                    {
                         show(&app, title, body);
                     }
-                    crate::approval_notice::notify_if_hidden(&app, &event);
+                    crate::approval_notice::notify_if_hidden(&app, &event, || {
+                        core.quiet_hours_now()
+                    });
                     if let Err(error) = app.emit_to(MAIN_WINDOW, CORE_EVENT, &event) {
                         tracing::warn!("could not forward a core event: {error}");
                     }
@@ -51,16 +70,68 @@ pub fn forward<R: Runtime>(app: AppHandle<R>, core: &Core) {
     });
 }
 
+/// How often held notices are checked for the end of quiet hours.
+const QUIET_CHECK: Duration = Duration::from_secs(60);
+
+/// At most this many held notices are named in the summary.
+const HELD_NAMED: usize = 5;
+
 /// Decides which events deserve a system notification: a reminder firing, an app revoked,
 /// quarantined or given up (once per state), and a long turn that finished or failed while the
-/// window was out of sight. Pure, so it is tested without a notification service.
+/// window was out of sight; in the persona's quiet hours it holds them and sends one summary
+/// when they end. Pure, so it is tested without a notification service.
 #[derive(Debug, Default)]
 pub struct Notifier {
     turns: HashMap<String, Instant>,
     app_states: HashMap<String, AppRunState>,
+    /// Notices that came in quiet hours, oldest first.
+    held: Vec<(String, String)>,
 }
 
 impl Notifier {
+    /// `notice` itself outside quiet hours; in them it is held for [`Notifier::release`].
+    pub fn unless_quiet(
+        &mut self,
+        notice: (String, String),
+        quiet: bool,
+    ) -> Option<(String, String)> {
+        if quiet {
+            self.held.push(notice);
+            None
+        } else {
+            Some(notice)
+        }
+    }
+
+    pub fn has_held(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// Once quiet hours are over, one notification naming what was held (each held notice's
+    /// title, the first few); `None` while they last or when nothing was held.
+    pub fn release(&mut self, quiet: bool) -> Option<(String, String)> {
+        if quiet || self.held.is_empty() {
+            return None;
+        }
+        let held = std::mem::take(&mut self.held);
+        if let [(title, body)] = held.as_slice() {
+            return Some((title.clone(), body.clone()));
+        }
+        let mut body = held
+            .iter()
+            .take(HELD_NAMED)
+            .map(|(title, _)| title.as_str())
+            .collect::<Vec<_>>()
+            .join("; ");
+        if held.len() > HELD_NAMED {
+            body.push_str(&format!("; and {} more", held.len() - HELD_NAMED));
+        }
+        Some((
+            format!("While it was quiet: {} notifications", held.len()),
+            format!("{body}. Open Osprey for the details."),
+        ))
+    }
+
     pub fn notice(
         &mut self,
         event: &CoreEvent,
@@ -211,6 +282,39 @@ mod tests {
                 .map(|n| n.0),
             Some("Osprey could not finish".into())
         );
+    }
+
+    #[test]
+    fn quiet_hours_hold_notices_and_release_one_summary_after() {
+        let mut notifier = Notifier::default();
+        let notice = |title: &str| (title.to_string(), format!("{title} body"));
+        assert_eq!(
+            notifier.unless_quiet(notice("Osprey reminder"), false),
+            Some(notice("Osprey reminder"))
+        );
+        assert_eq!(notifier.release(false), None);
+        for title in ["Osprey reminder", "Units stopped", "Osprey finished"] {
+            assert_eq!(notifier.unless_quiet(notice(title), true), None);
+        }
+        assert!(notifier.has_held());
+        // Still quiet: nothing yet.
+        assert_eq!(notifier.release(true), None);
+        let (title, body) = notifier.release(false).unwrap();
+        assert_eq!(title, "While it was quiet: 3 notifications");
+        assert!(
+            body.starts_with("Osprey reminder; Units stopped; Osprey finished."),
+            "{body}"
+        );
+        assert!(!notifier.has_held());
+        assert_eq!(notifier.release(false), None);
+        // One held notice comes back as itself; many are counted past the first few.
+        notifier.unless_quiet(notice("Osprey reminder"), true);
+        assert_eq!(notifier.release(false), Some(notice("Osprey reminder")));
+        for n in 0..8 {
+            notifier.unless_quiet(notice(&format!("n{n}")), true);
+        }
+        let (_, body) = notifier.release(false).unwrap();
+        assert!(body.contains("n4; and 3 more"), "{body}");
     }
 
     #[test]

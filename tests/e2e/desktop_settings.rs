@@ -2,7 +2,8 @@
 //! Anthropic-format model: a policy chosen in Settings is applied to the next tool call and kept
 //! after a restart; an MCP server added in Settings (the `mcp-echo` fixture) connects and lists
 //! its tools; pausing automation through the tray's handler holds a turn's tool call until it is
-//! resumed; the dark theme paints dark. Screenshots go to the test's artifacts folder.
+//! resumed; the persona saved in Settings is the next chat's identity; the dark theme paints
+//! dark. Screenshots go to the test's artifacts folder.
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
@@ -321,6 +322,65 @@ fn pausing_from_the_tray_holds_a_turn_until_resumed() -> Result<()> {
         driver.find("[data-testid='paused-banner']")?.is_none(),
         "the banner stayed after resuming"
     );
+    Ok(())
+}
+
+/// The persona set in Settings (name, manner, quiet hours) is who the agent is in the next chat:
+/// the model's system prompt carries it.
+#[test]
+fn the_persona_set_in_settings_is_the_next_chats_identity() -> Result<()> {
+    let data = tempfile::Builder::new()
+        .prefix("osprey-e2e-persona-")
+        .tempdir()?;
+    let work = tempfile::Builder::new()
+        .prefix("osprey-e2e-work-")
+        .tempdir()?;
+    let server = AnthropicServer::start(vec![ScriptedReply::text("Aye.")])?;
+    configure(data.path(), &server, work.path())?;
+    let app = launch("desktop_settings_persona", data.path())?;
+    let driver = &app.driver;
+
+    open_page(driver, "settings", "Settings")?;
+    let name = driver.wait_for("[data-testid='persona-name']", UI_TIMEOUT)?;
+    ensure!(
+        script(
+            driver,
+            "return document.querySelector(\"[data-testid='persona-name']\").value;"
+        )? == "Osprey",
+        "the stored default name is not shown"
+    );
+    script(
+        driver,
+        "const e = document.querySelector(\"[data-testid='persona-name']\"); \
+         e.value = ''; e.dispatchEvent(new Event('input', {bubbles: true})); return true;",
+    )?;
+    driver.send_keys(&name, "Kestrel")?;
+    let vibe = driver.wait_for("[data-testid='persona-vibe']", UI_TIMEOUT)?;
+    driver.send_keys(&vibe, "dry and brief")?;
+    click(driver, "[data-testid='persona-quiet']")?;
+    driver.wait_for("[data-testid='persona-quiet-start']", UI_TIMEOUT)?;
+    click(driver, "[data-testid='persona-save']")?;
+    driver.wait_for_text(
+        "[data-testid='persona-settings'] [role='status']",
+        UI_TIMEOUT,
+        |t| t.starts_with("Saved"),
+    )?;
+    app.save_screenshot("settings-persona")?;
+
+    open_page(driver, "chat", "Chat")?;
+    send(driver, "Who are you?")?;
+    wait_until("the model to be asked", || Ok(!server.seen().is_empty()))?;
+    let system = server.seen()[0]["system"].to_string();
+    for expected in [
+        "You are Kestrel, an AI agent",
+        "Your manner: dry and brief.",
+        "quiet hours are 22:00 to 07:00",
+    ] {
+        ensure!(
+            system.contains(expected),
+            "{expected:?} missing from the system prompt {system}"
+        );
+    }
     Ok(())
 }
 

@@ -53,6 +53,7 @@ fn memories(c: &mut Criterion) {
             namespace: if i % 2 == 0 { "user" } else { "work" },
             key: None,
             content: t,
+            ..NewMemory::default()
         })
         .collect();
     let memory = db.memory();

@@ -232,6 +232,7 @@ fn bench(c: &mut Criterion) {
             namespace: "default",
             key: None,
             content,
+            ..NewMemory::default()
         })
         .collect();
     db.memory().store_many(&memories).unwrap();

@@ -267,6 +267,13 @@ mod tests {
                 content: format!("memory {id}"),
                 created_ms: 0,
                 updated_ms: 0,
+                importance: osprey_db::DEFAULT_IMPORTANCE,
+                source: None,
+                source_session: None,
+                metadata: None,
+                tags: Vec::new(),
+                access_count: 0,
+                accessed_ms: None,
             },
             score: 0.0,
         }

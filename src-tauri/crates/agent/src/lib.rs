@@ -11,6 +11,7 @@ pub mod agent_tool;
 pub mod embedding;
 pub mod mcp;
 pub mod message;
+pub mod persona;
 pub mod provider;
 pub mod roles;
 pub mod runner;
@@ -28,7 +29,9 @@ pub use provider::ollama::Ollama;
 pub use provider::openai::OpenAi;
 pub use provider::{Assembler, EventStream, Provider, RetryPolicy, Sleeper};
 pub use roles::{AgentSettings, AgentType, AgentTypeManifest, RiskProfile, RoleCatalog, ToolPack};
-pub use runner::{AgentEvent, Inbox, Runner, RunnerConfig, TurnOutcome, TurnRequest, TurnStop};
+pub use runner::{
+    AgentEvent, IdentitySection, Inbox, Runner, RunnerConfig, TurnOutcome, TurnRequest, TurnStop,
+};
 pub use scheduler::{
     ManualClock, ReminderHandler, ScheduleBackend, ScheduleSlot, Scheduler, SchedulerConfig,
     SystemClock,

@@ -13,6 +13,7 @@ pub mod compaction;
 pub mod prompt;
 pub mod tokens;
 
+use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -87,6 +88,10 @@ impl Default for RunnerConfig {
 /// The installed-apps section of the prompt, asked for at each turn (apps come and go); core
 /// supplies it.
 pub type AppsSection = Arc<dyn Fn() -> BoxFuture<'static, String> + Send + Sync>;
+
+/// The identity section of the prompt, asked for at each turn (the person edits the persona
+/// while Osprey runs); core supplies it. Without one the runner uses [`RunnerConfig::identity`].
+pub type IdentitySection = Arc<dyn Fn() -> String + Send + Sync>;
 
 /// Results that arrived for a session since its last turn (a branch's answer), asked for at the
 /// start of each turn and put into the conversation before the person's message; core supplies
@@ -222,9 +227,10 @@ const MAX_CALIBRATION: f64 = 4.0;
 /// How long the prompt reuses the tacit memories it read.
 const TACIT_CACHE: Duration = Duration::from_secs(30);
 
-/// Where the prompt's apps, skills and memory sections come from.
+/// Where the prompt's identity, apps, skills and memory sections come from.
 #[derive(Clone, Default)]
 struct Sources {
+    identity: Option<IdentitySection>,
     skills: Option<Skills>,
     memory: Option<Memory>,
     apps: Option<AppsSection>,
@@ -271,6 +277,11 @@ impl Runner {
 
     pub fn set_hooks(&self, hooks: Arc<dyn HookDispatcher>) {
         *self.inner.hooks.write().unwrap_or_else(|e| e.into_inner()) = hooks;
+    }
+
+    /// Where each turn's identity section comes from (the persona).
+    pub fn set_identity(&self, identity: IdentitySection) {
+        self.write_sources().identity = Some(identity);
     }
 
     /// The skills whose triggers and active set fill the prompt's `skills` section (per
@@ -426,10 +437,22 @@ impl Runner {
         let user_seq = self.persist(turn, &user, None).await?;
         transcript.push(user, user_seq);
 
-        let tools: Vec<ToolSpec> = self.inner.registry.specs_for(turn.scope.as_deref());
+        // A deferred tool goes out in its short form until the conversation has called it.
+        let mut called: HashSet<String> = transcript
+            .messages
+            .iter()
+            .flat_map(|m| m.tool_calls().map(|(_, name, _)| name.to_string()))
+            .collect();
+        let specs = |called: &HashSet<String>| {
+            self.inner
+                .registry
+                .specs_for_turn(turn.scope.as_deref(), |name| called.contains(name))
+        };
+        let mut tools: Vec<ToolSpec> = specs(&called);
         let system = self.system_prompt(turn, &tools).await;
-        // The system prompt and tools stay the same for the whole turn: measure them once.
-        let fixed_tokens = tokens::text_tokens(&system) + tokens::tools_tokens(&tools);
+        // The system prompt stays the same for the whole turn, the tools until one is first
+        // called: measure them once, and again then.
+        let mut fixed_tokens = tokens::text_tokens(&system) + tokens::tools_tokens(&tools);
 
         let mut total = Usage::default();
         let mut last_text = String::new();
@@ -531,6 +554,15 @@ impl Runner {
                 });
             }
 
+            let before = called.len();
+            called.extend(calls.iter().map(|(_, name, _)| name.clone()));
+            if called.len() > before {
+                let next = specs(&called);
+                if next != tools {
+                    tools = next;
+                    fixed_tokens = tokens::text_tokens(&system) + tokens::tools_tokens(&tools);
+                }
+            }
             let results = self.run_tools(turn, seq, calls, &bad_arguments).await?;
             let feedback = Message {
                 role: Role::User,
@@ -570,8 +602,11 @@ impl Runner {
             Some(memory) => self.memory_section(turn, memory).await,
             None => String::new(),
         };
-        let mut sections =
-            prompt::sections(&self.inner.config.identity, tools, &apps, &skills, &memory);
+        let identity = match &sources.identity {
+            Some(identity) => identity(),
+            None => self.inner.config.identity.clone(),
+        };
+        let mut sections = prompt::sections(&identity, tools, &apps, &skills, &memory);
         if let Some(role) = turn
             .instructions
             .as_deref()

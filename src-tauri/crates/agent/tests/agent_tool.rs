@@ -363,3 +363,147 @@ async fn memory_hooks_are_not_called_without_subscribers() {
     assert_eq!(found["count"], 1);
     assert!(hooks.seen.lock().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn memories_carry_importance_tags_metadata_and_their_source() {
+    let f = fixture(Level::Deny, None);
+    let stored = body(
+        &call(
+            &f,
+            json!({"resource": "memory", "action": "store", "layer": "entity", "key": "launch",
+                   "content": "The launch is on 3 May", "importance": 5,
+                   "tags": ["Work", "launch"], "metadata": {"confidence": "high"}}),
+        )
+        .await,
+    )["stored"]
+        .clone();
+    assert_eq!(stored["importance"], 5);
+    assert_eq!(stored["tags"], json!(["launch", "work"]));
+    assert_eq!(stored["metadata"], json!({"confidence": "high"}));
+    // Where it came from is the call's origin and session, not something the model says.
+    assert_eq!(stored["source"], "user");
+    let row =
+        f.db.memory()
+            .get(stored["id"].as_i64().unwrap())
+            .unwrap()
+            .unwrap();
+    assert_eq!(row.source_session.as_deref(), Some("s1"));
+    call(
+        &f,
+        json!({"resource": "memory", "action": "store", "content": "Buy launch balloons",
+               "tags": ["home"]}),
+    )
+    .await;
+
+    let work = body(
+        &call(
+            &f,
+            json!({"resource": "memory", "action": "search", "query": "launch", "tags": ["work"]}),
+        )
+        .await,
+    );
+    assert_eq!(work["count"], 1);
+    assert_eq!(work["memories"][0]["key"], "launch");
+    let listed = body(
+        &call(
+            &f,
+            json!({"resource": "memory", "action": "list", "tags": ["home"]}),
+        )
+        .await,
+    );
+    assert_eq!(listed["total"], 1);
+
+    for bad in [
+        json!({"resource": "memory", "action": "store", "content": "x", "importance": 7}),
+        json!({"resource": "memory", "action": "store", "content": "x", "tags": "work"}),
+        json!({"resource": "memory", "action": "store", "content": "x", "metadata": [1]}),
+        json!({"resource": "memory", "action": "store", "content": "x",
+               "metadata": {"blob": "y".repeat(5000)}}),
+    ] {
+        let refused = call(&f, bad.clone()).await;
+        assert!(refused.is_error, "{bad}: {refused:?}");
+        assert_eq!(refused.code, Some(ErrorCode::InvalidInput), "{bad}");
+    }
+}
+
+#[tokio::test]
+async fn links_bring_related_memories_along_and_use_is_counted() {
+    let f = fixture(Level::Deny, None);
+    let store = |content: &'static str| {
+        let f = &f;
+        async move {
+            body(
+                &call(
+                    f,
+                    json!({"resource": "memory", "action": "store", "content": content}),
+                )
+                .await,
+            )["stored"]["id"]
+                .as_i64()
+                .unwrap()
+        }
+    };
+    let sam = store("Sam leads the launch").await;
+    let date = store("The launch date is 3 May").await;
+    let linked = body(
+        &call(
+            &f,
+            json!({"resource": "memory", "action": "link", "id": sam, "to_id": date,
+                   "relation": "about"}),
+        )
+        .await,
+    );
+    assert_eq!(linked["new"], true);
+    for (bad, why) in [
+        (json!({"id": sam, "to_id": sam}), "itself"),
+        (json!({"id": sam, "to_id": 999}), "no memory with id 999"),
+        (json!({"id": sam}), "needs `to_id`"),
+    ] {
+        let mut input = bad;
+        input["resource"] = json!("memory");
+        input["action"] = json!("link");
+        let refused = call(&f, input).await;
+        assert!(refused.is_error);
+        assert!(refused.text_content().contains(why), "{refused:?}");
+    }
+
+    // Recalling Sam brings the launch date along, and counts a use.
+    let recalled = body(
+        &call(
+            &f,
+            json!({"resource": "memory", "action": "recall", "id": sam}),
+        )
+        .await,
+    );
+    assert_eq!(recalled["associated"][0]["id"], date);
+    assert_eq!(recalled["associated"][0]["relation"], "about");
+    assert_eq!(recalled["associated"][0]["via"], sam);
+    let found = body(
+        &call(
+            &f,
+            json!({"resource": "memory", "action": "search", "query": "Sam"}),
+        )
+        .await,
+    );
+    assert_eq!(found["memories"][0]["id"], sam);
+    assert_eq!(found["associated"][0]["id"], date);
+    let row = f.db.memory().get(sam).unwrap().unwrap();
+    assert_eq!(row.access_count, 2, "a recall and a search");
+
+    let unlinked = body(
+        &call(
+            &f,
+            json!({"resource": "memory", "action": "unlink", "id": sam, "to_id": date}),
+        )
+        .await,
+    );
+    assert_eq!(unlinked["unlinked"], 1);
+    let alone = body(
+        &call(
+            &f,
+            json!({"resource": "memory", "action": "recall", "id": sam}),
+        )
+        .await,
+    );
+    assert_eq!(alone["associated"], json!([]));
+}

@@ -44,6 +44,7 @@ fn store(memory: &Memory, content: &str) -> i64 {
             namespace: "default",
             key: None,
             content,
+            ..NewMemory::default()
         })
         .unwrap()
         .id

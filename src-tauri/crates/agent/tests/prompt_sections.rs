@@ -146,6 +146,7 @@ async fn memories_that_bear_on_the_message_and_tacit_facts_are_recalled_into_the
                 namespace: "default",
                 key,
                 content,
+                ..NewMemory::default()
             })
             .unwrap();
     }
@@ -167,6 +168,46 @@ async fn memories_that_bear_on_the_message_and_tacit_facts_are_recalled_into_the
     let tacit = system.find("Ada Lovelace").unwrap();
     let recalled = system.find("10.1.2.3").unwrap();
     assert!(tacit < recalled, "tacit facts come first");
+}
+
+#[tokio::test]
+async fn important_tacit_facts_come_first_and_recall_follows_links() {
+    let fx = fixture();
+    let memory = fx.db.memory();
+    let store = |layer, content, importance| {
+        memory
+            .store(&NewMemory {
+                layer,
+                content,
+                importance: Some(importance),
+                ..NewMemory::default()
+            })
+            .unwrap()
+            .id
+    };
+    store(MemoryLayer::Tacit, "Likes green tea", 2);
+    store(MemoryLayer::Tacit, "Is allergic to peanuts", 5);
+    let printer = store(MemoryLayer::Entity, "The office printer is a LaserJet", 3);
+    let toner = store(MemoryLayer::Entity, "Spare toner sits in cupboard B", 3);
+    memory.link(printer, toner, "supplies").unwrap();
+    let wire = Wire::Anthropic;
+    let server = Server::start(vec![wire.turn("Cupboard B.", &[])]).await;
+    let runner = runner(&fx, wire, &server.url());
+    runner.set_memory(fx.db.memory());
+    runner
+        .run_turn(TurnRequest::new("m", "The printer is out of ink"))
+        .await
+        .unwrap();
+    let system = system_of(wire, &server.seen()[0].body);
+    let allergy = system.find("allergic to peanuts").expect("important fact");
+    let tea = system.find("green tea").expect("other fact");
+    assert!(allergy < tea, "the more important fact first: {system}");
+    assert!(system.contains("LaserJet"), "{system}");
+    // Not found by the words of the message, but linked to what was.
+    assert!(
+        system.contains("(linked, supplies) Spare toner sits in cupboard B"),
+        "{system}"
+    );
 }
 
 /// Rewrites the memory section, records the section names, and answers prompt recalls itself.

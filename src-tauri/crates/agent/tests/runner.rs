@@ -27,7 +27,7 @@ use osprey_types::{ApprovalAnswer, ApprovalRequest, ErrorCode, Origin, ToolResul
 use serde_json::{Value, json};
 use server::{Reply, Server};
 use tokio::sync::{Notify, mpsc};
-use wire::{ALL, ScriptCall, Wire, recording_retry};
+use wire::{ALL, ScriptCall, Wire, offered_schema, recording_retry};
 
 /// The test tool: `look` is read-only, `change` needs approval, `wait` runs until cancelled.
 struct Probe {
@@ -86,6 +86,11 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_with(false)
+}
+
+/// The fixture, its probe deferred ([`Domain::deferred`]) when `deferred`.
+fn fixture_with(deferred: bool) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open_in(dir.path()).unwrap();
     let paths = PathGuard::new(Some(dir.path().join("home")), dir.path().join("data"));
@@ -95,7 +100,11 @@ fn fixture() -> Fixture {
         ..RegistryConfig::new(Policy::at_level(Level::Allowlist), dir.path().join("data"))
     });
     let waiting = Arc::new(Notify::new());
-    registry.register_domain(Probe::new(waiting.clone()));
+    let mut probe = Probe::new(waiting.clone());
+    if deferred {
+        probe.domain = probe.domain.deferred();
+    }
+    registry.register_domain(probe);
     Fixture {
         _dir: dir,
         db,
@@ -135,6 +144,53 @@ fn roles(fx: &Fixture, session: &str) -> Vec<String> {
         .into_iter()
         .map(|m| m.role)
         .collect()
+}
+
+/// A deferred tool goes out in its short form (resources and actions, no fields) until the
+/// conversation calls it; then in full, for the rest of the turn and the session's later turns.
+/// Another session starts short again.
+#[tokio::test]
+async fn a_deferred_tool_is_offered_short_until_the_conversation_calls_it() {
+    for wire in ALL {
+        let fx = fixture_with(true);
+        let server = Server::start(vec![
+            wire.turn(
+                "Let me look.",
+                &[ScriptCall {
+                    id: "call_1",
+                    name: "probe",
+                    args: json!({"resource": "thing", "action": "look"}),
+                }],
+            ),
+            wire.turn("Looked.", &[]),
+            wire.turn("Again.", &[]),
+            wire.turn("Elsewhere.", &[]),
+        ])
+        .await;
+        let runner = runner(&fx, wire, &server.url(), 8);
+        for (session, message) in [("s1", "look"), ("s1", "again"), ("s2", "other")] {
+            runner
+                .run_turn(TurnRequest::new(session, message))
+                .await
+                .unwrap();
+        }
+        let seen = server.seen();
+        let probe = |n: usize| offered_schema(&seen[n].body.to_string(), "probe");
+        let field = "What to look at or change";
+        assert!(!probe(0).contains(field), "{wire:?}: {}", probe(0));
+        assert!(probe(0).contains("after your first call"), "{wire:?}");
+        assert!(
+            probe(0).contains("look"),
+            "the actions are named: {}",
+            probe(0)
+        );
+        assert!(probe(1).contains(field), "{wire:?}: full once called");
+        assert!(probe(2).contains(field), "{wire:?}: full in the next turn");
+        assert!(
+            !probe(3).contains(field),
+            "{wire:?}: short in a new session"
+        );
+    }
 }
 
 #[tokio::test]

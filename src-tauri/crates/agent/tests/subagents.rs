@@ -36,7 +36,7 @@ use serde_json::{Value, json};
 use server::Reply;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use wire::{ScriptCall, Wire, recording_retry};
+use wire::{ScriptCall, Wire, offered_schema, offered_tools, recording_retry};
 
 // ---------------------------------------------------------------------------------------------
 // A model server with one script per agent.
@@ -1040,38 +1040,6 @@ fn typed_fixture(config: SubAgentConfig, data: Option<&std::path::Path>) -> Fixt
         &osprey_agent::AgentSettings::default(),
     ));
     fx
-}
-
-/// The tool names a request offered the model, whatever the wire.
-fn offered_tools(body: &str) -> Vec<String> {
-    let body: Value = serde_json::from_str(body).unwrap();
-    body["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| {
-                    t["name"]
-                        .as_str()
-                        .or(t["function"]["name"].as_str())
-                        .unwrap()
-                        .to_string()
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The schema a request gave for one tool, as text.
-fn offered_schema(body: &str, tool: &str) -> String {
-    let body: Value = serde_json::from_str(body).unwrap();
-    body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == tool || t["function"]["name"] == tool)
-        .map(|t| t.to_string())
-        .unwrap_or_else(|| panic!("{tool} not offered"))
 }
 
 #[tokio::test]

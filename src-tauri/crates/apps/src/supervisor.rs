@@ -229,9 +229,8 @@ impl Supervisor {
 
     /// Launches an installed app and supervises it; returns its pid.
     pub async fn launch(&self, id: &str) -> Result<u32> {
-        let (reply, answer) = oneshot::channel();
-        self.send(Request::Launch(id.to_owned(), reply)).await?;
-        answer.await.map_err(|_| gone())?
+        self.ask(|reply| Request::Launch(id.to_owned(), reply))
+            .await?
     }
 
     /// Restarts an app whose files changed (or starts it, if it is not running or was given up
@@ -239,21 +238,18 @@ impl Supervisor {
     /// the app or (re)started it less than that long ago: the watcher passes its debounce so the
     /// changes an install or a restart made do not restart the app twice.
     pub async fn reload(&self, id: &str, suppress_within: Option<Duration>) -> Result<Reload> {
-        let (reply, answer) = oneshot::channel();
-        self.send(Request::Reload {
+        self.ask(|reply| Request::Reload {
             id: id.to_owned(),
             suppress_within,
             reply,
         })
-        .await?;
-        answer.await.map_err(|_| gone())?
+        .await?
     }
 
     /// Stops an app and stops supervising it.
     pub async fn stop(&self, id: &str) -> Result<()> {
-        let (reply, answer) = oneshot::channel();
-        self.send(Request::Stop(id.to_owned(), reply)).await?;
-        answer.await.map_err(|_| gone())?
+        self.ask(|reply| Request::Stop(id.to_owned(), reply))
+            .await?
     }
 
     /// The manifest and gRPC channel of a running app (for settings pushes and UI requests).
@@ -261,9 +257,8 @@ impl Supervisor {
         &self,
         id: &str,
     ) -> Result<Option<(crate::manifest::Manifest, tonic::transport::Channel)>> {
-        let (reply, answer) = oneshot::channel();
-        self.send(Request::Channel(id.to_owned(), reply)).await?;
-        answer.await.map_err(|_| gone())
+        self.ask(|reply| Request::Channel(id.to_owned(), reply))
+            .await
     }
 
     /// Each supervised app's state, by id.
@@ -278,19 +273,30 @@ impl Supervisor {
 
     /// Each supervised app's state and sandbox, by id.
     pub async fn apps(&self) -> Result<Vec<AppStatus>> {
-        let (reply, answer) = oneshot::channel();
-        self.send(Request::Status(reply)).await?;
-        answer.await.map_err(|_| gone())
+        self.ask(Request::Status).await
     }
 
-    async fn send(&self, request: Request) -> Result<()> {
+    /// Sends the request `make` builds around a reply slot and waits for the answer. The task
+    /// answers, or drops unanswered, every request it takes; but a send that got its slot just
+    /// before the task dropped its end of the channel lands after the channel was emptied and
+    /// would sit there unanswered for as long as this handle lives (seen: a launch right after
+    /// a shutdown waited for ever). So the wait also ends when the task's end is gone.
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Request) -> Result<T> {
         let requests = self
             .requests
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
             .ok_or_else(gone)?;
-        requests.send(request).await.map_err(|_| gone())
+        let (reply, mut answer) = oneshot::channel();
+        requests.send(make(reply)).await.map_err(|_| gone())?;
+        tokio::select! {
+            biased;
+            answered = &mut answer => answered.map_err(|_| gone()),
+            // Every reply is given or dropped before the task lets go of its end; one more
+            // look catches an answer that came in with the close.
+            () = requests.closed() => answer.try_recv().map_err(|_| gone()),
+        }
     }
 }
 

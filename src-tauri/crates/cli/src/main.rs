@@ -146,6 +146,8 @@ enum ConfigAction {
     /// dotted keys: `provider.default openai`, `provider.openai.base_url URL`,
     /// `provider.anthropic.model NAME`, `provider.anthropic.api_key -` (the key from standard
     /// input; it goes to the system keyring, else a private file, never the settings table).
+    /// Calendar and contacts accounts likewise: `dav.home.url https://dav.example.com/`,
+    /// `dav.home.username me`, `dav.home.kind dav|caldav|carddav`, `dav.home.password -`.
     Set { key: String, value: String },
     /// Remove a setting.
     Unset { key: String },
@@ -216,15 +218,24 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         "keys are never printed; `osprey config providers` shows which are set"
                     );
                 }
+                ConfigAction::Get { key }
+                    if key.starts_with("dav.") && key.ends_with(".password") =>
+                {
+                    anyhow::bail!("passwords are never printed");
+                }
+                ConfigAction::Set { key, value } if is_dav_field(&key) => {
+                    let value = value_or_stdin(value)?;
+                    if let osprey_core::dav_settings::DavSettingWritten::Password(location) =
+                        core.set_dav_setting(&key, &value)?
+                    {
+                        eprintln!("osprey: the password is stored in {location}");
+                    }
+                }
+                ConfigAction::Unset { key } if is_dav_field(&key) => {
+                    core.set_dav_setting(&key, "")?;
+                }
                 ConfigAction::Set { key, value } if key.starts_with("provider.") => {
-                    let value = if value == "-" {
-                        let mut text = String::new();
-                        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-                            .context("reading the value from standard input")?;
-                        text.trim().to_string()
-                    } else {
-                        value
-                    };
+                    let value = value_or_stdin(value)?;
                     if let osprey_core::agent::ProviderSettingWritten::Secret(location) =
                         core.set_provider_setting(&key, &value)?
                     {
@@ -268,7 +279,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Os {
             action: OsAction::Status { json },
         } => {
-            let status = osprey_core::os_status().await;
+            // With the data folder's settings: the calendar and contacts accounts live there.
+            let status = open(cli.data_dir, None, None)?.os_status().await;
             if json {
                 println!("{}", serde_json::to_string_pretty(&status)?);
             } else {
@@ -294,6 +306,24 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `value`, or standard input (trimmed) when it is `-`: secrets stay out of the shell history.
+fn value_or_stdin(value: String) -> anyhow::Result<String> {
+    if value != "-" {
+        return Ok(value);
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+        .context("reading the value from standard input")?;
+    Ok(text.trim().to_string())
+}
+
+/// `dav.<name>` or `dav.<name>.<field>`: one calendar/contacts account field (`dav.accounts` is
+/// the whole setting, taken as JSON like any other).
+fn is_dav_field(key: &str) -> bool {
+    key.strip_prefix("dav.")
+        .is_some_and(|rest| !rest.is_empty() && rest != "accounts")
 }
 
 /// A desktop or daemon running on this data folder puts a setting just stored in force at once

@@ -15,6 +15,7 @@ pub mod chat;
 pub mod comm;
 #[cfg(unix)]
 pub mod control;
+pub mod dav_settings;
 pub mod error;
 pub mod events;
 #[cfg(unix)]
@@ -170,9 +171,16 @@ fn register_builtin_tools(
     let (screenshot, desktop) = ScreenTools::new(desktop_config(paths.data_dir()));
     registry.register_domain(screenshot);
     registry.register_domain(desktop);
-    // The `os` tool connects to the display and buses on first use, as the screen tools do.
-    registry
-        .register_domain(osprey_platform::OsTool::new(os_config()).with_path_guard(paths.clone()));
+    // The `os` tool connects to the display and buses on first use, as the screen tools do; its
+    // calendar and contacts read their accounts from the settings at each call.
+    let os = osprey_platform::OsConfig {
+        dav: dav_settings::dav_config(
+            stored.clone(),
+            secrets::Secrets::new(paths.data_dir(), secrets),
+        ),
+        ..os_config()
+    };
+    registry.register_domain(osprey_platform::OsTool::new(os).with_path_guard(paths.clone()));
     // The workspace folders: where shell commands may write, and where the file tool reads
     // unasked.
     let sandbox: settings::ShellSandboxSetting = settings::read(stored, settings::SHELL_SANDBOX);
@@ -460,6 +468,12 @@ impl Core {
     /// Gives a chat runner its prompt's sources: the shared skills, the memory database, and the
     /// installed apps (one line each, asked for at each turn).
     pub fn attach_prompt_sources(&self, runner: &osprey_agent::Runner) {
+        // The settings handle, not the core: a runner the core keeps must not keep the core.
+        let stored = self.db().settings();
+        runner.set_identity(Arc::new(move || {
+            let persona = settings::read(&stored, settings::PERSONA);
+            osprey_agent::persona::identity(&persona, chrono::Local::now().time())
+        }));
         runner.set_skills(self.inner.skills.clone());
         runner.set_memory(self.inner.db.memory());
         #[cfg(unix)]
@@ -475,6 +489,17 @@ impl Core {
                 })
             }));
         }
+    }
+
+    /// The agent's persona as stored now (`persona`; the default when unset or unreadable).
+    pub fn persona(&self) -> osprey_types::Persona {
+        settings::read(&self.db().settings(), settings::PERSONA)
+    }
+
+    /// Whether the persona's quiet hours hold now, by the local clock: shells hold back the
+    /// notifications Osprey raises on its own while they do.
+    pub fn quiet_hours_now(&self) -> bool {
+        osprey_agent::persona::quiet_now(&self.persona(), chrono::Local::now().time())
     }
 
     /// The secret store for provider keys: the OS keyring, else a 0600 file in the data dir

@@ -41,6 +41,7 @@ impl Core {
             store_url_from_environment: store_from_environment,
             data_dir: self.data_dir().display().to_string(),
             theme: settings::read(&stored, settings::UI_THEME),
+            persona: settings::read(&stored, settings::PERSONA),
             paused: self.automation_paused(),
         }
     }

@@ -61,6 +61,13 @@ pub const UI_THEME: &str = "ui.theme";
 
 /// Skills turned off by name: `["desktop-automation"]`. They stay on disk, out of the catalog.
 pub const SKILLS_DISABLED: &str = "skills.disabled";
+/// Who the agent is: name, emoji, vibe, personality, quiet hours (`osprey_types::Persona`).
+pub const PERSONA: &str = "persona";
+
+/// CalDAV/CardDAV accounts of the `os` tool's calendar and contacts: `{"home": {"kind": "dav",
+/// "url": "https://dav.example.com/", "username": "me"}}`; passwords live in the secret store
+/// (`osprey config set dav.home.password -`).
+pub const DAV_ACCOUNTS: &str = osprey_platform::dav::ACCOUNTS_SETTING;
 
 /// Every known key with a one-line description.
 pub const KNOWN: &[(&str, &str)] = &[
@@ -114,8 +121,16 @@ pub const KNOWN: &[(&str, &str)] = &[
         "the desktop window's theme: \"system\", \"light\" or \"dark\"",
     ),
     (
+        PERSONA,
+        "the agent's persona: {\"name\": \"Osprey\", \"emoji\": \"🦅\", \"vibe\": \"calm and brief\", \"personality\": \"...\", \"quiet_hours\": {\"start\": \"22:00\", \"end\": \"07:00\"}}",
+    ),
+    (
         SKILLS_DISABLED,
         "skills turned off by name: [\"desktop-automation\"]",
+    ),
+    (
+        DAV_ACCOUNTS,
+        "calendar and contacts accounts: {\"home\": {\"kind\": \"dav\"|\"caldav\"|\"carddav\", \"url\": ..., \"username\": ...}}; also dav.<name>.url|username|kind|password",
     ),
     (
         SUBAGENTS,
@@ -185,6 +200,12 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
         }
         WEB_ALLOW_LOOPBACK => check::<bool>(key, value),
         UI_THEME => check::<osprey_types::Theme>(key, value),
+        PERSONA => {
+            check::<osprey_types::Persona>(key, value)?;
+            let persona: osprey_types::Persona = serde_json::from_value(value.clone())?;
+            osprey_agent::persona::validate(&persona)
+                .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
+        }
         SKILLS_DISABLED => check::<Vec<String>>(key, value),
         WEB_SEARCH => check::<osprey_browser::SearchSettings>(key, value),
         SHELL_EXTRA_ENV => check::<Vec<String>>(key, value),
@@ -196,6 +217,7 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
                 .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
         }
         PROVIDERS => check::<crate::provider_settings::ProviderSettings>(key, value),
+        DAV_ACCOUNTS => crate::dav_settings::validate(value),
         MEMORY_EMBEDDINGS => {
             let settings: crate::provider_settings::EmbeddingSettings =
                 serde_json::from_value(value.clone())
@@ -264,6 +286,19 @@ mod tests {
         validate(WEB_ALLOW_LOOPBACK, &json!("yes")).unwrap_err();
         validate(UI_THEME, &json!("dark")).unwrap();
         validate(UI_THEME, &json!("purple")).unwrap_err();
+        validate(
+            PERSONA,
+            &json!({"name": "Kestrel", "quiet_hours": {"start": "22:00", "end": "07:00"}}),
+        )
+        .unwrap();
+        let why = validate(PERSONA, &json!({"name": "Kestrel", "mood": "sunny"})).unwrap_err();
+        assert!(format!("{why:#}").contains("mood"), "{why:#}");
+        let why = validate(
+            PERSONA,
+            &json!({"quiet_hours": {"start": "9pm", "end": "07:00"}}),
+        )
+        .unwrap_err();
+        assert!(format!("{why:#}").contains("HH:MM"), "{why:#}");
         validate(SKILLS_DISABLED, &json!(["a"])).unwrap();
         validate(SKILLS_DISABLED, &json!("a")).unwrap_err();
         validate(MCP_SERVERS, &json!({"weather": {"command": "weather-mcp"}})).unwrap();

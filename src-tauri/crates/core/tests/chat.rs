@@ -316,6 +316,63 @@ async fn a_second_message_reuses_the_sessions_runner_until_the_settings_change()
     );
 }
 
+/// The persona the person edits is the identity of the very next turn, even in a session whose
+/// runner is kept; a persona the core cannot use is refused and the stored one stays.
+#[tokio::test]
+async fn the_persona_is_the_next_turns_identity() {
+    let server =
+        AnthropicServer::start(vec![ScriptedReply::text("one"), ScriptedReply::text("two")])
+            .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let core = core_with_stored_anthropic(dir.path(), &server);
+    let chats = Chats::new(core.clone());
+    let mut events = core.subscribe();
+    let system = |n: usize| server.seen()[n]["system"].to_string();
+
+    let session = chats.send(None, "first").await.unwrap();
+    events_until(&mut events, turn_ended).await;
+    assert!(
+        system(0).contains("You are Osprey, an AI agent"),
+        "{}",
+        system(0)
+    );
+
+    core.set_setting(
+        "persona",
+        json!({
+            "name": "Kestrel",
+            "emoji": "🦅",
+            "vibe": "dry and brief",
+            "personality": "Answer like a ship's navigator.",
+            "quiet_hours": {"start": "22:00", "end": "07:00"}
+        }),
+    )
+    .await
+    .unwrap();
+    let refused = core
+        .set_setting("persona", json!({"name": "x".repeat(41)}))
+        .await
+        .unwrap_err();
+    assert!(refused.message.contains("at most 40"), "{refused:?}");
+    assert_eq!(core.persona().name, "Kestrel");
+    assert_eq!(core.settings_overview().persona.name, "Kestrel");
+
+    chats.send(Some(session), "second").await.unwrap();
+    events_until(&mut events, turn_ended).await;
+    let second = system(1);
+    for expected in [
+        "You are Kestrel 🦅, an AI agent",
+        "Your manner: dry and brief.",
+        "Answer like a ship's navigator.",
+        "quiet hours are 22:00 to 07:00 local time",
+    ] {
+        assert!(
+            second.contains(expected),
+            "{expected:?} missing from {second}"
+        );
+    }
+}
+
 /// The session list's actions on stored chats: usage summed from the stored messages after a
 /// turn, search by title and by message text with a snippet, rename (kept when the next turn
 /// ends), delete (and the errors each gives for a session that is not there).

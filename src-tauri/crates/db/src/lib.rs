@@ -25,7 +25,8 @@ pub use audit::{AuditEntry, AuditLog, AuditQuery, AuditRecord, OUTCOMES};
 pub use grants::{Grants, StoredGrant};
 pub use graph_tasks::{GraphStatus, GraphTask, GraphTasks};
 pub use memory::{
-    DEFAULT_NAMESPACE, Memory, MemoryHit, MemoryLayer, MemoryQuery, MemoryRow, NewMemory, fts_query,
+    Association, DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, Memory, MemoryHit, MemoryLayer,
+    MemoryQuery, MemoryRow, NewMemory, fts_query, normalize_tags,
 };
 pub use model_windows::ModelWindows;
 pub use reminders::{

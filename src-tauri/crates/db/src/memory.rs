@@ -4,6 +4,13 @@
 //! storing under it again replaces the content). Full-text search runs on SQLite FTS5 with bm25
 //! ranking; the person's text is always turned into quoted terms, so no punctuation in it can be
 //! read as FTS5 query syntax.
+//!
+//! Each memory also has an importance (1 to 5), the origin and session that stored it, optional
+//! JSON metadata, tags (lower-case; lists and searches filter on any of them), and a use count:
+//! recall and search hits are counted ([`Memory::touch`]), and search ranks by bm25 scaled up
+//! by importance and use, so what is important and often needed comes first. Memories can be
+//! linked (`relation` such as `related`, `part_of`, `about`); [`Memory::associations`] follows
+//! the links one hop in both directions, which is how recall brings related memories along.
 
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{OptionalExtension, Row, params};
@@ -49,6 +56,9 @@ impl std::fmt::Display for MemoryLayer {
 /// The namespace used when none is given.
 pub const DEFAULT_NAMESPACE: &str = "default";
 
+/// The importance a memory gets when none is given.
+pub const DEFAULT_IMPORTANCE: u8 = 3;
+
 /// One stored memory.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MemoryRow {
@@ -59,6 +69,19 @@ pub struct MemoryRow {
     pub content: String,
     pub created_ms: i64,
     pub updated_ms: i64,
+    /// 1 (trivia) to 5 (essential).
+    pub importance: u8,
+    /// The origin that stored it (`user`, `comm`, `app`, ...), when known.
+    pub source: Option<String>,
+    /// The session it was stored in, when known.
+    pub source_session: Option<String>,
+    /// A JSON object the storer attached.
+    pub metadata: Option<String>,
+    /// Its tags, sorted.
+    pub tags: Vec<String>,
+    /// How many times recall or search returned it.
+    pub access_count: i64,
+    pub accessed_ms: Option<i64>,
 }
 
 /// What to store.
@@ -69,6 +92,41 @@ pub struct NewMemory<'a> {
     /// When set, storing again under the same namespace and key replaces the memory.
     pub key: Option<&'a str>,
     pub content: &'a str,
+    /// 1 to 5; `None`: [`DEFAULT_IMPORTANCE`] for a new memory, unchanged when replacing.
+    pub importance: Option<u8>,
+    pub source: Option<&'a str>,
+    pub source_session: Option<&'a str>,
+    /// A JSON object; `None` keeps what a replaced memory had.
+    pub metadata: Option<&'a str>,
+    /// The tags; `None` keeps what a replaced memory had, `Some` replaces them.
+    pub tags: Option<&'a [String]>,
+}
+
+impl Default for NewMemory<'_> {
+    fn default() -> Self {
+        NewMemory {
+            layer: MemoryLayer::Daily,
+            namespace: DEFAULT_NAMESPACE,
+            key: None,
+            content: "",
+            importance: None,
+            source: None,
+            source_session: None,
+            metadata: None,
+            tags: None,
+        }
+    }
+}
+
+/// A memory reached over a link from one of the memories asked about.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Association {
+    pub memory: MemoryRow,
+    /// The memory asked about that links to it (or that it links to).
+    pub via: i64,
+    pub relation: String,
+    /// True when the link goes from `via` to this memory.
+    pub outgoing: bool,
 }
 
 /// A search result: the memory and its relevance (higher is better; bm25 negated).
@@ -83,6 +141,8 @@ pub struct MemoryHit {
 pub struct MemoryQuery<'a> {
     pub namespace: Option<&'a str>,
     pub layer: Option<MemoryLayer>,
+    /// Only memories with any of these tags (none: no filter).
+    pub tags: &'a [String],
     /// At most this many rows (all when `None`).
     pub limit: Option<u32>,
     pub offset: u32,
@@ -94,7 +154,44 @@ pub struct Memory {
     db: Database,
 }
 
-const COLUMNS: &str = "m.id, m.layer, m.namespace, m.key, m.content, m.created_ms, m.updated_ms";
+const COLUMNS: &str = "m.id, m.layer, m.namespace, m.key, m.content, m.created_ms, m.updated_ms, \
+     m.importance, m.source, m.source_session, m.metadata, m.access_count, m.accessed_ms, \
+     (SELECT group_concat(t.tag, char(31)) FROM \
+        (SELECT tag FROM memory_tags WHERE memory_id = m.id ORDER BY tag) t)";
+
+/// How many columns [`COLUMNS`] has (a query's own columns follow them).
+const COLUMN_COUNT: usize = 14;
+
+/// The SQL condition "has any of the tags in JSON array parameter `?n`" (true for NULL).
+fn tag_filter(n: usize) -> String {
+    format!(
+        "(?{n} IS NULL OR m.id IN (SELECT memory_id FROM memory_tags \
+          WHERE tag IN (SELECT value FROM json_each(?{n}))))"
+    )
+}
+
+/// The tags filter as its SQL parameter: a JSON array, or NULL for none.
+fn tags_param(tags: &[String]) -> Option<String> {
+    (!tags.is_empty())
+        .then(|| serde_json::to_string(&normalize_tags(tags)).expect("strings serialize"))
+}
+
+/// Tags as stored: trimmed, lower-case, without empties and duplicates, sorted.
+pub fn normalize_tags(tags: &[String]) -> Vec<String> {
+    let mut tags: Vec<String> = tags
+        .iter()
+        .map(|t| t.trim().to_lowercase())
+        .filter(|t| !t.is_empty())
+        .collect();
+    tags.sort();
+    tags.dedup();
+    tags
+}
+
+/// Search order: bm25 (negative, lower is better) scaled up by importance (x0.9 for 1 to x1.3
+/// for 5) and by use (up to x1.5, half of that after 5 uses), so relevance still leads.
+const BOOSTED_RANK: &str = "bm25(memories_fts, 2.0, 1.0) * (0.8 + 0.1 * m.importance) \
+     * (1.0 + 0.5 * m.access_count / (m.access_count + 5.0))";
 
 fn memory_row(row: &Row<'_>) -> rusqlite::Result<MemoryRow> {
     let layer: String = row.get(1)?;
@@ -105,6 +202,7 @@ fn memory_row(row: &Row<'_>) -> rusqlite::Result<MemoryRow> {
             format!("unknown memory layer `{layer}`").into(),
         )
     })?;
+    let tags: Option<String> = row.get(13)?;
     Ok(MemoryRow {
         id: row.get(0)?,
         layer,
@@ -113,6 +211,15 @@ fn memory_row(row: &Row<'_>) -> rusqlite::Result<MemoryRow> {
         content: row.get(4)?,
         created_ms: row.get(5)?,
         updated_ms: row.get(6)?,
+        importance: row.get(7)?,
+        source: row.get(8)?,
+        source_session: row.get(9)?,
+        metadata: row.get(10)?,
+        access_count: row.get(11)?,
+        accessed_ms: row.get(12)?,
+        tags: tags
+            .map(|t| t.split('\u{1f}').map(String::from).collect())
+            .unwrap_or_default(),
     })
 }
 
@@ -150,26 +257,37 @@ impl Memory {
         };
         let key = new.key.map(str::trim).filter(|k| !k.is_empty());
         let id = self.db.with_conn(|c| {
-            let id: i64 = match key {
-                Some(key) => c.query_row(
-                    "INSERT INTO memories (layer, namespace, key, content, created_ms, updated_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?5)
-                     ON CONFLICT(namespace, key) WHERE key IS NOT NULL
-                     DO UPDATE SET layer = excluded.layer, content = excluded.content,
-                                   updated_ms = excluded.updated_ms
-                     RETURNING id",
-                    params![new.layer.as_str(), namespace, key, new.content, now],
-                    |r| r.get(0),
-                )?,
-                None => {
-                    c.execute(
-                        "INSERT INTO memories (layer, namespace, key, content, created_ms, updated_ms)
-                         VALUES (?1, ?2, NULL, ?3, ?4, ?4)",
-                        params![new.layer.as_str(), namespace, new.content, now],
-                    )?;
-                    c.last_insert_rowid()
-                }
-            };
+            let tx = c.transaction()?;
+            // Without a key the conflict clause never fires: every store is a new memory.
+            let id: i64 = tx.query_row(
+                "INSERT INTO memories (layer, namespace, key, content, created_ms, updated_ms,
+                                       importance, source, source_session, metadata)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5, coalesce(?6, 3), ?7, ?8, ?9)
+                 ON CONFLICT(namespace, key) WHERE key IS NOT NULL
+                 DO UPDATE SET layer = excluded.layer, content = excluded.content,
+                               updated_ms = excluded.updated_ms,
+                               importance = coalesce(?6, importance),
+                               source = coalesce(?7, source),
+                               source_session = coalesce(?8, source_session),
+                               metadata = coalesce(?9, metadata)
+                 RETURNING id",
+                params![
+                    new.layer.as_str(),
+                    namespace,
+                    key,
+                    new.content,
+                    now,
+                    new.importance,
+                    new.source,
+                    new.source_session,
+                    new.metadata
+                ],
+                |r| r.get(0),
+            )?;
+            if let Some(tags) = new.tags {
+                replace_tags(&tx, id, tags)?;
+            }
+            tx.commit()?;
             Ok(id)
         })?;
         self.get(id)?
@@ -206,12 +324,14 @@ impl Memory {
         };
         self.db.with_conn(|c| {
             let mut stmt = c.prepare_cached(&format!(
-                "SELECT {COLUMNS}, bm25(memories_fts, 2.0, 1.0) AS rank
+                "SELECT {COLUMNS}, {BOOSTED_RANK} AS rank
                  FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
                  WHERE memories_fts MATCH ?1
                    AND (?2 IS NULL OR m.namespace = ?2)
                    AND (?3 IS NULL OR m.layer = ?3)
-                 ORDER BY rank, m.id DESC LIMIT ?4 OFFSET ?5"
+                   AND {}
+                 ORDER BY rank, m.id DESC LIMIT ?4 OFFSET ?5",
+                tag_filter(6)
             ))?;
             let rows = stmt.query_map(
                 params![
@@ -219,12 +339,13 @@ impl Memory {
                     query.namespace,
                     query.layer.map(MemoryLayer::as_str),
                     limit_of(query.limit),
-                    query.offset
+                    query.offset,
+                    tags_param(query.tags)
                 ],
                 |r| {
                     Ok(MemoryHit {
                         memory: memory_row(r)?,
-                        score: -r.get::<_, f64>(7)?,
+                        score: -r.get::<_, f64>(COLUMN_COUNT)?,
                     })
                 },
             )?;
@@ -234,18 +355,34 @@ impl Memory {
 
     /// Memories, most recently updated first.
     pub fn list(&self, query: &MemoryQuery<'_>) -> Result<Vec<MemoryRow>> {
+        self.filtered(query, "m.updated_ms DESC, m.id DESC")
+    }
+
+    /// The memories to keep in mind first: most important, then most used, then newest.
+    pub fn top(&self, query: &MemoryQuery<'_>) -> Result<Vec<MemoryRow>> {
+        self.filtered(
+            query,
+            "m.importance DESC, m.access_count DESC, m.updated_ms DESC, m.id DESC",
+        )
+    }
+
+    /// The memories `query` selects, in `order` (an SQL ORDER BY list over `m`).
+    fn filtered(&self, query: &MemoryQuery<'_>, order: &str) -> Result<Vec<MemoryRow>> {
         self.db.with_conn(|c| {
             let mut stmt = c.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM memories m
                  WHERE (?1 IS NULL OR m.namespace = ?1) AND (?2 IS NULL OR m.layer = ?2)
-                 ORDER BY m.updated_ms DESC, m.id DESC LIMIT ?3 OFFSET ?4"
+                   AND {}
+                 ORDER BY {order} LIMIT ?3 OFFSET ?4",
+                tag_filter(5)
             ))?;
             let rows = stmt.query_map(
                 params![
                     query.namespace,
                     query.layer.map(MemoryLayer::as_str),
                     limit_of(query.limit),
-                    query.offset
+                    query.offset,
+                    tags_param(query.tags)
                 ],
                 memory_row,
             )?;
@@ -257,9 +394,17 @@ impl Memory {
     pub fn count(&self, query: &MemoryQuery<'_>) -> Result<i64> {
         self.db.with_conn(|c| {
             Ok(c.query_row(
-                "SELECT count(*) FROM memories m
-                 WHERE (?1 IS NULL OR m.namespace = ?1) AND (?2 IS NULL OR m.layer = ?2)",
-                params![query.namespace, query.layer.map(MemoryLayer::as_str)],
+                &format!(
+                    "SELECT count(*) FROM memories m
+                     WHERE (?1 IS NULL OR m.namespace = ?1) AND (?2 IS NULL OR m.layer = ?2)
+                       AND {}",
+                    tag_filter(3)
+                ),
+                params![
+                    query.namespace,
+                    query.layer.map(MemoryLayer::as_str),
+                    tags_param(query.tags)
+                ],
                 |r| r.get(0),
             )?)
         })
@@ -313,6 +458,81 @@ impl Memory {
         })
     }
 
+    /// Counts a use of each memory in `ids` (a recall or search returned it): search ranks
+    /// often-used memories up. Their content and update time stay as they were.
+    pub fn touch(&self, ids: &[i64]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let ids = serde_json::to_string(ids).expect("integers serialize");
+        self.db.with_conn(|c| {
+            c.execute(
+                "UPDATE memories SET access_count = access_count + 1, accessed_ms = ?2
+                 WHERE id IN (SELECT value FROM json_each(?1))",
+                params![ids, now_ms()],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Links memory `from` to memory `to` with `relation`; false when that link existed. Fails
+    /// with a constraint error when either memory is not there or both are the same.
+    pub fn link(&self, from: i64, to: i64, relation: &str) -> Result<bool> {
+        self.db.with_conn(|c| {
+            Ok(c.execute(
+                "INSERT INTO memory_links (from_id, to_id, relation, created_ms)
+                 VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(from_id, to_id, relation) DO NOTHING",
+                params![from, to, relation.trim(), now_ms()],
+            )? > 0)
+        })
+    }
+
+    /// Removes the links from `from` to `to` (of one relation when given); how many went.
+    pub fn unlink(&self, from: i64, to: i64, relation: Option<&str>) -> Result<usize> {
+        self.db.with_conn(|c| {
+            Ok(c.execute(
+                "DELETE FROM memory_links WHERE from_id = ?1 AND to_id = ?2
+                   AND (?3 IS NULL OR relation = ?3)",
+                params![from, to, relation.map(str::trim)],
+            )?)
+        })
+    }
+
+    /// The memories linked to any of `ids`, one hop either way, leaving out `ids` themselves:
+    /// most important and most used first, each once (by its first link), at most `limit`.
+    pub fn associations(&self, ids: &[i64], limit: u32) -> Result<Vec<Association>> {
+        if ids.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let asked = serde_json::to_string(ids).expect("integers serialize");
+        self.db.with_conn(|c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "WITH asked(id) AS (SELECT value FROM json_each(?1)),
+                 hops(other, via, relation, outgoing) AS (
+                     SELECT to_id, from_id, relation, 1 FROM memory_links
+                      WHERE from_id IN asked AND to_id NOT IN asked
+                     UNION ALL
+                     SELECT from_id, to_id, relation, 0 FROM memory_links
+                      WHERE to_id IN asked AND from_id NOT IN asked)
+                 SELECT {COLUMNS}, h.via, h.relation, h.outgoing
+                 FROM hops h JOIN memories m ON m.id = h.other
+                 GROUP BY m.id
+                 ORDER BY m.importance DESC, m.access_count DESC, m.updated_ms DESC, m.id DESC
+                 LIMIT ?2"
+            ))?;
+            let rows = stmt.query_map(params![asked, limit], |r| {
+                Ok(Association {
+                    memory: memory_row(r)?,
+                    via: r.get(COLUMN_COUNT)?,
+                    relation: r.get(COLUMN_COUNT + 1)?,
+                    outgoing: r.get(COLUMN_COUNT + 2)?,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
     /// Stores the embedding of memory `id` made by `model`, replacing any earlier one.
     pub fn set_vector(&self, id: i64, model: &str, vector: &[f32]) -> Result<()> {
         let bytes: Vec<u8> = vector.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -356,14 +576,17 @@ impl Memory {
         }
         let limit = query.limit.unwrap_or(u32::MAX) as usize + query.offset as usize;
         let mut scored: Vec<(f32, i64)> = self.db.with_conn(|c| {
-            let mut stmt = c.prepare_cached(
+            let mut stmt = c.prepare_cached(&format!(
                 "SELECT v.memory_id, v.vector FROM memory_vectors v JOIN memories m ON m.id = v.memory_id
-                 WHERE v.model = ?1 AND (?2 IS NULL OR m.namespace = ?2) AND (?3 IS NULL OR m.layer = ?3)",
-            )?;
+                 WHERE v.model = ?1 AND (?2 IS NULL OR m.namespace = ?2) AND (?3 IS NULL OR m.layer = ?3)
+                   AND {}",
+                tag_filter(4)
+            ))?;
             let mut rows = stmt.query(params![
                 model,
                 query.namespace,
-                query.layer.map(MemoryLayer::as_str)
+                query.layer.map(MemoryLayer::as_str),
+                tags_param(query.tags)
             ])?;
             let mut scored = Vec::new();
             while let Some(row) = rows.next()? {
@@ -403,6 +626,17 @@ impl Memory {
     }
 }
 
+/// Replaces the tags of memory `id` with `tags` (normalized).
+fn replace_tags(c: &rusqlite::Connection, id: i64, tags: &[String]) -> rusqlite::Result<()> {
+    c.execute("DELETE FROM memory_tags WHERE memory_id = ?1", [id])?;
+    let mut insert =
+        c.prepare_cached("INSERT INTO memory_tags (memory_id, tag) VALUES (?1, ?2)")?;
+    for tag in normalize_tags(tags) {
+        insert.execute(params![id, tag])?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,6 +650,7 @@ mod tests {
             namespace: "default",
             key: Some(key),
             content,
+            ..NewMemory::default()
         };
         let north = memory.store(&new("a", "points north")).unwrap();
         let east = memory.store(&new("b", "points east")).unwrap();
@@ -472,6 +707,7 @@ mod tests {
             namespace,
             key,
             content,
+            ..NewMemory::default()
         }
     }
 
@@ -753,6 +989,212 @@ mod tests {
             m.search("topic3", &MemoryQuery::default()).unwrap().len(),
             100
         );
+    }
+
+    #[test]
+    fn importance_source_metadata_and_tags_are_kept_and_replaced_as_asked() {
+        let memory = db().memory();
+        let tags = vec![
+            "Work".to_string(),
+            " travel ".into(),
+            "work".into(),
+            "".into(),
+        ];
+        let stored = memory
+            .store(&NewMemory {
+                layer: MemoryLayer::Tacit,
+                key: Some("trip"),
+                content: "Flies to Lisbon in March",
+                importance: Some(5),
+                source: Some("user"),
+                source_session: Some("s1"),
+                metadata: Some(r#"{"confidence": 0.9}"#),
+                tags: Some(&tags),
+                ..NewMemory::default()
+            })
+            .unwrap();
+        assert_eq!(stored.importance, 5);
+        assert_eq!(stored.source.as_deref(), Some("user"));
+        assert_eq!(stored.source_session.as_deref(), Some("s1"));
+        assert_eq!(stored.metadata.as_deref(), Some(r#"{"confidence": 0.9}"#));
+        assert_eq!(stored.tags, ["travel", "work"]);
+        // Replaced by key without them: content changes, the rest stays.
+        let replaced = memory
+            .store(&NewMemory {
+                layer: MemoryLayer::Tacit,
+                key: Some("trip"),
+                content: "Flies to Porto in April",
+                ..NewMemory::default()
+            })
+            .unwrap();
+        assert_eq!(replaced.id, stored.id);
+        assert_eq!(replaced.importance, 5);
+        assert_eq!(replaced.metadata, stored.metadata);
+        assert_eq!(replaced.tags, ["travel", "work"]);
+        // New tags replace the old ones; a memory without importance gets the default.
+        let retagged = memory
+            .store(&NewMemory {
+                layer: MemoryLayer::Tacit,
+                key: Some("trip"),
+                content: "Flies to Porto in April",
+                tags: Some(&["Family".to_string()]),
+                ..NewMemory::default()
+            })
+            .unwrap();
+        assert_eq!(retagged.tags, ["family"]);
+        let plain = memory
+            .store(&NewMemory {
+                content: "plain",
+                ..NewMemory::default()
+            })
+            .unwrap();
+        assert_eq!(plain.importance, DEFAULT_IMPORTANCE);
+        assert!(plain.tags.is_empty());
+        // The schema refuses an importance outside 1 to 5.
+        assert!(
+            memory
+                .store(&NewMemory {
+                    content: "too important",
+                    importance: Some(9),
+                    ..NewMemory::default()
+                })
+                .is_err()
+        );
+        // Deleting a memory takes its tags along.
+        memory.delete(stored.id).unwrap();
+        let left: i64 = memory
+            .db
+            .with_conn(|c| Ok(c.query_row("SELECT count(*) FROM memory_tags", [], |r| r.get(0))?))
+            .unwrap();
+        assert_eq!(left, 0);
+    }
+
+    #[test]
+    fn tags_filter_lists_counts_and_searches() {
+        let memory = db().memory();
+        for (content, tag) in [
+            ("espresso machine manual", "home"),
+            ("espresso order for the office", "work"),
+            ("quarterly report draft", "work"),
+        ] {
+            memory
+                .store(&NewMemory {
+                    content,
+                    tags: Some(&[tag.to_string()]),
+                    ..NewMemory::default()
+                })
+                .unwrap();
+        }
+        let work = vec!["WORK".to_string()];
+        let query = MemoryQuery {
+            tags: &work,
+            ..MemoryQuery::default()
+        };
+        assert_eq!(memory.count(&query).unwrap(), 2);
+        assert_eq!(memory.list(&query).unwrap().len(), 2);
+        let hits = memory.search("espresso", &query).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].memory.content, "espresso order for the office");
+        let either = vec!["home".to_string(), "work".to_string()];
+        let both = MemoryQuery {
+            tags: &either,
+            ..MemoryQuery::default()
+        };
+        assert_eq!(memory.search("espresso", &both).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn use_and_importance_rank_equally_relevant_memories_up() {
+        let memory = db().memory();
+        let store = |content, importance| {
+            memory
+                .store(&NewMemory {
+                    content,
+                    importance: Some(importance),
+                    ..NewMemory::default()
+                })
+                .unwrap()
+        };
+        let first = store("the garage code is 4412", 3);
+        let second = store("the garage door squeaks", 3);
+        let order = |memory: &Memory| -> Vec<i64> {
+            memory
+                .search("garage", &MemoryQuery::default())
+                .unwrap()
+                .iter()
+                .map(|h| h.memory.id)
+                .collect()
+        };
+        // Equal relevance: the newer one first.
+        assert_eq!(order(&memory), [second.id, first.id]);
+        // Used a few times, the older one rises; using it changes neither its text nor its
+        // update time, and the text index still finds it.
+        for _ in 0..3 {
+            memory.touch(&[first.id]).unwrap();
+        }
+        let touched = memory.get(first.id).unwrap().unwrap();
+        assert_eq!(touched.access_count, 3);
+        assert!(touched.accessed_ms.is_some());
+        assert_eq!(touched.updated_ms, first.updated_ms);
+        assert_eq!(order(&memory), [first.id, second.id]);
+        // An important memory outranks a used one.
+        let vital = store("garage", 5);
+        assert_eq!(order(&memory)[0], vital.id);
+        // Top: importance, then use, then recency.
+        let top: Vec<i64> = memory
+            .top(&MemoryQuery::default())
+            .unwrap()
+            .iter()
+            .map(|m| m.id)
+            .collect();
+        assert_eq!(top, [vital.id, first.id, second.id]);
+    }
+
+    #[test]
+    fn links_are_followed_one_hop_both_ways_and_go_with_their_memory() {
+        let memory = db().memory();
+        let store = |content| {
+            memory
+                .store(&NewMemory {
+                    content,
+                    ..NewMemory::default()
+                })
+                .unwrap()
+                .id
+        };
+        let (sam, launch, budget, unrelated) = (
+            store("Sam leads the launch"),
+            store("The launch is on 3 May"),
+            store("The launch budget is 40k"),
+            store("Buy milk"),
+        );
+        assert!(memory.link(sam, launch, "works_on").unwrap());
+        assert!(!memory.link(sam, launch, "works_on").unwrap(), "once");
+        memory.link(budget, launch, "part_of").unwrap();
+        assert!(memory.link(sam, 999, "about").is_err(), "no such memory");
+        assert!(memory.link(sam, sam, "about").is_err(), "not to itself");
+
+        let from_launch = memory.associations(&[launch], 10).unwrap();
+        let mut found: Vec<(i64, &str, bool)> = from_launch
+            .iter()
+            .map(|a| (a.memory.id, a.relation.as_str(), a.outgoing))
+            .collect();
+        found.sort();
+        assert_eq!(
+            found,
+            [(sam, "works_on", false), (budget, "part_of", false)]
+        );
+        assert!(from_launch.iter().all(|a| a.via == launch));
+        // The ids asked about are never their own associations; two hops are not followed.
+        let from_sam = memory.associations(&[sam, launch], 10).unwrap();
+        assert_eq!(
+            from_sam.iter().map(|a| a.memory.id).collect::<Vec<_>>(),
+            [budget]
+        );
+        assert!(memory.associations(&[unrelated], 10).unwrap().is_empty());
+        assert_eq!(memory.unlink(sam, launch, None).unwrap(), 1);
+        memory.delete(budget).unwrap();
+        assert!(memory.associations(&[launch], 10).unwrap().is_empty());
     }
 
     #[test]

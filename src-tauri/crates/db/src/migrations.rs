@@ -247,6 +247,42 @@ pub(crate) const STEPS: &[&str] = &[
     r#"
     ALTER TABLE subagent_tasks ADD COLUMN agent_type TEXT;
     "#,
+    // 10: what a memory is worth and where it came from (importance 1 to 5, the origin and
+    // session that stored it, a JSON object of metadata), how often it was used (recall and
+    // search hits, which rank it up), its tags, and associations between memories (followed
+    // one hop when recalling). Links and tags go with their memory. The full-text index is
+    // kept in step on changes to key and content only.
+    r#"
+    ALTER TABLE memories ADD COLUMN importance INTEGER NOT NULL DEFAULT 3
+        CHECK (importance BETWEEN 1 AND 5);
+    ALTER TABLE memories ADD COLUMN source TEXT;
+    ALTER TABLE memories ADD COLUMN source_session TEXT;
+    ALTER TABLE memories ADD COLUMN metadata TEXT;
+    ALTER TABLE memories ADD COLUMN access_count INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE memories ADD COLUMN accessed_ms INTEGER;
+    CREATE TABLE memory_tags (
+        memory_id  INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+        tag        TEXT NOT NULL,
+        PRIMARY KEY (memory_id, tag)
+    ) WITHOUT ROWID;
+    CREATE INDEX memory_tags_tag ON memory_tags(tag, memory_id);
+    CREATE TABLE memory_links (
+        from_id     INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+        to_id       INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+        relation    TEXT NOT NULL,
+        created_ms  INTEGER NOT NULL,
+        PRIMARY KEY (from_id, to_id, relation),
+        CHECK (from_id <> to_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX memory_links_to ON memory_links(to_id);
+    -- Counting a use must not re-index the text: the index follows key and content only.
+    DROP TRIGGER memories_au;
+    CREATE TRIGGER memories_au AFTER UPDATE OF key, content ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, key, content)
+            VALUES ('delete', old.id, old.key, old.content);
+        INSERT INTO memories_fts(rowid, key, content) VALUES (new.id, new.key, new.content);
+    END;
+    "#,
 ];
 
 pub(crate) const LATEST: i64 = STEPS.len() as i64;

@@ -14,7 +14,7 @@ pub enum Category {
     System,
     /// Sound and music.
     Media,
-    /// The person's documents and files.
+    /// The person's documents and files, calendars and contacts.
     Productivity,
     /// The graphical session: clipboard, notifications, windows, applications.
     Desktop,
@@ -142,6 +142,20 @@ pub const CAPABILITIES: &[Capability] = &[
         platforms: &[Linux, Macos, Windows],
         needs_setup: false,
         summary: "find files by name and content",
+    },
+    Capability {
+        name: "calendar",
+        category: Category::Productivity,
+        platforms: &[Linux, Macos, Windows],
+        needs_setup: true,
+        summary: "events on CalDAV accounts: list, search, create, update, delete, .ics import/export",
+    },
+    Capability {
+        name: "contacts",
+        category: Category::Productivity,
+        platforms: &[Linux, Macos, Windows],
+        needs_setup: true,
+        summary: "contacts on CardDAV accounts: list, search, create, update, delete, .vcf import/export",
     },
 ];
 

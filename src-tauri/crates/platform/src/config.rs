@@ -27,6 +27,8 @@ pub struct OsConfig {
     pub quit_timeout: Duration,
     /// How long one D-Bus call may take before it is reported as a timeout.
     pub bus_timeout: Duration,
+    /// The CalDAV/CardDAV accounts of the calendar and contacts resources.
+    pub dav: crate::dav::DavConfig,
 }
 
 impl Default for OsConfig {
@@ -40,6 +42,7 @@ impl Default for OsConfig {
             disabled_categories: Vec::new(),
             quit_timeout: Duration::from_secs(5),
             bus_timeout: Duration::from_secs(5),
+            dav: crate::dav::DavConfig::default(),
         }
     }
 }

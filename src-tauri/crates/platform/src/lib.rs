@@ -1,5 +1,6 @@
 //! The `os` tool: the operating system's own capabilities (clipboard, notifications, windows,
-//! applications, system facts and session control, the keychain, media players, file search),
+//! applications, system facts and session control, the keychain, media players, file search,
+//! calendars and contacts on CalDAV/CardDAV servers),
 //! one resource per capability, listed in a capability registry that says where each works and
 //! a probe that says whether it works here and why not. Linux is served in-process over D-Bus
 //! (zbus), X11 (x11rb) and maintained crates (arboard, sysinfo, secret-service, ignore/grep);
@@ -11,9 +12,12 @@
 //! and must not change the process environment: display and bus addresses are passed in.
 
 pub mod app;
+mod calendar;
 pub mod capability;
 pub mod clipboard;
 pub mod config;
+mod contacts;
+pub mod dav;
 pub mod error;
 pub mod keychain;
 pub mod music;
@@ -30,6 +34,7 @@ mod unsupported;
 
 pub use capability::{Availability, CAPABILITIES, Capability, Category, Platform};
 pub use config::OsConfig;
+pub use dav::{DavAccount, DavConfig, DavKind, DavSettings, StaticDavSettings};
 pub use error::{Error, Result};
 pub use tool::OsTool;
 

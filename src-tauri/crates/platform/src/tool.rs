@@ -35,6 +35,7 @@ pub struct OsTool {
     backend: Arc<Backend>,
     clipboard: SharedClipboard,
     guard: Option<PathGuard>,
+    dav: crate::dav::Dav,
 }
 
 impl OsTool {
@@ -46,6 +47,7 @@ impl OsTool {
             .collect();
         OsTool {
             domain: os_domain(&offered),
+            dav: crate::dav::Dav::new(config.dav.clone()),
             backend: Arc::new(Backend::new(config)),
             clipboard: SharedClipboard::default(),
             guard: None,
@@ -143,6 +145,8 @@ impl OsTool {
                 let count = self.blocking(|b| b.installed()).await?.len();
                 Ok(format!("{count} desktop applications installed"))
             }
+            "calendar" => self.dav.probe(crate::dav::Kind::Calendar).await,
+            "contacts" => self.dav.probe(crate::dav::Kind::Contacts).await,
             other => self.backend.probe(other).await,
         }
     }
@@ -201,10 +205,14 @@ fn os_domain(offered: &[&Capability]) -> Domain {
     let mut domain = Domain::new(
         "os",
         "Use the operating system itself: clipboard, notifications, windows, installed apps, \
-         system facts, the keychain, media players, file search. `capability list` says which \
+         system facts, the keychain, media players, file search, calendar, contacts. \
+         `capability list` says which \
          work on this machine and why others do not. Errors carry a code \
          (service_unavailable, permission_denied with steps, platform_not_supported, ...).",
     )
+    // Large, and many conversations never touch the operating system: models get the short
+    // form until they first call it (tests/os/tool.rs measures both).
+    .deferred()
     .resource(
         "capability",
         &["capabilities", "status"],
@@ -344,6 +352,38 @@ fn os_domain(offered: &[&Capability]) -> Domain {
             &[("files", "Find files by name (query) and/or content", Free)],
         );
     }
+    if has("calendar") {
+        domain = domain.resource(
+            "calendar",
+            &["calendars", "events", "event"],
+            &[
+                ("calendars", "Calendars", Free),
+                ("list", "Events, start to end (default 30 days)", Required),
+                ("search", "Events with query", Required),
+                ("create", "title, start; no duplicate if repeated", Required),
+                ("update", "By uid", Required),
+                ("delete", "By uid", Required),
+                ("import", "From .ics path", Required),
+                ("export", "To .ics path", Required),
+            ],
+        );
+    }
+    if has("contacts") {
+        domain = domain.resource(
+            "contacts",
+            &["contact", "addressbook", "people"],
+            &[
+                ("books", "Address books", Free),
+                ("list", "All contacts", Required),
+                ("search", "By name, email, phone (query)", Required),
+                ("create", "name, emails, phones, org", Required),
+                ("update", "By uid", Required),
+                ("delete", "By uid", Required),
+                ("import", "From .vcf path", Required),
+                ("export", "To .vcf path", Required),
+            ],
+        );
+    }
     domain
         .field("text", FieldType::String, "clipboard write: the text")
         .field(
@@ -356,10 +396,11 @@ fn os_domain(offered: &[&Capability]) -> Domain {
         .field(
             "path",
             FieldType::String,
-            "Absolute path: clipboard image file to write from or save to; search folder",
+            "Absolute path: clipboard image file to write from or save to; search folder; \
+             .ics/.vcf file to import or export",
         )
-        .field("title", FieldType::String, "notification title")
-        .required_for(&["notification.send"])
+        .field("title", FieldType::String, "notification or event title")
+        .required_for(&["notification.send", "calendar.create"])
         .field("body", FieldType::String, "notification body")
         .field("urgency", FieldType::String, "notification urgency")
         .one_of(&["low", "normal", "critical"])
@@ -428,7 +469,7 @@ fn os_domain(offered: &[&Capability]) -> Domain {
         .field(
             "query",
             FieldType::String,
-            "search: file name part or glob (*.pdf)",
+            "search: file name part or glob (*.pdf); calendar, contacts: text to find",
         )
         .field(
             "content",
@@ -438,6 +479,55 @@ fn os_domain(offered: &[&Capability]) -> Domain {
         .field("limit", FieldType::Integer, "search: most results")
         .default_value(json!(20))
         .field("hidden", FieldType::Boolean, "search: include hidden files")
+        .field(
+            "start",
+            FieldType::String,
+            "calendar: event start, or list range start (2026-03-29T10:00 local or in \
+             timezone, ...+02:00, or a date)",
+        )
+        .required_for(&["calendar.create"])
+        .field(
+            "end",
+            FieldType::String,
+            "calendar: event end (all_day: last day), or range end",
+        )
+        .field("all_day", FieldType::Boolean, "calendar: all-day event")
+        .field(
+            "timezone",
+            FieldType::String,
+            "calendar: IANA zone the event keeps (default local)",
+        )
+        .field("location", FieldType::String, "calendar: event location")
+        .field(
+            "description",
+            FieldType::String,
+            "calendar: event description; contacts: note",
+        )
+        .field(
+            "uid",
+            FieldType::String,
+            "calendar, contacts: for update, delete (optional for create)",
+        )
+        .field("calendar", FieldType::String, "calendar name")
+        .field("book", FieldType::String, "contacts: address book name")
+        .field(
+            "account",
+            FieldType::String,
+            "calendar, contacts: account name",
+        )
+        .field("name", FieldType::String, "contacts: full name")
+        .required_for(&["contacts.create"])
+        .field(
+            "emails",
+            FieldType::Array(Box::new(FieldType::String)),
+            "contacts: email addresses (replace all)",
+        )
+        .field(
+            "phones",
+            FieldType::Array(Box::new(FieldType::String)),
+            "contacts: phone numbers (replace all)",
+        )
+        .field("org", FieldType::String, "contacts: organisation")
         .closed_world()
 }
 
@@ -1011,7 +1101,8 @@ impl DomainTool for OsTool {
             ..CallFacts::default()
         };
         for key in [
-            "window", "id", "pid", "key", "player", "title", "query", "content",
+            "window", "id", "pid", "key", "player", "title", "query", "content", "uid", "name",
+            "start", "calendar", "book",
         ] {
             if let Some(value) = call.input.get(key).filter(|v| !v.is_null()) {
                 let shown = value
@@ -1040,6 +1131,8 @@ impl DomainTool for OsTool {
                 ("clipboard", "read") if image => facts.write_paths.push(path.into()),
                 ("clipboard", "write") if image => facts.read_paths.push(path.into()),
                 ("search", _) => facts.read_paths.push(path.into()),
+                ("calendar" | "contacts", "import") => facts.read_paths.push(path.into()),
+                ("calendar" | "contacts", "export") => facts.write_paths.push(path.into()),
                 _ => {}
             }
         } else if call.resource() == "search" {
@@ -1062,6 +1155,12 @@ impl DomainTool for OsTool {
                     "keychain" => self.keychain(&call).await,
                     "music" => self.music(&call).await,
                     "search" => self.search(ctx, &call).await,
+                    "calendar" => {
+                        crate::calendar::run(&self.dav, &call, &|p, w| self.check_path(p, w)).await
+                    }
+                    "contacts" => {
+                        crate::contacts::run(&self.dav, &call, &|p, w| self.check_path(p, w)).await
+                    }
                     other => Err(Error::invalid(format!("unknown os resource {other}"))),
                 }
             };

@@ -1,6 +1,7 @@
 //! The `os` tool against real parts: a private D-Bus session bus with a notification server, a
 //! media player and gnome-keyring on it; an Xvfb display with openbox and GTK windows; desktop
-//! entries launched for real; the clipboard read by another X client. See `os/harness.rs`.
+//! entries launched for real; the clipboard read by another X client; Radicale as the CalDAV and
+//! CardDAV server of the calendar and contacts. See `os/harness.rs`.
 //! (A test crate's root resolves modules beside it, hence the `#[path]`s.)
 #![cfg(target_os = "linux")]
 
@@ -28,3 +29,9 @@ mod clipboard;
 
 #[path = "os/tool.rs"]
 mod tool;
+
+#[path = "os/calendar.rs"]
+mod calendar;
+
+#[path = "os/contacts.rs"]
+mod contacts;

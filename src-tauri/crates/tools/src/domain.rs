@@ -20,6 +20,9 @@ pub struct Domain {
     /// Other names models use for actions (`read_page` for `text`), as (alias, action). An alias
     /// applies only when no resource has an action by that name.
     pub action_aliases: Vec<(String, String)>,
+    /// Models see only a short form of the tool (its description, resources and actions, no
+    /// fields) until the conversation first calls it; see [`Domain::stub_schema`].
+    pub deferred: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -138,7 +141,49 @@ impl Domain {
             fields: Vec::new(),
             open_world: true,
             action_aliases: Vec::new(),
+            deferred: false,
         }
+    }
+
+    /// Sends models the short form of the tool until the conversation first calls it: for a
+    /// large table that many conversations never need, the full schema costs every request
+    /// tokens for nothing.
+    pub fn deferred(mut self) -> Self {
+        self.deferred = true;
+        self
+    }
+
+    /// The short form of the input schema: `resource` and `action` only, with the same choices
+    /// and each resource's actions as the full schema, and no other fields. A call made from it
+    /// is validated against the full table like any other, so a missing field comes back as
+    /// `invalid_input` naming it, and by then the model has the full schema.
+    pub fn stub_schema(&self) -> Value {
+        let resource_names: Vec<&str> = self.resources.iter().map(|r| r.name.as_str()).collect();
+        json!({
+            "type": "object",
+            "properties": {
+                "resource": {
+                    "type": "string",
+                    "enum": resource_names,
+                    "description": self.resources.iter().map(|r| {
+                        format!("{}: {}", r.name, r.action_list())
+                    }).collect::<Vec<_>>().join("; "),
+                },
+                "action": {"type": "string", "enum": self.action_names()},
+            },
+            "required": ["resource", "action"],
+        })
+    }
+
+    /// The description that goes with [`Domain::stub_schema`]: the tool's own, then how its
+    /// fields arrive.
+    pub fn stub_description(&self) -> String {
+        format!(
+            "{}\n\nThis tool's fields are listed after your first call to it: call it with the \
+             `resource` and `action` you need (and any fields you already know); if the call \
+             lacks a field, the answer names it.",
+            self.description.trim_end()
+        )
     }
 
     /// Accepts `alias` as another name of `action` (published skills call `read_page`, `open`).

@@ -30,6 +30,7 @@ use serde_json::{Map, Value, json};
 use crate::audit::AuditSink;
 use crate::call::{ApprovalNeed, Call, CallFacts};
 use crate::correction::{resolve_tool_name, unknown_tool_message};
+use crate::domain::Domain;
 use crate::hooks::{HookDispatcher, NoHooks, TOOL_POST_EXECUTE, TOOL_PRE_EXECUTE};
 use crate::scope::ToolScope;
 use crate::security::Refusal;
@@ -222,26 +223,41 @@ impl Registry {
     /// granted resources and actions (its schema built from the narrowed table), so the model
     /// is not offered what the registry would refuse.
     pub fn specs_for(&self, scope: Option<&ToolScope>) -> Vec<ToolSpec> {
+        self.specs_for_turn(scope, |_| true)
+    }
+
+    /// Like [`Registry::specs_for`], with the short form of each deferred tool
+    /// ([`Domain::deferred`]) that `loaded` does not name: the runner passes the tools its
+    /// conversation has called.
+    pub fn specs_for_turn(
+        &self,
+        scope: Option<&ToolScope>,
+        loaded: impl Fn(&str) -> bool,
+    ) -> Vec<ToolSpec> {
+        let spec = |name: &str, domain: &Domain, full: &Value| {
+            if domain.deferred && !loaded(name) {
+                ToolSpec::portable(name, &domain.stub_description(), &domain.stub_schema())
+            } else {
+                ToolSpec::portable(name, &domain.description, full)
+            }
+        };
         lock_read(&self.inner.tools)
             .values()
             .filter_map(|t| {
-                let Some(scope) = scope else {
-                    return Some(ToolSpec::portable(t.name(), t.description(), t.schema()));
-                };
-                if !scope.allows_tool(t.name()) {
+                if let Some(scope) = scope
+                    && !scope.allows_tool(t.name())
+                {
                     return None;
                 }
-                match t.domain() {
-                    Some(domain) => {
+                match (t.domain(), scope) {
+                    (Some(domain), None) => Some(spec(t.name(), domain, t.schema())),
+                    (Some(domain), Some(scope)) => {
                         let narrowed = scope.restrict_domain(domain)?;
-                        Some(ToolSpec::portable(
-                            t.name(),
-                            &narrowed.description,
-                            &narrowed.json_schema(),
-                        ))
+                        Some(spec(t.name(), &narrowed, &narrowed.json_schema()))
                     }
+                    (None, None) => Some(ToolSpec::portable(t.name(), t.description(), t.schema())),
                     // A tool without a table is granted whole or not at all.
-                    None => scope
+                    (None, Some(scope)) => scope
                         .allows(t.name(), None, None)
                         .then(|| ToolSpec::portable(t.name(), t.description(), t.schema())),
                 }

@@ -168,9 +168,40 @@ struct Request {
     url: Url,
     method: Method,
     headers: HeaderMap,
+    /// What a POST, PUT, PATCH or DELETE sends, with its content type.
+    body: Option<(Vec<u8>, &'static str)>,
+    /// Further attempts after a failed connection or a 429/502/503/504 answer; 0 for methods
+    /// that are not idempotent.
+    retries: u32,
     offset: usize,
     max_chars: usize,
     raw: bool,
+}
+
+/// The largest request body sent.
+const MAX_REQUEST_BODY: usize = 1024 * 1024;
+/// Retries when none are asked for, and the most allowed.
+const DEFAULT_RETRIES: u64 = 2;
+const MAX_RETRIES: u64 = 5;
+/// The first wait before a retry (doubling each time), and the longest wait, whatever a
+/// Retry-After header asks.
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+/// Methods that send or change data: each call is asked, and none is retried unless idempotent.
+fn sends_data(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    )
+}
+
+/// Methods a retry cannot apply twice (RFC 9110, 9.2.2).
+fn idempotent(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::GET | Method::HEAD | Method::PUT | Method::DELETE
+    )
 }
 
 /// A response whose body has been read (up to the cap).
@@ -183,6 +214,8 @@ struct Fetched {
     /// The body went on past the cap and was cut there.
     truncated: bool,
     head_headers: Vec<(String, String)>,
+    /// A Retry-After header's delay, in seconds form.
+    retry_after: Option<Duration>,
 }
 
 /// A failed fetch, by the code it is reported with.
@@ -192,6 +225,8 @@ enum Failure {
     Timeout,
     Cancelled,
     Failed(String),
+    /// No connection could be made (refused, reset, no route): worth a retry.
+    Unreachable(String),
 }
 
 impl Failure {
@@ -209,7 +244,9 @@ impl Failure {
             Failure::Cancelled => {
                 ToolResult::error(ErrorCode::Cancelled, "the fetch was cancelled")
             }
-            Failure::Failed(m) => ToolResult::error(ErrorCode::ToolFailed, m),
+            Failure::Failed(m) | Failure::Unreachable(m) => {
+                ToolResult::error(ErrorCode::ToolFailed, m)
+            }
         }
     }
 }
@@ -278,11 +315,30 @@ impl WebTool {
         {
             "GET" => Method::GET,
             "HEAD" => Method::HEAD,
+            "POST" => Method::POST,
+            "PUT" => Method::PUT,
+            "PATCH" => Method::PATCH,
+            "DELETE" => Method::DELETE,
             other => {
                 return Err(Failure::Invalid(format!(
-                    "method `{other}` is not supported; use GET or HEAD (requests with bodies are not sent)"
+                    "method `{other}` is not supported; use GET, HEAD, POST, PUT, PATCH or DELETE"
                 )));
             }
+        };
+        let body = request_body(call, &method)?;
+        let retries = match call.input.get("retries") {
+            None | Some(Value::Null) => DEFAULT_RETRIES,
+            Some(v) => v.as_u64().filter(|n| *n <= MAX_RETRIES).ok_or_else(|| {
+                Failure::Invalid(format!(
+                    "`retries` is a whole number from 0 to {MAX_RETRIES}"
+                ))
+            })?,
+        };
+        // A POST or PATCH sent twice may do its work twice.
+        let retries = if idempotent(&method) {
+            retries as u32
+        } else {
+            0
         };
         let count = |key: &str, default: usize| -> Result<usize, Failure> {
             match call.input.get(key) {
@@ -304,6 +360,8 @@ impl WebTool {
             url,
             method,
             headers: parse_headers(call.input.get("headers"))?,
+            body,
+            retries,
             offset,
             max_chars: max_chars.min(MAX_PAGE_CHARS),
             raw: call.bool("raw").unwrap_or(false),
@@ -312,7 +370,8 @@ impl WebTool {
 
     async fn fetch(&self, req: &Request) -> Result<Fetched, Failure> {
         let mut url = req.url.clone();
-        let method = req.method.clone();
+        let mut method = req.method.clone();
+        let mut body = req.body.clone();
         let mut headers = req.headers.clone();
         let mut redirects = Vec::new();
         loop {
@@ -328,13 +387,17 @@ impl WebTool {
                     LookupError::Failed(m) => Failure::Failed(m),
                 })?;
             }
-            let mut response = self
+            let mut request = self
                 .client
                 .request(method.clone(), url.as_str())
-                .headers(headers.clone())
-                .send()
-                .await
-                .map_err(|e| send_failure(&url, &e))?;
+                .headers(headers.clone());
+            if let Some((bytes, content_type)) = &body {
+                if !headers.contains_key(reqwest::header::CONTENT_TYPE) {
+                    request = request.header(reqwest::header::CONTENT_TYPE, *content_type);
+                }
+                request = request.body(bytes.clone());
+            }
+            let mut response = request.send().await.map_err(|e| send_failure(&url, &e))?;
             // Belt and braces: the peer actually connected to must be allowed too.
             if let Some(peer) = response.remote_addr()
                 && let Some(why) = ssrf::ip_refusal(peer.ip(), self.config.allow_loopback)
@@ -345,6 +408,12 @@ impl WebTool {
                 )));
             }
             let status = response.status();
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
             if status.is_redirection()
                 && status != StatusCode::NOT_MODIFIED
                 && let Some(location) = response.headers().get(reqwest::header::LOCATION)
@@ -370,8 +439,23 @@ impl WebTool {
                         format!("redirect from {url} refused: {}", b.reason),
                     ))
                 })?;
-                // 301/302/303 turn other methods into GET, but HEAD stays HEAD, and 307/308
-                // keep the method: with only GET and HEAD, the method never changes.
+                // 303 turns every method but HEAD into a bodiless GET, and so do 301 and 302
+                // for a POST (as browsers do); 307 and 308 keep the method and the body, but
+                // only within the origin the person approved sending it to.
+                let to_get = status == StatusCode::SEE_OTHER && method != Method::HEAD
+                    || matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND)
+                        && method == Method::POST;
+                if to_get {
+                    method = Method::GET;
+                    body = None;
+                    headers.remove(reqwest::header::CONTENT_TYPE);
+                } else if body.is_some() && next.origin() != url.origin() {
+                    return Err(Failure::Failed(format!(
+                        "{url} answered the {method} with {} to {next}, another origin; the \
+                         data was not sent there. Call again with that URL if it should be",
+                        status_line(status)
+                    )));
+                }
                 if next.origin() != url.origin() {
                     for name in CREDENTIAL_HEADERS {
                         headers.remove(*name);
@@ -400,6 +484,7 @@ impl WebTool {
                     body: Vec::new(),
                     truncated: false,
                     head_headers,
+                    retry_after,
                 });
             }
             if let Some(ct) = content_type
@@ -417,17 +502,34 @@ impl WebTool {
                 body,
                 truncated,
                 head_headers: Vec::new(),
+                retry_after,
             });
         }
     }
 
-    async fn render(&self, req: &Request, fetched: Fetched) -> Result<ToolResult, Failure> {
+    /// The response as the model reads it; `retried` says why earlier attempts were repeated.
+    async fn render(
+        &self,
+        req: &Request,
+        fetched: Fetched,
+        retried: &[String],
+    ) -> Result<ToolResult, Failure> {
         let mut head = vec![format!("URL: {}", fetched.url)];
+        if sends_data(&req.method) {
+            head.insert(0, format!("Method: {}", req.method));
+        }
         if !fetched.redirects.is_empty() {
             let chain: Vec<&str> = fetched.redirects.iter().map(Url::as_str).collect();
             head.push(format!("Redirected from: {}", chain.join(" -> ")));
         }
         head.push(format!("Status: {}", status_line(fetched.status)));
+        if !retried.is_empty() {
+            head.push(format!(
+                "Attempts: {} (retried after: {})",
+                retried.len() + 1,
+                retried.join("; ")
+            ));
+        }
         if let Some(ct) = &fetched.content_type {
             head.push(format!("Content-Type: {ct}"));
         }
@@ -527,8 +629,25 @@ impl WebTool {
         // Reported in the timeout message: whichever limit was the nearer.
         let timeout = deadline.saturating_duration_since(now);
         let work = async {
-            let fetched = self.fetch(&req).await?;
-            self.render(&req, fetched).await
+            let mut retried = Vec::new();
+            let fetched = loop {
+                let attempt = self.fetch(&req).await;
+                let wait = match &attempt {
+                    _ if retried.len() as u32 >= req.retries => None,
+                    Ok(fetched) => retry_wait(fetched, retried.len())
+                        .map(|wait| (wait, status_line(fetched.status))),
+                    Err(Failure::Unreachable(why)) => Some((backoff(retried.len()), why.clone())),
+                    Err(_) => None,
+                };
+                match wait {
+                    Some((wait, why)) => {
+                        retried.push(why);
+                        tokio::time::sleep(wait).await;
+                    }
+                    None => break attempt?,
+                }
+            };
+            self.render(&req, fetched, &retried).await
         };
         let outcome = tokio::select! {
             _ = ctx.cancel.cancelled() => Err(Failure::Cancelled),
@@ -577,6 +696,68 @@ async fn read_capped(
 }
 
 /// Maps a send error: a refusal by the resolver (found in the error chain) is `ssrf_blocked`.
+/// How long to wait before retry number `done + 1`: 0.5 s, 1 s, 2 s, ... at most 10 s.
+fn backoff(done: usize) -> Duration {
+    FIRST_BACKOFF
+        .saturating_mul(1 << done.min(8))
+        .min(MAX_BACKOFF)
+}
+
+/// The wait before retrying an answer that says "try later" (429, 502, 503, 504): its
+/// Retry-After in seconds when it gives one (at most 10 s), else the backoff; `None` for any
+/// other answer.
+fn retry_wait(fetched: &Fetched, done: usize) -> Option<Duration> {
+    let retryable = matches!(
+        fetched.status,
+        StatusCode::TOO_MANY_REQUESTS
+            | StatusCode::BAD_GATEWAY
+            | StatusCode::SERVICE_UNAVAILABLE
+            | StatusCode::GATEWAY_TIMEOUT
+    );
+    retryable.then(|| {
+        fetched
+            .retry_after
+            .map_or_else(|| backoff(done), |after| after.min(MAX_BACKOFF))
+    })
+}
+
+/// The body a POST, PUT, PATCH or DELETE sends: `json` (any JSON value, sent as
+/// application/json) or `body` (text, sent as text/plain unless a Content-Type header says
+/// otherwise). GET and HEAD send none.
+fn request_body(call: &Call, method: &Method) -> Result<Option<(Vec<u8>, &'static str)>, Failure> {
+    let json = call.input.get("json").filter(|v| !v.is_null());
+    let text = call.input.get("body").filter(|v| !v.is_null());
+    let body = match (json, text) {
+        (Some(_), Some(_)) => {
+            return Err(Failure::Invalid("give `json` or `body`, not both".into()));
+        }
+        (Some(json), None) => Some((json.to_string().into_bytes(), "application/json")),
+        (None, Some(Value::String(text))) => {
+            Some((text.clone().into_bytes(), "text/plain; charset=utf-8"))
+        }
+        (None, Some(other)) => {
+            return Err(Failure::Invalid(format!(
+                "`body` is text; for JSON use `json` (got {other})"
+            )));
+        }
+        (None, None) => None,
+    };
+    if body.is_some() && !sends_data(method) {
+        return Err(Failure::Invalid(format!(
+            "a {method} sends no body; use POST, PUT, PATCH or DELETE to send data"
+        )));
+    }
+    if let Some((bytes, _)) = &body
+        && bytes.len() > MAX_REQUEST_BODY
+    {
+        return Err(Failure::Invalid(format!(
+            "the body is {} bytes; at most {MAX_REQUEST_BODY} are sent",
+            bytes.len()
+        )));
+    }
+    Ok(body)
+}
+
 fn send_failure(url: &Url, err: &reqwest::Error) -> Failure {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = source {
@@ -591,7 +772,12 @@ fn send_failure(url: &Url, err: &reqwest::Error) -> Failure {
     if err.is_timeout() {
         return Failure::Timeout;
     }
-    Failure::Failed(format!("request to {url} failed: {}", chain(err)))
+    let message = format!("request to {url} failed: {}", chain(err));
+    if err.is_connect() {
+        Failure::Unreachable(message)
+    } else {
+        Failure::Failed(message)
+    }
 }
 
 /// An error with its causes, one line.
@@ -659,7 +845,9 @@ fn web_domain(default_max_chars: usize) -> Domain {
         &["page"],
         &[(
             "fetch",
-            "Fetch a URL (GET or HEAD) and return its content as text",
+            "Fetch a URL (GET, HEAD) or send a request (POST, PUT, PATCH, DELETE: each one is \
+             asked) and return the response as text; failed connections and busy answers \
+             (429, 502-504) are retried for GET, HEAD, PUT and DELETE",
             Required,
         )],
     )
@@ -672,10 +860,30 @@ fn web_domain(default_max_chars: usize) -> Domain {
     .field(
         "method",
         FieldType::String,
-        "GET for the content, HEAD for the status and headers only",
+        "GET for the content, HEAD for the status and headers only; POST, PUT, PATCH, DELETE \
+         send `json` or `body`",
     )
-    .one_of(&["GET", "HEAD"])
+    .one_of(&["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"])
     .default_value(json!("GET"))
+    .field(
+        "json",
+        FieldType::Object,
+        "A JSON body to send (application/json); POST, PUT, PATCH, DELETE only",
+    )
+    .field(
+        "body",
+        FieldType::String,
+        "A text body to send (text/plain unless a Content-Type header says otherwise; at most \
+         1 MiB); POST, PUT, PATCH, DELETE only",
+    )
+    .field(
+        "retries",
+        FieldType::Integer,
+        "Further attempts after a failed connection or a 429/502/503/504 answer, waiting 0.5 s \
+         and doubling (or the server's Retry-After, at most 10 s); 0 to 5. POST and PATCH are \
+         never retried",
+    )
+    .default_value(json!(DEFAULT_RETRIES))
     .field(
         "headers",
         FieldType::Object,
@@ -724,20 +932,51 @@ impl DomainTool for WebTool {
             })
             .ok();
         let shown = url.clone().unwrap_or_else(|| raw.to_string());
-        let mut summary = match call.str("method") {
-            Some(m) if m.eq_ignore_ascii_case("HEAD") => format!("fetch headers of {shown}"),
-            _ => format!("fetch {shown}"),
+        let method = call.str("method").unwrap_or("GET").to_ascii_uppercase();
+        let mut summary = match method.as_str() {
+            "HEAD" => format!("fetch headers of {shown}"),
+            "GET" => format!("fetch {shown}"),
+            other => format!("{other} {shown}"),
         };
+        let sent = ["json", "body"].into_iter().find_map(|name| {
+            call.input
+                .get(name)
+                .filter(|v| !v.is_null())
+                .map(|v| (name, v))
+        });
+        if let Some((name, value)) = sent {
+            let text = match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            let preview: String = text.chars().take(120).collect();
+            let more = if preview.len() < text.len() {
+                "…"
+            } else {
+                ""
+            };
+            summary.push_str(&format!(
+                " with a {} body ({} bytes): {preview}{more}",
+                if name == "json" { "JSON" } else { "text" },
+                text.len()
+            ));
+        }
         if let Some(Value::Object(h)) = call.input.get("headers")
             && !h.is_empty()
         {
             let names: Vec<&str> = h.keys().map(String::as_str).collect();
             summary.push_str(&format!(" (sending headers: {})", names.join(", ")));
         }
+        // Sending or changing data somewhere is the person's call each time: a grant for
+        // reading a site does not cover posting to it.
+        let ask_every_time = ["POST", "PUT", "PATCH", "DELETE"]
+            .contains(&method.as_str())
+            .then(|| format!("a {method} sends or changes data on the server; each one is asked"));
         CallFacts {
             approval: ApprovalNeed::Required,
             summary,
             url,
+            ask_every_time,
             ..Default::default()
         }
     }

@@ -893,6 +893,46 @@ pub enum Theme {
     Dark,
 }
 
+/// Who the agent is to the person (`persona`): its name and emoji, its vibe in a few words, a
+/// personality the person wrote, and the quiet hours when it leaves them alone. It feeds the
+/// identity section of every system prompt from the next turn on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(default, deny_unknown_fields)]
+pub struct Persona {
+    /// What the agent calls itself (1 to 40 characters, one line).
+    pub name: String,
+    /// An emoji it signs with, if any (at most 8 characters).
+    pub emoji: Option<String>,
+    /// Its tone in a few words ("calm and concise"; at most 120 characters).
+    pub vibe: Option<String>,
+    /// Instructions on character and manner, in the person's words (at most 2000 characters).
+    pub personality: Option<String>,
+    /// Local times when it sends no notifications of its own and keeps background work quiet.
+    pub quiet_hours: Option<QuietHours>,
+}
+
+impl Default for Persona {
+    fn default() -> Self {
+        Persona {
+            name: "Osprey".into(),
+            emoji: None,
+            vibe: None,
+            personality: None,
+            quiet_hours: None,
+        }
+    }
+}
+
+/// A daily stretch of local time, `"22:00"` to `"07:00"`; it may run past midnight.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct QuietHours {
+    /// Start, `HH:MM` on a 24-hour clock.
+    pub start: String,
+    /// End, `HH:MM`; before the start means the next morning.
+    pub end: String,
+}
+
 /// The approval policy as the settings page edits it (`policy`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct PolicySettings {
@@ -950,6 +990,7 @@ pub struct SettingsOverview {
     pub store_url_from_environment: bool,
     pub data_dir: String,
     pub theme: Theme,
+    pub persona: Persona,
     pub paused: bool,
 }
 

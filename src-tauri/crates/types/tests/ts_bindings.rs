@@ -73,6 +73,8 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<ProviderRow>(&config, &mut index);
     // The settings page and the tray (issue 12).
     export::<osprey_types::Theme>(&config, &mut index);
+    export::<osprey_types::Persona>(&config, &mut index);
+    export::<osprey_types::QuietHours>(&config, &mut index);
     export::<osprey_types::PolicySettings>(&config, &mut index);
     export::<osprey_types::McpServerView>(&config, &mut index);
     export::<osprey_types::SkillView>(&config, &mut index);

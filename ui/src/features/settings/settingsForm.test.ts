@@ -6,6 +6,8 @@ import {
   mcpToolName,
   originRulesValue,
   parseLines,
+  personaForm,
+  personaValue,
   policyValue,
   skillSourceLabel,
   splitArgs,
@@ -83,5 +85,32 @@ describe("skills", () => {
     expect(skillSourceLabel(skill)).toBe("From the app com.example.units");
     expect(skillSourceLabel({ ...skill, source: "bundled" })).toBe("Comes with Osprey");
     expect(skillSourceLabel({ ...skill, source: "user" })).toBe("Yours");
+  });
+});
+
+describe("persona form", () => {
+  it("round-trips a stored persona and drops blank fields", () => {
+    const stored = {
+      name: "Kestrel",
+      emoji: "🦅",
+      vibe: "dry",
+      personality: null,
+      quiet_hours: { start: "23:00", end: "06:30" },
+    };
+    const form = personaForm(stored);
+    expect(form.quiet).toBe(true);
+    expect(personaValue(form)).toEqual(stored);
+    expect(personaValue({ ...form, name: "  ", vibe: "  ", quiet: false })).toEqual({
+      name: "Osprey",
+      emoji: "🦅",
+      vibe: null,
+      personality: null,
+      quiet_hours: null,
+    });
+  });
+
+  it("offers night-time quiet hours when none are set", () => {
+    const form = personaForm({ name: "Osprey", emoji: null, vibe: null, personality: null, quiet_hours: null });
+    expect(form).toMatchObject({ quiet: false, quietStart: "22:00", quietEnd: "07:00" });
   });
 });

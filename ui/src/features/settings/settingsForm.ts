@@ -1,6 +1,6 @@
 // Pure helpers for the settings sections (policy, origin rules, MCP servers, skills), kept apart
 // from the components so they are unit-tested without a Tauri runtime.
-import type { McpServerView, Origin, PolicySettings, SkillView } from "../../gen";
+import type { McpServerView, Origin, Persona, PolicySettings, SkillView } from "../../gen";
 
 export const LEVELS: ReadonlyArray<{ id: PolicySettings["level"]; label: string; hint: string }> = [
   { id: "deny", label: "Deny", hint: "Nothing that needs approval runs." },
@@ -160,4 +160,39 @@ export function skillSourceLabel(skill: SkillView): string {
     default:
       return skill.source;
   }
+}
+
+/** The persona form as the person edits it: every field a string, quiet hours on or off. */
+export interface PersonaForm {
+  name: string;
+  emoji: string;
+  vibe: string;
+  personality: string;
+  quiet: boolean;
+  quietStart: string;
+  quietEnd: string;
+}
+
+export function personaForm(persona: Persona): PersonaForm {
+  return {
+    name: persona.name,
+    emoji: persona.emoji ?? "",
+    vibe: persona.vibe ?? "",
+    personality: persona.personality ?? "",
+    quiet: persona.quiet_hours !== null,
+    quietStart: persona.quiet_hours?.start ?? "22:00",
+    quietEnd: persona.quiet_hours?.end ?? "07:00",
+  };
+}
+
+/** The `persona` value to store: blank optional fields become null, the name defaults to Osprey. */
+export function personaValue(form: PersonaForm): Persona {
+  const optional = (text: string) => (text.trim() === "" ? null : text.trim());
+  return {
+    name: form.name.trim() === "" ? "Osprey" : form.name.trim(),
+    emoji: optional(form.emoji),
+    vibe: optional(form.vibe),
+    personality: optional(form.personality),
+    quiet_hours: form.quiet ? { start: form.quietStart, end: form.quietEnd } : null,
+  };
 }

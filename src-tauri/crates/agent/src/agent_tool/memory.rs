@@ -1,7 +1,11 @@
 //! The `memory` resource: what the model remembers between sessions, in layers and namespaces,
-//! with full-text search (approvals and hooks: see the `agent_tool` module docs).
+//! with full-text search (approvals and hooks: see the `agent_tool` module docs). A memory
+//! carries an importance, tags, metadata and where it came from (the calling origin and
+//! session, recorded here, never taken from the model); recall and search count a use of what
+//! they return (search ranks important and often-used memories up) and bring along the
+//! memories linked to it, one hop.
 
-use osprey_db::{DEFAULT_NAMESPACE, MemoryLayer, MemoryQuery, MemoryRow, NewMemory};
+use osprey_db::{Association, DEFAULT_NAMESPACE, MemoryLayer, MemoryQuery, MemoryRow, NewMemory};
 use osprey_tools::{ApprovalNeed, Call, Domain, FieldType, ToolContext};
 use osprey_types::{ErrorCode, ToolResult};
 use serde_json::{Value, json};
@@ -12,12 +16,21 @@ use crate::runner::{MEMORY_PRE_RECALL, MEMORY_PRE_STORE};
 /// Rows returned by `list` and `search` when no limit is given, and the most ever returned.
 pub const DEFAULT_LIMIT: u64 = 20;
 pub const MAX_LIMIT: u64 = 200;
+/// Linked memories returned alongside a recall or a search.
+pub const ASSOCIATED_LIMIT: u32 = 5;
+/// At most this many tags, each at most [`TAG_MAX`] characters.
+pub const TAGS_MAX: usize = 20;
+pub const TAG_MAX: usize = 40;
+/// The largest metadata object, serialized.
+pub const METADATA_MAX: usize = 4096;
 
 /// The resource's line in the tool's description.
 pub(super) const SUMMARY: &str = "memory: what you remember between sessions, in layers (tacit: \
      lasting facts and preferences; daily: day-to-day notes; entity: records about people, \
      projects and things) and namespaces. Store with a key to keep one record per subject \
-     (storing again under the key replaces it); search is full text.";
+     (storing again under the key replaces it), an importance 1-5 and tags; search is full \
+     text and ranks important, often-used memories up; link related memories so recalling \
+     one brings the others.";
 
 /// Adds the resource and its fields to the table.
 pub(super) fn table(domain: Domain) -> Domain {
@@ -38,6 +51,12 @@ pub(super) fn table(domain: Domain) -> Domain {
                 "List memories, newest first, optionally by namespace and layer",
                 Free,
             ),
+            (
+                "link",
+                "Link memory `id` to memory `to_id` (relation: related, part_of, about, ...)",
+                Free,
+            ),
+            ("unlink", "Remove the links from `id` to `to_id`", Free),
             ("delete", "Forget one memory by id", Required),
             (
                 "clear",
@@ -80,7 +99,43 @@ pub(super) fn table(domain: Domain) -> Domain {
         "id",
         FieldType::Integer,
         "memory: a memory's id",
-        &["memory.delete"],
+        &["memory.delete", "memory.link", "memory.unlink"],
+    );
+    let domain = field(
+        domain,
+        "to_id",
+        FieldType::Integer,
+        "memory: the memory a link points to",
+        &["memory.link", "memory.unlink"],
+    );
+    let domain = field(
+        domain,
+        "relation",
+        FieldType::String,
+        "memory: how linked memories relate (default `related`)",
+        &[],
+    );
+    let domain = field(
+        domain,
+        "importance",
+        FieldType::Integer,
+        "memory: 1 (trivia) to 5 (essential); default 3, kept when replacing by key",
+        &[],
+    );
+    let domain = field(
+        domain,
+        "tags",
+        FieldType::Array(Box::new(FieldType::String)),
+        "memory: tags to file it under (store replaces them); list and search keep memories \
+         with any of them",
+        &[],
+    );
+    let domain = field(
+        domain,
+        "metadata",
+        FieldType::Object,
+        "memory: a small JSON object kept with it (kept when replacing by key without one)",
+        &[],
     );
     let domain = field(
         domain,
@@ -110,6 +165,8 @@ pub(super) async fn run(tool: &AgentTool, ctx: &ToolContext, call: Call) -> Tool
         "store" => store(tool, ctx, &call).await,
         "recall" | "search" => recall_or_search(tool, ctx, &call).await,
         "list" => list(tool, &call),
+        "link" => link(tool, &call),
+        "unlink" => unlink(tool, &call),
         "delete" => delete(tool, &call),
         "clear" => clear(tool, &call),
         other => Err(ToolResult::error(
@@ -126,6 +183,9 @@ async fn store(tool: &AgentTool, ctx: &ToolContext, call: &Call) -> Outcome {
         "layer": call.str("layer").unwrap_or("daily"),
         "key": call.str("key"),
         "content": call.str("content").unwrap_or_default(),
+        "importance": call.input.get("importance"),
+        "tags": call.input.get("tags"),
+        "metadata": call.input.get("metadata"),
     });
     if let Some(hooks) = tool.hooks_for(MEMORY_PRE_STORE) {
         let mut payload = fields.clone();
@@ -138,7 +198,15 @@ async fn store(tool: &AgentTool, ctx: &ToolContext, call: &Call) -> Outcome {
                 "the memory was stored by a hook",
             ));
         }
-        for field in ["namespace", "layer", "key", "content"] {
+        for field in [
+            "namespace",
+            "layer",
+            "key",
+            "content",
+            "importance",
+            "tags",
+            "metadata",
+        ] {
             if let Some(value) = outcome.payload.get(field) {
                 fields[field] = value.clone();
             }
@@ -149,6 +217,9 @@ async fn store(tool: &AgentTool, ctx: &ToolContext, call: &Call) -> Outcome {
     if content.trim().is_empty() {
         return Err(invalid("`content` must not be empty"));
     }
+    let importance = importance_of(&fields["importance"])?;
+    let tags = tags_of(&fields["tags"])?;
+    let metadata = metadata_of(&fields["metadata"])?;
     let row = tool
         .memory
         .store(&NewMemory {
@@ -156,6 +227,11 @@ async fn store(tool: &AgentTool, ctx: &ToolContext, call: &Call) -> Outcome {
             namespace: fields["namespace"].as_str().unwrap_or(DEFAULT_NAMESPACE),
             key: fields["key"].as_str(),
             content,
+            importance,
+            source: Some(ctx.origin.as_str()),
+            source_session: ctx.session_id.as_deref(),
+            metadata: metadata.as_deref(),
+            tags: tags.as_deref(),
         })
         .map_err(db_error)?;
     Ok(json_result(&json!({"stored": row_json(&row, None)})))
@@ -169,6 +245,7 @@ async fn recall_or_search(tool: &AgentTool, ctx: &ToolContext, call: &Call) -> O
         "query": call.str("query"),
         "namespace": call.str("namespace"),
         "layer": call.str("layer"),
+        "tags": call.input.get("tags"),
         "limit": limit_of(call),
     });
     if let Some(hooks) = tool.hooks_for(MEMORY_PRE_RECALL) {
@@ -182,7 +259,7 @@ async fn recall_or_search(tool: &AgentTool, ctx: &ToolContext, call: &Call) -> O
                 "no memories (answered by a hook)",
             ));
         }
-        for field in ["id", "key", "query", "namespace", "layer", "limit"] {
+        for field in ["id", "key", "query", "namespace", "layer", "tags", "limit"] {
             if let Some(value) = outcome.payload.get(field) {
                 fields[field] = value.clone();
             }
@@ -198,11 +275,15 @@ async fn recall_or_search(tool: &AgentTool, ctx: &ToolContext, call: &Call) -> O
         } else {
             return Err(invalid("recall needs `id` or `key` (use search for words)"));
         };
-        return match row {
-            Some(row) => Ok(json_result(&row_json(&row, None))),
-            None => Err(ToolResult::error(ErrorCode::ToolFailed, "no such memory")),
+        let Some(row) = row else {
+            return Err(ToolResult::error(ErrorCode::ToolFailed, "no such memory"));
         };
+        tool.memory.touch(&[row.id]).map_err(db_error)?;
+        let mut answer = row_json(&row, None);
+        answer["associated"] = associated_json(tool, &[row.id])?;
+        return Ok(json_result(&answer));
     }
+    let tags = tags_of(&fields["tags"])?.unwrap_or_default();
     let query = fields["query"].as_str().unwrap_or_default();
     let limit = fields["limit"]
         .as_u64()
@@ -211,6 +292,7 @@ async fn recall_or_search(tool: &AgentTool, ctx: &ToolContext, call: &Call) -> O
     let filters = MemoryQuery {
         namespace: fields["namespace"].as_str(),
         layer,
+        tags: &tags,
         limit: Some(limit as u32),
         offset: offset_of(call),
     };
@@ -218,17 +300,149 @@ async fn recall_or_search(tool: &AgentTool, ctx: &ToolContext, call: &Call) -> O
         crate::embedding::hybrid_search(&tool.memory, tool.embedder.as_ref(), query, &filters)
             .await
             .map_err(|error| ToolResult::error(ErrorCode::ToolFailed, error.to_string()))?;
+    let ids: Vec<i64> = hits.iter().map(|h| h.memory.id).collect();
+    tool.memory.touch(&ids).map_err(db_error)?;
     let rows: Vec<Value> = hits
         .iter()
         .map(|h| row_json(&h.memory, Some(h.score)))
         .collect();
-    Ok(json_result(&json!({"count": rows.len(), "memories": rows})))
+    Ok(json_result(&json!({
+        "count": rows.len(),
+        "memories": rows,
+        "associated": associated_json(tool, &ids)?,
+    })))
+}
+
+/// The memories linked to `ids` (one hop), each with the memory it was reached from.
+fn associated_json(tool: &AgentTool, ids: &[i64]) -> Result<Value, ToolResult> {
+    let linked = tool
+        .memory
+        .associations(ids, ASSOCIATED_LIMIT)
+        .map_err(db_error)?;
+    Ok(Value::Array(linked.iter().map(association_json).collect()))
+}
+
+fn association_json(association: &Association) -> Value {
+    let mut row = row_json(&association.memory, None);
+    row["via"] = json!(association.via);
+    row["relation"] = json!(association.relation);
+    row["direction"] = json!(if association.outgoing {
+        "from_via"
+    } else {
+        "to_via"
+    });
+    row
+}
+
+fn link(tool: &AgentTool, call: &Call) -> Outcome {
+    let (from, to) = link_ends(call)?;
+    let relation = call
+        .str("relation")
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .unwrap_or("related");
+    if relation.chars().count() > TAG_MAX {
+        return Err(invalid(format!(
+            "`relation` is at most {TAG_MAX} characters"
+        )));
+    }
+    if from == to {
+        return Err(invalid("a memory cannot be linked to itself"));
+    }
+    for id in [from, to] {
+        if tool.memory.get(id).map_err(db_error)?.is_none() {
+            return Err(ToolResult::error(
+                ErrorCode::ToolFailed,
+                format!("no memory with id {id}"),
+            ));
+        }
+    }
+    let created = tool.memory.link(from, to, relation).map_err(db_error)?;
+    Ok(json_result(&json!({
+        "linked": {"id": from, "to_id": to, "relation": relation},
+        "new": created,
+    })))
+}
+
+fn unlink(tool: &AgentTool, call: &Call) -> Outcome {
+    let (from, to) = link_ends(call)?;
+    let removed = tool
+        .memory
+        .unlink(from, to, call.str("relation"))
+        .map_err(db_error)?;
+    Ok(json_result(
+        &json!({"unlinked": removed, "id": from, "to_id": to}),
+    ))
+}
+
+fn link_ends(call: &Call) -> Result<(i64, i64), ToolResult> {
+    let id = |name: &str| {
+        call.input
+            .get(name)
+            .and_then(Value::as_i64)
+            .ok_or_else(|| invalid(format!("{} needs `id` and `to_id`", call.action())))
+    };
+    Ok((id("id")?, id("to_id")?))
+}
+
+fn importance_of(value: &Value) -> Result<Option<u8>, ToolResult> {
+    match value {
+        Value::Null => Ok(None),
+        value => match value.as_u64() {
+            Some(n @ 1..=5) => Ok(Some(n as u8)),
+            _ => Err(invalid(format!(
+                "`importance` is a whole number from 1 to 5, not {value}"
+            ))),
+        },
+    }
+}
+
+fn tags_of(value: &Value) -> Result<Option<Vec<String>>, ToolResult> {
+    let items = match value {
+        Value::Null => return Ok(None),
+        Value::Array(items) => items,
+        other => return Err(invalid(format!("`tags` is a list of words, not {other}"))),
+    };
+    let mut tags = Vec::with_capacity(items.len());
+    for item in items {
+        let tag = item
+            .as_str()
+            .ok_or_else(|| invalid(format!("each tag is a string, not {item}")))?;
+        if tag.trim().chars().count() > TAG_MAX {
+            return Err(invalid(format!("a tag is at most {TAG_MAX} characters")));
+        }
+        tags.push(tag.to_string());
+    }
+    let tags = osprey_db::normalize_tags(&tags);
+    if tags.len() > TAGS_MAX {
+        return Err(invalid(format!("at most {TAGS_MAX} tags per memory")));
+    }
+    Ok(Some(tags))
+}
+
+fn metadata_of(value: &Value) -> Result<Option<String>, ToolResult> {
+    match value {
+        Value::Null => Ok(None),
+        Value::Object(_) => {
+            let text = value.to_string();
+            if text.len() > METADATA_MAX {
+                return Err(invalid(format!(
+                    "`metadata` is {} bytes; at most {METADATA_MAX} are kept",
+                    text.len()
+                )));
+            }
+            Ok(Some(text))
+        }
+        other => Err(invalid(format!("`metadata` is a JSON object, not {other}"))),
+    }
 }
 
 fn list(tool: &AgentTool, call: &Call) -> Outcome {
+    let tags = tags_of(call.input.get("tags").unwrap_or(&Value::Null))?.unwrap_or_default();
     let query = MemoryQuery {
         namespace: call.str("namespace"),
         layer: parse_layer(call.str("layer"))?,
+        tags: &tags,
         limit: Some(limit_of(call) as u32),
         offset: offset_of(call),
     };
@@ -300,7 +514,14 @@ fn row_json(row: &MemoryRow, score: Option<f64>) -> Value {
         "content": row.content,
         "created_ms": row.created_ms,
         "updated_ms": row.updated_ms,
+        "importance": row.importance,
+        "tags": row.tags,
+        "source": row.source,
+        "uses": row.access_count,
     });
+    if let Some(metadata) = &row.metadata {
+        v["metadata"] = serde_json::from_str(metadata).unwrap_or(Value::Null);
+    }
     if let Some(score) = score {
         v["score"] = json!(score);
     }

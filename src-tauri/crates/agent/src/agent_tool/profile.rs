@@ -91,6 +91,7 @@ fn get(tool: &AgentTool, call: &Call) -> Outcome {
             layer: Some(MemoryLayer::Tacit),
             limit: Some(MAX_FACTS),
             offset: 0,
+            ..MemoryQuery::default()
         })
         .map_err(db_error)?;
     let mut facts = serde_json::Map::new();
@@ -117,6 +118,7 @@ fn set(tool: &AgentTool, call: &Call) -> Outcome {
             namespace: PROFILE_NAMESPACE,
             key: Some(&key),
             content: value,
+            ..NewMemory::default()
         })
         .map_err(db_error)?;
     Ok(json_result(&json!({"set": fact_json(&row)})))

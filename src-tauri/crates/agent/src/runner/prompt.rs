@@ -3,7 +3,7 @@
 //! `memory` (what is remembered that bears on the message). The `prompt.system_sections` hook
 //! sees them all and may add, drop or rewrite any.
 
-use osprey_db::{Memory, MemoryLayer, MemoryQuery};
+use osprey_db::{Memory, MemoryLayer, MemoryQuery, MemoryRow};
 use serde::{Deserialize, Serialize};
 
 use crate::message::ToolSpec;
@@ -75,15 +75,15 @@ pub struct MemoryBudget {
     pub chars: usize,
 }
 
-/// The newest tacit memories (lasting facts and preferences). Storage errors give none
-/// (logged): a prompt without memory beats no turn.
+/// The tacit memories (lasting facts and preferences) to keep in mind: most important, then
+/// most used, then newest. Storage errors give none (logged): a prompt without memory beats no
+/// turn.
 pub fn tacit_memories(memory: &Memory, limit: u32) -> Vec<String> {
     memory
-        .list(&MemoryQuery {
-            namespace: None,
+        .top(&MemoryQuery {
             layer: Some(MemoryLayer::Tacit),
             limit: Some(limit),
-            offset: 0,
+            ..MemoryQuery::default()
         })
         .map(|rows| rows.into_iter().map(|m| m.content).collect())
         .unwrap_or_else(|error| {
@@ -92,8 +92,11 @@ pub fn tacit_memories(memory: &Memory, limit: u32) -> Vec<String> {
         })
 }
 
+/// Linked memories a recall brings along, at most.
+const RECALLED_ASSOCIATIONS: u32 = 3;
+
 /// Memories matching `message` by full-text search (common words left out), best first, other
-/// than those in `shown`.
+/// than those in `shown`; then up to three memories linked to them (one hop), marked as such.
 pub fn recalled_memories(
     memory: &Memory,
     message: &str,
@@ -104,14 +107,12 @@ pub fn recalled_memories(
     if limit == 0 || query.is_empty() {
         return Vec::new();
     }
-    memory
+    let hits: Vec<MemoryRow> = memory
         .search(
             &query,
             &MemoryQuery {
-                namespace: None,
-                layer: None,
                 limit: Some(limit + shown.len() as u32),
-                offset: 0,
+                ..MemoryQuery::default()
             },
         )
         .unwrap_or_else(|error| {
@@ -119,10 +120,25 @@ pub fn recalled_memories(
             Vec::new()
         })
         .into_iter()
-        .map(|hit| hit.memory.content)
-        .filter(|content| !shown.contains(content))
+        .map(|hit| hit.memory)
+        .filter(|row| !shown.contains(&row.content))
         .take(limit as usize)
-        .collect()
+        .collect();
+    let ids: Vec<i64> = hits.iter().map(|row| row.id).collect();
+    let linked = memory
+        .associations(&ids, RECALLED_ASSOCIATIONS)
+        .unwrap_or_else(|error| {
+            tracing::warn!(%error, "cannot follow memory links for the prompt");
+            Vec::new()
+        });
+    let mut recalled: Vec<String> = hits.into_iter().map(|row| row.content).collect();
+    recalled.extend(
+        linked
+            .into_iter()
+            .filter(|a| !shown.contains(&a.memory.content))
+            .map(|a| format!("(linked, {}) {}", a.relation, a.memory.content)),
+    );
+    recalled
 }
 
 /// The `memory` section: tacit facts, then memories matching `message`, within `budget`.

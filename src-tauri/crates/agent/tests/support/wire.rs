@@ -266,3 +266,35 @@ fn ollama(text: &str, calls: &[ScriptCall]) -> Vec<String> {
     ));
     out
 }
+
+/// The tool names a request offered the model, whatever the wire.
+pub fn offered_tools(body: &str) -> Vec<String> {
+    let body: Value = serde_json::from_str(body).unwrap();
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| {
+                    t["name"]
+                        .as_str()
+                        .or(t["function"]["name"].as_str())
+                        .unwrap()
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The schema a request gave for one tool, as text.
+pub fn offered_schema(body: &str, tool: &str) -> String {
+    let body: Value = serde_json::from_str(body).unwrap();
+    body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == tool || t["function"]["name"] == tool)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|| panic!("{tool} not offered"))
+}

@@ -310,3 +310,194 @@ pub fn ok_text(result: &ToolResult) -> String {
     assert!(!result.is_error, "unexpected error: {result:?}");
     result.text_content()
 }
+
+/// The python3 on PATH, when Radicale can be imported with it (scripts/setup installs it with
+/// pip).
+pub fn python_with_radicale() -> Option<&'static str> {
+    static PYTHON: OnceLock<Option<&'static str>> = OnceLock::new();
+    *PYTHON.get_or_init(|| {
+        Command::new("python3")
+            .args(["-c", "import radicale"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+            .then_some("python3")
+    })
+}
+
+/// A Radicale server (CalDAV and CardDAV) on a free loopback port with its own configuration
+/// and storage in a temporary folder, and htpasswd (plain) users `alice:secret`.
+pub struct Radicale {
+    /// `http://127.0.0.1:PORT/`
+    pub url: String,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    client: reqwest::Client,
+    _process: Guarded,
+}
+
+/// Starts Radicale, or says why the test is skipped (never on CI: it must be installed there).
+pub fn radicale(test: &str) -> Option<Radicale> {
+    let Some(python) = python_with_radicale() else {
+        assert!(
+            std::env::var("CI").is_err(),
+            "Radicale must be installed on CI (scripts/setup installs it with pip)"
+        );
+        eprintln!(
+            "skipped {test}: Radicale is not installed for python3 (scripts/setup installs it: \
+             python3 -m pip install radicale)"
+        );
+        return None;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let users = dir.path().join("users");
+    std::fs::write(&users, "alice:secret\n").unwrap();
+    let config = dir.path().join("config");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nhosts = 127.0.0.1:{port}\n\
+             [auth]\ntype = htpasswd\nhtpasswd_filename = {}\nhtpasswd_encryption = plain\n\
+             [storage]\nfilesystem_folder = {}\n\
+             [rights]\ntype = owner_only\n\
+             [logging]\nlevel = warning\n",
+            users.display(),
+            dir.path().join("collections").display()
+        ),
+    )
+    .unwrap();
+    let process = Guarded::spawn(
+        python,
+        &["-m", "radicale", "--config", config.to_str().unwrap()],
+        &[],
+    );
+    wait_until("Radicale listening", STARTUP, || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    Some(Radicale {
+        url: format!("http://127.0.0.1:{port}/"),
+        port,
+        dir,
+        client: reqwest::Client::new(),
+        _process: process,
+    })
+}
+
+impl Radicale {
+    /// One request as `alice`, as another CalDAV client would send it: status, ETag, body.
+    pub async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> (u16, Option<String>, String) {
+        let mut request = self
+            .client
+            .request(
+                reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
+                format!("{}{}", self.url, path.trim_start_matches('/')),
+            )
+            .basic_auth("alice", Some("secret"));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        if let Some(body) = body {
+            request = request.body(body.to_string());
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let etag = response
+            .headers()
+            .get("etag")
+            .map(|e| e.to_str().unwrap().to_string());
+        (status, etag, response.text().await.unwrap())
+    }
+
+    /// Creates a calendar (`calendar`) or address book (`addressbook`) with a display name.
+    pub async fn collection(&self, path: &str, kind: &str, name: &str) {
+        let (ns, tag) = match kind {
+            "calendar" => ("urn:ietf:params:xml:ns:caldav", "calendar"),
+            _ => ("urn:ietf:params:xml:ns:carddav", "addressbook"),
+        };
+        let body = format!(
+            r#"<?xml version="1.0"?><d:mkcol xmlns:d="DAV:" xmlns:x="{ns}"><d:set><d:prop><d:resourcetype><d:collection/><x:{tag}/></d:resourcetype><d:displayname>{name}</d:displayname></d:prop></d:set></d:mkcol>"#
+        );
+        let (status, _, answer) = self
+            .request(
+                "MKCOL",
+                path,
+                &[("Content-Type", "application/xml")],
+                Some(&body),
+            )
+            .await;
+        assert_eq!(status, 201, "MKCOL {path}: {answer}");
+    }
+
+    /// The `os` tool's account settings for this server: account `home` as `alice`, with
+    /// `password` (None: none stored), listings in `zone`.
+    pub fn config(&self, password: Option<&str>, zone: &str) -> osprey_platform::OsConfig {
+        self.config_at("", password, zone)
+    }
+
+    /// [`Radicale::config`] with the account's URL at `path` on the server.
+    pub fn config_at(
+        &self,
+        path: &str,
+        password: Option<&str>,
+        zone: &str,
+    ) -> osprey_platform::OsConfig {
+        use osprey_platform::{DavAccount, DavConfig, DavKind, StaticDavSettings};
+        let settings = StaticDavSettings {
+            accounts: vec![DavAccount {
+                name: "home".into(),
+                kind: DavKind::Dav,
+                url: format!("{}{path}", self.url),
+                username: "alice".into(),
+            }],
+            passwords: password
+                .map(|p| [("home".to_string(), p.to_string())].into())
+                .unwrap_or_default(),
+        };
+        osprey_platform::OsConfig {
+            dav: DavConfig {
+                settings: Some(std::sync::Arc::new(settings)),
+                timezone: Some(zone.into()),
+                timeout: Duration::from_secs(10),
+            },
+            ..osprey_platform::OsConfig::default()
+        }
+    }
+}
+
+/// The error code of a result, asserting it is an error.
+pub fn code(result: &ToolResult) -> &'static str {
+    assert!(result.is_error, "expected an error: {result:?}");
+    result.code.map(|c| c.as_str()).unwrap_or("none")
+}
+
+/// `{"resource": resource, "action": action}` with `rest`'s fields.
+pub fn input(resource: &str, action: &str, rest: Value) -> Value {
+    let mut input = serde_json::json!({"resource": resource, "action": action});
+    input
+        .as_object_mut()
+        .unwrap()
+        .extend(rest.as_object().cloned().unwrap_or_default());
+    input
+}
+
+/// The uid a tool's answer names after `uid `.
+pub fn uid_in(text: &str) -> String {
+    let start = text.find("uid ").expect("a uid") + 4;
+    text[start..]
+        .split([')', ';', ']'])
+        .next()
+        .unwrap()
+        .to_string()
+}

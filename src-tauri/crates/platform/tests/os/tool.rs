@@ -203,19 +203,35 @@ fn approvals_follow_the_table_and_the_origin() {
 #[test]
 fn schema_size_is_measured() {
     let tool = OsTool::new(OsConfig::default());
-    let schema = tool.domain().json_schema();
-    let text = serde_json::to_string(&json!({
-        "name": "os",
-        "description": tool.domain().description,
-        "input_schema": schema,
-    }))
-    .unwrap();
-    let tokens = text.len() / 4;
+    let domain = tool.domain();
+    let size = |description: &str, schema: serde_json::Value| {
+        serde_json::to_string(&json!({
+            "name": "os",
+            "description": description,
+            "input_schema": schema,
+        }))
+        .unwrap()
+        .len()
+    };
+    let full = size(&domain.description, domain.json_schema());
+    let short = size(&domain.stub_description(), domain.stub_schema());
     eprintln!(
-        "os tool schema: {} characters, about {tokens} tokens",
-        text.len()
+        "os tool schema: {full} characters (about {} tokens) in full, {short} (about {}) in the \
+         short form models get until they call it: {:.1}x smaller",
+        full / 4,
+        short / 4,
+        full as f64 / short as f64
     );
-    assert!(tokens < 4000, "the os schema grew to about {tokens} tokens");
+    assert!(domain.deferred, "the os tool is deferred");
+    assert!(
+        full / 4 < 4000,
+        "the os schema grew to about {} tokens",
+        full / 4
+    );
+    assert!(
+        short * 3 < full,
+        "the short form saves too little: {short} of {full}"
+    );
 }
 
 struct Login {

@@ -1,0 +1,533 @@
+//! The `calendar` resource: the events of the configured CalDAV accounts (see `dav`). Listing
+//! asks the server for the events that overlap the range (widened by a day, so all-day and
+//! floating events are not cut by the server's idea of the zone) and expands recurrences here.
+//! Creating is idempotent: the object is stored at `<uid>.ics` with `If-None-Match: *`, and a
+//! create without a uid derives one from title, start and calendar, so the same create twice
+//! finds the first instead of making a duplicate. Update and delete send `If-Match` with the
+//! version the model was last shown.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Duration, Utc};
+use chrono_tz::Tz;
+use osprey_tools::Call;
+use osprey_types::ToolResult;
+
+use crate::dav::http;
+use crate::dav::ics::{self, Changes, Input, Moment, NewEvent};
+use crate::dav::lines::{Block, Document};
+use crate::dav::{Collection, Dav, Kind, check_uid, short_hash};
+use crate::error::{Error, Result};
+
+/// Lines a listing shows at most.
+const MAX_LINES: usize = 300;
+/// Largest .ics file imported.
+pub(crate) const MAX_FILE: u64 = 32 << 20;
+
+/// Checks a path for reading (`false`) or writing (`true`) as the tool's other file paths are.
+pub(crate) type PathCheck<'a> = &'a (dyn Fn(&str, bool) -> Result<PathBuf> + Send + Sync);
+
+/// The checked `path` of an import (`write` false) or export.
+pub(crate) fn file_path(call: &Call, paths: PathCheck<'_>, write: bool) -> Result<PathBuf> {
+    match call.str("path").map(str::trim).filter(|p| !p.is_empty()) {
+        Some(path) => paths(path, write),
+        None => Err(Error::invalid(format!(
+            "{} {} needs `path`: the absolute path of the {} file",
+            call.resource(),
+            call.action(),
+            if call.resource() == "calendar" {
+                ".ics"
+            } else {
+                ".vcf"
+            }
+        ))),
+    }
+}
+
+pub(crate) async fn run(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResult> {
+    let account = call.str("account");
+    match call.action() {
+        "calendars" => text(dav.describe_collections(Kind::Calendar, account).await?),
+        "list" | "search" => list(dav, call).await,
+        "create" => create(dav, call).await,
+        "update" => update(dav, call).await,
+        "delete" => delete(dav, call).await,
+        "import" => import(dav, call, paths).await,
+        "export" => export(dav, call, paths).await,
+        other => Err(Error::invalid(format!("unknown calendar action {other}"))),
+    }
+}
+
+pub(crate) fn text(message: impl Into<String>) -> Result<ToolResult> {
+    Ok(ToolResult::text(message))
+}
+
+fn input(call: &Call, key: &str) -> Result<Option<Input>> {
+    call.str(key).map(Input::parse).transpose()
+}
+
+fn zone(call: &Call) -> Result<Option<Tz>> {
+    call.str("timezone")
+        .map(|name| {
+            ics::zone_named(name).ok_or_else(|| {
+                Error::invalid(format!(
+                    "unknown time zone {name:?}: give an IANA name such as Europe/Berlin or \
+                     America/New_York"
+                ))
+            })
+        })
+        .transpose()
+}
+
+/// The events of `collections` overlapping `range` (all events without one), each object with
+/// its parsed events.
+async fn fetch(
+    dav: &Dav,
+    collections: &[Collection],
+    range: Option<&(DateTime<Utc>, DateTime<Utc>)>,
+) -> Result<Vec<(Collection, crate::dav::StoredObject, Vec<ics::Event>)>> {
+    let local = dav.local_zone();
+    let query = http::event_query(range.map(|(from, to)| {
+        (
+            ics::utc_stamp(*from - Duration::days(1)),
+            ics::utc_stamp(*to + Duration::days(1)),
+        )
+    }));
+    let mut out = Vec::new();
+    for collection in collections {
+        let objects = dav
+            .http()
+            .query(&collection.session, Kind::Calendar, &collection.url, &query)
+            .await?;
+        for object in objects {
+            match ics::parse_events(&object.text, local) {
+                Ok(events) => out.push((collection.clone(), object, events)),
+                Err(why) => {
+                    tracing::debug!(url = %object.url, %why, "skipping an unreadable event")
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+async fn list(dav: &Dav, call: &Call) -> Result<ToolResult> {
+    let local = dav.local_zone();
+    let search = call.action() == "search";
+    let needle = call.str("query").map(|q| q.trim().to_lowercase());
+    if search && needle.as_deref().is_none_or(str::is_empty) {
+        return Err(Error::invalid(
+            "calendar search needs `query`: the text to look for",
+        ));
+    }
+    let (start, end) = (input(call, "start")?, input(call, "end")?);
+    let range = if search && start.is_none() && end.is_none() {
+        None
+    } else {
+        Some(ics::range(start, end, local)?)
+    };
+    let (collections, accounts) = dav
+        .select(Kind::Calendar, call.str("account"), call.str("calendar"))
+        .await?;
+    let objects = fetch(dav, &collections, range.as_ref()).await?;
+    let mut rows: Vec<(DateTime<Utc>, String)> = Vec::new();
+    for (collection, object, events) in &objects {
+        dav.remember(&object.url, object.etag.as_deref());
+        for occurrence in ics::occurrences(events, range.as_ref(), local) {
+            let event = occurrence.event;
+            if let Some(needle) = &needle
+                && !event.matches(needle)
+            {
+                continue;
+            }
+            let mut line = format!(
+                "{}  {}",
+                ics::describe_time(&occurrence, local),
+                if event.summary.is_empty() {
+                    "(no title)"
+                } else {
+                    &event.summary
+                }
+            );
+            if !event.location.is_empty() {
+                line.push_str(&format!(" @ {}", event.location));
+            }
+            line.push_str(&format!(
+                "  [uid {}; {}{}]",
+                event.uid,
+                collection.label(accounts),
+                match (&event.rule, occurrence.repeats) {
+                    (Some(rule), true) => format!("; repeats {rule}"),
+                    (None, true) => "; repeats".to_string(),
+                    _ => String::new(),
+                }
+            ));
+            if !event.description.is_empty() {
+                let short: String = event.description.chars().take(160).collect();
+                line.push_str(&format!("\n    {}", short.replace('\n', " ")));
+            }
+            rows.push((occurrence.start.instant(local), line));
+        }
+    }
+    rows.sort();
+    let heading = match &range {
+        Some((from, to)) => format!(
+            "{} from {} to {} (times in {}):",
+            if search { "Matching events" } else { "Events" },
+            from.with_timezone(&local).format("%Y-%m-%d %H:%M"),
+            to.with_timezone(&local).format("%Y-%m-%d %H:%M"),
+            local.name()
+        ),
+        None => format!(
+            "Matching events (times in {}; a series is shown at its first start):",
+            local.name()
+        ),
+    };
+    if rows.is_empty() {
+        return text(format!("{heading} none."));
+    }
+    let total = rows.len();
+    let mut lines: Vec<String> = vec![heading];
+    lines.extend(rows.into_iter().take(MAX_LINES).map(|(_, line)| line));
+    if total > MAX_LINES {
+        lines.push(format!("({} more; narrow the range)", total - MAX_LINES));
+    }
+    text(lines.join("\n"))
+}
+
+async fn create(dav: &Dav, call: &Call) -> Result<ToolResult> {
+    let local = dav.local_zone();
+    let title = call.str("title").unwrap_or_default().trim().to_string();
+    if title.is_empty() {
+        return Err(Error::invalid("calendar create needs `title`"));
+    }
+    let start =
+        input(call, "start")?.ok_or_else(|| Error::invalid("calendar create needs `start`"))?;
+    let end = input(call, "end")?;
+    let all_day = match call.bool("all_day") {
+        Some(all_day) => all_day,
+        None => matches!(start, Input::Day(_)),
+    };
+    let (start, end) = if all_day {
+        let first = start.day();
+        let last = end.map_or(first, Input::day);
+        if last < first {
+            return Err(Error::invalid("`end` (the last day) is before `start`"));
+        }
+        (Moment::Day(first), Moment::Day(last + Duration::days(1)))
+    } else {
+        if matches!(start, Input::Day(_)) {
+            return Err(Error::invalid(
+                "`start` is a date: give a time (2026-03-29T10:00) or set all_day",
+            ));
+        }
+        let zone = zone(call)?.unwrap_or(local);
+        let start = start.at(zone)?;
+        let end = match end {
+            Some(end) => end.at(zone)?,
+            None => start + Duration::hours(1),
+        };
+        (Moment::At(start), Moment::At(end))
+    };
+    ics::check_order(start, end, local)?;
+    let (collection, accounts) = dav
+        .pick(Kind::Calendar, call.str("account"), call.str("calendar"))
+        .await?;
+    let uid = match call.str("uid") {
+        Some(uid) => check_uid(uid)?.to_string(),
+        None => {
+            let start_key = match start {
+                Moment::Day(day) => day.to_string(),
+                Moment::At(at) => at.with_timezone(&Utc).to_rfc3339(),
+            };
+            format!(
+                "osprey-{}",
+                short_hash(&format!(
+                    "{}\n{start_key}\n{}",
+                    title.to_lowercase(),
+                    collection.url
+                ))
+            )
+        }
+    };
+    let new = NewEvent {
+        uid: uid.clone(),
+        title: title.clone(),
+        start,
+        end,
+        location: call.str("location").map(str::to_string),
+        description: call.str("description").map(str::to_string),
+    };
+    let url = collection.object_url(&uid, Kind::Calendar)?;
+    let body = ics::build_event(&new);
+    let parsed = ics::parse_events(&body, local)?;
+    let when = ics::describe_time(
+        &ics::Occurrence {
+            event: &parsed[0],
+            start,
+            end,
+            repeats: false,
+        },
+        local,
+    );
+    if dav.create(&collection, Kind::Calendar, &url, body).await? {
+        text(format!(
+            "Created {title:?} {when} in {} (uid {uid}).",
+            collection.label(accounts)
+        ))
+    } else {
+        text(not_created_again(
+            &collection.label(accounts),
+            "event",
+            &uid,
+        ))
+    }
+}
+
+async fn update(dav: &Dav, call: &Call) -> Result<ToolResult> {
+    let local = dav.local_zone();
+    let changes = Changes {
+        title: call.str("title").map(|t| t.trim().to_string()),
+        start: input(call, "start")?,
+        end: input(call, "end")?,
+        all_day: call.bool("all_day"),
+        timezone: zone(call)?,
+        location: call.str("location").map(str::to_string),
+        description: call.str("description").map(str::to_string),
+    };
+    if changes.title.is_none()
+        && changes.start.is_none()
+        && changes.end.is_none()
+        && changes.all_day.is_none()
+        && changes.timezone.is_none()
+        && changes.location.is_none()
+        && changes.description.is_none()
+    {
+        return Err(Error::invalid(
+            "nothing to change: give title, start, end, all_day, timezone, location or description",
+        ));
+    }
+    let (collection, object, uid) = dav.locate(Kind::Calendar, call).await?;
+    let updated = ics::update_event(&object.text, &uid, &changes, local)?;
+    dav.replace(&collection, Kind::Calendar, &object, updated.clone())
+        .await?;
+    let events = ics::parse_events(&updated, local)?;
+    let event = events
+        .iter()
+        .find(|e| e.uid == uid && e.recurrence_id.is_none())
+        .ok_or_else(|| Error::Failed("the updated event did not read back".into()))?;
+    let when = ics::describe_time(
+        &ics::Occurrence {
+            event,
+            start: event.start,
+            end: event.end,
+            repeats: false,
+        },
+        local,
+    );
+    text(format!(
+        "Updated {:?} (uid {uid}): {when}{}.",
+        event.summary,
+        if event.rule.is_some() {
+            ", the whole series"
+        } else {
+            ""
+        }
+    ))
+}
+
+async fn delete(dav: &Dav, call: &Call) -> Result<ToolResult> {
+    let (collection, object, uid) = dav.locate(Kind::Calendar, call).await?;
+    let title = ics::parse_events(&object.text, dav.local_zone())
+        .ok()
+        .and_then(|events| events.into_iter().find(|e| e.uid == uid))
+        .map(|e| e.summary)
+        .unwrap_or_default();
+    if dav.remove(&collection, Kind::Calendar, &object).await? {
+        text(format!(
+            "Deleted {title:?} (uid {uid}) from {}.",
+            collection.name
+        ))
+    } else {
+        text(format!("The event {uid} was already gone."))
+    }
+}
+
+async fn import(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResult> {
+    let path = file_path(call, paths, false)?;
+    let content = read_file(&path).await?;
+    let document = Document::parse(&content)
+        .map_err(|e| Error::invalid(format!("{} is not an .ics file: {e}", path.display())))?;
+    let (collection, accounts) = dav
+        .pick(Kind::Calendar, call.str("account"), call.str("calendar"))
+        .await?;
+    let mut zones: Vec<Block> = Vec::new();
+    let mut groups: Vec<(String, Vec<Block>)> = Vec::new();
+    for calendar in document.blocks.iter().filter(|b| b.name == "VCALENDAR") {
+        for block in &calendar.children {
+            match block.name.as_str() {
+                "VTIMEZONE" => zones.push(block.clone()),
+                "VEVENT" => {
+                    let mut event = block.clone();
+                    let uid = match event.value("UID").filter(|u| !u.is_empty()) {
+                        Some(uid) => uid,
+                        None => {
+                            let key = format!(
+                                "{}\n{}\n{}",
+                                event.value("SUMMARY").unwrap_or_default().to_lowercase(),
+                                event.value("DTSTART").unwrap_or_default(),
+                                collection.url
+                            );
+                            let uid = format!("osprey-{}", short_hash(&key));
+                            event.replace(&["UID"], vec![format!("UID:{uid}")]);
+                            uid
+                        }
+                    };
+                    match groups.iter_mut().find(|(u, _)| *u == uid) {
+                        Some((_, events)) => events.push(event),
+                        None => groups.push((uid, vec![event])),
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if groups.is_empty() {
+        return Err(Error::invalid(format!(
+            "{} holds no events",
+            path.display()
+        )));
+    }
+    let (mut created, mut there) = (0, 0);
+    for (uid, events) in &groups {
+        let mut object = Block::new("VCALENDAR");
+        object.replace(
+            &[],
+            vec!["VERSION:2.0".into(), "PRODID:-//Osprey//os tool//EN".into()],
+        );
+        let used: Vec<String> = events
+            .iter()
+            .flat_map(|e| &e.props)
+            .map(|l| l.unfolded())
+            .collect();
+        for zone in &zones {
+            let tzid = zone.value("TZID").unwrap_or_default();
+            if used.iter().any(|l| {
+                l.contains(&format!("TZID={tzid}:")) || l.contains(&format!("TZID=\"{tzid}\""))
+            }) {
+                object.children.push(zone.clone());
+            }
+        }
+        object.children.extend(events.iter().cloned());
+        let url = collection.object_url(uid, Kind::Calendar)?;
+        if dav
+            .create(&collection, Kind::Calendar, &url, object.to_text())
+            .await?
+        {
+            created += 1;
+        } else {
+            there += 1;
+        }
+    }
+    text(format!(
+        "Imported {created} event{} from {} into {}{}.",
+        if created == 1 { "" } else { "s" },
+        path.display(),
+        collection.label(accounts),
+        if there > 0 {
+            format!("; {there} were already there (same uid) and were left as they are")
+        } else {
+            String::new()
+        }
+    ))
+}
+
+async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResult> {
+    let local = dav.local_zone();
+    let path = file_path(call, paths, true)?;
+    let (start, end) = (input(call, "start")?, input(call, "end")?);
+    let range = if start.is_none() && end.is_none() {
+        None
+    } else {
+        Some(ics::range(start, end, local)?)
+    };
+    let (collections, _) = dav
+        .select(Kind::Calendar, call.str("account"), call.str("calendar"))
+        .await?;
+    let objects = fetch(dav, &collections, range.as_ref()).await?;
+    let mut out = Block::new("VCALENDAR");
+    out.replace(
+        &[],
+        vec![
+            "VERSION:2.0".into(),
+            "PRODID:-//Osprey//os tool//EN".into(),
+            "CALSCALE:GREGORIAN".into(),
+        ],
+    );
+    let mut zones: Vec<Block> = Vec::new();
+    let mut events: Vec<Block> = Vec::new();
+    let mut count = 0;
+    for (_, object, parsed) in &objects {
+        if range.is_some() && ics::occurrences(parsed, range.as_ref(), local).is_empty() {
+            continue;
+        }
+        let document = Document::parse(&object.text)?;
+        for calendar in document.blocks.iter().filter(|b| b.name == "VCALENDAR") {
+            for block in &calendar.children {
+                match block.name.as_str() {
+                    "VTIMEZONE" => {
+                        let tzid = block.value("TZID");
+                        if !zones.iter().any(|z| z.value("TZID") == tzid) {
+                            zones.push(block.clone());
+                        }
+                    }
+                    "VEVENT" => events.push(block.clone()),
+                    _ => {}
+                }
+            }
+        }
+        count += 1;
+    }
+    out.children.extend(zones);
+    out.children.extend(events);
+    write_file(&path, &out.to_text()).await?;
+    text(format!(
+        "Wrote {count} event{} to {}.",
+        if count == 1 { "" } else { "s" },
+        path.display()
+    ))
+}
+
+/// What a create that found its object already there says (it is not an error).
+pub(crate) fn not_created_again(collection: &str, what: &str, uid: &str) -> String {
+    format!(
+        "Not created again: {collection} already has the {what} with uid {uid} (the same create \
+         ran before, or that uid is taken), so there is no duplicate. Use update to change it."
+    )
+}
+
+/// A file to import, at most [`MAX_FILE`] bytes, as text.
+pub(crate) async fn read_file(path: &std::path::Path) -> Result<String> {
+    let size = tokio::fs::metadata(path)
+        .await
+        .map_err(|e| Error::invalid(format!("reading {}: {e}", path.display())))?
+        .len();
+    if size > MAX_FILE {
+        return Err(Error::invalid(format!(
+            "{} has {size} bytes; at most {MAX_FILE} are imported",
+            path.display()
+        )));
+    }
+    let bytes = tokio::fs::read(path)
+        .await
+        .map_err(|e| Error::invalid(format!("reading {}: {e}", path.display())))?;
+    String::from_utf8(bytes)
+        .map_err(|_| Error::invalid(format!("{} is not UTF-8 text", path.display())))
+}
+
+/// Writes an export (the file is replaced).
+pub(crate) async fn write_file(path: &std::path::Path, content: &str) -> Result<()> {
+    tokio::fs::write(path, content)
+        .await
+        .map_err(|e| Error::Failed(format!("writing {}: {e}", path.display())))
+}
