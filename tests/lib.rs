@@ -19,6 +19,9 @@ pub mod daemon;
 #[cfg(unix)]
 mod processes;
 #[cfg(unix)]
+#[path = "store_process.rs"]
+pub mod store;
+#[cfg(unix)]
 pub use processes::{DesktopApp, LaunchOptions, SessionBus, TauriDriver, VirtualDisplay};
 
 /// The workspace root (this crate lives in `<root>/tests`). Cargo sets `CARGO_MANIFEST_DIR` when

@@ -79,6 +79,8 @@ mod tests {
                 summary: summary.into(),
                 input: serde_json::json!({}),
                 suggested_scopes: vec![],
+                details: None,
+                once_only: false,
             },
             deadline_ms: 0,
         }

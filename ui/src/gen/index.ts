@@ -4,6 +4,7 @@ export type { AppInstallReport } from "./AppInstallReport";
 export type { AppRunState } from "./AppRunState";
 export type { AppStatus } from "./AppStatus";
 export type { ApprovalAnswer } from "./ApprovalAnswer";
+export type { ApprovalDetails } from "./ApprovalDetails";
 export type { ApprovalRequest } from "./ApprovalRequest";
 export type { ApprovalResolution } from "./ApprovalResolution";
 export type { AuditFilter } from "./AuditFilter";

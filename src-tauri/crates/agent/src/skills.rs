@@ -26,12 +26,8 @@
 //! the `skill` tool (`load`). The active sets live in memory only: a restart forgets them, which
 //! costs at most a few turns of a skill the next trigger brings back.
 //!
-//! The frontmatter is parsed by hand rather than with a YAML crate: Osprey reads three keys
-//! (two strings and a list of strings), `serde_yaml` is deprecated and its forks are young, and
-//! a full YAML parser is more attack surface and start-up cost than this needs. The subset
-//! understood: `key: value` with plain, single- or double-quoted values; `>` / `|` block
-//! scalars; lists in flow (`[a, "b, c"]`) or block (`- a`) style; `#` comments. Other keys are
-//! ignored.
+//! The frontmatter is read by [`osprey_types::skill_md`] (a hand-written reader for the subset
+//! SKILL.md files use; see there), which the skill store shares.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -176,170 +172,19 @@ pub enum SkillError {
     },
 }
 
-/// Splits a SKILL.md into its frontmatter and body. A file without frontmatter has an empty one.
+/// Splits a SKILL.md into its frontmatter and body (the reader is
+/// [`osprey_types::skill_md::parse`], shared with the skill store). A file without frontmatter
+/// has an empty one.
 pub fn parse_skill(text: &str) -> Result<(Frontmatter, &str), String> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let Some(rest) = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-    else {
-        return Ok((Frontmatter::default(), text));
-    };
-    let mut offset = 0;
-    let mut end = None;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end() == "---" || line.trim_end() == "..." {
-            end = Some((offset, offset + line.len()));
-            break;
-        }
-        offset += line.len();
-    }
-    let (yaml_end, body_start) = end.ok_or("the frontmatter has no closing `---`")?;
-    let front = parse_frontmatter(&rest[..yaml_end])?;
-    Ok((front, rest[body_start..].trim_start_matches(['\r', '\n'])))
-}
-
-fn parse_frontmatter(yaml: &str) -> Result<Frontmatter, String> {
-    let lines: Vec<&str> = yaml.lines().collect();
-    let mut front = Frontmatter::default();
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        i += 1;
-        if line.trim().is_empty()
-            || line.trim_start().starts_with('#')
-            || line.starts_with([' ', '\t'])
-        {
-            continue;
-        }
-        let Some((key, value)) = line.split_once(':') else {
-            return Err(format!("frontmatter line {i} is not `key: value`"));
-        };
-        let key = key.trim();
-        let value = strip_comment(value).trim();
-        // The indented lines that belong to this key.
-        let start = i;
-        while i < lines.len()
-            && (lines[i].starts_with([' ', '\t'])
-                || lines[i].trim_start().starts_with("- ")
-                || lines[i].trim().is_empty())
-        {
-            i += 1;
-        }
-        let nested = &lines[start..i];
-        match key {
-            "name" => front.name = Some(scalar(value, nested)?).filter(|s| !s.is_empty()),
-            "description" => {
-                front.description = Some(scalar(value, nested)?).filter(|s| !s.is_empty())
-            }
-            "triggers" => front.triggers = list(value, nested)?,
-            _ => {}
-        }
-    }
-    Ok(front)
-}
-
-fn strip_comment(value: &str) -> &str {
-    // A ` #` outside quotes starts a comment.
-    let mut quote = None;
-    for (idx, c) in value.char_indices() {
-        match (quote, c) {
-            (None, '"' | '\'') => quote = Some(c),
-            (Some(q), c) if c == q => quote = None,
-            (None, '#') if idx == 0 || value[..idx].ends_with([' ', '\t']) => return &value[..idx],
-            _ => {}
-        }
-    }
-    value
-}
-
-fn unquote(value: &str) -> Result<String, String> {
-    let v = value.trim();
-    if let Some(inner) = v.strip_prefix('"') {
-        let inner = inner.strip_suffix('"').ok_or("unterminated double quote")?;
-        let mut out = String::new();
-        let mut chars = inner.chars();
-        while let Some(c) = chars.next() {
-            if c == '\\' {
-                match chars.next() {
-                    Some('n') => out.push('\n'),
-                    Some('t') => out.push('\t'),
-                    Some(other) => out.push(other),
-                    None => return Err("dangling backslash".into()),
-                }
-            } else {
-                out.push(c);
-            }
-        }
-        Ok(out)
-    } else if let Some(inner) = v.strip_prefix('\'') {
-        let inner = inner
-            .strip_suffix('\'')
-            .ok_or("unterminated single quote")?;
-        Ok(inner.replace("''", "'"))
-    } else {
-        Ok(v.to_string())
-    }
-}
-
-fn scalar(value: &str, nested: &[&str]) -> Result<String, String> {
-    let indented = || nested.iter().map(|l| l.trim()).filter(|l| !l.is_empty());
-    match value {
-        v if v.starts_with('>') => Ok(indented().collect::<Vec<_>>().join(" ")),
-        v if v.starts_with('|') => Ok(indented().collect::<Vec<_>>().join("\n")),
-        "" => Ok(indented().collect::<Vec<_>>().join(" ")),
-        v => {
-            // A plain scalar may continue on indented lines.
-            let mut out = unquote(v)?;
-            for more in indented() {
-                out.push(' ');
-                out.push_str(more);
-            }
-            Ok(out)
-        }
-    }
-}
-
-fn list(value: &str, nested: &[&str]) -> Result<Vec<String>, String> {
-    let items = if let Some(flow) = value.strip_prefix('[') {
-        let flow = flow.strip_suffix(']').ok_or("unterminated `[` list")?;
-        split_flow(flow)?
-    } else if value.is_empty() {
-        nested
-            .iter()
-            .filter_map(|l| l.trim().strip_prefix('-'))
-            .map(|item| unquote(strip_comment(item)))
-            .collect::<Result<Vec<_>, _>>()?
-    } else {
-        // A single string, or a comma-separated one.
-        split_flow(value)?
-    };
-    Ok(items.into_iter().filter(|t| !t.trim().is_empty()).collect())
-}
-
-fn split_flow(flow: &str) -> Result<Vec<String>, String> {
-    let mut items = Vec::new();
-    let mut current = String::new();
-    let mut quote = None;
-    for c in flow.chars() {
-        match (quote, c) {
-            (None, '"' | '\'') => {
-                quote = Some(c);
-                current.push(c);
-            }
-            (Some(q), c) if c == q => {
-                quote = None;
-                current.push(c);
-            }
-            (None, ',') => items.push(unquote(&std::mem::take(&mut current))?),
-            _ => current.push(c),
-        }
-    }
-    if quote.is_some() {
-        return Err("unterminated quote in a list".into());
-    }
-    items.push(unquote(&current)?);
-    Ok(items)
+    let (front, body) = osprey_types::skill_md::parse(text)?;
+    Ok((
+        Frontmatter {
+            name: front.name,
+            description: front.description,
+            triggers: front.triggers,
+        },
+        body,
+    ))
 }
 
 /// Lower-cased words separated by single spaces, padded with a space each side, so a phrase

@@ -34,6 +34,7 @@ pub mod runtime;
 pub use osprey_sandbox as sandbox;
 pub mod settings;
 pub mod signing;
+pub mod skill_package;
 pub mod store_client;
 #[cfg(unix)]
 pub mod supervisor;
@@ -48,7 +49,7 @@ pub use binary::{BinaryFormat, BinaryProblem, validate_binary};
 pub use install::{InstallOutcome, InstalledApp, Installer};
 pub use manifest::{Capability, Manifest};
 pub use napp::{Limits, Rejection, StagedPackage};
-pub use signing::{KeyPair, PublicKey, SignatureFailure, Signatures};
+pub use signing::{ArchiveSignature, KeyPair, PublicKey, SignatureFailure, Signatures};
 
 /// Everything the app platform refuses or fails at.
 #[derive(Debug, thiserror::Error)]

@@ -137,11 +137,46 @@ impl DomainTool for AppsTool {
             ),
             (None, action) => format!("{action} apps"),
         };
+        // Installing puts third-party code on the computer and uninstalling deletes an app's
+        // data: only the person's answer to this very call lets either run, at every level.
+        let ask_every_time = matches!(call.action(), "install" | "uninstall").then(|| {
+            format!(
+                "{} changes what is installed on this computer",
+                call.action()
+            )
+        });
         CallFacts {
             summary,
             app: id,
+            ask_every_time,
             ..CallFacts::default()
         }
+    }
+
+    fn approval_details<'a>(
+        &'a self,
+        _ctx: &'a ToolContext,
+        call: &'a Call,
+    ) -> osprey_tools::DetailsFuture<'a> {
+        Box::pin(async move {
+            if call.action() != "install" {
+                return Ok(None);
+            }
+            let id = call.str("id").unwrap_or_default();
+            let installed = self.installed(id).ok().map(|app| app.manifest);
+            let refused = |error: Error| {
+                ToolResult::error(
+                    ErrorCode::ToolFailed,
+                    format!("cannot ask about installing `{id}`: {error}"),
+                )
+            };
+            let (client, _) = self.store().map_err(refused)?;
+            let (details, _, _) =
+                crate::store_client::app_install_details(&client, id, installed.as_ref())
+                    .await
+                    .map_err(refused)?;
+            Ok(Some(Box::new(details)))
+        })
     }
 
     fn run<'a>(&'a self, _ctx: &'a ToolContext, call: Call) -> BoxFuture<'a, ToolResult> {

@@ -429,6 +429,12 @@ fn check_text(field: &str, value: &str, max_chars: usize) -> Result<()> {
     Ok(())
 }
 
+/// Whether `version` is `MAJOR.MINOR.PATCH[-prerelease]` as a manifest's version must be (store
+/// skills' versions follow the same rule).
+pub fn is_version(version: &str) -> bool {
+    check_version(version).is_ok()
+}
+
 fn check_version(version: &str) -> Result<()> {
     let (core, prerelease) = match version.split_once('-') {
         Some((core, prerelease)) => (core, Some(prerelease)),

@@ -10,7 +10,9 @@ mod pack;
 use std::fmt;
 use std::path::Path;
 
+pub(crate) use extract::{STAGING_PREFIX, Slot, unpack_entries};
 pub use extract::{StagedPackage, extract};
+pub(crate) use pack::{append as append_entry, header as entry_header};
 pub use pack::{pack, pack_to_file, sign_package, verify_package};
 
 use crate::binary::{BinaryProblem, MAX_BINARY_BYTES};
@@ -22,7 +24,7 @@ pub const SKILL: &str = "SKILL.md";
 pub const BINARY_NAMES: [&str; 2] = ["binary", "app"];
 pub const UI_DIR: &str = "ui";
 /// The longest entry name, and the deepest `ui/` nesting.
-const MAX_NAME_BYTES: usize = 255;
+pub(crate) const MAX_NAME_BYTES: usize = 255;
 const MAX_UI_DEPTH: usize = 8;
 
 const MB: u64 = 1024 * 1024;
@@ -79,6 +81,8 @@ pub enum Rejection {
     Binary(BinaryProblem),
     /// Not gzip, not tar, or cut short.
     Corrupt(String),
+    /// A skill package whose SKILL.md does not meet the Agent Skills format (why).
+    SkillInvalid(String),
 }
 
 impl Rejection {
@@ -97,6 +101,7 @@ impl Rejection {
             Rejection::Missing(_) => "missing_file",
             Rejection::Binary(problem) => problem.code(),
             Rejection::Corrupt(_) => "corrupt",
+            Rejection::SkillInvalid(_) => "skill_invalid",
         }
     }
 }
@@ -122,7 +127,8 @@ impl fmt::Display for Rejection {
             Rejection::TooManyEntries { limit } => write!(f, "more than {limit} entries"),
             Rejection::Missing(name) => write!(f, "no `{name}`"),
             Rejection::Binary(problem) => write!(f, "the binary is {problem}"),
-            Rejection::Corrupt(why) => write!(f, "not a readable .napp: {why}"),
+            Rejection::Corrupt(why) => write!(f, "not a readable archive: {why}"),
+            Rejection::SkillInvalid(why) => write!(f, "not a valid skill: {why}"),
         }
     }
 }
@@ -217,7 +223,7 @@ impl EntryName {
 
 /// A `ui/` path component: `[A-Za-z0-9_-][A-Za-z0-9._-]*`, at most 128 bytes (no hidden files,
 /// no `.` or `..`, nothing a shell or a URL would treat specially).
-fn safe_component(component: &str) -> bool {
+pub(crate) fn safe_component(component: &str) -> bool {
     (1..=128).contains(&component.len())
         && !component.starts_with('.')
         && component

@@ -142,6 +142,27 @@ pub enum Sensitivity {
 /// `network:api.example.com` -> "Connect to api.example.com over the internet". Shared by the
 /// desktop's install prompt and the command line. An unknown or malformed permission says so
 /// (the manifest check refuses it anyway).
+/// Each permission in plain words with its sensitivity, as every front end shows them (the
+/// desktop's install prompt, the store tool's approval question, `osprey app`).
+pub fn explained(permissions: &[String]) -> Vec<osprey_types::PermissionExplained> {
+    use osprey_types::PermissionSensitivity;
+    permissions
+        .iter()
+        .map(|permission| {
+            let (explanation, sensitivity) = explain(permission);
+            osprey_types::PermissionExplained {
+                permission: permission.clone(),
+                explanation,
+                sensitivity: match sensitivity {
+                    Sensitivity::Low => PermissionSensitivity::Low,
+                    Sensitivity::Medium => PermissionSensitivity::Medium,
+                    Sensitivity::High => PermissionSensitivity::High,
+                },
+            }
+        })
+        .collect()
+}
+
 pub fn explain(permission: &str) -> (String, Sensitivity) {
     use Sensitivity::{High, Low, Medium};
     let Some((prefix, suffix)) = permission.split_once(':') else {

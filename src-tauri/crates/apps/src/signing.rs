@@ -29,6 +29,8 @@ use crate::{Error, Result};
 pub const ALGORITHM: &str = "ed25519";
 const BINARY_CONTEXT: &[u8] = b"osprey-napp-binary-v1:";
 const FILES_CONTEXT: &[u8] = b"osprey-napp-files-v1:";
+/// A skill archive's signature is over this followed by the archive's 32-byte SHA-256.
+const ARCHIVE_CONTEXT: &[u8] = b"osprey-skill-archive-v1:";
 /// The one file the signed list cannot include.
 const SIGNATURES_FILE: &str = "signatures.json";
 /// The group order L, little-endian: a signature's S must be below it.
@@ -68,6 +70,19 @@ impl Signatures {
     }
 }
 
+/// A detached signature over a whole archive (a store skill's `.tar.gz`): ed25519 over
+/// `osprey-skill-archive-v1:` followed by the archive's SHA-256, by the key `key_id` names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveSignature {
+    pub key_id: String,
+    pub algorithm: String,
+    /// The archive's SHA-256, lowercase hex.
+    pub sha256: String,
+    /// Base64 (standard alphabet, padded) of the 64-byte signature.
+    pub signature: String,
+}
+
 /// Why verification refused a package.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SignatureFailure {
@@ -99,6 +114,10 @@ pub enum SignatureFailure {
     FileUnlisted(String),
     /// A signed file that is not in the package.
     FileMissing(String),
+    /// A signed archive whose bytes hash to something else than the signed SHA-256.
+    ArchiveHash,
+    /// The signature over the archive's SHA-256 does not verify.
+    ArchiveSignature,
 }
 
 impl SignatureFailure {
@@ -117,6 +136,8 @@ impl SignatureFailure {
             SignatureFailure::FileHash(_) => "file_hash_mismatch",
             SignatureFailure::FileUnlisted(_) => "file_unlisted",
             SignatureFailure::FileMissing(_) => "file_missing",
+            SignatureFailure::ArchiveHash => "archive_hash_mismatch",
+            SignatureFailure::ArchiveSignature => "archive_signature_mismatch",
         }
     }
 }
@@ -167,6 +188,12 @@ impl fmt::Display for SignatureFailure {
             }
             SignatureFailure::FileMissing(path) => {
                 write!(f, "`{path}` was removed after the package was signed")
+            }
+            SignatureFailure::ArchiveHash => {
+                f.write_str("the archive is not the one that was signed (its SHA-256 differs)")
+            }
+            SignatureFailure::ArchiveSignature => {
+                f.write_str("the signature over the archive does not match")
             }
         }
     }
@@ -278,6 +305,19 @@ impl KeyPair {
     }
 }
 
+impl KeyPair {
+    /// Signs a whole archive (a skill package) by its SHA-256.
+    pub fn sign_archive(&self, archive: &[u8]) -> ArchiveSignature {
+        let digest: [u8; 32] = Sha256::digest(archive).into();
+        ArchiveSignature {
+            key_id: self.public().key_id(),
+            algorithm: ALGORITHM.into(),
+            sha256: hex::encode(digest),
+            signature: STANDARD.encode(self.signing.sign(&archive_message(&digest)).to_bytes()),
+        }
+    }
+}
+
 /// A key packages are verified against: the store's current key, or a publisher's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PublicKey {
@@ -337,6 +377,32 @@ impl PublicKey {
             return Err(Error::KeyInvalid("key_id does not match public_key".into()));
         }
         Ok(key)
+    }
+
+    /// Verifies a whole archive against its detached signature: the algorithm, the signer (this
+    /// key), the archive's SHA-256 against the signed one, then the signature over it (strict
+    /// ed25519). Any difference refuses it with `signature_invalid`.
+    pub fn verify_archive(&self, signature: &ArchiveSignature, archive: &[u8]) -> Result<()> {
+        if signature.algorithm != ALGORITHM {
+            return Err(failure(SignatureFailure::UnsupportedAlgorithm(
+                signature.algorithm.clone(),
+            )));
+        }
+        let expected = self.key_id();
+        if signature.key_id != expected {
+            return Err(failure(SignatureFailure::KeyIdMismatch {
+                expected,
+                found: signature.key_id.clone(),
+            }));
+        }
+        let decoded = decode_signature(&signature.signature, "signature")?;
+        let digest: [u8; 32] = Sha256::digest(archive).into();
+        if hex::encode(digest) != signature.sha256 {
+            return Err(failure(SignatureFailure::ArchiveHash));
+        }
+        self.key
+            .verify_strict(&archive_message(&digest), &decoded)
+            .map_err(|_| failure(SignatureFailure::ArchiveSignature))
     }
 
     /// Verifies the unpacked package in `package`: `signatures` (the bytes of signatures.json)
@@ -522,6 +588,12 @@ fn scalar_is_canonical(s: &[u8]) -> bool {
     false
 }
 
+fn archive_message(digest: &[u8; 32]) -> Vec<u8> {
+    let mut message = ARCHIVE_CONTEXT.to_vec();
+    message.extend_from_slice(digest);
+    message
+}
+
 fn binary_message(digest: &[u8; 32]) -> Vec<u8> {
     let mut message = BINARY_CONTEXT.to_vec();
     message.extend_from_slice(digest);
@@ -558,6 +630,41 @@ mod tests {
         assert!(scalar_is_canonical(&below));
         assert!(scalar_is_canonical(&[0u8; 32]));
         assert!(!scalar_is_canonical(&[0xFF; 32]));
+    }
+
+    #[test]
+    fn an_archive_signature_verifies_only_its_archive_and_key() {
+        let pair = KeyPair::generate().unwrap();
+        let archive = b"a skill archive".to_vec();
+        let signature = pair.sign_archive(&archive);
+        pair.public().verify_archive(&signature, &archive).unwrap();
+        let reason = |result: Result<()>| match result.unwrap_err() {
+            Error::SignatureInvalid { reason } => reason.code(),
+            other => panic!("{other}"),
+        };
+        assert_eq!(
+            reason(pair.public().verify_archive(&signature, b"another archive")),
+            "archive_hash_mismatch"
+        );
+        let other = KeyPair::generate().unwrap();
+        assert_eq!(
+            reason(other.public().verify_archive(&signature, &archive)),
+            "key_id_mismatch"
+        );
+        // Signed by another key under this key's id: the signature itself fails.
+        let mut forged = other.sign_archive(&archive);
+        forged.key_id = pair.public().key_id();
+        assert_eq!(
+            reason(pair.public().verify_archive(&forged, &archive)),
+            "archive_signature_mismatch"
+        );
+        // The signature of another archive, with this archive's hash.
+        let mut swapped = pair.sign_archive(b"something else");
+        swapped.sha256 = signature.sha256.clone();
+        assert_eq!(
+            reason(pair.public().verify_archive(&swapped, &archive)),
+            "archive_signature_mismatch"
+        );
     }
 
     #[test]

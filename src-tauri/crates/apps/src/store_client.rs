@@ -145,6 +145,15 @@ impl StoreClient {
         format!("{}/api/v1/apps{path}", self.base)
     }
 
+    fn skills_url(&self, path: &str) -> String {
+        format!("{}/api/v1/skills{path}", self.base)
+    }
+
+    /// The store's root URL, as given (without a trailing `/`).
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
     async fn get(&self, path: &str) -> Result<reqwest::Response> {
         let response = self
             .http
@@ -287,9 +296,13 @@ impl StoreClient {
     /// A JSON answer: the store's own refusal (a 4xx with a code) is [`Error::StoreRefused`];
     /// no answer, a server error or a body that is not JSON is [`Error::StoreUnavailable`].
     async fn get_json(&self, path: &str) -> Result<Value> {
+        self.get_json_at(self.url(path)).await
+    }
+
+    async fn get_json_at(&self, url: String) -> Result<Value> {
         let response = self
             .http
-            .get(self.url(path))
+            .get(url)
             .timeout(CATALOG_TIMEOUT)
             .send()
             .await
@@ -315,6 +328,129 @@ impl StoreClient {
             .json()
             .await
             .map_err(|e| Error::StoreUnavailable(format!("the store's answer is not JSON: {e}")))
+    }
+
+    /// A page of the store's skills (`{skills, total, page, per_page}`): every one (searched by
+    /// `query` when not empty), the featured or the popular ones, within `category` when given.
+    pub async fn skill_listing(
+        &self,
+        shelf: Shelf,
+        query: &str,
+        category: Option<&str>,
+        page: u32,
+        per_page: Option<u32>,
+    ) -> Result<Value> {
+        let mut path = match shelf {
+            Shelf::All => String::new(),
+            Shelf::Featured => "/featured".to_string(),
+            Shelf::Popular => "/popular".to_string(),
+        };
+        path.push_str(&format!("?q={}&page={page}", escape(query)));
+        if let Some(category) = category.filter(|c| !c.is_empty()) {
+            path.push_str(&format!("&category={}", escape(category)));
+        }
+        if let Some(per_page) = per_page {
+            path.push_str(&format!("&per_page={per_page}"));
+        }
+        self.get_json_at(self.skills_url(&path)).await
+    }
+
+    /// The skills' categories with their counts (`[{name, count}]`).
+    pub async fn skill_categories(&self) -> Result<Value> {
+        self.get_json_at(self.skills_url("/categories")).await
+    }
+
+    /// One skill's entry (name, description, author, version, files, installs, signature); an
+    /// unknown name is the store's `not_found` ([`Error::StoreRefused`]).
+    pub async fn skill(&self, name: &str) -> Result<Value> {
+        check_skill_name(name)?;
+        self.get_json_at(self.skills_url(&format!("/{name}"))).await
+    }
+
+    /// Downloads version `version` of the skill `name` whole (at most
+    /// [`crate::skill_package::MAX_ARCHIVE_BYTES`], counted as the bytes arrive).
+    pub async fn download_skill(&self, name: &str, version: &str) -> Result<Vec<u8>> {
+        check_skill_name(name)?;
+        let limit = crate::skill_package::MAX_ARCHIVE_BYTES;
+        let mut response = self
+            .http
+            .get(self.skills_url(&format!("/{name}/download?version={}", escape(version))))
+            .timeout(SKILL_DOWNLOAD_TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| Error::StoreUnavailable(unreachable(&self.base, &e)))?;
+        let status = response.status();
+        if status.is_client_error() {
+            let body: Value = response.json().await.unwrap_or(Value::Null);
+            return Err(Error::StoreRefused {
+                code: body["code"].as_str().unwrap_or("http_error").to_string(),
+                message: body["message"]
+                    .as_str()
+                    .map(String::from)
+                    .unwrap_or_else(|| format!("the store answered {status}")),
+            });
+        }
+        if !status.is_success() {
+            return Err(Error::StoreUnavailable(format!(
+                "the store at {} answered {status}",
+                self.base
+            )));
+        }
+        let too_large = || Error::PackageRejected {
+            reason: Rejection::TotalTooLarge { limit },
+        };
+        if response
+            .content_length()
+            .is_some_and(|length| length > limit)
+        {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| Error::StoreUnavailable(e.to_string()))?
+        {
+            if body.len() as u64 + chunk.len() as u64 > limit {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+
+    /// Publishes a skill archive (`POST /api/v1/skills` with the admin token): the store unpacks
+    /// it with every install-time check, reads its SKILL.md, signs the archive with its own key
+    /// and lists it. Returns the store's entry.
+    /// `version` is used when the SKILL.md's `metadata` names none.
+    pub async fn publish_skill(
+        &self,
+        archive: Vec<u8>,
+        token: &str,
+        listing: &Listing,
+        version: Option<&str>,
+    ) -> Result<Value> {
+        let mut query = vec![format!("featured={}", listing.featured)];
+        if let Some(version) = version {
+            query.push(format!("version={}", escape(version)));
+        }
+        if let Some(category) = &listing.category {
+            query.push(format!("category={}", escape(category)));
+        }
+        if let Some(publisher) = &listing.publisher {
+            query.push(format!("publisher={}", escape(publisher)));
+        }
+        let request = self
+            .http
+            .post(self.skills_url(&format!("?{}", query.join("&"))))
+            .bearer_auth(token)
+            .header("content-type", "application/gzip")
+            .body(archive);
+        self.admin(request)
+            .await?
+            .json()
+            .await
+            .map_err(|e| Error::StoreUnavailable(e.to_string()))
     }
 
     /// Downloads the app's latest package into a temporary file inside `dir`.
@@ -373,6 +509,91 @@ impl StoreClient {
     }
 }
 
+/// What the person approves for an install of the app `id` from this store: the store's entry
+/// (name, publisher, version, its permissions in plain words), who signs it (the store's key) and,
+/// for an update of `installed`, what changes. Also returns the entry's version and package
+/// SHA-256, so the install can refuse a package the store changed after the question. Fails when
+/// the store cannot say, in which case nothing would install from it either.
+pub async fn app_install_details(
+    client: &StoreClient,
+    id: &str,
+    installed: Option<&crate::Manifest>,
+) -> Result<(osprey_types::ApprovalDetails, String, String)> {
+    let entry = client.app(id).await?;
+    let text = |key: &str| entry[key].as_str().map(str::to_string);
+    let version = text("version").unwrap_or_default();
+    let sha256 = text("sha256").unwrap_or_default();
+    let name = text("name").unwrap_or_else(|| id.to_string());
+    let permissions: Vec<String> = entry["permissions"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter_map(|p| p.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let signer = store_signer(client).await?;
+    let mut notes = vec![
+        "It runs in Osprey's app sandbox and can use only what these permissions allow."
+            .to_string(),
+    ];
+    let title = match installed {
+        Some(current) if current.version == version => {
+            notes.push(format!(
+                "{name} {version} is installed already: it is installed again."
+            ));
+            format!("Reinstall the app {name} {version} from the store")
+        }
+        Some(current) => {
+            let added: Vec<&String> = permissions
+                .iter()
+                .filter(|p| !current.permissions.contains(p))
+                .collect();
+            if !added.is_empty() {
+                notes.push(format!(
+                    "The update adds permissions ({}); they wait for your approval on the Apps \
+                     page before the new version runs.",
+                    added
+                        .iter()
+                        .map(|p| p.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            format!(
+                "Update the app {name} from {} to {version} from the store",
+                current.version
+            )
+        }
+        None => format!("Install the app {name} {version} from the store"),
+    };
+    let details = osprey_types::ApprovalDetails {
+        title,
+        kind: "app".into(),
+        name,
+        id: id.to_string(),
+        version: Some(version.clone()),
+        publisher: text("publisher"),
+        signer: Some(signer),
+        permissions: crate::permissions::explained(&permissions),
+        files: Vec::new(),
+        notes,
+    };
+    Ok((details, version, sha256))
+}
+
+/// "the store at URL, which signs ... with its key ID": who signs what this store serves.
+/// Fetching the key fails when the store cannot give one, and then no install from it could be
+/// verified either.
+pub async fn store_signer(client: &StoreClient) -> Result<String> {
+    let key = crate::signing::PublicKey::from_json(&client.signing_key().await?)?;
+    Ok(format!(
+        "the store at {}, which signs what it lists with its key {}",
+        client.base(),
+        key.key_id()
+    ))
+}
+
 /// Where the store lists a package it publishes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Listing {
@@ -388,6 +609,9 @@ pub enum Shelf {
     Featured,
     Popular,
 }
+
+/// How long a skill download may take in all.
+pub const SKILL_DOWNLOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// How long a catalog request may take in all: the person is waiting on a page.
 pub const CATALOG_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
@@ -414,6 +638,11 @@ fn check_id(id: &str) -> Result<()> {
         return Err(Error::NotInstalled(format!("`{id}` is not an app id")));
     }
     Ok(())
+}
+
+fn check_skill_name(name: &str) -> Result<()> {
+    osprey_types::skill_md::check_name(name)
+        .map_err(|why| Error::NotInstalled(format!("`{name}` is not a skill name: {why}")))
 }
 
 /// Why the store could not be reached, in one sentence.

@@ -111,7 +111,23 @@ async fn the_app_tool_manages_apps_through_the_registry() {
     json_of(&app_tool(&registry, json!({"action": "stop", "id": "units"})).await);
     assert!(runtime::process_gone(pid));
     assert!(registry.get("convert").is_none());
-    json_of(&app_tool(&registry, json!({"action": "uninstall", "id": "units"})).await);
+    // Uninstalling is asked every time, whatever the policy level: nobody to ask refuses it.
+    let unasked = app_tool(&registry, json!({"action": "uninstall", "id": "units"})).await;
+    assert_eq!(unasked.code, Some(ErrorCode::PolicyDenied), "{unasked:?}");
+    assert_eq!(installer.list().len(), 1);
+    let approver = std::sync::Arc::new(osprey_tools::FixedApprover::new(
+        osprey_types::ApprovalAnswer::Once,
+    ));
+    let ctx =
+        ToolContext::new(Origin::User, Duration::from_secs(30)).with_approver(approver.clone());
+    json_of(
+        &registry
+            .execute(&ctx, "app", json!({"action": "uninstall", "id": "units"}))
+            .await,
+    );
+    let asked = approver.asked();
+    assert_eq!(asked.len(), 1);
+    assert!(asked[0].once_only);
     assert!(installer.list().is_empty());
     cancel.cancel();
 }

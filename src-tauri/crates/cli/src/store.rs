@@ -3,8 +3,9 @@
 //! Publishing, featuring and revoking need the admin token from $OSPREY_STORE_ADMIN_TOKEN; without
 //! one they are refused and the store only serves its catalog.
 //!
-//! `osprey store publish FILE.napp` and `osprey store revoke ID --reason ...`: what an app author
-//! or a store operator sends to a store, with the admin token from $OSPREY_STORE_ADMIN_TOKEN or
+//! `osprey store publish FILE.napp`, `osprey store publish-skill DIR|FILE.tar.gz` and
+//! `osprey store revoke ID --reason ...`: what an app or skill author or a store operator sends to
+//! a store, with the admin token from $OSPREY_STORE_ADMIN_TOKEN or
 //! one line on stdin. The store re-signs what it publishes with its own key.
 
 use std::io::Write;
@@ -25,7 +26,7 @@ pub struct StoreArgs {
 
 #[derive(Subcommand, Debug)]
 enum StoreAction {
-    /// Serve the store's API under /api/v1/apps until interrupted.
+    /// Serve the store's API (/api/v1/apps and /api/v1/skills) until interrupted.
     Serve {
         /// The address to listen on (port 0 picks a free port; the chosen one is printed).
         #[arg(long, default_value = "127.0.0.1:8787")]
@@ -50,6 +51,23 @@ enum StoreAction {
         /// Who publishes it, as the store shows it.
         #[arg(long)]
         publisher: Option<String>,
+    },
+    /// Publish a skill (an Agent Skills folder with a SKILL.md, or its .tar.gz) to a store: it is
+    /// checked as an install would check it, packed again and signed by the store.
+    PublishSkill {
+        /// The skill's folder (its name is the SKILL.md's `name`), or a .tar.gz of it.
+        path: PathBuf,
+        #[arg(long)]
+        store: Option<String>,
+        #[arg(long)]
+        featured: bool,
+        #[arg(long)]
+        category: Option<String>,
+        #[arg(long)]
+        publisher: Option<String>,
+        /// The version, when the SKILL.md's `metadata` has no `version`.
+        #[arg(long)]
+        version: Option<String>,
     },
     /// Revoke an app on a store: running installs stop it at their next sweep.
     Revoke {
@@ -85,6 +103,33 @@ pub async fn run(data_dir: Option<PathBuf>, args: StoreArgs) -> anyhow::Result<E
             };
             let entry = client
                 .publish_listed(package, &admin_token()?, &listing)
+                .await?;
+            println!("{}", serde_json::to_string_pretty(&entry)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        StoreAction::PublishSkill {
+            path,
+            store,
+            featured,
+            category,
+            publisher,
+            version,
+        } => {
+            let client = client(data_dir, store)?;
+            let archive = if path.is_dir() {
+                osprey_apps::skill_package::pack_skill(&path)
+                    .with_context(|| format!("packing {}", path.display()))?
+                    .0
+            } else {
+                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?
+            };
+            let listing = osprey_apps::store_client::Listing {
+                featured,
+                category,
+                publisher,
+            };
+            let entry = client
+                .publish_skill(archive, &admin_token()?, &listing, version.as_deref())
                 .await?;
             println!("{}", serde_json::to_string_pretty(&entry)?);
             Ok(ExitCode::SUCCESS)

@@ -3,73 +3,49 @@
 //! file and by store id, the listing flags, updates waiting for approval, removal, sideloading,
 //! and the refusals with their stable codes and exit status 3 leaving nothing in `<data>/apps`.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use osprey_apps::{KeyPair, Limits, napp};
 use osprey_tests::daemon::{start_daemon, wait_for_line};
+use osprey_tests::store::StoreProcess;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
 const TOKEN: &str = "test-admin-token";
 const DEADLINE: Duration = Duration::from_secs(30);
 
-/// `osprey store serve` as a child process, on a port it picked.
-struct ServedStore {
-    child: Child,
-    url: String,
-    dir: PathBuf,
+/// `osprey store serve` as a child process, on a port it picked (the shared harness's).
+struct ServedStore(StoreProcess);
+
+impl std::ops::Deref for ServedStore {
+    type Target = StoreProcess;
+    fn deref(&self) -> &StoreProcess {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ServedStore {
+    fn deref_mut(&mut self) -> &mut StoreProcess {
+        &mut self.0
+    }
 }
 
 impl ServedStore {
     fn start(root: &Path) -> ServedStore {
-        let dir = root.join("store");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_osprey"))
-            .args(["store", "serve", "--addr", "127.0.0.1:0", "--dir"])
-            .arg(&dir)
-            .arg("--data-dir")
-            .arg(root.join("store-data"))
-            .env("OSPREY_STORE_ADMIN_TOKEN", TOKEN)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("osprey store serve starts");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (lines, received) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if lines.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let deadline = Instant::now() + DEADLINE;
-        let url = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match received.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(url) = line.strip_prefix("osprey store: listening on ") {
-                        break url.trim().to_owned();
-                    }
-                }
-                Err(error) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!("the store did not print its address in time: {error}");
-                }
-            }
-        };
-        ServedStore { child, url, dir }
+        ServedStore(StoreProcess::start(
+            Path::new(env!("CARGO_BIN_EXE_osprey")),
+            root,
+            TOKEN,
+        ))
     }
 
     /// The store's secret key, which it signs published packages with.
     fn key(&self) -> KeyPair {
-        let text = std::fs::read_to_string(self.dir.join("signing-key.json")).unwrap();
-        KeyPair::from_secret_json(&text).unwrap()
+        KeyPair::from_secret_json(&self.secret_key_json()).unwrap()
     }
 
     /// `METHOD path` with the admin token, over plain HTTP/1.1; returns the status code.
@@ -151,13 +127,6 @@ impl ServedStore {
 enum Token<'a> {
     Env(&'a str),
     Stdin(&'a str),
-}
-
-impl Drop for ServedStore {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 struct Fixture {

@@ -203,6 +203,16 @@ mod unix {
         /// [`CoreEvent::AppInstallProgress`] while it downloads (at most one per percent) and
         /// when it verifies; otherwise as [`Core::install_app`].
         pub async fn install_store_app(&self, id: &str) -> CoreResult<AppInstallReport> {
+            self.install_store_app_expecting(id, None).await
+        }
+
+        /// [`Core::install_store_app`] of the package whose SHA-256 is `expected_sha256` (the
+        /// one a person approved): another download is refused before it is unpacked.
+        pub async fn install_store_app_expecting(
+            &self,
+            id: &str,
+            expected_sha256: Option<&str>,
+        ) -> CoreResult<AppInstallReport> {
             let store = self.store_url().ok_or_else(|| {
                 CoreError::new(
                     UiErrorCode::StoreUnavailable,
@@ -231,7 +241,7 @@ mod unix {
             };
             let outcome = self
                 .apps()
-                .install_from_store(id, Some(store), &mut progress)
+                .install_from_store(id, Some(store), expected_sha256, &mut progress)
                 .await?;
             let report = install_report(outcome);
             if let Some(app) = self.app_status(&report.app_id).await {

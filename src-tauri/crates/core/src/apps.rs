@@ -277,7 +277,7 @@ mod platform {
             if source.ends_with(".napp") || path.is_file() {
                 return self.install_package(source, store, &mut |_, _, _| {}).await;
             }
-            self.install_from_store(source, store, &mut |_, _, _| {})
+            self.install_from_store(source, store, None, &mut |_, _, _| {})
                 .await
         }
 
@@ -301,11 +301,13 @@ mod platform {
 
         /// Downloads the store app `id` and installs it through the verified path, telling
         /// `progress` the bytes received and the length announced, then when verifying starts.
-        /// Never reads a local file, whatever `id` is.
+        /// Never reads a local file, whatever `id` is. With `expected_sha256` (the package a
+        /// person approved), a download of other bytes is refused before it is unpacked.
         pub async fn install_from_store(
             &self,
             id: &str,
             store: Option<String>,
+            expected_sha256: Option<&str>,
             progress: &mut (dyn FnMut(InstallStage, u64, Option<u64>) + Send),
         ) -> osprey_apps::Result<osprey_apps::InstallOutcome> {
             let (client, trust) = self.store_and_trust(store);
@@ -317,11 +319,25 @@ mod platform {
                      `osprey config set store.url URL`"
                 )));
             };
-            let file = client
+            let mut file = client
                 .download_with_progress(id, &self.apps_dir, &mut |received, total| {
                     progress(InstallStage::Downloading, received, total)
                 })
                 .await?;
+            if let Some(expected) = expected_sha256 {
+                let found = sha256_of(&mut file)?;
+                if found != expected {
+                    return Err(osprey_apps::Error::StoreRefused {
+                        code: "changed".into(),
+                        message: format!(
+                            "the store's package of `{id}` changed since it was approved \
+                             (SHA-256 {} then, {} now): ask again",
+                            &expected[..expected.len().min(12)],
+                            &found[..12]
+                        ),
+                    });
+                }
+            }
             self.verify_and_place(file, &trust, progress).await
         }
 
@@ -339,6 +355,11 @@ mod platform {
                 }
                 None => (self.store.client(), Arc::clone(&self.trust)),
             }
+        }
+
+        /// The trust in the configured store (its signing key and revocation list, cached).
+        pub fn trust(&self) -> &Arc<Trust> {
+            &self.trust
         }
 
         fn ensure_apps_dir(&self) -> osprey_apps::Result<()> {
@@ -651,6 +672,28 @@ mod platform {
                 reason: reason.to_string(),
             });
         }
+    }
+
+    /// The SHA-256 (hex) of a downloaded file, read from its start; left rewound.
+    fn sha256_of(file: &mut std::fs::File) -> osprey_apps::Result<String> {
+        use sha2::Digest;
+        use std::io::{Read, Seek, SeekFrom};
+        let io = |e| osprey_apps::Error::Io {
+            context: "hash the download".into(),
+            source: e,
+        };
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        let mut hasher = sha2::Sha256::new();
+        let mut buffer = vec![0u8; 256 * 1024];
+        loop {
+            let read = file.read(&mut buffer).map_err(io)?;
+            if read == 0 {
+                break;
+            }
+            hasher.update(&buffer[..read]);
+        }
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        Ok(hex::encode(hasher.finalize()))
     }
 
     /// Kills the app processes a previous run left behind in `apps_dir`.

@@ -29,6 +29,8 @@ pub mod secrets;
 pub mod services;
 pub mod settings;
 pub mod store;
+#[cfg(unix)]
+pub mod store_tool;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -406,6 +408,11 @@ impl Core {
         // Bundled, <data>/apps/*/SKILL.md and <data>/skills: indexed on first use, not here.
         let skills = osprey_agent::Skills::for_data_dir(&data_dir);
         registry.register_domain(osprey_agent::SkillTool::new(skills.clone()));
+        // The store tool reaches the core it is part of; the slot is filled once the core exists.
+        #[cfg(unix)]
+        let store_tool_core = Arc::new(std::sync::OnceLock::new());
+        #[cfg(unix)]
+        registry.register_domain(store_tool::StoreTool::new(Arc::clone(&store_tool_core)));
         // Packs and agent types, checked against the tools registered so far (MCP servers' and
         // apps' tools come later, so packs cannot name those yet).
         let agent_settings: osprey_agent::AgentSettings = settings::read(&stored, settings::AGENTS);
@@ -438,6 +445,8 @@ impl Core {
                 apps,
             }),
         };
+        #[cfg(unix)]
+        let _ = store_tool_core.set(core.downgrade());
         core.apply_disabled_skills();
         Ok(core)
     }

@@ -6,11 +6,10 @@
 
 use std::collections::HashMap;
 
-use osprey_apps::permissions::{Sensitivity, explain};
 use osprey_apps::store_client::{Shelf, StoreClient};
 use osprey_types::{
-    PermissionExplained, PermissionSensitivity, StoreAppDetails, StoreAppSummary, StoreCatalogPage,
-    StoreCategory, StoreHome, StoreInstallState, StoreReview, UiErrorCode,
+    PermissionExplained, StoreAppDetails, StoreAppSummary, StoreCatalogPage, StoreCategory,
+    StoreHome, StoreInstallState, StoreReview, UiErrorCode,
 };
 use serde_json::Value;
 
@@ -21,23 +20,10 @@ pub const PER_PAGE: u32 = 24;
 /// Apps on each shelf of the front page.
 pub const SHELF_SIZE: u32 = 8;
 
-/// Each permission of `permissions` in plain words (the install prompt, `osprey app`).
+/// Each permission of `permissions` in plain words (the install prompt, the store tool's
+/// approval question, `osprey app`).
 pub fn explain_permissions(permissions: &[String]) -> Vec<PermissionExplained> {
-    permissions
-        .iter()
-        .map(|permission| {
-            let (explanation, sensitivity) = explain(permission);
-            PermissionExplained {
-                permission: permission.clone(),
-                explanation,
-                sensitivity: match sensitivity {
-                    Sensitivity::Low => PermissionSensitivity::Low,
-                    Sensitivity::Medium => PermissionSensitivity::Medium,
-                    Sensitivity::High => PermissionSensitivity::High,
-                },
-            }
-        })
-        .collect()
+    osprey_apps::permissions::explained(permissions)
 }
 
 /// What is installed here, by app id: (version, permissions, pending permissions).
@@ -89,7 +75,7 @@ fn page(value: &Value, installed: &Installed) -> CoreResult<StoreCatalogPage> {
 
 impl Core {
     /// The store named by the settings now, or `store_unavailable` saying how to set one.
-    fn store_client(&self) -> CoreResult<(StoreClient, String)> {
+    pub(crate) fn store_client(&self) -> CoreResult<(StoreClient, String)> {
         let url = self.store_url().ok_or_else(|| {
             CoreError::new(
                 UiErrorCode::StoreUnavailable,
@@ -159,14 +145,28 @@ impl Core {
         category: Option<&str>,
         page_number: u32,
     ) -> CoreResult<StoreCatalogPage> {
+        self.store_listing(Shelf::All, query, category, page_number, PER_PAGE)
+            .await
+    }
+
+    /// One page (from 1, `per_page` apps) of a shelf of the catalog: every app (searched by
+    /// `query`), the featured or the popular ones, within `category` when given.
+    pub async fn store_listing(
+        &self,
+        shelf: Shelf,
+        query: &str,
+        category: Option<&str>,
+        page_number: u32,
+        per_page: u32,
+    ) -> CoreResult<StoreCatalogPage> {
         let (client, _) = self.store_client()?;
         let listed = client
             .listing(
-                Shelf::All,
+                shelf,
                 query.trim(),
-                category,
+                category.filter(|c| !c.trim().is_empty()),
                 page_number.max(1),
-                Some(PER_PAGE),
+                Some(per_page.clamp(1, 100)),
             )
             .await?;
         page(&listed, &self.installed_for_store().await)

@@ -291,14 +291,20 @@ async fn a_revoked_package_is_refused_at_install_by_every_front_end() {
         assert_eq!(error.code, UiErrorCode::Revoked, "{source}: {error}");
         assert!(error.message.contains("leaks keys"), "{error}");
     }
-    // The agent's `app` tool.
+    // The agent's `app` tool (an install is asked every time, even at level `full`: approved).
+    let approver = std::sync::Arc::new(osprey_tools::FixedApprover::new(
+        osprey_types::ApprovalAnswer::Once,
+    ));
+    let ctx = osprey_tools::ToolContext::new(Origin::User, Duration::from_secs(60))
+        .with_approver(approver.clone());
     let result = core
-        .call_tool(
-            Origin::User,
+        .call_tool_with(
+            &ctx,
             "app",
             json!({"action": "install", "id": "com.example.units"}),
         )
         .await;
+    assert_eq!(approver.count(), 1, "the install was asked");
     assert!(result.is_error, "{result:?}");
     assert!(result.text_content().contains("revoked"), "{result:?}");
 

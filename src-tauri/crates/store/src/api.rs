@@ -1,4 +1,4 @@
-//! The HTTP API, under `/api/v1/apps`.
+//! The HTTP API: apps under `/api/v1/apps`, skills under `/api/v1/skills` (`crate::skills`).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -40,8 +40,11 @@ pub(crate) fn router(store: Store) -> Router {
         .route("/api/v1/apps/{id}/revoke", post(revoke))
         .route("/api/v1/apps/{id}/feature", post(feature))
         .route("/api/v1/apps/{id}/reviews", get(reviews).post(add_review))
+        .merge(crate::skills::router())
         // Every answer is JSON with a code, a wrong path or method too.
-        .fallback(|| async { Error::NotFound("no such endpoint under /api/v1/apps".into()) })
+        .fallback(|| async {
+            Error::NotFound("no such endpoint under /api/v1/apps or /api/v1/skills".into())
+        })
         .method_not_allowed_fallback(|| async {
             Error::InvalidRequest("this endpoint does not take that method".into())
         })
@@ -75,19 +78,22 @@ impl IntoResponse for Error {
     }
 }
 
-fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or_default()
 }
 
-fn with_db<T>(store: &Store, f: impl FnOnce(&rusqlite::Connection) -> Result<T>) -> Result<T> {
+pub(crate) fn with_db<T>(
+    store: &Store,
+    f: impl FnOnce(&rusqlite::Connection) -> Result<T>,
+) -> Result<T> {
     let db = store.inner.db.lock().unwrap_or_else(|e| e.into_inner());
     f(&db)
 }
 
-fn require_admin(store: &Store, headers: &HeaderMap) -> Result<()> {
+pub(crate) fn require_admin(store: &Store, headers: &HeaderMap) -> Result<()> {
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -109,19 +115,36 @@ fn require_admin(store: &Store, headers: &HeaderMap) -> Result<()> {
 }
 
 #[derive(Deserialize)]
-struct Page {
-    q: Option<String>,
-    category: Option<String>,
-    page: Option<u32>,
-    per_page: Option<u32>,
+pub(crate) struct Page {
+    pub(crate) q: Option<String>,
+    pub(crate) category: Option<String>,
+    pub(crate) page: Option<u32>,
+    pub(crate) per_page: Option<u32>,
 }
 
-fn page_of(store: &Store, listing: Listing<'_>, page: &Page) -> Result<Json<serde_json::Value>> {
+/// The page number (from 1) and its size (1 to 100, 20 when not given).
+pub(crate) fn page_bounds(page: &Page) -> (u32, u32) {
     let number = page.page.unwrap_or(1).max(1);
     let per_page = page
         .per_page
         .unwrap_or(DEFAULT_PER_PAGE)
         .clamp(1, MAX_PER_PAGE);
+    (number, per_page)
+}
+
+/// A `LIKE` pattern matching `query` anywhere, its wildcards escaped (`ESCAPE '\'`).
+pub(crate) fn like_pattern(query: &str) -> String {
+    format!(
+        "%{}%",
+        query
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_")
+    )
+}
+
+fn page_of(store: &Store, listing: Listing<'_>, page: &Page) -> Result<Json<serde_json::Value>> {
+    let (number, per_page) = page_bounds(page);
     let category = page.category.as_deref().filter(|c| !c.is_empty());
     let (apps, total) = with_db(store, |db| {
         catalog::list(db, listing, category, number, per_page)
@@ -183,7 +206,7 @@ struct PublishOptions {
 }
 
 /// A category is a short lowercase word or two (`productivity`, `developer-tools`).
-fn valid_category(category: &str) -> bool {
+pub(crate) fn valid_category(category: &str) -> bool {
     (1..=40).contains(&category.len())
         && category
             .bytes()

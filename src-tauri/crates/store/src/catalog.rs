@@ -180,13 +180,7 @@ pub(crate) fn list(
         Listing::Search(query) => (
             "(id LIKE ?1 ESCAPE '\\' OR name LIKE ?1 ESCAPE '\\' OR description LIKE ?1 ESCAPE '\\')",
             "name COLLATE NOCASE, id",
-            Some(format!(
-                "%{}%",
-                query
-                    .replace('\\', "\\\\")
-                    .replace('%', "\\%")
-                    .replace('_', "\\_")
-            )),
+            Some(crate::api::like_pattern(query)),
         ),
         Listing::Featured => ("featured = 1", "name COLLATE NOCASE, id", None),
         Listing::Popular => ("1 = 1", "downloads DESC, id", None),

@@ -1,11 +1,14 @@
 //! The app store server (axum + SQLite + a blob directory): publishing (every package passes the
 //! same hostile-archive checks an install does, then is signed with the store's key), the
 //! catalog (list, search, get, featured, popular, categories, with paging), reviews, downloads, the store's
-//! public signing key and the revocation list. Publishing, featuring and revoking need the admin
+//! public signing key and the revocation list. Skills (Agent Skills folders as `.tar.gz`
+//! archives, signed as a whole by the same key) are published and listed the same way under
+//! `/api/v1/skills` ([`SkillEntry`]). Publishing, featuring and revoking need the admin
 //! token. The store owns its own database file; it must not touch Osprey's (osprey-db).
 
 mod api;
 mod catalog;
+mod skills;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -13,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use osprey_apps::KeyPair;
 
 pub use catalog::{AppEntry, Category, Review};
+pub use skills::SkillEntry;
 
 /// What the store refuses or fails at; each maps to an HTTP status and `{code, message}`.
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +90,7 @@ impl Store {
         let key = load_or_create_key(&config.data_dir.join("signing-key.json"))?;
         let db = rusqlite::Connection::open(config.data_dir.join("store.db"))?;
         catalog::create_schema(&db)?;
+        skills::create_schema(&db)?;
         Ok(Store {
             inner: Arc::new(Inner {
                 data_dir: config.data_dir,
@@ -112,6 +117,11 @@ impl Store {
 
     fn blobs(&self) -> PathBuf {
         self.inner.data_dir.join("blobs")
+    }
+
+    /// Where skill archives are kept (`skills/<name>-<version>.tar.gz`).
+    fn skill_blobs(&self) -> PathBuf {
+        self.inner.data_dir.join("skills")
     }
 }
 

@@ -83,6 +83,33 @@ impl Running {
         )
     }
 
+    async fn get_text(&self, path: &str) -> String {
+        self.http
+            .get(format!("{}/api/v1/apps{path}", self.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// `POST /api/v1/skills` with `token`: the status and the JSON answer.
+    async fn post_skill(&self, archive: Vec<u8>, token: &str) -> (u16, Value) {
+        let response = self
+            .http
+            .post(format!("{}/api/v1/skills", self.base))
+            .bearer_auth(token)
+            .body(archive)
+            .send()
+            .await
+            .unwrap();
+        (
+            response.status().as_u16(),
+            response.json().await.unwrap_or(Value::Null),
+        )
+    }
+
     async fn get(&self, path: &str) -> Value {
         self.http
             .get(format!("{}/api/v1/apps{path}", self.base))
@@ -377,4 +404,231 @@ async fn categories_and_publishers_are_set_at_publishing_and_kept_by_updates() {
     assert_eq!(searched["apps"][0]["id"], "notes");
     assert_eq!(store.get("/popular?category=developer").await["total"], 1);
     assert_eq!(store.get("/notes").await["reviews"], 0);
+}
+
+/// A skill folder `name` at `version`, packed as the store expects it.
+fn skill_archive(root: &std::path::Path, name: &str, version: &str) -> Vec<u8> {
+    let folder = root.join(format!("skill-{name}-{version}")).join(name);
+    std::fs::create_dir_all(folder.join("scripts")).unwrap();
+    std::fs::write(
+        folder.join("SKILL.md"),
+        format!(
+            "---\nname: {name}\ndescription: Turns {name} into a report\nmetadata:\n  author: Ana\n  \
+             version: \"{version}\"\n---\n# {name}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(folder.join("scripts/run.py"), "print(1)\n").unwrap();
+    osprey_apps::skill_package::pack_skill(&folder).unwrap().0
+}
+
+/// A `.tar.gz` with a SKILL.md and `hostile` (a raw name) beside it.
+fn hostile_skill(hostile: &str) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::default(),
+    ));
+    let skill =
+        b"---\nname: sneaky\ndescription: d\nmetadata:\n  version: \"1.0.0\"\n---\n".to_vec();
+    for (name, data) in [("SKILL.md", skill), (hostile, b"x".to_vec())] {
+        let mut header = tar::Header::new_ustar();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_mode(0o644);
+        header.set_size(data.len() as u64);
+        header.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+        header.set_cksum();
+        builder.append(&header, &data[..]).unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_serves_skills_signed_by_its_key() {
+    use osprey_apps::store_client::{Listing, Shelf};
+    let store = start().await;
+    let client = StoreClient::new(&store.base);
+    let listing = Listing {
+        featured: true,
+        category: Some("documents".into()),
+        publisher: Some("Acme".into()),
+    };
+    let entry = client
+        .publish_skill(
+            skill_archive(store.root.path(), "csv-report", "1.0.0"),
+            TOKEN,
+            &listing,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(entry["name"], "csv-report");
+    assert_eq!(entry["version"], "1.0.0");
+    assert_eq!(entry["author"], "Ana");
+    assert_eq!(entry["files"], json!(["SKILL.md", "scripts/run.py"]));
+    client
+        .publish_skill(
+            skill_archive(store.root.path(), "pdf-forms", "0.3.0"),
+            TOKEN,
+            &Listing::default(),
+            None,
+        )
+        .await
+        .unwrap();
+
+    // Listed, searched, shelved, paged.
+    let all = client
+        .skill_listing(Shelf::All, "", None, 1, Some(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        (all["total"].as_u64(), all["per_page"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(all["skills"][0]["name"], "csv-report");
+    let found = client
+        .skill_listing(Shelf::All, "pdf", None, 1, None)
+        .await
+        .unwrap();
+    assert_eq!(found["skills"].as_array().unwrap().len(), 1);
+    assert_eq!(found["skills"][0]["name"], "pdf-forms");
+    let featured = client
+        .skill_listing(Shelf::Featured, "", None, 1, None)
+        .await
+        .unwrap();
+    assert_eq!(featured["total"], 1);
+    let shelf = client
+        .skill_listing(Shelf::All, "", Some("documents"), 1, None)
+        .await
+        .unwrap();
+    assert_eq!(shelf["skills"][0]["name"], "csv-report");
+    assert_eq!(
+        client.skill_categories().await.unwrap(),
+        json!([{"name": "documents", "count": 1}])
+    );
+
+    // The download is the archive the entry's signature covers, signed by the store's key.
+    let details = client.skill("csv-report").await.unwrap();
+    let archive = client.download_skill("csv-report", "1.0.0").await.unwrap();
+    let signature: osprey_apps::ArchiveSignature =
+        serde_json::from_value(details["signature"].clone()).unwrap();
+    let key = osprey_apps::PublicKey::from_json(&store.get_text("/signing-key").await).unwrap();
+    key.verify_archive(&signature, &archive).unwrap();
+    assert_eq!(details["sha256"], signature.sha256);
+    assert_eq!(client.skill("csv-report").await.unwrap()["installs"], 1);
+    let popular = client
+        .skill_listing(Shelf::Popular, "", None, 1, None)
+        .await
+        .unwrap();
+    assert_eq!(popular["skills"][0]["name"], "csv-report");
+
+    // Refusals: the same version twice, no version, hostile archives, no token, unknown names.
+    let again = client
+        .publish_skill(
+            skill_archive(store.root.path(), "csv-report", "1.0.0"),
+            TOKEN,
+            &Listing::default(),
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert!(again.to_string().contains("version_exists"), "{again}");
+    for (hostile, reason) in [
+        ("../escape.txt", "parent_dir"),
+        (".hidden", "name_not_allowed"),
+    ] {
+        let error = client
+            .publish_skill(hostile_skill(hostile), TOKEN, &Listing::default(), None)
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("package_rejected"), "{error}");
+        let (status, body) = store.post_skill(hostile_skill(hostile), TOKEN).await;
+        assert_eq!(
+            (status, body["reason"].as_str()),
+            (422, Some(reason)),
+            "{body}"
+        );
+    }
+    let (status, _) = store
+        .post_skill(skill_archive(store.root.path(), "other", "1.0.0"), "wrong")
+        .await;
+    assert_eq!(status, 401);
+    assert!(
+        !store
+            .root
+            .path()
+            .join("store/skills/sneaky-1.0.0.tar.gz")
+            .exists()
+    );
+    let unknown = client.skill("no-such-skill").await.unwrap_err();
+    assert!(unknown.to_string().contains("not_found"), "{unknown}");
+    let missing = client
+        .download_skill("csv-report", "9.9.9")
+        .await
+        .unwrap_err();
+    assert!(missing.to_string().contains("not_found"), "{missing}");
+}
+
+/// Serves no signing key: every fetch fails, as an unreachable store does.
+struct NoKey;
+
+impl osprey_apps::trust::TrustSource for NoKey {
+    fn signing_key(&self) -> futures::future::BoxFuture<'_, osprey_apps::Result<String>> {
+        Box::pin(async { Err(osprey_apps::Error::StoreUnavailable("no key today".into())) })
+    }
+    fn revocations(
+        &self,
+    ) -> futures::future::BoxFuture<'_, osprey_apps::Result<Vec<osprey_apps::trust::Revocation>>>
+    {
+        Box::pin(async { Err(osprey_apps::Error::StoreUnavailable("no list today".into())) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_install_without_the_store_key_is_refused_and_leaves_nothing() {
+    use osprey_apps::skill_package::SkillInstaller;
+    let store = start().await;
+    let client = StoreClient::new(&store.base);
+    client
+        .publish_skill(
+            skill_archive(store.root.path(), "csv-report", "1.0.0"),
+            TOKEN,
+            &osprey_apps::store_client::Listing::default(),
+            None,
+        )
+        .await
+        .unwrap();
+    let skills = store.root.path().join("skills");
+    let installer = SkillInstaller::new(&skills);
+    let no_key = Trust::new(
+        NoKey,
+        store.root.path().join("trust-none"),
+        Duration::from_secs(3600),
+    );
+    let error = installer
+        .install_from_store(&client, &no_key, "csv-report", None)
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "store_unavailable", "{error}");
+    assert!(
+        std::fs::read_dir(&skills).map(|d| d.count()).unwrap_or(0) == 0,
+        "nothing unpacked"
+    );
+
+    // With the store's key it installs, and records where it came from.
+    let trust = Trust::new(
+        client.clone(),
+        store.root.path().join("trust"),
+        Duration::from_secs(3600),
+    );
+    let outcome = installer
+        .install_from_store(&client, &trust, "csv-report", None)
+        .await
+        .unwrap();
+    assert_eq!(outcome.version, "1.0.0");
+    assert_eq!(
+        installer.record("csv-report").unwrap().store_url,
+        store.base
+    );
+    installer.uninstall("csv-report").unwrap();
+    assert!(installer.installed().is_empty());
 }

@@ -32,4 +32,4 @@ pub use security::paths::PathGuard;
 pub use security::policy::{Approver, AskMode, FixedApprover, Level, Policy, PolicyConfig};
 pub use security::safeguard::Safeguard;
 pub use spec::ToolSpec;
-pub use tool::{DomainTool, Tool, ToolContext};
+pub use tool::{DetailsFuture, DomainTool, Tool, ToolContext};

@@ -556,6 +556,24 @@ impl Registry {
                         format!("{reason}, so it needs approval, and no one is attached to answer"),
                     ));
                 };
+                // What the tool can say beyond the summary (an install's permissions); a tool
+                // that cannot say what the person would approve refuses instead of asking.
+                let details = tokio::select! {
+                    details = tool.approval_details(ctx, &call) => details,
+                    _ = ctx.cancel.cancelled() => return refuse(Refusal::new(ErrorCode::Cancelled, "the call was cancelled while preparing its approval question")),
+                };
+                let details = match details {
+                    Ok(details) => details,
+                    Err(result) => {
+                        return Gate::Done {
+                            decision: result
+                                .code
+                                .map(|code| code.as_str().to_string())
+                                .unwrap_or_else(|| "tool_failed".into()),
+                            result,
+                        };
+                    }
+                };
                 let request = ApprovalRequest {
                     id: ctx.call_id.clone(),
                     tool: name.to_string(),
@@ -566,6 +584,8 @@ impl Registry {
                     summary: facts.summary.clone(),
                     input: Value::Object(call.input.clone()),
                     suggested_scopes: self.inner.policy.suggest_scopes(&subject),
+                    details,
+                    once_only: facts.ask_every_time.is_some(),
                 };
                 let answer = tokio::select! {
                     answer = approver.ask(request) => answer,

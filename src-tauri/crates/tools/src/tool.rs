@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::future::BoxFuture;
-use osprey_types::{Origin, ToolResult};
+use osprey_types::{ApprovalDetails, Origin, ToolResult};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -58,8 +58,19 @@ pub trait Tool: Send + Sync + 'static {
     }
     /// What the call is about, with its approval need (per action).
     fn facts(&self, call: &Call) -> CallFacts;
+    /// More than the summary for a question about to be asked ([`ApprovalDetails`]: what an
+    /// install would put on the computer). Called only when the registry is about to ask a
+    /// person, so it may reach the network; an error refuses the call before anyone is asked
+    /// (the tool cannot say what the person would be approving).
+    fn approval_details<'a>(&'a self, _ctx: &'a ToolContext, _call: &'a Call) -> DetailsFuture<'a> {
+        Box::pin(async { Ok(None) })
+    }
     fn execute<'a>(&'a self, ctx: &'a ToolContext, call: Call) -> BoxFuture<'a, ToolResult>;
 }
+
+/// What [`Tool::approval_details`] returns: the details, none, or the refusal to give instead of
+/// asking.
+pub type DetailsFuture<'a> = BoxFuture<'a, Result<Option<Box<ApprovalDetails>>, ToolResult>>;
 
 /// A tool that covers one domain with a table of resources and actions (`file`, `shell`, `web`,
 /// ...). Register it with [`crate::Registry::register_domain`], which builds its JSON Schema from
@@ -67,6 +78,10 @@ pub trait Tool: Send + Sync + 'static {
 pub trait DomainTool: Send + Sync + 'static {
     fn domain(&self) -> &Domain;
     fn facts(&self, call: &Call) -> CallFacts;
+    /// See [`Tool::approval_details`].
+    fn approval_details<'a>(&'a self, _ctx: &'a ToolContext, _call: &'a Call) -> DetailsFuture<'a> {
+        Box::pin(async { Ok(None) })
+    }
     fn run<'a>(&'a self, ctx: &'a ToolContext, call: Call) -> BoxFuture<'a, ToolResult>;
 }
 
@@ -102,6 +117,9 @@ impl<T: DomainTool> Tool for DomainAdapter<T> {
     }
     fn facts(&self, call: &Call) -> CallFacts {
         self.tool.facts(call)
+    }
+    fn approval_details<'a>(&'a self, ctx: &'a ToolContext, call: &'a Call) -> DetailsFuture<'a> {
+        self.tool.approval_details(ctx, call)
     }
     fn execute<'a>(&'a self, ctx: &'a ToolContext, call: Call) -> BoxFuture<'a, ToolResult> {
         self.tool.run(ctx, call)

@@ -960,3 +960,104 @@ async fn a_role_scope_hides_and_refuses_what_it_does_not_grant() {
         }
     );
 }
+
+/// Installs things: its `install` is asked every time and its question carries details, unless
+/// the thing cannot be described, which refuses the call before anyone is asked.
+struct Installer {
+    domain: Domain,
+    ran: Arc<AtomicUsize>,
+}
+
+impl DomainTool for Installer {
+    fn domain(&self) -> &Domain {
+        &self.domain
+    }
+
+    fn facts(&self, call: &Call) -> CallFacts {
+        CallFacts {
+            summary: format!("install {}", call.str("id").unwrap_or_default()),
+            ask_every_time: Some("an install".into()),
+            ..CallFacts::default()
+        }
+    }
+
+    fn approval_details<'a>(
+        &'a self,
+        _ctx: &'a ToolContext,
+        call: &'a Call,
+    ) -> osprey_tools::DetailsFuture<'a> {
+        Box::pin(async move {
+            match call.str("id") {
+                Some("unknown") => Err(ToolResult::error(
+                    ErrorCode::ToolFailed,
+                    "the store cannot say what `unknown` is",
+                )),
+                Some(id) => Ok(Some(Box::new(osprey_types::ApprovalDetails {
+                    title: format!("Install {id} 1.0.0"),
+                    kind: "app".into(),
+                    name: id.to_string(),
+                    id: id.to_string(),
+                    version: Some("1.0.0".into()),
+                    ..Default::default()
+                }))),
+                None => Ok(None),
+            }
+        })
+    }
+
+    fn run<'a>(&'a self, _ctx: &'a ToolContext, _call: Call) -> BoxFuture<'a, ToolResult> {
+        self.ran.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { ToolResult::text("installed") })
+    }
+}
+
+#[tokio::test]
+async fn approval_details_reach_the_question_and_an_undescribable_call_is_never_asked() {
+    let f = fixture(Level::Full, AskMode::OnMiss);
+    let ran = Arc::new(AtomicUsize::new(0));
+    f.registry.register_domain(Installer {
+        domain: Domain::new("installer", "Installs things")
+            .resource(
+                "thing",
+                &[],
+                &[("install", "Install a thing", ApprovalNeed::Required)],
+            )
+            .field("id", FieldType::String, "What to install")
+            .required_for(&["install"]),
+        ran: Arc::clone(&ran),
+    });
+    let approver = Scripted::new(ApprovalAnswer::AlwaysThisSession, f.events.clone());
+    let asking = ctx().with_approver(approver.clone());
+    for _ in 0..2 {
+        let result = f
+            .registry
+            .execute(
+                &asking,
+                "installer",
+                json!({"action": "install", "id": "units"}),
+            )
+            .await;
+        assert!(!result.is_error, "{result:?}");
+    }
+    // Asked both times under `full`: "always" does not cover an install.
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 2);
+    let question = approver.last.lock().unwrap().clone().unwrap();
+    assert!(question.once_only);
+    assert!(question.suggested_scopes.is_empty());
+    let details = question.details.unwrap();
+    assert_eq!(details.title, "Install units 1.0.0");
+    assert_eq!(ran.load(Ordering::SeqCst), 2);
+
+    let refused = f
+        .registry
+        .execute(
+            &asking,
+            "installer",
+            json!({"action": "install", "id": "unknown"}),
+        )
+        .await;
+    assert_eq!(refused.code, Some(ErrorCode::ToolFailed), "{refused:?}");
+    assert!(refused.text_content().contains("cannot say"), "{refused:?}");
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 2, "nobody was asked");
+    assert_eq!(ran.load(Ordering::SeqCst), 2, "nothing ran");
+}

@@ -1,7 +1,9 @@
 //! Plain data shared by every layer of Osprey: who made a call ([`Origin`]), what a tool call
 //! returns ([`ToolResult`]), the stable codes a refusal carries ([`ErrorCode`]), and the shape of
 //! approval questions and answers. Everything here is serde data with no behaviour beyond
-//! formatting; this crate must not depend on any other Osprey crate, on I/O or on an async runtime.
+//! formatting, plus [`skill_md`], the SKILL.md front-matter reader the skill loader and the skill
+//! store share (text in, data out); this crate must not depend on any other Osprey crate, on I/O
+//! or on an async runtime.
 
 use std::fmt;
 
@@ -9,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 mod audit;
+pub mod skill_md;
 mod store;
 
 pub use audit::{AuditFilter, AuditOutcome, AuditRow, GrantRow};
@@ -355,6 +358,41 @@ pub struct ApprovalRequest {
     pub input: serde_json::Value,
     /// Scopes the UI may offer for a lasting grant (each already fitted to this call).
     pub suggested_scopes: Vec<GrantScope>,
+    /// What the tool could say about the call beyond its summary (an install from the store:
+    /// the app's name, publisher, signer, version and permissions in plain words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub details: Option<Box<ApprovalDetails>>,
+    /// Only this call can be answered: "always" and lasting grants do not apply to it (an
+    /// install, a command outside the sandbox), so a UI offers Allow once and Deny only.
+    #[serde(default)]
+    pub once_only: bool,
+}
+
+/// What an approval question shows besides its one-line summary, when the tool can say more.
+/// The store tool fills it for installs and uninstalls with what the desktop Store page's
+/// permission prompt shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ApprovalDetails {
+    /// One line: "Install the app Units 1.2.0 from the store".
+    pub title: String,
+    /// What it is about: `app` or `skill`.
+    pub kind: String,
+    /// The app's name, or the skill's.
+    pub name: String,
+    /// The app's id, or the skill's name.
+    pub id: String,
+    pub version: Option<String>,
+    /// Who publishes it, as the store lists it (a skill's author).
+    pub publisher: Option<String>,
+    /// Who signed what would be installed: "the store at http://… (key 3f1c0a9e5b7d2c84)".
+    pub signer: Option<String>,
+    /// The app's permissions in plain words (none for a skill).
+    pub permissions: Vec<PermissionExplained>,
+    /// The files it brings (a skill's folder).
+    pub files: Vec<String>,
+    /// Other sentences to read before answering.
+    pub notes: Vec<String>,
 }
 
 /// A lasting permission that makes matching calls skip the question.

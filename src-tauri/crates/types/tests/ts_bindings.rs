@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use osprey_types::{
-    AppInstallOutcome, AppInstallReport, AppRunState, AppStatus, ApprovalAnswer, ApprovalRequest,
-    ApprovalResolution, ChatSessionSummary, ContentBlock, CoreEvent, CoreInfo, ErrorCode,
-    GrantDuration, GrantScope, Origin, PendingApproval, ProviderOverview, ProviderRow, ToolResult,
-    TranscriptItem, TurnFailureCode, UiError, UiErrorCode,
+    AppInstallOutcome, AppInstallReport, AppRunState, AppStatus, ApprovalAnswer, ApprovalDetails,
+    ApprovalRequest, ApprovalResolution, ChatSessionSummary, ContentBlock, CoreEvent, CoreInfo,
+    ErrorCode, GrantDuration, GrantScope, Origin, PendingApproval, ProviderOverview, ProviderRow,
+    ToolResult, TranscriptItem, TurnFailureCode, UiError, UiErrorCode,
 };
 use osprey_types::{
     AuditFilter, AuditOutcome, AuditRow, GrantRow, InstallStage, PermissionExplained,
@@ -50,6 +50,7 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<ContentBlock>(&config, &mut index);
     export::<ToolResult>(&config, &mut index);
     export::<ApprovalRequest>(&config, &mut index);
+    export::<ApprovalDetails>(&config, &mut index);
     export::<GrantScope>(&config, &mut index);
     export::<GrantDuration>(&config, &mut index);
     export::<ApprovalAnswer>(&config, &mut index);

@@ -17,6 +17,7 @@ function request(id: string): ApprovalRequest {
     summary: "touch /tmp/x",
     input: {},
     suggested_scopes: [],
+    once_only: false,
   };
 }
 

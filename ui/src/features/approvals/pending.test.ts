@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { ApprovalRequest, CoreEvent, PendingApproval } from "../../gen";
-import { applyApprovalEvent, describeCall, describeScope, grantForSession, secondsLeft } from "./pending";
+import {
+  applyApprovalEvent,
+  describeCall,
+  describeScope,
+  grantForSession,
+  offersLastingAnswers,
+  secondsLeft,
+} from "./pending";
 
 function request(id: string): ApprovalRequest {
   return {
@@ -13,6 +20,7 @@ function request(id: string): ApprovalRequest {
     summary: "touch /tmp/x",
     input: { command: "touch /tmp/x" },
     suggested_scopes: [{ kind: "command_pattern", value: "touch *" }],
+    once_only: false,
   };
 }
 
@@ -21,6 +29,42 @@ function play(events: CoreEvent[]): PendingApproval[] {
 }
 
 describe("pending approvals", () => {
+  it("offers lasting answers only when the question is not for this call only", () => {
+    const shell: PendingApproval = { request: request("a"), deadline_ms: 1 };
+    expect(offersLastingAnswers(shell)).toBe(true);
+    const install: PendingApproval = {
+      request: {
+        ...request("b"),
+        tool: "store",
+        resource: "apps",
+        action: "install",
+        suggested_scopes: [],
+        once_only: true,
+        details: {
+          title: "Install the app Units 1.0.0 from the store",
+          kind: "app",
+          name: "Units",
+          id: "com.example.units",
+          version: "1.0.0",
+          publisher: "Acme Apps",
+          signer: "the store at http://127.0.0.1:8787, which signs what it lists with its key 3f1c0a9e5b7d2c84",
+          permissions: [
+            {
+              permission: "network:api.example.com",
+              explanation: "Connect to api.example.com over the internet",
+              sensitivity: "medium",
+            },
+          ],
+          files: [],
+          notes: [],
+        },
+      },
+      deadline_ms: 2,
+    };
+    expect(offersLastingAnswers(install)).toBe(false);
+    expect(describeCall(install)).toBe("store apps install");
+  });
+
   it("adds requests in deadline order and removes them when resolved, however", () => {
     const open = play([
       { type: "approval_requested", request: request("b"), deadline_ms: 2000 },

@@ -33,6 +33,15 @@ export function describeCall(pending: PendingApproval): string {
   return [tool, resource, action].filter((part) => part).join(" ");
 }
 
+/**
+ * Whether the question may be answered beyond this call ("always this session", a grant). An
+ * install from the store, or a command outside the sandbox, is answered for this call only: the
+ * core ignores any lasting answer to it, so the dialog does not offer one.
+ */
+export function offersLastingAnswers(pending: PendingApproval): boolean {
+  return pending.request.once_only !== true;
+}
+
 /** A lasting scope in words, for the grant buttons. */
 export function describeScope(scope: GrantScope): string {
   switch (scope.kind) {

@@ -19,7 +19,7 @@ use crate::manifest::Manifest;
 use crate::signing::PublicKey;
 use crate::{Error, Result};
 
-const STAGING_PREFIX: &str = ".staging-";
+pub(crate) const STAGING_PREFIX: &str = ".staging-";
 
 /// A package unpacked into a staging directory inside the apps directory. Dropping it removes the
 /// staging directory; [`StagedPackage::commit`] moves it into place.
@@ -163,11 +163,87 @@ struct Contents {
 }
 
 fn unpack(archive: impl Read, staging: &Path, limits: &Limits) -> Result<Contents> {
+    let written = unpack_entries(
+        archive,
+        staging,
+        limits.total,
+        limits.entries,
+        |raw, is_dir| {
+            let shown = || String::from_utf8_lossy(raw).into_owned();
+            let name = EntryName::classify(raw)?;
+            match (&name, is_dir) {
+                (EntryName::Root, true) => Ok(Slot::Root),
+                (EntryName::Ui(path), true) => Ok(Slot::Dir {
+                    path: path.clone(),
+                    slot: name.slot(),
+                }),
+                (_, true) => Err(Rejection::NameNotAllowed(shown())),
+                (EntryName::Root, false) => Err(Rejection::NameNotAllowed(shown())),
+                (EntryName::Ui(path), false) if path == super::UI_DIR => {
+                    Err(Rejection::NameNotAllowed(shown()))
+                }
+                (_, false) => Ok(Slot::File {
+                    path: name.path().to_owned(),
+                    slot: name.slot(),
+                    limit: name.limit(limits),
+                    executable: matches!(name, EntryName::Binary(_)),
+                    tag: name,
+                }),
+            }
+        },
+    )?;
+    let mut contents = Contents::default();
+    for name in written {
+        match name {
+            EntryName::Manifest => {
+                let path = join(staging, super::MANIFEST);
+                contents.manifest =
+                    Some(std::fs::read(&path).map_err(|e| Error::io("read manifest.json", e))?)
+            }
+            EntryName::Binary(binary) => contents.binary = Some(binary),
+            EntryName::Signatures => contents.signatures = true,
+            EntryName::Skill => contents.skill = true,
+            EntryName::Ui(_) | EntryName::Root => {}
+        }
+    }
+    Ok(contents)
+}
+
+/// What an archive entry becomes, as a package format's name rules decide ([`unpack_entries`]).
+pub(crate) enum Slot<T> {
+    /// The archive root (`./`): nothing to write.
+    Root,
+    /// A directory at this relative path.
+    Dir { path: String, slot: String },
+    /// A file at this relative path, read up to `limit` bytes. `slot` names what may not appear
+    /// twice (compared as given: lowercase it for case-insensitive uniqueness); `tag` is handed
+    /// back for each file written.
+    File {
+        path: String,
+        slot: String,
+        limit: u64,
+        executable: bool,
+        tag: T,
+    },
+}
+
+/// The hardened walk every archive Osprey unpacks goes through (`.napp` packages, store skills):
+/// gzip capped as a stream, raw tar entries (PAX and GNU extensions refused, never applied), no
+/// links, devices or FIFOs, each name judged by `classify` before a byte is written, files
+/// created new (`O_EXCL`) with Osprey's modes and counted on the bytes actually read (each
+/// against its limit, all against `total`), at most `entries` entries. Returns the tags of the
+/// files written, in archive order. On error the caller drops its staging directory.
+pub(crate) fn unpack_entries<T>(
+    archive: impl Read,
+    staging: &Path,
+    total_limit: u64,
+    entries_limit: u64,
+    mut classify: impl FnMut(&[u8], bool) -> std::result::Result<Slot<T>, Rejection>,
+) -> Result<Vec<T>> {
     // Bounds the decompressed stream itself, so a gzip bomb or a lying header cannot make the tar
     // reader consume more than the caps allow (headers and padding get a fixed allowance).
-    let stream_cap = limits
-        .total
-        .saturating_add(limits.entries.saturating_add(2).saturating_mul(1024))
+    let stream_cap = total_limit
+        .saturating_add(entries_limit.saturating_add(2).saturating_mul(1024))
         .saturating_add(64 * 1024);
     let exceeded = Rc::new(Cell::new(false));
     let stream = CappedReader {
@@ -177,9 +253,7 @@ fn unpack(archive: impl Read, staging: &Path, limits: &Limits) -> Result<Content
     };
     let corrupt = |e: io::Error| {
         if exceeded.get() {
-            Error::rejected(Rejection::TotalTooLarge {
-                limit: limits.total,
-            })
+            Error::rejected(Rejection::TotalTooLarge { limit: total_limit })
         } else {
             Error::rejected(Rejection::Corrupt(e.to_string()))
         }
@@ -189,16 +263,16 @@ fn unpack(archive: impl Read, staging: &Path, limits: &Limits) -> Result<Content
     // Raw: PAX and GNU extension headers come to us as entries (and are refused) instead of
     // being applied by the tar reader.
     let entries = archive.entries().map_err(corrupt)?.raw(true);
-    let mut contents = Contents::default();
+    let mut written_tags = Vec::new();
     let mut seen = HashSet::new();
     let mut count = 0u64;
     let mut total = 0u64;
     for entry in entries {
         let mut entry = entry.map_err(corrupt)?;
         count += 1;
-        if count > limits.entries {
+        if count > entries_limit {
             return Err(Error::rejected(Rejection::TooManyEntries {
-                limit: limits.entries,
+                limit: entries_limit,
             }));
         }
         let raw_name = entry.path_bytes().into_owned();
@@ -213,57 +287,45 @@ fn unpack(archive: impl Read, staging: &Path, limits: &Limits) -> Result<Content
         if !kind.is_file() && !kind.is_dir() {
             return Err(Error::rejected(Rejection::UnsupportedEntry(shown)));
         }
-        let name = EntryName::classify(&raw_name).map_err(Error::rejected)?;
-        if name == EntryName::Root && kind.is_dir() {
-            continue;
-        }
-        if !seen.insert(name.slot()) {
-            return Err(Error::rejected(Rejection::Duplicate(shown)));
-        }
-        let path = join(staging, name.path());
-        if kind.is_dir() {
-            if !matches!(name, EntryName::Ui(_)) {
-                return Err(Error::rejected(Rejection::NameNotAllowed(shown)));
+        match classify(&raw_name, kind.is_dir()).map_err(Error::rejected)? {
+            Slot::Root => {}
+            Slot::Dir { path, slot } => {
+                if !seen.insert(slot) {
+                    return Err(Error::rejected(Rejection::Duplicate(shown)));
+                }
+                let path = join(staging, &path);
+                std::fs::create_dir_all(&path)
+                    .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
             }
-            std::fs::create_dir_all(&path)
-                .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
-            continue;
-        }
-        if name == EntryName::Ui(super::UI_DIR.to_owned()) || name == EntryName::Root {
-            return Err(Error::rejected(Rejection::NameNotAllowed(shown)));
-        }
-        let limit = name.limit(limits);
-        let written = write_entry(
-            &mut entry,
-            &path,
-            limit,
-            matches!(name, EntryName::Binary(_)),
-        )
-        .map_err(corrupt)?;
-        if written > limit {
-            return Err(Error::rejected(Rejection::FileTooLarge {
-                name: shown,
+            Slot::File {
+                path,
+                slot,
                 limit,
-            }));
-        }
-        total += written;
-        if total > limits.total {
-            return Err(Error::rejected(Rejection::TotalTooLarge {
-                limit: limits.total,
-            }));
-        }
-        match name {
-            EntryName::Manifest => {
-                contents.manifest =
-                    Some(std::fs::read(&path).map_err(|e| Error::io("read manifest.json", e))?)
+                executable,
+                tag,
+            } => {
+                if !seen.insert(slot) {
+                    return Err(Error::rejected(Rejection::Duplicate(shown)));
+                }
+                let path = join(staging, &path);
+                let written = write_entry(&mut entry, &path, limit, executable).map_err(corrupt)?;
+                if written > limit {
+                    return Err(Error::rejected(Rejection::FileTooLarge {
+                        name: shown,
+                        limit,
+                    }));
+                }
+                total += written;
+                if total > total_limit {
+                    return Err(Error::rejected(Rejection::TotalTooLarge {
+                        limit: total_limit,
+                    }));
+                }
+                written_tags.push(tag);
             }
-            EntryName::Binary(binary) => contents.binary = Some(binary),
-            EntryName::Signatures => contents.signatures = true,
-            EntryName::Skill => contents.skill = true,
-            EntryName::Ui(_) | EntryName::Root => {}
         }
     }
-    Ok(contents)
+    Ok(written_tags)
 }
 
 /// Copies at most `limit + 1` bytes of the entry into a new file (never an existing one) and

@@ -166,7 +166,7 @@ fn collect_ui(
     Ok(())
 }
 
-fn header(kind: tar::EntryType, mode: u32, size: u64) -> tar::Header {
+pub(crate) fn header(kind: tar::EntryType, mode: u32, size: u64) -> tar::Header {
     let mut header = tar::Header::new_ustar();
     header.set_entry_type(kind);
     header.set_mode(mode);
@@ -177,7 +177,7 @@ fn header(kind: tar::EntryType, mode: u32, size: u64) -> tar::Header {
     header
 }
 
-fn append<W: Write>(
+pub(crate) fn append<W: Write>(
     builder: &mut tar::Builder<W>,
     header: &mut tar::Header,
     name: &str,
