@@ -328,7 +328,7 @@ fn shell_domain(config: &ShellConfig) -> Domain {
         &[
             ("list", "List processes (pid, ppid, name, command line)", Free),
             ("kill", "Send TERM/KILL/INT/HUP to one process", Required),
-            ("info", "Details of one process", Free),
+            ("info", "Details of one process, with its open files", Free),
         ],
     )
     .resource(

@@ -37,7 +37,17 @@ pub(crate) struct ProcessInfo {
     pub cwd: Option<PathBuf>,
     pub exe: Option<PathBuf>,
     pub children: Vec<i32>,
+    /// What the process has open, by descriptor (`3 /home/me/notes.txt`, `4 socket:[8812]`),
+    /// the first 50; `None` where the system does not tell (another user's
+    /// process, or no /proc).
+    pub open_files: Option<Vec<String>>,
+    /// How many descriptors it has open in all.
+    pub open_files_total: usize,
 }
+
+/// Open files `info` lists, at most (read from /proc, so Linux only).
+#[cfg(target_os = "linux")]
+pub(crate) const OPEN_FILES_SHOWN: usize = 50;
 
 #[cfg(unix)]
 fn list_processes() -> io::Result<Vec<ProcessInfo>> {
@@ -150,6 +160,23 @@ pub(crate) async fn info(pid: i64) -> ToolResult {
     if !p.children.is_empty() {
         let children: Vec<String> = p.children.iter().map(i32::to_string).collect();
         out.push_str(&format!("children: {}\n", children.join(", ")));
+    }
+    match &p.open_files {
+        Some(files) => {
+            out.push_str(&format!("open files ({}):\n", p.open_files_total));
+            for file in files {
+                out.push_str(&format!("  {file}\n"));
+            }
+            if p.open_files_total > files.len() {
+                out.push_str(&format!(
+                    "  ... and {} more\n",
+                    p.open_files_total - files.len()
+                ));
+            }
+        }
+        None => {
+            out.push_str("open files: not readable here (another user's process, or no /proc)\n")
+        }
     }
     if p.pid == std::process::id() as i32 {
         out.push_str("(this is Osprey itself)\n");
@@ -278,5 +305,42 @@ mod tests {
         let me = process_info(own).unwrap().unwrap();
         assert!(me.rss_bytes.is_some() && me.cwd.is_some());
         assert!(is_alive(own));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn info_lists_the_files_a_process_has_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("held-open.txt");
+        let held = std::fs::File::create(&path).unwrap();
+        let me = process_info(std::process::id() as i32).unwrap().unwrap();
+        let files = me.open_files.expect("our own descriptors are readable");
+        assert!(me.open_files_total >= files.len() && !files.is_empty());
+        let shown = info(i64::from(std::process::id())).await.text_content();
+        if me.open_files_total <= OPEN_FILES_SHOWN {
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&held);
+            let line = format!("{fd} {}", path.display());
+            assert!(files.contains(&line), "{line} not in {files:?}");
+            assert!(shown.contains(&line), "{shown}");
+        }
+        assert!(shown.contains("open files ("), "{shown}");
+        drop(held);
+        // Another user's process (pid 1 belongs to root): not readable unless we are root.
+        if nix_is_not_root() {
+            let init = process_info(1).unwrap().unwrap();
+            assert_eq!(init.open_files, None);
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn nix_is_not_root() -> bool {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("Uid:"))
+                    .and_then(|l| l.split_whitespace().nth(2).map(|u| u != "0"))
+            })
+            .unwrap_or(false)
     }
 }

@@ -81,8 +81,36 @@ fn read(pid: i32, details: bool) -> Option<ProcessInfo> {
         }
         info.cwd = fs::read_link(dir.join("cwd")).ok();
         info.exe = fs::read_link(dir.join("exe")).ok();
+        if let Some((files, total)) = open_files(&dir) {
+            info.open_files = Some(files);
+            info.open_files_total = total;
+        }
     }
     Some(info)
+}
+
+/// The targets of `/proc/<pid>/fd/*`, by descriptor number, the first
+/// [`super::OPEN_FILES_SHOWN`], and how many there are; `None` when the directory cannot be
+/// read (another user's process).
+fn open_files(dir: &Path) -> Option<(Vec<String>, usize)> {
+    let mut fds: Vec<(u32, String)> = fs::read_dir(dir.join("fd"))
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let fd = entry.file_name().to_str()?.parse().ok()?;
+            // A descriptor closed since the listing has no target any more.
+            let target = fs::read_link(entry.path()).ok()?;
+            Some((fd, target.display().to_string()))
+        })
+        .collect();
+    fds.sort_by_key(|(fd, _)| *fd);
+    let total = fds.len();
+    let shown = fds
+        .into_iter()
+        .take(super::OPEN_FILES_SHOWN)
+        .map(|(fd, target)| format!("{fd} {target}"))
+        .collect();
+    Some((shown, total))
 }
 
 /// `(name, state, ppid)` from `/proc/<pid>/stat`. The name is in parentheses and may itself
