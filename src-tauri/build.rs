@@ -28,6 +28,7 @@ const COMMANDS: &[&str] = &[
     "provider_overview",
     "set_provider_setting",
     "settings_overview",
+    "os_capabilities",
     "set_setting",
     "set_skill_enabled",
     "automation_status",

@@ -174,6 +174,7 @@ pub fn run() {
             commands::apps::reject_app_update,
             commands::apps::open_app_ui,
             commands::settings::settings_overview,
+            commands::settings::os_capabilities,
             commands::settings::set_setting,
             commands::settings::set_skill_enabled,
             commands::automation::automation_status,

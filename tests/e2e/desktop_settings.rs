@@ -2,8 +2,8 @@
 //! Anthropic-format model: a policy chosen in Settings is applied to the next tool call and kept
 //! after a restart; an MCP server added in Settings (the `mcp-echo` fixture) connects and lists
 //! its tools; pausing automation through the tray's handler holds a turn's tool call until it is
-//! resumed; the persona saved in Settings is the next chat's identity; the dark theme paints
-//! dark. Screenshots go to the test's artifacts folder.
+//! resumed; the persona saved in Settings is the next chat's identity, and Settings lists what
+//! the os tool can use here; the dark theme paints dark. Screenshots go to the test's artifacts folder.
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
@@ -366,6 +366,29 @@ fn the_persona_set_in_settings_is_the_next_chats_identity() -> Result<()> {
         |t| t.starts_with("Saved"),
     )?;
     app.save_screenshot("settings-persona")?;
+
+    // The os tool's capabilities, probed on this machine: the clipboard works on this display,
+    // mail names what to set up.
+    driver.wait_for("[data-testid='os-capability-clipboard']", UI_TIMEOUT)?;
+    ensure!(
+        script(
+            driver,
+            "return document.querySelector(\"[data-testid='os-capability-clipboard']\").dataset.available;",
+        )? == "true",
+        "the clipboard is not shown as working"
+    );
+    let mail = driver.wait_for_text("[data-testid='os-capability-mail']", UI_TIMEOUT, |t| {
+        !t.is_empty()
+    })?;
+    ensure!(
+        mail.contains("Not available") && mail.contains("os.mail"),
+        "mail without an account reads {mail:?}"
+    );
+    script(
+        driver,
+        "document.querySelector(\"[data-testid='os-settings']\").scrollIntoView(); return true;",
+    )?;
+    app.save_screenshot("settings-os")?;
 
     open_page(driver, "chat", "Chat")?;
     send(driver, "Who are you?")?;

@@ -31,6 +31,7 @@ import type {
 import type {
   AutomationStatus,
   McpServerView,
+  OsCapabilityView,
   PolicySettings,
   SettingsOverview,
   SkillView,
@@ -64,6 +65,7 @@ export type {
 export type {
   AutomationStatus,
   McpServerView,
+  OsCapabilityView,
   PolicySettings,
   SettingsOverview,
   SkillView,
@@ -268,6 +270,11 @@ export function openAppUi(appId: string): Promise<void> {
 }
 
 // ---- Settings, automation and the tray's quick actions -------------------------------------------
+
+/** Each capability of the `os` tool, whether it works on this machine and why not (Settings). */
+export function osCapabilities(): Promise<OsCapabilityView[]> {
+  return call<OsCapabilityView[]>("os_capabilities");
+}
 
 /** Policy, origin rules, MCP servers, skills, store URL, data folder, theme, pause (Settings). */
 export function settingsOverview(): Promise<SettingsOverview> {

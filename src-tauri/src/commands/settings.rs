@@ -1,7 +1,9 @@
 //! The settings area: the model provider (which one chat uses, its model and base URL, its key),
 //! the policy, origin rules, MCP servers, skills, the store URL, the theme, and the About box.
 
-use osprey_types::{CoreInfo, ProviderOverview, SettingsOverview, UiError, UiErrorCode};
+use osprey_types::{
+    CoreInfo, OsCapabilityView, ProviderOverview, SettingsOverview, UiError, UiErrorCode,
+};
 use tauri::State;
 
 use crate::{Background, CoreState, ui_error};
@@ -52,6 +54,14 @@ async fn write_provider_setting(
     core.set_provider_setting(key, value)
         .map_err(|error| ui_error(UiErrorCode::InvalidSetting, format!("{error:#}")))?;
     Ok(core.provider_overview().await)
+}
+
+/// Each capability of the `os` tool, whether it works here and why not (probed on each call).
+#[tauri::command]
+pub async fn os_capabilities(
+    state: State<'_, CoreState>,
+) -> Result<Vec<OsCapabilityView>, UiError> {
+    Ok(state.core()?.os_capabilities().await)
 }
 
 /// Everything the settings page shows besides the model providers.

@@ -24,6 +24,7 @@ export type { GrantScope } from "./GrantScope";
 export type { InstallStage } from "./InstallStage";
 export type { McpServerView } from "./McpServerView";
 export type { Origin } from "./Origin";
+export type { OsCapabilityView } from "./OsCapabilityView";
 export type { PendingApproval } from "./PendingApproval";
 export type { PermissionExplained } from "./PermissionExplained";
 export type { PermissionSensitivity } from "./PermissionSensitivity";

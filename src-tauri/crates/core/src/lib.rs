@@ -575,6 +575,24 @@ impl Core {
         }
     }
 
+    /// What Settings lists of the `os` tool: each capability, whether it works on this machine
+    /// and why not, with this data folder's accounts (probed now: a mail account's server is
+    /// asked for its greeting).
+    pub async fn os_capabilities(&self) -> Vec<osprey_types::OsCapabilityView> {
+        let config = os_config_with(&self.db().settings(), self.data_dir(), self.inner.secrets);
+        osprey_platform::OsTool::new(config)
+            .status()
+            .await
+            .into_iter()
+            .map(|a| osprey_types::OsCapabilityView {
+                name: a.capability,
+                category: a.category.as_str().to_string(),
+                available: a.available,
+                detail: a.detail,
+            })
+            .collect()
+    }
+
     /// The agent's persona as stored now (`persona`; the default when unset or unreadable).
     pub fn persona(&self) -> osprey_types::Persona {
         settings::read(&self.db().settings(), settings::PERSONA)

@@ -963,6 +963,18 @@ pub struct McpServerView {
     pub tools: Vec<String>,
 }
 
+/// One capability of the `os` tool as Settings lists it: whether it works on this machine, and
+/// what was found or why not and how to fix that.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct OsCapabilityView {
+    /// The resource name (`clipboard`, `mail`).
+    pub name: String,
+    /// `system`, `media`, `productivity` or `desktop`.
+    pub category: String,
+    pub available: bool,
+    pub detail: String,
+}
+
 /// One skill and where it comes from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct SkillView {

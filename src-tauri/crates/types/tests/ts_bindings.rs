@@ -74,6 +74,7 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     // The settings page and the tray (issue 12).
     export::<osprey_types::Theme>(&config, &mut index);
     export::<osprey_types::Persona>(&config, &mut index);
+    export::<osprey_types::OsCapabilityView>(&config, &mut index);
     export::<osprey_types::QuietHours>(&config, &mut index);
     export::<osprey_types::PolicySettings>(&config, &mut index);
     export::<osprey_types::McpServerView>(&config, &mut index);
