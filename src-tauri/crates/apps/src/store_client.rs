@@ -111,25 +111,8 @@ impl StoreClient {
     /// body is refused without reading on), all within the trust timeout.
     async fn fetch_capped(&self, path: &str, what: &str, limit: usize) -> Result<Vec<u8>> {
         let fetch = async {
-            let mut response = self.get(path).await?;
-            if response
-                .content_length()
-                .is_some_and(|length| length > limit as u64)
-            {
-                return Err(too_large(what, limit));
-            }
-            let mut body = Vec::new();
-            while let Some(chunk) = response
-                .chunk()
-                .await
-                .map_err(|e| Error::StoreUnavailable(format!("reading {what}: {e}")))?
-            {
-                if body.len() + chunk.len() > limit {
-                    return Err(too_large(what, limit));
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(body)
+            let response = self.get(path).await?;
+            read_capped(response, limit as u64, what, || too_large(what, limit)).await
         };
         tokio::time::timeout(self.trust_timeout, fetch)
             .await
@@ -300,10 +283,18 @@ impl StoreClient {
     }
 
     async fn get_json_at(&self, url: String) -> Result<Value> {
-        let response = self
-            .http
-            .get(url)
-            .timeout(CATALOG_TIMEOUT)
+        self.answer(self.http.get(url).timeout(CATALOG_TIMEOUT))
+            .await?
+            .json()
+            .await
+            .map_err(|e| Error::StoreUnavailable(format!("the store's answer is not JSON: {e}")))
+    }
+
+    /// Sends `request` and keeps a successful answer: the store's own refusal (a 4xx with a
+    /// code) is [`Error::StoreRefused`]; no answer or a server error is
+    /// [`Error::StoreUnavailable`].
+    async fn answer(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response> {
+        let response = request
             .send()
             .await
             .map_err(|e| Error::StoreUnavailable(unreachable(&self.base, &e)))?;
@@ -324,10 +315,7 @@ impl StoreClient {
                 self.base
             )));
         }
-        response
-            .json()
-            .await
-            .map_err(|e| Error::StoreUnavailable(format!("the store's answer is not JSON: {e}")))
+        Ok(response)
     }
 
     /// A page of the store's skills (`{skills, total, page, per_page}`): every one (searched by
@@ -372,51 +360,17 @@ impl StoreClient {
     pub async fn download_skill(&self, name: &str, version: &str) -> Result<Vec<u8>> {
         check_skill_name(name)?;
         let limit = crate::skill_package::MAX_ARCHIVE_BYTES;
-        let mut response = self
-            .http
-            .get(self.skills_url(&format!("/{name}/download?version={}", escape(version))))
-            .timeout(SKILL_DOWNLOAD_TIMEOUT)
-            .send()
-            .await
-            .map_err(|e| Error::StoreUnavailable(unreachable(&self.base, &e)))?;
-        let status = response.status();
-        if status.is_client_error() {
-            let body: Value = response.json().await.unwrap_or(Value::Null);
-            return Err(Error::StoreRefused {
-                code: body["code"].as_str().unwrap_or("http_error").to_string(),
-                message: body["message"]
-                    .as_str()
-                    .map(String::from)
-                    .unwrap_or_else(|| format!("the store answered {status}")),
-            });
-        }
-        if !status.is_success() {
-            return Err(Error::StoreUnavailable(format!(
-                "the store at {} answered {status}",
-                self.base
-            )));
-        }
-        let too_large = || Error::PackageRejected {
+        let response = self
+            .answer(
+                self.http
+                    .get(self.skills_url(&format!("/{name}/download?version={}", escape(version))))
+                    .timeout(SKILL_DOWNLOAD_TIMEOUT),
+            )
+            .await?;
+        read_capped(response, limit, "the skill", || Error::PackageRejected {
             reason: Rejection::TotalTooLarge { limit },
-        };
-        if response
-            .content_length()
-            .is_some_and(|length| length > limit)
-        {
-            return Err(too_large());
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| Error::StoreUnavailable(e.to_string()))?
-        {
-            if body.len() as u64 + chunk.len() as u64 > limit {
-                return Err(too_large());
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
+        })
+        .await
     }
 
     /// Publishes a skill archive (`POST /api/v1/skills` with the admin token): the store unpacks
@@ -646,6 +600,34 @@ fn check_skill_name(name: &str) -> Result<()> {
 }
 
 /// Why the store could not be reached, in one sentence.
+/// The whole body of `response`, refused with `too_large()` once it declares or sends more than
+/// `limit` bytes (counted as they arrive, so a lying or absent length cannot get past it).
+async fn read_capped(
+    mut response: reqwest::Response,
+    limit: u64,
+    what: &str,
+    too_large: impl Fn() -> Error,
+) -> Result<Vec<u8>> {
+    if response
+        .content_length()
+        .is_some_and(|length| length > limit)
+    {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| Error::StoreUnavailable(format!("reading {what}: {e}")))?
+    {
+        if body.len() as u64 + chunk.len() as u64 > limit {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 fn unreachable(base: &str, error: &reqwest::Error) -> String {
     if error.is_timeout() {
         format!("the store at {base} did not answer in time")

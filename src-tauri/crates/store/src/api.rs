@@ -206,11 +206,31 @@ struct PublishOptions {
 }
 
 /// A category is a short lowercase word or two (`productivity`, `developer-tools`).
-pub(crate) fn valid_category(category: &str) -> bool {
+fn valid_category(category: &str) -> bool {
     (1..=40).contains(&category.len())
         && category
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// The listing options a publish may give (apps and skills alike): a category of 1 to 40 of
+/// a-z, 0-9 and -, a publisher of 1 to 100 bytes.
+pub(crate) fn check_listing(category: Option<&str>, publisher: Option<&str>) -> Result<()> {
+    if let Some(category) = category
+        && !valid_category(category)
+    {
+        return Err(Error::InvalidRequest(format!(
+            "category `{category}` must be 1 to 40 of a-z, 0-9 and -"
+        )));
+    }
+    if let Some(publisher) = publisher
+        && (publisher.trim().is_empty() || publisher.len() > 100)
+    {
+        return Err(Error::InvalidRequest(
+            "publisher must be 1 to 100 bytes".into(),
+        ));
+    }
+    Ok(())
 }
 
 async fn publish(
@@ -220,20 +240,7 @@ async fn publish(
     body: Bytes,
 ) -> Result<(StatusCode, Json<AppEntry>)> {
     require_admin(&store, &headers)?;
-    if let Some(category) = &options.category
-        && !valid_category(category)
-    {
-        return Err(Error::InvalidRequest(format!(
-            "category `{category}` must be 1 to 40 of a-z, 0-9 and -"
-        )));
-    }
-    if let Some(publisher) = &options.publisher
-        && (publisher.trim().is_empty() || publisher.len() > 100)
-    {
-        return Err(Error::InvalidRequest(
-            "publisher must be 1 to 100 bytes".into(),
-        ));
-    }
+    check_listing(options.category.as_deref(), options.publisher.as_deref())?;
     let entry = tokio::task::spawn_blocking(move || publish_blocking(&store, &body, options))
         .await
         .map_err(|e| Error::Io(std::io::Error::other(e)))??;

@@ -15,7 +15,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::api::{Page, like_pattern, now, page_bounds, require_admin, valid_category, with_db};
+use crate::api::{Page, check_listing, like_pattern, now, page_bounds, require_admin, with_db};
 use crate::{Error, Result, Store};
 
 /// The largest skill archive accepted for publishing (clients download at most 25 MB).
@@ -326,20 +326,7 @@ async fn publish(
     body: Bytes,
 ) -> Result<(StatusCode, Json<SkillEntry>)> {
     require_admin(&store, &headers)?;
-    if let Some(category) = &options.category
-        && !valid_category(category)
-    {
-        return Err(Error::InvalidRequest(format!(
-            "category `{category}` must be 1 to 40 of a-z, 0-9 and -"
-        )));
-    }
-    if let Some(publisher) = &options.publisher
-        && (publisher.trim().is_empty() || publisher.len() > 100)
-    {
-        return Err(Error::InvalidRequest(
-            "publisher must be 1 to 100 bytes".into(),
-        ));
-    }
+    check_listing(options.category.as_deref(), options.publisher.as_deref())?;
     let entry = tokio::task::spawn_blocking(move || publish_blocking(&store, &body, options))
         .await
         .map_err(|e| Error::Io(std::io::Error::other(e)))??;
