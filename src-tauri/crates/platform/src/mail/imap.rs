@@ -536,21 +536,14 @@ impl Imap {
                 "{folder} has no message with uid {uid}; `os mail list` or `os mail search` shows the messages' uids"
             ))
         };
-        let session = &mut self.session;
-        let sized: Vec<Fetch> = step(
-            || format!("looking up message {uid} on {label}"),
-            timeout,
-            async {
-                session
-                    .uid_fetch(uid.to_string(), "(UID RFC822.SIZE)")
-                    .await
-                    .map_err(|e| imap_error(&label, "FETCH", e))?
-                    .try_collect()
-                    .await
-                    .map_err(|e| imap_error(&label, "FETCH", e))
-            },
-        )
-        .await?;
+        let sized = self
+            .fetch_uid(
+                uid,
+                "(UID RFC822.SIZE)",
+                format!("looking up message {uid} on {label}"),
+                timeout,
+            )
+            .await?;
         let size = sized
             .iter()
             .find(|f| f.uid == Some(uid))
@@ -564,21 +557,14 @@ impl Imap {
                 MAX_MESSAGE_BYTES >> 20
             )));
         }
-        let session = &mut self.session;
-        let fetched: Vec<Fetch> = step(
-            || format!("downloading message {uid} from {label}"),
-            timeout + Duration::from_secs(u64::from(size >> 20)),
-            async {
-                session
-                    .uid_fetch(uid.to_string(), "(UID FLAGS BODY.PEEK[])")
-                    .await
-                    .map_err(|e| imap_error(&label, "FETCH", e))?
-                    .try_collect()
-                    .await
-                    .map_err(|e| imap_error(&label, "FETCH", e))
-            },
-        )
-        .await?;
+        let fetched = self
+            .fetch_uid(
+                uid,
+                "(UID FLAGS BODY.PEEK[])",
+                format!("downloading message {uid} from {label}"),
+                timeout + Duration::from_secs(u64::from(size >> 20)),
+            )
+            .await?;
         let fetch = fetched
             .iter()
             .find(|f| f.uid == Some(uid))
@@ -592,6 +578,28 @@ impl Imap {
             }
         }
         Ok((flags, raw))
+    }
+
+    /// `UID FETCH uid items`, collected within `timeout`; `what` names the step in a timeout.
+    async fn fetch_uid(
+        &mut self,
+        uid: u32,
+        items: &str,
+        what: String,
+        timeout: Duration,
+    ) -> Result<Vec<Fetch>> {
+        let label = &self.label;
+        let session = &mut self.session;
+        step(|| what, timeout, async {
+            session
+                .uid_fetch(uid.to_string(), items)
+                .await
+                .map_err(|e| imap_error(label, "FETCH", e))?
+                .try_collect()
+                .await
+                .map_err(|e| imap_error(label, "FETCH", e))
+        })
+        .await
     }
 
     async fn store(&mut self, uid: u32, change: &str) -> Result<()> {
