@@ -147,6 +147,20 @@ pub struct Finished {
     pub stderr: String,
 }
 
+/// Runs the `osprey` binary at `binary` (a CLI test's `env!("CARGO_BIN_EXE_osprey")`) on the
+/// data folder `data`, with secrets in its private file and no data folder from the
+/// environment, `stdin` as its standard input.
+pub fn run_osprey(binary: &str, data: &std::path::Path, args: &[&str], stdin: &str) -> Finished {
+    let mut command = std::process::Command::new(binary);
+    command
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .env_remove("OSPREY_DATA_DIR")
+        .env("OSPREY_SECRETS", "file");
+    run_with_input(&mut command, stdin)
+}
+
 /// Runs `command` to its end with `stdin` as its standard input.
 pub fn run_with_input(command: &mut std::process::Command, stdin: &str) -> Finished {
     use std::io::Write;

@@ -5,20 +5,12 @@
 //! osprey-platform's tests/os/calendar.rs.
 
 use std::path::Path;
-use std::process::Command;
 
-use osprey_tests::{Finished as Run, run_with_input};
+use osprey_tests::{Finished as Run, run_osprey};
 use serde_json::{Value, json};
 
 fn osprey(data: &Path, args: &[&str], stdin: &str) -> Run {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_osprey"));
-    command
-        .arg("--data-dir")
-        .arg(data)
-        .args(args)
-        .env_remove("OSPREY_DATA_DIR")
-        .env("OSPREY_SECRETS", "file");
-    run_with_input(&mut command, stdin)
+    run_osprey(env!("CARGO_BIN_EXE_osprey"), data, args, stdin)
 }
 
 fn status_of(data: &Path, capability: &str) -> Value {
