@@ -84,6 +84,9 @@ pub enum Error {
     ReminderNotFound(String),
     #[error("{0}")]
     SchedulerStopped(String),
+    /// `osprey mcp serve`'s session with its MCP client failed (nothing a model provider did).
+    #[error("the MCP client {0}")]
+    McpClient(String),
 }
 
 impl Error {
@@ -131,6 +134,7 @@ impl Error {
             Error::InvalidSchedule(_) => "invalid_schedule",
             Error::ReminderNotFound(_) => "not_found",
             Error::SchedulerStopped(_) => "scheduler_stopped",
+            Error::McpClient(_) => "mcp_client",
         }
     }
 }

@@ -12,6 +12,7 @@
 //! Conversions between Osprey's [`ToolResult`] and MCP content live here, shared by both sides.
 
 pub mod client;
+pub mod gate;
 pub mod server;
 
 use std::collections::BTreeMap;

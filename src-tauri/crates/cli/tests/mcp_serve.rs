@@ -198,20 +198,34 @@ async fn origin_rules_denying_mcp_refuse_and_policy_full_lets_writes_through() {
     client.cancel().await.unwrap();
 }
 
-#[tokio::test]
-async fn stdout_carries_only_protocol_frames_even_with_debug_logs() {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-
-    let data = tempfile::tempdir().unwrap();
-    let mut child = osprey_command(data.path())
+/// `osprey mcp serve` on `data` with piped stdio, for tests that speak raw JSON-RPC lines.
+fn piped_server(data: &Path, env: &[(&str, &str)]) -> tokio::process::Child {
+    osprey_command(data)
         .args(["mcp", "serve"])
-        .env("OSPREY_LOG", "debug")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
+        .unwrap()
+}
+
+/// Waits for a server whose stdin was closed to exit, successfully.
+async fn exits_cleanly(child: &mut tokio::process::Child) {
+    let status = tokio::time::timeout(DEADLINE, child.wait())
+        .await
+        .expect("the server exits after stdin closes")
         .unwrap();
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test]
+async fn stdout_carries_only_protocol_frames_even_with_debug_logs() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    let data = tempfile::tempdir().unwrap();
+    let mut child = piped_server(data.path(), &[("OSPREY_LOG", "debug")]);
     let mut stdin = child.stdin.take().unwrap();
     let requests = [
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -258,11 +272,131 @@ async fn stdout_carries_only_protocol_frames_even_with_debug_logs() {
     assert_eq!(errors.len(), 2, "only the bad requests fail: {errors:?}");
     // Closing stdin ends the server cleanly.
     drop(stdin);
-    let status = tokio::time::timeout(DEADLINE, child.wait())
-        .await
-        .expect("the server exits after stdin closes")
-        .unwrap();
-    assert!(status.success(), "{status}");
+    exits_cleanly(&mut child).await;
+}
+
+/// A client that breaks the protocol's rules, as a hand-written or buggy one does, gets the
+/// JSON-RPC answers the specification names, each with its request's `id`, and the session
+/// survives them: notifications before `initialize` do not end it, and `initialize` still works
+/// after refused requests.
+#[tokio::test]
+async fn a_client_breaking_the_rules_gets_json_rpc_errors_with_its_ids_and_keeps_its_session() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    let data = tempfile::tempdir().unwrap();
+    let mut child = piped_server(data.path(), &[]);
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    // Sends one line and returns the answer to it (or checks that none comes before a ping's).
+    let mut exchange = async |line: &str| -> Value {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        let answer = tokio::time::timeout(DEADLINE, lines.next_line())
+            .await
+            .expect("an answer in time")
+            .unwrap()
+            .expect("stdout stays open");
+        serde_json::from_str(&answer).unwrap()
+    };
+    let error = |answer: &Value| (answer["id"].clone(), answer["error"]["code"].clone());
+
+    // Before initialize: a notification is no reason to end the session (a ping still answers),
+    // and a request is refused with -32602 and told what to send first.
+    let pong = exchange(
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n\
+         {\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"ping\"}",
+    )
+    .await;
+    assert_eq!(pong, json!({"jsonrpc": "2.0", "id": 0, "result": {}}));
+    let early = exchange(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
+    assert_eq!(error(&early), (json!(1), json!(-32602)), "{early}");
+    assert!(
+        early["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("send `initialize` first"),
+        "{early}"
+    );
+
+    // Malformed messages: -32600 with the request's own id (null when it has none to give),
+    // -32700 for text that is not JSON.
+    for (line, id, code) in [
+        (
+            r#"{"jsonrpc":"2.0","id":"two","method":5}"#,
+            json!("two"),
+            -32600,
+        ),
+        (r#"{"jsonrpc":"2.0","id":3}"#, json!(3), -32600),
+        (r#"{"id":4,"method":"ping"}"#, json!(4), -32600),
+        (
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            Value::Null,
+            -32600,
+        ),
+        (
+            r#"[{"jsonrpc":"2.0","id":5,"method":"ping"}]"#,
+            Value::Null,
+            -32600,
+        ),
+        ("this is not json", Value::Null, -32700),
+    ] {
+        let answer = exchange(line).await;
+        assert_eq!(answer["jsonrpc"], "2.0", "{line}: {answer}");
+        assert_eq!(error(&answer), (id, json!(code)), "{line}: {answer}");
+    }
+
+    // The session starts normally after all that.
+    let init = exchange(
+        r#"{"jsonrpc":"2.0","id":6,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"rough","version":"1"}}}"#,
+    )
+    .await;
+    assert_eq!(init["id"], 6, "{init}");
+    assert_eq!(init["result"]["serverInfo"]["name"], "osprey", "{init}");
+    let listed = exchange(
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n\
+         {\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}",
+    )
+    .await;
+    assert_eq!(listed["id"], 7, "{listed}");
+    assert!(!listed["result"]["tools"].as_array().unwrap().is_empty());
+    let bad_params =
+        exchange(r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":"file"}"#).await;
+    assert_eq!(
+        error(&bad_params),
+        (json!(8), json!(-32600)),
+        "{bad_params}"
+    );
+    drop(stdin);
+    exits_cleanly(&mut child).await;
+}
+
+/// A client that leaves without starting a session is told about in words that name the
+/// client, not a model provider.
+#[test]
+fn a_client_that_leaves_before_initialize_is_named_as_the_cause() {
+    let data = tempfile::tempdir().unwrap();
+    let served = osprey_tests::run_osprey(
+        env!("CARGO_BIN_EXE_osprey"),
+        data.path(),
+        &["mcp", "serve"],
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n",
+    );
+    assert!(
+        served.stdout.contains("\"code\":-32602"),
+        "{}",
+        served.stdout
+    );
+    assert_eq!(served.code, 1, "{}", served.stderr);
+    assert!(
+        served
+            .stderr
+            .contains("the MCP client closed the connection before it started a session"),
+        "{}",
+        served.stderr
+    );
+    assert!(!served.stderr.contains("provider"), "{}", served.stderr);
 }
 
 #[tokio::test]

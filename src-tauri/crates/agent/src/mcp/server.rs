@@ -84,20 +84,38 @@ impl McpServer {
     }
 
     /// Serves one client over a byte stream pair (stdin/stdout, a duplex in tests) until it
-    /// disconnects.
+    /// disconnects. Every line passes the JSON-RPC [`gate`](super::gate) first, so a malformed
+    /// message is answered with the specification's code and its own `id` and never ends the
+    /// session.
     pub async fn serve_io<R, W>(self, read: R, write: W) -> crate::Result<()>
     where
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let running = self
-            .serve((read, write))
-            .await
-            .map_err(|err| crate::Error::Protocol(format!("MCP handshake failed: {err}")))?;
+        let (server_side, gate_side) = tokio::io::duplex(256 * 1024);
+        let (from_server, to_server) = tokio::io::split(gate_side);
+        let gate = tokio::spawn(super::gate::run(read, write, from_server, to_server));
+        let served = self.serve_gated(server_side).await;
+        // The gate writes out whatever the server said last (a handshake's error answer) once
+        // the server's side has closed.
+        let _ = gate.await;
+        served
+    }
+
+    async fn serve_gated(self, transport: tokio::io::DuplexStream) -> crate::Result<()> {
+        use rmcp::service::ServerInitializeError;
+        let running = self.serve(transport).await.map_err(|err| match err {
+            ServerInitializeError::ConnectionClosed(_) => crate::Error::McpClient(
+                "closed the connection before it started a session: an MCP client sends \
+                 `initialize` first"
+                    .into(),
+            ),
+            other => crate::Error::McpClient(format!("could not start a session: {other}")),
+        })?;
         running
             .waiting()
             .await
-            .map_err(|err| crate::Error::Protocol(format!("the MCP connection failed: {err}")))?;
+            .map_err(|err| crate::Error::McpClient(format!("connection failed: {err}")))?;
         Ok(())
     }
 
