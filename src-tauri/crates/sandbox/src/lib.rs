@@ -226,12 +226,15 @@ impl Policy {
     pub fn for_shell(scope: &ShellScope) -> Policy {
         let hidden = with_real_paths(&scope.hidden);
         let system = readable_tree(&hidden);
-        // A writable folder that holds a hidden one (a workspace around Osprey's data) is
-        // granted around it, like the readable tree; one inside a hidden folder not at all.
+        // A writable folder that holds a hidden or kept one (a workspace around Osprey's data,
+        // a tool cache around its program folder) is granted around it, like the readable tree;
+        // one inside them not at all. Kept paths stay readable through the readable tree.
+        let mut unwritable = hidden.clone();
+        unwritable.extend(with_real_paths(&scope.kept));
         let mut read_write: Vec<PathBuf> = scope
             .writable
             .iter()
-            .flat_map(|path| reachable_except(path, &hidden))
+            .flat_map(|path| reachable_except(path, &unwritable))
             .collect();
         read_write.extend(SHELL_DEVICE_DIRS.iter().map(PathBuf::from));
         Policy {
@@ -299,6 +302,11 @@ pub struct ShellScope {
     pub writable: Vec<PathBuf>,
     /// Neither read nor written, nor anything under them (missing paths are fine).
     pub hidden: Vec<PathBuf>,
+    /// Readable but never written, even inside `writable`: the startup files and program
+    /// folders that live inside tool caches (`~/.cargo/bin`, `~/.cargo/env`), which run
+    /// outside any sandbox later. Only existing ones matter: a missing one is not reserved, so
+    /// its folder stays writable as a whole.
+    pub kept: Vec<PathBuf>,
     pub network: bool,
 }
 
@@ -654,6 +662,7 @@ mod tests {
             writable: vec![PathBuf::from("/tmp")],
             hidden: vec![PathBuf::from("/etc/shadow")],
             network: true,
+            ..ShellScope::default()
         });
         assert!(!policy.system.contains(&PathBuf::from("/")));
         assert!(!policy.system.contains(&PathBuf::from("/etc")));
@@ -678,6 +687,22 @@ mod tests {
                 .any(|p| p.starts_with(root.path().join("data")))
         );
         assert!(!around.read_write.contains(&root.path().to_path_buf()));
+        // A cache around a program folder: writable around it, the folder itself only readable.
+        std::fs::create_dir_all(root.path().join("cache/bin")).unwrap();
+        std::fs::create_dir_all(root.path().join("cache/registry")).unwrap();
+        let cache = Policy::for_shell(&ShellScope {
+            writable: vec![root.path().join("cache")],
+            kept: vec![root.path().join("cache/bin")],
+            ..ShellScope::default()
+        });
+        assert!(
+            cache
+                .read_write
+                .contains(&root.path().join("cache/registry"))
+        );
+        assert!(!cache.read_write.iter().any(
+            |p| p.starts_with(root.path().join("cache/bin")) || p == &root.path().join("cache")
+        ));
         assert_eq!(
             Policy::from_arguments(&policy.to_arguments()).unwrap(),
             policy

@@ -62,6 +62,7 @@ fn bench(c: &mut Criterion) {
                 writable: vec![std::env::temp_dir()],
                 hidden,
                 network: true,
+                ..osprey_sandbox::ShellScope::default()
             });
             std::hint::black_box(policy.to_arguments())
         })

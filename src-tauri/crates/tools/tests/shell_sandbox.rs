@@ -1,8 +1,10 @@
 //! Shell commands in the kernel's sandbox, for real: under a throwaway home with a planted SSH
 //! key, the kernel refuses reading the key, reading Osprey's data, writing outside the
-//! workspace, and reaching into another process (`/proc/<pid>/mem` of Osprey itself); the command runs with `no_new_privs` and a seccomp filter; everyday work (files in
-//! the workspace, `git commit`, `cargo build` of a small crate) still works. Through the
-//! registry, `sandbox: false` is asked every time, even under `full`.
+//! workspace, and reaching into another process (`/proc/<pid>/mem` of Osprey itself, `ptrace`,
+//! a signal); a setuid program gains nothing (`no_new_privs`) and a seccomp filter is on;
+//! everyday work (files in the workspace, `git commit`, `cargo build` of a small crate,
+//! `npm install` offline) still works. Through the registry, `sandbox: false` is asked every
+//! time, even under `full`.
 #![cfg(target_os = "linux")]
 
 use std::ffi::OsString;
@@ -29,7 +31,13 @@ fn world() -> World {
     let home = root.path().join("home");
     let workspace = home.join("project");
     let data = home.join(".local/share/osprey");
-    for dir in [&workspace, &data, &home.join(".ssh")] {
+    for dir in [
+        &workspace,
+        &data,
+        &home.join(".ssh"),
+        &home.join(".cargo/bin"),
+        &home.join(".cargo/registry"),
+    ] {
         std::fs::create_dir_all(dir).unwrap();
     }
     std::fs::write(home.join(".ssh/id_rsa"), "PLANTED-PRIVATE-KEY").unwrap();
@@ -127,6 +135,33 @@ async fn the_kernel_keeps_credentials_data_and_the_rest_of_the_disk_out_of_reach
         std::fs::read_to_string(world.workspace.join("out.txt")).unwrap(),
         "built\n"
     );
+    // A tool cache is writable, but not the program folder and startup file inside it, which
+    // run outside any sandbox later (~/.cargo/bin is on many people's PATH; ~/.cargo/env is
+    // sourced at login).
+    std::fs::write(
+        world.home.join(".cargo/env"),
+        "export PATH=\"$HOME/.cargo/bin:$PATH\"\n",
+    )
+    .unwrap();
+    let cache = sh(
+        &tool,
+        "echo cached > ~/.cargo/registry/index && cat ~/.cargo/registry/index; \
+         echo evil > ~/.cargo/bin/git; echo evil >> ~/.cargo/env; cat ~/.cargo/env",
+    )
+    .await;
+    assert!(cache.contains("cached"), "{cache}");
+    assert!(cache.contains("Permission denied"), "{cache}");
+    assert!(
+        cache.contains("export PATH"),
+        "the startup file stays readable: {cache}"
+    );
+    assert!(!world.home.join(".cargo/bin/git").exists());
+    assert!(
+        !std::fs::read_to_string(world.home.join(".cargo/env"))
+            .unwrap()
+            .contains("evil")
+    );
+
     // A private temp dir is its TMPDIR.
     let tmp = sh(&tool, "f=$(mktemp) && echo ok > \"$f\" && cat \"$f\"").await;
     assert!(tmp.contains("ok\n"), "{tmp}");
@@ -176,6 +211,104 @@ async fn everyday_developer_work_runs_inside_the_sandbox() {
         cargo.contains("Hello, world!") && cargo.contains("exit code 0"),
         "{cargo}"
     );
+
+    // npm: pack a local package, install it offline (npm's cache under ~/.npm is one of the
+    // tool caches the sandbox lets commands write), and load it with node.
+    let npm = sh(
+        &tool,
+        "mkdir pkg && cd pkg && \
+         printf '{\"name\":\"osprey-local-pkg\",\"version\":\"1.0.0\",\"main\":\"index.js\"}' > package.json && \
+         echo 'module.exports = \"loaded from the local package\";' > index.js && \
+         npm pack --silent && cd .. && mkdir app && cd app && npm init -y > /dev/null && \
+         npm install --offline --no-audit --no-fund ../pkg/osprey-local-pkg-1.0.0.tgz && \
+         node -e 'console.log(require(\"osprey-local-pkg\"))'",
+    )
+    .await;
+    assert!(
+        npm.contains("loaded from the local package") && npm.contains("exit code 0"),
+        "{npm}"
+    );
+    // ~/.npm did not exist: it was made (owner-only) because npm is installed.
+    assert!(world.home.join(".npm/_cacache").is_dir(), "{npm}");
+    assert!(
+        !world.home.join(".m2").exists() || which("mvn"),
+        "no maven, no ~/.m2"
+    );
+}
+
+/// What a compromised command would try against privileges and other processes, refused by the
+/// kernel: a setuid program does not change who runs it (`no_new_privs`), `ptrace` is refused
+/// (seccomp), and a signal to a process outside the command's own tree is refused (landlock's
+/// signal scope), while signals within its tree still work.
+#[tokio::test]
+async fn privileges_ptrace_and_foreign_signals_are_refused_by_the_kernel() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    let world = world();
+    let tool = tool(&world);
+
+    // A process outside the command: the target of ptrace and of a signal.
+    let mut outsider = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+    let pid = outsider.id();
+    let seize = sh(
+        &tool,
+        &format!(
+            "python3 -c 'import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); \
+             r = libc.ptrace(0x4206, {pid}, 0, 0); \
+             print(\"ptrace\", r, os.strerror(ctypes.get_errno()))'"
+        ),
+    )
+    .await;
+    assert!(
+        seize.contains("ptrace -1 Operation not permitted"),
+        "PTRACE_SEIZE of another process: {seize}"
+    );
+    let signal = sh(&tool, &format!("kill -TERM {pid} && echo delivered")).await;
+    assert!(!signal.contains("delivered"), "{signal}");
+    assert!(signal.contains("Operation not permitted"), "{signal}");
+    assert!(
+        outsider.try_wait().unwrap().is_none(),
+        "the outside process was killed from the sandbox"
+    );
+    outsider.kill().unwrap();
+    outsider.wait().unwrap();
+    let own = sh(
+        &tool,
+        "sleep 30 & kill -TERM $! ; wait $! ; echo \"own child: $?\"",
+    )
+    .await;
+    assert!(own.contains("own child: 143"), "{own}");
+
+    // A setuid program owned by another user: outside the sandbox it runs as its owner, inside
+    // as the caller. Making one needs root (CI runs as root).
+    let me = std::fs::metadata("/proc/self").unwrap().uid();
+    if me != 0 {
+        eprintln!("skipped the setuid part: making a setuid file of another user needs root");
+        return;
+    }
+    let setuid_id = world.home.join("setuid-id");
+    std::fs::copy("/usr/bin/id", &setuid_id).unwrap();
+    std::os::unix::fs::chown(&setuid_id, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&setuid_id, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let outside = std::process::Command::new(&setuid_id)
+        .arg("-u")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&outside.stdout).trim(),
+        "65534",
+        "the setuid bit works on this file system outside the sandbox"
+    );
+    let inside = sh(&tool, &format!("{} -u", setuid_id.display())).await;
+    assert!(inside.starts_with(&format!("{me}\n")), "{inside}");
+}
+
+fn which(program: &str) -> bool {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .any(|dir| dir.join(program).is_file())
 }
 
 fn registry(level: Level, data: &Path) -> Registry {

@@ -193,6 +193,17 @@ const HOME_STARTUP: &[(&str, &str)] = &[
     ),
     (".local/bin", "a directory of programs on the search path"),
     ("bin", "a directory of programs on the search path"),
+    (".cargo/bin", "a directory of programs on the search path"),
+    ("go/bin", "a directory of programs on the search path"),
+    (".yarn/bin", "a directory of programs on the search path"),
+    (
+        ".rustup/toolchains",
+        "the installed Rust toolchains, whose programs run outside any sandbox",
+    ),
+    (
+        ".rustup/settings.toml",
+        "the Rust toolchain settings, which choose the programs that run",
+    ),
     (
         ".local/share/applications",
         "a directory of desktop entries",
@@ -462,6 +473,15 @@ pub fn secret_paths(home: Option<&Path>) -> Vec<PathBuf> {
         }));
     }
     paths
+}
+
+/// The home's startup files and program folders (every [`HOME_STARTUP`] entry under `home`):
+/// the shell sandbox keeps the existing ones inside its writable tool caches read-only.
+pub fn startup_paths(home: &Path) -> Vec<PathBuf> {
+    HOME_STARTUP
+        .iter()
+        .map(|(path, _)| home.join(path))
+        .collect()
 }
 
 /// What kind of access is being checked.

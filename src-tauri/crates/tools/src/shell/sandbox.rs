@@ -16,7 +16,9 @@ use std::sync::OnceLock;
 use osprey_sandbox::{Policy, SandboxLevel, SandboxReport, ShellScope};
 
 /// Folders under the home directory that commands may write besides the workspace: the caches
-/// and stores of the common build tools.
+/// and stores of the common build tools. The program folders and startup files inside them
+/// (`.cargo/bin`, `.cargo/env`, `go/bin`, the Rust toolchains) stay read-only: what is written
+/// there runs later outside any sandbox (see [`crate::security::paths::startup_paths`]).
 pub const DEFAULT_HOME_CACHES: &[&str] = &[
     ".cache",
     ".cargo",
@@ -24,10 +26,25 @@ pub const DEFAULT_HOME_CACHES: &[&str] = &[
     ".npm",
     ".yarn",
     ".pnpm-store",
-    ".local/share/pnpm",
+    ".local/share/pnpm/store",
     ".m2",
     ".gradle",
     "go",
+];
+
+/// The program that uses each default cache: a missing cache folder is made when its program is
+/// installed (a folder that does not exist cannot be granted, so the tool's first run in the
+/// sandbox would fail where it works outside), and not for tools that are not installed.
+const CACHE_PROGRAMS: &[(&str, &str)] = &[
+    (".cargo", "cargo"),
+    (".rustup", "rustup"),
+    (".npm", "npm"),
+    (".yarn", "yarn"),
+    (".pnpm-store", "pnpm"),
+    (".local/share/pnpm/store", "pnpm"),
+    (".m2", "mvn"),
+    (".gradle", "gradle"),
+    ("go", "go"),
 ];
 
 /// How shell commands are confined.
@@ -147,8 +164,23 @@ pub(crate) fn confine(
 ) -> Confined {
     let mut writable = crate::security::workspace::folders(&config.workspaces, default_dir, home);
     writable.push(tmp.to_path_buf());
+    let mut kept = Vec::new();
     if let Some(home) = home {
-        writable.extend(config.home_caches.iter().map(|dir| home.join(dir)));
+        let caches: Vec<PathBuf> = config
+            .home_caches
+            .iter()
+            .map(|dir| {
+                let cache = home.join(dir);
+                prepare_cache(&cache, dir, env);
+                cache
+            })
+            .collect();
+        kept = crate::security::paths::startup_paths(home)
+            .into_iter()
+            .filter(|path| caches.iter().any(|cache| path.starts_with(cache)))
+            .filter(|path| path.symlink_metadata().is_ok())
+            .collect();
+        writable.extend(caches);
     }
     let mut hidden = crate::security::paths::secret_paths(home);
     hidden.extend(config.hidden.iter().cloned());
@@ -162,6 +194,7 @@ pub(crate) fn confine(
         ],
         writable,
         hidden,
+        kept,
         network: config.network,
     });
     Confined {
@@ -172,15 +205,44 @@ pub(crate) fn confine(
 
 /// `bash` on the child's `PATH` (the launcher execs a path, not a name).
 fn bash(env: &[(OsString, OsString)]) -> PathBuf {
+    find_program("bash", env).unwrap_or_else(|| PathBuf::from("/bin/bash"))
+}
+
+/// `name` on the child's `PATH`.
+fn find_program(name: &str, env: &[(OsString, OsString)]) -> Option<PathBuf> {
     let path = env
         .iter()
-        .find(|(name, _)| name == "PATH")
+        .find(|(key, _)| key == "PATH")
         .map(|(_, value)| value.clone())
         .unwrap_or_else(|| "/usr/bin:/bin".into());
     std::env::split_paths(&path)
-        .map(|dir| dir.join("bash"))
+        .map(|dir| dir.join(name))
         .find(|candidate| candidate.is_file())
-        .unwrap_or_else(|| PathBuf::from("/bin/bash"))
+}
+
+/// Makes a missing cache folder (owner-only) when the tool that uses it is installed, or when
+/// the person named it in `shell.sandbox.caches`; see [`CACHE_PROGRAMS`].
+fn prepare_cache(cache: &Path, dir: &str, env: &[(OsString, OsString)]) {
+    if cache.symlink_metadata().is_ok() {
+        return;
+    }
+    let wanted = match CACHE_PROGRAMS.iter().find(|(folder, _)| *folder == dir) {
+        Some((_, program)) => find_program(program, env).is_some(),
+        None => true,
+    };
+    if wanted {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            let made = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(cache);
+            if let Err(err) = made {
+                tracing::debug!(%err, cache = %cache.display(), "could not make a cache folder");
+            }
+        }
+    }
 }
 
 /// A sentence for a sandboxed command that failed on a refusal the kernel gave.
