@@ -224,11 +224,17 @@ impl DomainTool for AgentTool {
                 })
             })
             .unwrap_or_default();
-        CallFacts {
+        let facts = CallFacts {
             summary: format!("{} {} {subject}", call.resource(), call.action())
                 .trim_end()
                 .to_string(),
             ..Default::default()
+        };
+        match (call.resource(), call.str("command").map(str::trim)) {
+            ("reminder", Some(command)) if !command.is_empty() => {
+                reminder::command_facts(facts, call, command)
+            }
+            _ => facts,
         }
     }
 

@@ -44,6 +44,10 @@ pub struct Reminder {
     pub title: String,
     /// What the agent is asked (or the notification says) when it fires.
     pub prompt: String,
+    /// A shell command run first when it fires, as approved when it was set; its output goes
+    /// with the prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
     /// `one_shot` or `cron`.
     pub kind: String,
     /// The cron expression, or the one-shot time as it was given.
@@ -85,6 +89,8 @@ pub struct CreateReminder {
     /// A short name; the start of the prompt when not given.
     pub title: Option<String>,
     pub prompt: String,
+    /// A shell command to run first when it fires (the caller has had it approved).
+    pub command: Option<String>,
     /// A one-shot time, a cron expression or an `every ...` phrase (see [`spec::EXAMPLES`]).
     pub schedule: String,
     /// Forces how `schedule` is read; guessed when not given.
@@ -103,6 +109,8 @@ pub struct CreateReminder {
 pub struct UpdateReminder {
     pub title: Option<String>,
     pub prompt: Option<String>,
+    /// `Some(None)` (or an empty command) removes the command.
+    pub command: Option<Option<String>>,
     /// A new schedule (read as `kind` when given, else guessed).
     pub schedule: Option<String>,
     pub kind: Option<ReminderKind>,
@@ -142,7 +150,8 @@ pub trait ReminderHandler: Send + Sync + 'static {
 #[derive(Clone, Debug)]
 pub enum SchedulerEvent {
     Fired {
-        reminder: Reminder,
+        /// Boxed: a reminder is much larger than the other event.
+        reminder: Box<Reminder>,
         run_id: String,
         trigger: RunTrigger,
     },
@@ -411,6 +420,7 @@ pub fn reminder_of(row: &ReminderRow) -> Reminder {
         id: row.id.to_string(),
         title: row.title.clone(),
         prompt: row.prompt.clone(),
+        command: row.command.clone(),
         kind: row.kind.as_str().to_string(),
         schedule: row.schedule.clone(),
         timezone: row.timezone.clone(),

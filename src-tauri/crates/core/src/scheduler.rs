@@ -20,7 +20,7 @@ use osprey_agent::scheduler::{FireReport, Firing, SchedulerEvent, StoredReminder
 use osprey_agent::{
     ReminderHandler, ScheduleBackend, ScheduleSlot, Scheduler, SchedulerConfig, TurnRequest,
 };
-use osprey_types::{CoreEvent, Origin};
+use osprey_types::{CoreEvent, ErrorCode, Origin};
 use tokio::sync::broadcast;
 
 use crate::agent::{ChatChoice, ChatOptions};
@@ -315,19 +315,24 @@ async fn fire(core: Core, firing: Firing) -> Result<FireReport, String> {
         None => RunnerSource::Choice(ChatChoice::default()),
     };
     let session_id = session_for(&core, &firing);
+    let ran = match reminder.command.as_deref() {
+        Some(command) => Some(run_command(&core, &firing, &session_id, command).await?),
+        None => None,
+    };
     // No usable model (none set up, or one without its key): the reminder is said in its
     // session instead, so the person still sees it.
     let runner = match core.session_runner(&session_id, &source).await {
         Ok(runner) => runner,
-        Err(error) => return notify(&core, &firing, &error),
+        Err(error) => return notify(&core, &firing, ran.as_deref(), &error),
     };
     let mut turn = TurnRequest::new(
         session_id.clone(),
         format!(
-            "[Reminder \"{}\" fired ({})] {}",
+            "[Reminder \"{}\" fired ({})] {}{}",
             reminder.title,
             firing.trigger.as_str(),
-            reminder.prompt
+            reminder.prompt,
+            ran.as_deref().unwrap_or_default()
         ),
     );
     turn.origin = fire_origin(&reminder.origin);
@@ -350,6 +355,95 @@ async fn fire(core: Core, firing: Firing) -> Result<FireReport, String> {
             output: Some(outcome.text),
         }),
         Err(error) => Err(format!("the reminder's turn failed: {error}")),
+    }
+}
+
+/// How long a reminder's command may run.
+const COMMAND_TIMEOUT_SECS: u64 = 600;
+/// How much of a command's output goes with the prompt.
+const COMMAND_OUTPUT_CHARS: usize = 8_000;
+
+/// Runs a reminder's shell command through the registry, as a shell call from the reminder's
+/// creator (origin rules, safeguard, kernel sandbox), approved for this exact command because
+/// the person approved it when it was set. Returns the paragraph that goes with the prompt; a
+/// refused command fails the run (the history says why), a command that ran and failed does
+/// not (its exit code is in the output).
+async fn run_command(
+    core: &Core,
+    firing: &Firing,
+    session_id: &str,
+    command: &str,
+) -> Result<String, String> {
+    let mut ctx = osprey_tools::ToolContext::new(
+        fire_origin(&firing.reminder.origin),
+        std::time::Duration::from_secs(COMMAND_TIMEOUT_SECS + 30),
+    );
+    ctx.session_id = Some(session_id.to_string());
+    ctx.cancel = firing.cancel.clone();
+    ctx.approver = Some(Arc::new(ApprovedCommand {
+        command: command.to_string(),
+        others: Arc::new(core.approvals().clone()),
+    }));
+    let input = serde_json::json!({
+        "action": "exec",
+        "command": command,
+        "yield_ms": 0,
+        "timeout": COMMAND_TIMEOUT_SECS,
+    });
+    let result = core.registry().execute(&ctx, "shell", input).await;
+    let text = result.text_content();
+    let refused = result.is_error
+        && result.code.is_some_and(|code| {
+            matches!(
+                code,
+                ErrorCode::SafeguardBlocked
+                    | ErrorCode::SensitivePath
+                    | ErrorCode::PolicyDenied
+                    | ErrorCode::ApprovalDenied
+                    | ErrorCode::OriginDenied
+                    | ErrorCode::RoleDenied
+                    | ErrorCode::Cancelled
+            )
+        });
+    if refused {
+        return Err(format!(
+            "the reminder's command `{command}` was refused: {}",
+            first_line(&text)
+        ));
+    }
+    let shown: String = text.chars().take(COMMAND_OUTPUT_CHARS).collect();
+    let cut = if shown.len() < text.len() {
+        "\n[output cut]"
+    } else {
+        ""
+    };
+    Ok(format!(
+        "\n\n[The reminder's command `{command}` ran:]\n{shown}{cut}"
+    ))
+}
+
+/// Answers yes to the one shell command a person approved when setting a reminder, and passes
+/// every other question on: a question only a person may answer each time (a command on a
+/// machine without the sandbox) is never answered for them.
+struct ApprovedCommand {
+    command: String,
+    others: Arc<dyn osprey_tools::Approver>,
+}
+
+impl osprey_tools::Approver for ApprovedCommand {
+    fn ask(
+        &self,
+        request: osprey_types::ApprovalRequest,
+    ) -> BoxFuture<'static, osprey_types::ApprovalAnswer> {
+        let approved = request.tool == "shell"
+            && !request.once_only
+            && request.input.get("command").and_then(|c| c.as_str()) == Some(&self.command)
+            && request.input.get("sandbox") != Some(&serde_json::Value::Bool(false));
+        if approved {
+            Box::pin(async { osprey_types::ApprovalAnswer::Once })
+        } else {
+            self.others.ask(request)
+        }
     }
 }
 
@@ -384,11 +478,16 @@ fn session_for(core: &Core, firing: &Firing) -> String {
 
 /// Without a model: the reminder's text goes into its session as an assistant message (and out
 /// as a finished turn, so an open chat shows it at once).
-fn notify(core: &Core, firing: &Firing, error: &anyhow::Error) -> Result<FireReport, String> {
+fn notify(
+    core: &Core,
+    firing: &Firing,
+    ran: Option<&str>,
+    error: &anyhow::Error,
+) -> Result<FireReport, String> {
     let reminder = &firing.reminder;
     tracing::info!(reminder = %reminder.id, %error, "reminder fired without a model provider");
     let session_id = session_for(core, firing);
-    let text = format!("Reminder: {}", reminder.prompt);
+    let text = format!("Reminder: {}{}", reminder.prompt, ran.unwrap_or_default());
     let sessions = core.db().sessions();
     let stored = (|| -> anyhow::Result<()> {
         sessions.open_or_create(&osprey_db::NewSession {
@@ -649,6 +748,113 @@ mod tests {
         assert_eq!(row.origin, "comm");
         let calls = core.db().sessions().tool_calls(&session).unwrap();
         assert_eq!(calls[0].code.as_deref(), Some("origin_denied"), "{calls:?}");
+        core.stop_scheduler().await;
+    }
+
+    /// Waits for the next finished run and returns its outcome and error.
+    async fn next_finished(
+        events: &mut broadcast::Receiver<SchedulerEvent>,
+    ) -> (RunOutcome, Option<String>) {
+        tokio::time::timeout(Duration::from_secs(60), async {
+            loop {
+                if let SchedulerEvent::Finished { outcome, error, .. } =
+                    events.recv().await.unwrap()
+                {
+                    return (outcome, error);
+                }
+            }
+        })
+        .await
+        .expect("the run finished")
+    }
+
+    #[tokio::test]
+    async fn a_reminders_command_is_asked_when_set_and_runs_when_it_fires_approved_for_it_alone() {
+        osprey_tests::build_sandbox_launcher();
+        let server =
+            AnthropicServer::start(vec![ScriptedReply::text("The disk is fine.")]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let core = core_on_model(dir.path().to_path_buf(), &server);
+        core.start_scheduler().unwrap();
+        let mut events = core.reminder_events().unwrap();
+        let once = Arc::new(osprey_tools::FixedApprover::new(
+            osprey_types::ApprovalAnswer::Once,
+        ));
+        let asked = osprey_tools::ToolContext::new(Origin::User, Duration::from_secs(30))
+            .with_approver(once.clone());
+        let create = json!({"resource": "reminder", "action": "create", "schedule": "every day at 9am",
+                            "prompt": "tell me if the disk is filling up",
+                            "command": "echo disk-check-$((6 * 7))"});
+
+        // Nobody to ask: refused, even from the person's own chat.
+        let refused = core.call_tool(Origin::User, "agent", create.clone()).await;
+        assert!(refused.is_error, "{refused:?}");
+        // A command the safeguard blocks is refused when set, before anyone is asked.
+        let mut blocked = create.clone();
+        blocked["command"] = json!("rm -rf ~");
+        let blocked = core.call_tool_with(&asked, "agent", blocked).await;
+        assert_eq!(
+            blocked.code,
+            Some(ErrorCode::SafeguardBlocked),
+            "{blocked:?}"
+        );
+        assert_eq!(once.count(), 0);
+        // Asked, showing the command, and approved.
+        let created = body(&core.call_tool_with(&asked, "agent", create).await);
+        let question = &once.asked()[0];
+        assert!(question.once_only, "{question:?}");
+        assert!(
+            question
+                .summary
+                .contains("run `echo disk-check-$((6 * 7))`"),
+            "{}",
+            question.summary
+        );
+        assert_eq!(created["created"]["command"], "echo disk-check-$((6 * 7))");
+        let id = created["created"]["id"].as_str().unwrap().to_string();
+
+        // It fires: the command runs (nobody is asked again) and its output goes with the prompt.
+        core.reminders().unwrap().run_now(id.clone()).await.unwrap();
+        let (outcome, error) = next_finished(&mut events).await;
+        assert_eq!(outcome, RunOutcome::Ok, "{error:?}");
+        assert_eq!(once.count(), 1);
+        let sent = server.seen()[0].to_string();
+        assert!(sent.contains("tell me if the disk is filling up"), "{sent}");
+        assert!(
+            sent.contains("disk-check-42"),
+            "the output is missing: {sent}"
+        );
+
+        // Changing the command is asked again; without an answer it stays as it was.
+        let change = json!({"resource": "reminder", "action": "update", "id": id,
+                            "command": "echo changed"});
+        assert!(core.call_tool(Origin::User, "agent", change).await.is_error);
+        let kept = core.reminders().unwrap().get(id.clone()).await.unwrap();
+        assert_eq!(kept.command.as_deref(), Some("echo disk-check-$((6 * 7))"));
+
+        // One planted from a chat message, even approved, fires under comm's rules: its command
+        // is refused by origin and the run says so.
+        let from_chat = osprey_tools::ToolContext::new(Origin::Comm, Duration::from_secs(30))
+            .with_approver(once.clone());
+        let planted = body(
+            &core
+                .call_tool_with(
+                    &from_chat,
+                    "agent",
+                    json!({"resource": "reminder", "action": "create", "schedule": "in 1 hour",
+                           "prompt": "report", "command": "echo planted"}),
+                )
+                .await,
+        );
+        let planted = planted["created"]["id"].as_str().unwrap().to_string();
+        core.reminders().unwrap().run_now(planted).await.unwrap();
+        let (outcome, error) = next_finished(&mut events).await;
+        assert_eq!(outcome, RunOutcome::Error);
+        let error = error.unwrap_or_default();
+        assert!(
+            error.contains("`echo planted` was refused") && error.contains("origin"),
+            "{error}"
+        );
         core.stop_scheduler().await;
     }
 
@@ -990,6 +1196,27 @@ mod tests {
             missing.text_content().contains("no reminder"),
             "{missing:?}"
         );
+        // A command is never handed to the app (it could change it into one nobody approved),
+        // even when the person approves.
+        let approving = osprey_tools::ToolContext::new(Origin::User, Duration::from_secs(30))
+            .with_approver(Arc::new(osprey_tools::FixedApprover::new(
+                osprey_types::ApprovalAnswer::Once,
+            )));
+        let with_command = core
+            .call_tool_with(
+                &approving,
+                "agent",
+                json!({"resource": "cron", "action": "create", "schedule": "@daily",
+                       "prompt": "check", "command": "echo hi"}),
+            )
+            .await;
+        assert!(
+            with_command
+                .text_content()
+                .contains("kept by the schedule app `com.example.cron`"),
+            "{with_command:?}"
+        );
+        assert_eq!(fake.schedules.lock().unwrap().len(), 1);
 
         // What the app fires runs as a system turn on the model.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);

@@ -283,6 +283,11 @@ pub(crate) const STEPS: &[&str] = &[
         INSERT INTO memories_fts(rowid, key, content) VALUES (new.id, new.key, new.content);
     END;
     "#,
+    // 11: a shell command a reminder runs when it fires (approved by the person when the
+    // reminder was created or the command changed); its output goes to the turn or the notice.
+    r#"
+    ALTER TABLE reminders ADD COLUMN command TEXT;
+    "#,
 ];
 
 pub(crate) const LATEST: i64 = STEPS.len() as i64;

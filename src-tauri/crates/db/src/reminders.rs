@@ -108,6 +108,8 @@ pub struct ReminderRow {
     pub title: String,
     /// What the agent is asked (or the notification says) when it fires.
     pub prompt: String,
+    /// A shell command run first when it fires (its output goes with the prompt).
+    pub command: Option<String>,
     pub kind: ReminderKind,
     /// The schedule as given: the original one-shot text or the cron expression.
     pub schedule: String,
@@ -130,6 +132,7 @@ pub struct NewReminder<'a> {
     pub session_id: Option<&'a str>,
     pub title: &'a str,
     pub prompt: &'a str,
+    pub command: Option<&'a str>,
     pub kind: ReminderKind,
     pub schedule: &'a str,
     pub timezone: &'a str,
@@ -193,7 +196,7 @@ pub struct Reminders {
     db: Database,
 }
 
-const REMINDER_COLUMNS: &str = "id, session_id, title, prompt, kind, schedule, timezone, next_run_ms, enabled, origin, created_ms, updated_ms, last_run_ms";
+const REMINDER_COLUMNS: &str = "id, session_id, title, prompt, kind, schedule, timezone, next_run_ms, enabled, origin, created_ms, updated_ms, last_run_ms, command";
 
 const RUN_COLUMNS: &str = "id, reminder_id, trigger, scheduled_ms, started_ms, finished_ms, outcome, session_id, error, output";
 
@@ -221,6 +224,7 @@ fn reminder_row(row: &Row<'_>) -> rusqlite::Result<ReminderRow> {
         created_ms: row.get(10)?,
         updated_ms: row.get(11)?,
         last_run_ms: row.get(12)?,
+        command: row.get(13)?,
     })
 }
 
@@ -250,8 +254,8 @@ impl Reminders {
         let id = self.db.with_conn(|c| {
             c.execute(
                 "INSERT INTO reminders (session_id, title, prompt, kind, schedule, timezone,
-                     next_run_ms, enabled, origin, created_ms, updated_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)",
+                     next_run_ms, enabled, origin, created_ms, updated_ms, command)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)",
                 params![
                     new.session_id,
                     new.title,
@@ -262,7 +266,8 @@ impl Reminders {
                     new.next_run_ms,
                     new.enabled,
                     new.origin,
-                    new.created_ms
+                    new.created_ms,
+                    new.command
                 ],
             )?;
             Ok(c.last_insert_rowid())
@@ -301,7 +306,7 @@ impl Reminders {
             let changed = c.execute(
                 "UPDATE reminders SET session_id = ?2, title = ?3, prompt = ?4, kind = ?5,
                      schedule = ?6, timezone = ?7, next_run_ms = ?8, enabled = ?9,
-                     updated_ms = ?10, last_run_ms = ?11
+                     updated_ms = ?10, last_run_ms = ?11, command = ?12
                  WHERE id = ?1",
                 params![
                     row.id,
@@ -314,7 +319,8 @@ impl Reminders {
                     row.next_run_ms,
                     row.enabled,
                     row.updated_ms,
-                    row.last_run_ms
+                    row.last_run_ms,
+                    row.command
                 ],
             )?;
             Ok(changed > 0)
@@ -463,6 +469,7 @@ mod tests {
             session_id: Some("s1"),
             title: "stretch",
             prompt: "Remind me to stretch",
+            command: None,
             kind: ReminderKind::OneShot,
             schedule: "in 5 min",
             timezone: "UTC",
@@ -494,6 +501,7 @@ mod tests {
 
         let mut changed = a.clone();
         changed.title = "walk".into();
+        changed.command = Some("date".into());
         changed.enabled = false;
         changed.updated_ms = 2_000;
         assert!(repo.update(&changed).unwrap());

@@ -8,12 +8,18 @@
 //! its own; so creating, changing, pausing and running one needs no approval. `delete` cannot be
 //! undone and goes through the approval policy, as memory's does.
 //!
+//! A reminder may also run a shell `command` when it fires, before its turn (the output goes
+//! with the prompt). Nobody may be there to ask then, so the person is asked when the command is
+//! set, every time and at every level, and the safeguard judges it then too; when it fires it
+//! runs through the registry like any shell call (the kernel sandbox, the safeguard, the
+//! creator's origin rules), approved for that exact command only.
+//!
 //! The reminder keeps the origin of the call that created it (`user` in a chat, `system` when a
 //! reminder's own turn creates another), and by default the session it was created in, so its
 //! turns continue that conversation.
 
 use osprey_db::ReminderKind;
-use osprey_tools::{ApprovalNeed, Call, Domain, FieldType, ToolContext};
+use osprey_tools::{ApprovalNeed, Call, CallFacts, Domain, FieldType, ToolContext};
 use osprey_types::{ErrorCode, ToolResult};
 use serde_json::{Value, json};
 
@@ -65,7 +71,7 @@ pub(super) fn table(domain: Domain) -> Domain {
             ("get", "One reminder by id", Free),
             (
                 "update",
-                "Change a reminder's title, prompt, schedule or time zone",
+                "Change a reminder's title, prompt, command, schedule or time zone",
                 Free,
             ),
             ("delete", "Delete a reminder and its history", Required),
@@ -98,6 +104,13 @@ pub(super) fn table(domain: Domain) -> Domain {
         "title",
         FieldType::String,
         "reminder: a short name (default: the prompt's start)",
+        &[],
+    );
+    let domain = field(
+        domain,
+        "command",
+        FieldType::String,
+        "reminder: a shell command to run when it fires, before the prompt (its output is given with the prompt); the person is asked when it is set; an empty string removes it on update",
         &[],
     );
     let domain = field(
@@ -136,6 +149,25 @@ pub(super) fn table(domain: Domain) -> Domain {
         "At most this many results",
         &[],
     )
+}
+
+/// A reminder call that sets a shell command: the safeguard judges the command now, and the
+/// person is asked every time, at every level (it will run later with nobody to ask).
+pub(super) fn command_facts(facts: CallFacts, call: &Call, command: &str) -> CallFacts {
+    let when = call
+        .str("schedule")
+        .map(|s| format!(" ({s})"))
+        .unwrap_or_default();
+    let why =
+        "a reminder's command runs later without asking anyone, so it is asked when it is set";
+    CallFacts {
+        summary: format!("{}{when}: run `{command}` when it fires", facts.summary),
+        command: Some(command.to_string()),
+        // The table calls create and update free; this call is not.
+        needs_approval: Some(why.into()),
+        ask_every_time: Some(why.into()),
+        ..facts
+    }
 }
 
 pub(super) async fn run(tool: &AgentTool, ctx: &ToolContext, call: Call) -> ToolResult {
@@ -211,6 +243,7 @@ async fn create(backend: &dyn ScheduleBackend, ctx: &ToolContext, call: &Call) -
         .create(CreateReminder {
             title: call.str("title").map(str::to_string),
             prompt: call.str("prompt").unwrap_or_default().to_string(),
+            command: call.str("command").map(str::to_string),
             schedule: call.str("schedule").unwrap_or_default().to_string(),
             kind: None,
             timezone: call.str("timezone").map(str::to_string),
@@ -241,6 +274,9 @@ async fn update(backend: &dyn ScheduleBackend, call: &Call) -> Outcome {
     let change = UpdateReminder {
         title: call.str("title").map(str::to_string),
         prompt: call.str("prompt").map(str::to_string),
+        command: call
+            .str("command")
+            .map(|c| Some(c.to_string()).filter(|c| !c.trim().is_empty())),
         schedule: call.str("schedule").map(str::to_string),
         kind: None::<ReminderKind>,
         timezone: call.str("timezone").map(str::to_string),
@@ -251,12 +287,13 @@ async fn update(backend: &dyn ScheduleBackend, call: &Call) -> Outcome {
     };
     if change.title.is_none()
         && change.prompt.is_none()
+        && change.command.is_none()
         && change.schedule.is_none()
         && change.timezone.is_none()
         && change.session_id.is_none()
     {
         return Err(invalid(
-            "update needs something to change: `title`, `prompt`, `schedule`, `timezone` or `session_id`",
+            "update needs something to change: `title`, `prompt`, `command`, `schedule`, `timezone` or `session_id`",
         ));
     }
     let reminder = backend.update(id, change).await.map_err(scheduler_error)?;

@@ -62,10 +62,16 @@ impl Book {
             Some(title) if !title.is_empty() => title.to_string(),
             _ => shorten(prompt, TITLE_CHARS),
         };
+        let command = create
+            .command
+            .as_deref()
+            .map(str::trim)
+            .filter(|c| !c.is_empty());
         let row = self.repo.create(&NewReminder {
             session_id: create.session_id.as_deref(),
             title: &title,
             prompt,
+            command,
             kind: plan.kind,
             schedule: &plan.schedule,
             timezone: tz.name(),
@@ -88,6 +94,11 @@ impl Book {
                 return Err(Error::InvalidSchedule("`prompt` must not be empty".into()));
             }
             row.prompt = prompt;
+        }
+        if let Some(command) = change.command {
+            row.command = command
+                .map(|c| c.trim().to_string())
+                .filter(|c| !c.is_empty());
         }
         if let Some(session) = change.session_id {
             row.session_id = session;

@@ -280,7 +280,7 @@ impl Actor {
         self.running.insert(row.id);
         let reminder = reminder_of(&self.repo.get(row.id)?.unwrap_or_else(|| row.clone()));
         let _ = self.events.send(SchedulerEvent::Fired {
-            reminder: reminder.clone(),
+            reminder: Box::new(reminder.clone()),
             run_id: run_id.to_string(),
             trigger,
         });

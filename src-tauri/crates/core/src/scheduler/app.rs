@@ -151,6 +151,7 @@ impl AppScheduler {
                     id: run.schedule_id.clone(),
                     title: run.prompt.chars().take(60).collect(),
                     prompt: run.prompt.clone(),
+                    command: None,
                     kind: String::new(),
                     schedule: String::new(),
                     timezone: self.timezone.name().into(),
@@ -206,6 +207,9 @@ impl AppScheduler {
             id: schedule.id,
             title: schedule.name,
             prompt: schedule.prompt,
+            // Never read back from the app: a command the app could write would run as
+            // approved (see `refuse_command`).
+            command: None,
             kind: kind.into(),
             schedule: text,
             timezone: tz.name().into(),
@@ -231,6 +235,20 @@ impl AppScheduler {
         });
         schedule.next_run_ms = plan.next_run_ms;
         Ok(())
+    }
+
+    /// Reminders that run a command stay with Osprey's built-in scheduler: a command kept by
+    /// the app would come back from it, and the app could change it into one nobody approved.
+    fn refuse_command(&self, command: Option<&str>) -> Result<()> {
+        match command.map(str::trim) {
+            Some(command) if !command.is_empty() => Err(Error::InvalidSchedule(format!(
+                "reminders here are kept by the schedule app `{}`, which cannot be trusted with a \
+                 command to run: make it a reminder without `command`, or remove the app to use \
+                 Osprey's built-in scheduler",
+                self.app_id
+            ))),
+            _ => Ok(()),
+        }
     }
 
     fn zone(&self, name: Option<&str>) -> Result<Tz> {
@@ -285,6 +303,7 @@ impl ScheduleBackend for AppScheduler {
 
     fn create(&self, request: CreateReminder) -> BoxFuture<'_, Result<Reminder>> {
         Box::pin(async move {
+            self.refuse_command(request.command.as_deref())?;
             let prompt = request.prompt.trim();
             if prompt.is_empty() {
                 return Err(Error::InvalidSchedule(
@@ -327,6 +346,7 @@ impl ScheduleBackend for AppScheduler {
 
     fn update(&self, id: String, change: UpdateReminder) -> BoxFuture<'_, Result<Reminder>> {
         Box::pin(async move {
+            self.refuse_command(change.command.as_ref().and_then(Option::as_deref))?;
             let mut schedule = self.fetch(&id).await?;
             let mut extra: serde_json::Value =
                 serde_json::from_str(&schedule.payload_json).unwrap_or_else(|_| json!({}));
