@@ -216,17 +216,21 @@ impl Installer {
             .map_err(|e| Error::io("write the quarantine marker", e))
     }
 
-    /// Links a project directory in as an app, without signatures (for developers). The manifest
-    /// and binary are validated; the app is flagged as sideloaded wherever it is listed.
+    /// Links a project directory in as an app, without signatures (for developers). When the
+    /// manifest has a `build`, it runs first and its output becomes the project's `binary`. The
+    /// manifest and binary are validated; the app is flagged as sideloaded wherever it is listed.
     pub fn sideload(&self, project_dir: &Path) -> Result<Manifest> {
         let project = std::fs::canonicalize(project_dir)
             .map_err(|e| Error::io(format!("resolve {}", project_dir.display()), e))?;
         let manifest = read_manifest(&project)?;
-        crate::binary::validate_binary(&crate::layout::binary_path(&project), self.limits.binary)?;
         let link = self.apps_dir.join(&manifest.id);
         if std::fs::symlink_metadata(&link).is_ok() {
             return Err(Error::AlreadyInstalled(manifest.id.clone()));
         }
+        if let Some(build) = &manifest.build {
+            run_build(&manifest.id, &project, build)?;
+        }
+        crate::binary::validate_binary(&crate::layout::binary_path(&project), self.limits.binary)?;
         symlink_dir(&project, &link)?;
         Ok(manifest)
     }
@@ -403,4 +407,69 @@ fn revoked_among(revocations: &[Revocation], installed: &[InstalledApp]) -> Vec<
                 .map(|r| (manifest.id.clone(), r.reason.clone()))
         })
         .collect()
+}
+
+/// How much of a failed build's output its error keeps (the end, where compilers say why).
+const BUILD_OUTPUT_TAIL: usize = 4_000;
+
+/// Runs a sideloaded project's build step in the project directory, as the person would in a
+/// terminal (they asked for this project to be sideloaded), then puts the built executable in
+/// place as the project's `binary` (copied, then renamed over the old one).
+fn run_build(id: &str, project: &Path, build: &crate::manifest::Build) -> Result<()> {
+    let failed = |message: String| Error::BuildFailed {
+        id: id.to_owned(),
+        message,
+    };
+    let shown = build.command.join(" ");
+    tracing::info!(app = id, command = %shown, "building a sideloaded app");
+    let output = std::process::Command::new(&build.command[0])
+        .args(&build.command[1..])
+        .current_dir(project)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| failed(format!("could not run `{shown}`: {e}")))?;
+    if !output.status.success() {
+        let mut text = String::from_utf8_lossy(&output.stderr).into_owned();
+        if text.trim().is_empty() {
+            text = String::from_utf8_lossy(&output.stdout).into_owned();
+        }
+        let start = text
+            .char_indices()
+            .rev()
+            .nth(BUILD_OUTPUT_TAIL)
+            .map_or(0, |(index, _)| index);
+        return Err(failed(format!(
+            "`{shown}` ended with {}: {}",
+            output.status,
+            text[start..].trim()
+        )));
+    }
+    let built = project.join(&build.output);
+    // The output must be a file inside the project, not a link out of it.
+    let real = std::fs::canonicalize(&built).map_err(|e| {
+        failed(format!(
+            "`{shown}` succeeded but {} is not there ({e}): check `build.output`",
+            build.output
+        ))
+    })?;
+    if !real.starts_with(project) || !real.is_file() {
+        return Err(failed(format!(
+            "{} is not a file inside the project",
+            build.output
+        )));
+    }
+    let binary = project.join(napp::BINARY_NAMES[0]);
+    if real == binary {
+        return Ok(());
+    }
+    let staged = project.join(".binary.building");
+    std::fs::copy(&real, &staged).map_err(|e| Error::io(format!("copy {}", real.display()), e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| Error::io("make the built binary executable", e))?;
+    }
+    std::fs::rename(&staged, &binary)
+        .map_err(|e| Error::io(format!("put the build at {}", binary.display()), e))
 }

@@ -78,6 +78,10 @@ pub enum Error {
         message: String,
     },
     /// A key file that cannot be used.
+    /// A sideloaded project's build step (the manifest's `build`) failed.
+    #[error("build_failed: {id}: {message}")]
+    BuildFailed { id: String, message: String },
+
     #[error("key_invalid: {0}")]
     KeyInvalid(String),
     /// An app with this id is already installed (or something else occupies its directory).
@@ -127,6 +131,7 @@ impl Error {
             Error::SignatureInvalid { .. } => "signature_invalid",
             Error::BinaryInvalid { .. } => "binary_invalid",
             Error::LaunchFailed { .. } => "launch_failed",
+            Error::BuildFailed { .. } => "build_failed",
             Error::KeyInvalid(_) => "key_invalid",
             Error::AlreadyInstalled(_) => "already_installed",
             Error::NotInstalled(_) => "not_installed",

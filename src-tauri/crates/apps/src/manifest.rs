@@ -30,6 +30,7 @@ const FIELDS: &[&str] = &[
     "permissions",
     "overrides",
     "oauth",
+    "build",
 ];
 
 /// A validated manifest.
@@ -50,6 +51,19 @@ pub struct Manifest {
     /// Hook points whose built-in step this app may replace (`handled: true`).
     pub overrides: Vec<String>,
     pub oauth: Option<OAuth>,
+    /// How a developer's project builds its binary: `osprey app sideload` runs it. A package
+    /// carries its built binary, so installs ignore it.
+    pub build: Option<Build>,
+}
+
+/// The manifest's `build`: `{"command": ["cargo", "build", "--release"], "output":
+/// "target/release/units"}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Build {
+    /// The program and its arguments, run in the project directory without a shell.
+    pub command: Vec<String>,
+    /// The built executable, relative to the project directory; it becomes the app's `binary`.
+    pub output: String,
 }
 
 /// One entry of `provides`.
@@ -252,6 +266,12 @@ impl Manifest {
             Some(_) => return Err(Error::manifest("oauth", "must be an object")),
         };
 
+        let build = match object.get("build") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(build)) => Some(parse_build(build)?),
+            Some(_) => return Err(Error::manifest("build", "must be an object")),
+        };
+
         Ok(Manifest {
             id,
             name,
@@ -264,6 +284,7 @@ impl Manifest {
             permissions,
             overrides,
             oauth,
+            build,
         })
     }
 
@@ -276,6 +297,59 @@ impl Manifest {
                 _ => None,
             })
     }
+}
+
+fn parse_build(object: &Map<String, Value>) -> Result<Build> {
+    if let Some(unknown) = object
+        .keys()
+        .find(|key| !["command", "output"].contains(&key.as_str()))
+    {
+        return Err(Error::manifest(format!("build.{unknown}"), "unknown field"));
+    }
+    let command: Vec<String> = match object.get("command") {
+        Some(Value::Array(items)) if !items.is_empty() && items.len() <= 64 => items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| {
+                item.as_str()
+                    .filter(|arg| !arg.is_empty() && !arg.contains('\0'))
+                    .map(str::to_owned)
+                    .ok_or_else(|| {
+                        Error::manifest(
+                            format!("build.command[{index}]"),
+                            "must be a non-empty string",
+                        )
+                    })
+            })
+            .collect::<Result<_>>()?,
+        _ => {
+            return Err(Error::manifest(
+                "build.command",
+                "required: the program and its arguments as a list of strings, such as \
+                 [\"cargo\", \"build\", \"--release\"]",
+            ));
+        }
+    };
+    let output = object
+        .get("output")
+        .and_then(Value::as_str)
+        .filter(|output| {
+            let path = std::path::Path::new(output);
+            !output.is_empty()
+                && path.is_relative()
+                && path
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)))
+        })
+        .ok_or_else(|| {
+            Error::manifest(
+                "build.output",
+                "required: the built executable as a path inside the project, such as \
+                 target/release/my-app",
+            )
+        })?
+        .to_owned();
+    Ok(Build { command, output })
 }
 
 fn parse_oauth(object: &Map<String, Value>, permissions: &[String]) -> Result<OAuth> {
@@ -509,6 +583,47 @@ mod tests {
             serde_json::to_value(&manifest).unwrap()["provides"],
             json!(["tool:convert"])
         );
+    }
+
+    #[test]
+    fn a_build_step_is_a_program_with_arguments_and_an_output_inside_the_project() {
+        let build =
+            json!({"command": ["cargo", "build", "--release"], "output": "target/release/units"});
+        let manifest = parse(&with("build", build)).unwrap();
+        assert_eq!(
+            manifest.build,
+            Some(Build {
+                command: vec!["cargo".into(), "build".into(), "--release".into()],
+                output: "target/release/units".into(),
+            })
+        );
+        for (bad, field) in [
+            (json!({"command": [], "output": "x"}), "build.command"),
+            (
+                json!({"command": "cargo build", "output": "x"}),
+                "build.command",
+            ),
+            (
+                json!({"command": ["cargo", ""], "output": "x"}),
+                "build.command[1]",
+            ),
+            (json!({"command": ["make"]}), "build.output"),
+            (
+                json!({"command": ["make"], "output": "/usr/bin/id"}),
+                "build.output",
+            ),
+            (
+                json!({"command": ["make"], "output": "../elsewhere/app"}),
+                "build.output",
+            ),
+            (
+                json!({"command": ["make"], "output": "x", "shell": true}),
+                "build.shell",
+            ),
+            (json!("make"), "build"),
+        ] {
+            assert_eq!(refusal(&with("build", bad.clone())).0, field, "{bad}");
+        }
     }
 
     #[test]

@@ -105,10 +105,16 @@ pub async fn run(data_dir: Option<PathBuf>, args: AppArgs) -> anyhow::Result<Exi
                 "id": manifest.id,
                 "version": manifest.version,
                 "message": format!(
-                    "sideloaded {} {} from {} (unsigned: for development only)",
+                    "sideloaded {} {} from {}{} and started it once (unsigned: for development \
+                     only)",
                     manifest.id,
                     manifest.version,
-                    dir.display()
+                    dir.display(),
+                    manifest
+                        .build
+                        .as_ref()
+                        .map(|build| format!(", built with `{}`", build.command.join(" ")))
+                        .unwrap_or_default()
                 ),
             })
         })),

@@ -561,13 +561,39 @@ fn an_update_adding_permissions_waits_for_approval() {
     assert_eq!(listed[0]["pending_update"], false);
 }
 
+/// Gives a project's manifest a `build` step.
+fn with_build(project: &Path, command: &[&str], output: &str) {
+    let path = project.join("manifest.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    manifest["build"] = json!({"command": command, "output": output});
+    std::fs::write(&path, manifest.to_string()).unwrap();
+}
+
 #[test]
-fn sideload_and_unsideload_leave_the_project_alone() {
+fn sideload_builds_starts_the_app_once_and_unsideload_leaves_the_project_alone() {
     let fixture = Fixture::new();
     let project = fixture.project("com.example.dev", "0.1.0", &[]);
+    // The project builds its binary (here by copying the unit-converter fixture app, which
+    // really runs): the build's output becomes `binary`.
+    std::fs::remove_file(project.join("binary")).unwrap();
+    let app = osprey_tests::fixture_binary("osprey-fixture-unit-converter");
+    let build = format!("mkdir -p out && cp '{}' out/units", app.display());
+    with_build(&project, &["sh", "-c", &build], "out/units");
     let (code, report, stderr) = fixture.osprey(&["app", "sideload", text(&project)]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(report["id"], "com.example.dev");
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap()
+            .contains("built with `sh -c"),
+        "{report}"
+    );
+    assert_eq!(
+        std::fs::read(project.join("binary")).unwrap(),
+        std::fs::read(&app).unwrap()
+    );
     let listed = fixture.listed();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0]["id"], "com.example.dev");
@@ -588,6 +614,48 @@ fn sideload_and_unsideload_leave_the_project_alone() {
     let (code, report, _) = fixture.osprey(&["app", "unsideload", "com.example.dev"]);
     assert_eq!(code, 3);
     assert_eq!(report["code"], "not_installed");
+}
+
+#[test]
+fn a_sideload_whose_build_fails_or_whose_app_does_not_start_is_not_linked() {
+    let fixture = Fixture::new();
+    let project = fixture.project("com.example.broken", "0.1.0", &[]);
+    with_build(
+        &project,
+        &[
+            "sh",
+            "-c",
+            "echo 'error[E0432]: unresolved import' >&2; exit 101",
+        ],
+        "out/units",
+    );
+    let (code, report, _) = fixture.osprey(&["app", "sideload", text(&project)]);
+    assert_eq!(code, 3, "{report}");
+    assert_eq!(report["code"], "build_failed");
+    let message = report["message"].as_str().unwrap();
+    assert!(
+        message.contains("unresolved import") && message.contains("exit status: 101"),
+        "{message}"
+    );
+    assert!(fixture.listed().is_empty());
+
+    // It builds, but what it built cannot start (not a real program): the link goes again.
+    let project = fixture.project("com.example.stillborn", "0.1.0", &[]);
+    let (code, report, _) = fixture.osprey(&["app", "sideload", text(&project)]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["code"], "launch_failed");
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not start, so the link was removed"),
+        "{report}"
+    );
+    assert!(fixture.listed().is_empty());
+    assert!(
+        project.join("binary").is_file(),
+        "the project is left alone"
+    );
 }
 
 #[test]

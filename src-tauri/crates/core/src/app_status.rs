@@ -270,13 +270,56 @@ mod unix {
             blocking(move || installer.uninstall(&owned)).await
         }
 
-        /// Links a project directory in as an app, without signatures (for developers).
+        /// Links a project directory in as an app, without signatures (for developers): runs
+        /// its `build` step when the manifest has one, links it, and starts it once (here, or
+        /// in the running desktop or daemon); an app that does not start loses its link again,
+        /// so a broken project never sits among the apps.
         pub async fn sideload_app(&self, dir: &std::path::Path) -> CoreResult<Manifest> {
             let installer = self.apps().installer().clone();
             std::fs::create_dir_all(installer.apps_dir())
                 .with_context(|| format!("creating {}", installer.apps_dir().display()))?;
             let dir = dir.to_path_buf();
-            blocking(move || installer.sideload(&dir)).await
+            let manifest = blocking(move || installer.sideload(&dir)).await?;
+            if let Err(why) = self.first_launch(&manifest.id).await {
+                let installer = self.apps().installer().clone();
+                let id = manifest.id.clone();
+                let _ = blocking(move || installer.unsideload(&id)).await;
+                return Err(CoreError::new(
+                    UiErrorCode::LaunchFailed,
+                    format!(
+                        "{} was linked but did not start, so the link was removed: {why}. Fix \
+                         the project and sideload it again",
+                        manifest.id
+                    ),
+                ));
+            }
+            Ok(manifest)
+        }
+
+        /// Starts a freshly sideloaded app once: under this core's supervisor when apps run
+        /// here, else through the running desktop or daemon, else under a supervisor of its own
+        /// for the check (stopped again afterwards).
+        async fn first_launch(&self, id: &str) -> Result<(), String> {
+            if self.apps().supervisor().is_running() {
+                return self
+                    .apps()
+                    .supervisor()
+                    .launch(id)
+                    .await
+                    .map(|_| ())
+                    .map_err(|error| error.to_string());
+            }
+            let lease = self
+                .reach_app_tools(&[id.to_string()], std::time::Duration::from_secs(30), true)
+                .await
+                .map_err(|error| format!("{error:#}"))?;
+            let failure = lease
+                .failures
+                .iter()
+                .find(|(app, _)| app == id)
+                .map(|(_, why)| why.clone());
+            lease.release().await;
+            failure.map_or(Ok(()), Err)
         }
 
         /// Removes a sideload link; the project directory is not touched.

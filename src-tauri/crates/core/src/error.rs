@@ -145,6 +145,10 @@ mod tests {
                 reason: "spawn",
                 message: "no".into(),
             },
+            AppsError::BuildFailed {
+                id: "a".into(),
+                message: "exit 101".into(),
+            },
             AppsError::KeyInvalid("k".into()),
             AppsError::AlreadyInstalled("a".into()),
             AppsError::Revoked {

@@ -592,6 +592,8 @@ codes! {
         SignatureInvalid = "signature_invalid",
         BinaryInvalid = "binary_invalid",
         LaunchFailed = "launch_failed",
+        /// A sideloaded project's build step failed.
+        BuildFailed = "build_failed",
         KeyInvalid = "key_invalid",
         AlreadyInstalled = "already_installed",
         NotInstalled = "not_installed",
