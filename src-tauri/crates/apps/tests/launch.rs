@@ -8,7 +8,7 @@ mod fixtures;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use osprey_apps::runtime::{self, LaunchOptions, Launcher};
@@ -319,9 +319,9 @@ async fn the_binary_is_validated_before_every_launch() {
     assert_eq!(error.reason(), Some("binary_not_regular_file"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn orphans_of_a_previous_run_are_killed_on_start() {
-    let apps = Apps::new();
+/// The unit-converter app launched and then left running, as a crashed Osprey leaves it: its
+/// folder and pid.
+async fn orphaned_units(apps: &Apps) -> (PathBuf, u32) {
     let dir = apps.install(
         "units",
         &fixture_binary("osprey-fixture-unit-converter"),
@@ -329,8 +329,15 @@ async fn orphans_of_a_previous_run_are_killed_on_start() {
     );
     let app = apps.launcher().launch("units").await.unwrap();
     let pid = app.pid();
-    // Osprey "crashes": nothing stops the app, its pid file stays.
     std::mem::forget(app);
+    (dir, pid)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orphans_of_a_previous_run_are_killed_on_start() {
+    let apps = Apps::new();
+    // Osprey "crashes": nothing stops the app, its pid file stays.
+    let (dir, pid) = orphaned_units(&apps).await;
     assert!(!runtime::process_gone(pid));
 
     assert_eq!(runtime::kill_orphans(&apps.dir()), ["units"]);
@@ -343,4 +350,42 @@ async fn orphans_of_a_previous_run_are_killed_on_start() {
     std::fs::write(dir.join(".pid"), format!("{}\n", std::process::id())).unwrap();
     assert!(runtime::kill_orphans(&apps.dir()).is_empty());
     assert!(!dir.join(".pid").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orphans_whose_pid_file_was_lost_are_found_by_a_process_scan() {
+    let apps = Apps::new();
+    // Osprey crashes and the pid file is gone with it.
+    let (dir, pid) = orphaned_units(&apps).await;
+    std::fs::remove_file(dir.join(".pid")).unwrap();
+    // Bystanders: a process naming another folder's app socket, and one naming none (a
+    // developer running a binary by hand).
+    let other = tempfile::tempdir().unwrap();
+    let mut elsewhere = std::process::Command::new("sleep")
+        .arg("300")
+        .env("OSPREY_APP_SOCK", other.path().join("apps/units/app.sock"))
+        .spawn()
+        .unwrap();
+    let mut by_hand = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+
+    assert_eq!(runtime::kill_orphans(&apps.dir()), ["units"]);
+    until("the orphan to die", Duration::from_secs(5), || {
+        runtime::process_gone(pid)
+    })
+    .await;
+    assert!(
+        elsewhere.try_wait().unwrap().is_none(),
+        "another folder's app was killed"
+    );
+    assert!(
+        by_hand.try_wait().unwrap().is_none(),
+        "a bystander was killed"
+    );
+    for mut child in [elsewhere, by_hand] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 }

@@ -82,9 +82,24 @@ fn runs_app_binary(_raw: u32, _app_dir: &Path) -> bool {
     false
 }
 
-/// Kills the process groups recorded in `<apps>/*/.pid` by a previous run that are still running
-/// the app's binary, and removes their pid files and sockets. Returns the app ids it killed.
+/// Kills what a previous run left running: the process groups recorded in `<apps>/*/.pid` that
+/// still run the app's binary, then (on Linux) every other process of this user that Osprey
+/// launched as an app of this folder, found by the `OSPREY_APP_SOCK` it was given (a pid file
+/// lost in a crash, or an app whose folder was removed under it). Removes the pid files and
+/// sockets. Returns the app ids it killed. Call it only while holding the data folder: then no
+/// app of this folder belongs to a live Osprey.
 pub fn kill_orphans(apps_dir: &Path) -> Vec<String> {
+    let mut killed = kill_recorded_orphans(apps_dir);
+    for id in kill_unrecorded_orphans(apps_dir) {
+        if !killed.contains(&id) {
+            killed.push(id);
+        }
+    }
+    killed
+}
+
+/// The `.pid` file pass of [`kill_orphans`].
+fn kill_recorded_orphans(apps_dir: &Path) -> Vec<String> {
     let mut killed = Vec::new();
     let Ok(entries) = std::fs::read_dir(apps_dir) else {
         return killed;
@@ -108,6 +123,82 @@ pub fn kill_orphans(apps_dir: &Path) -> Vec<String> {
     killed
 }
 
+/// The process scan of [`kill_orphans`]: every process of this user whose environment names a
+/// socket of an app in `apps_dir` (`OSPREY_APP_SOCK=<apps>/<id>/app.sock`, set by the launcher
+/// and kept across its exec into the app) is killed with its group. A program the developer runs
+/// by hand from a sideloaded project has no such variable and is left alone.
+#[cfg(target_os = "linux")]
+fn kill_unrecorded_orphans(apps_dir: &Path) -> Vec<String> {
+    let mut roots = vec![apps_dir.to_path_buf()];
+    if let Ok(real) = std::fs::canonicalize(apps_dir)
+        && real != apps_dir
+    {
+        roots.push(real);
+    }
+    let me = std::process::id();
+    let mut killed = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return killed;
+    };
+    for entry in entries.flatten() {
+        let Some(raw) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if raw == me {
+            continue;
+        }
+        // Another user's process cannot be read, and is none of ours.
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let Some(id) = app_of_environ(&environ, &roots) else {
+            continue;
+        };
+        if process_gone(raw) {
+            continue;
+        }
+        let group = nix::unistd::getpgid(pid(raw)).ok();
+        if group == pid(raw) {
+            signal_group(raw, Signal::SIGKILL);
+        } else if let Some(target) = pid(raw) {
+            let _ = kill(target, Signal::SIGKILL);
+        }
+        tracing::info!(app = %id, pid = raw, "killed an app process a previous run left behind");
+        if !killed.contains(&id) {
+            killed.push(id);
+        }
+    }
+    killed
+}
+
+#[cfg(not(target_os = "linux"))]
+fn kill_unrecorded_orphans(_apps_dir: &Path) -> Vec<String> {
+    Vec::new()
+}
+
+/// The app id whose socket under one of `roots` a process environment (`/proc/<pid>/environ`:
+/// NUL-separated `KEY=value`) names in `OSPREY_APP_SOCK`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn app_of_environ(environ: &[u8], roots: &[std::path::PathBuf]) -> Option<String> {
+    let value = environ
+        .split(|byte| *byte == 0)
+        .find_map(|pair| pair.strip_prefix(b"OSPREY_APP_SOCK="))?;
+    let socket = Path::new(std::str::from_utf8(value).ok()?);
+    if socket.file_name()? != SOCKET_FILE {
+        return None;
+    }
+    let app_dir = socket.parent()?;
+    roots
+        .iter()
+        .any(|root| app_dir.parent() == Some(root.as_path()))
+        .then(|| app_dir.file_name()?.to_str().map(str::to_owned))
+        .flatten()
+}
+
 /// The pid in the app's `.pid` file, when that process is still running the app's binary.
 pub(crate) fn running_pid(app_dir: &Path) -> Option<u32> {
     let raw = std::fs::read_to_string(app_dir.join(PID_FILE))
@@ -123,4 +214,34 @@ pub(crate) fn check_binary(app_dir: &Path) -> crate::Result<std::path::PathBuf> 
     let path = crate::layout::binary_path(app_dir);
     validate_binary(&path, crate::binary::MAX_BINARY_BYTES)?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    #[test]
+    fn an_environment_names_its_app_only_under_this_folders_apps() {
+        let roots = [PathBuf::from("/data/apps")];
+        let env = |sock: &str| format!("HOME=/h\0OSPREY_APP_SOCK={sock}\0OSPREY_APP_ID=x\0");
+        assert_eq!(
+            app_of_environ(env("/data/apps/units/app.sock").as_bytes(), &roots).as_deref(),
+            Some("units")
+        );
+        for other in [
+            "/elsewhere/apps/units/app.sock",
+            "/data/apps/units/other.sock",
+            "/data/apps/app.sock",
+            "/data/apps/units/deeper/app.sock",
+        ] {
+            assert_eq!(
+                app_of_environ(env(other).as_bytes(), &roots),
+                None,
+                "{other}"
+            );
+        }
+        assert_eq!(app_of_environ(b"HOME=/h\0PATH=/bin\0", &roots), None);
+    }
 }
