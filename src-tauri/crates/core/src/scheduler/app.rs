@@ -4,12 +4,20 @@
 //! text (so the app gets a normalized five-field cron or a Unix time, never "tomorrow 9am"), and
 //! keeps what the protocol has no field for (the session, the creator's origin) in the
 //! schedule's `payload_json`.
+//!
+//! The app holds that payload and could rewrite it: claim a schedule was the person's own (so
+//! its turns fire as `system`, where the shell is allowed) or plant a prompt under a sealed
+//! origin. So the payload carries a seal, an HMAC-SHA256 over the app id, origin, session,
+//! creation time and prompt under a key only Osprey holds (in its secret store, out of every
+//! app's reach). A schedule whose seal does not verify is the app's own: its origin is
+//! `app:<id>` (which fires under the rules for messages from outside) and it joins no session.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
+use hmac::{Hmac, Mac};
 use osprey_agent::scheduler::{
     CreateReminder, Firing, Reminder, ReminderRunInfo, Tz, UpdateReminder, local_rfc3339, spec,
 };
@@ -22,6 +30,7 @@ use osprey_rpc::v1::{
     TriggersRequest,
 };
 use serde_json::json;
+use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 
@@ -39,23 +48,89 @@ pub struct AppScheduler {
     app_id: String,
     channel: ChannelSource,
     timezone: Tz,
+    seal: Seal,
 }
 
-impl std::fmt::Debug for AppScheduler {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AppScheduler")
-            .field("app_id", &self.app_id)
-            .finish_non_exhaustive()
+/// Seals what Osprey stores in a schedule's payload (see the module notes).
+#[derive(Clone)]
+pub struct Seal {
+    /// `None` when no key nobody can guess could be made: nothing is sealed, nothing verifies.
+    key: Option<[u8; 32]>,
+}
+
+impl Seal {
+    /// A seal under `key` (kept by the core in its secret store).
+    pub fn new(key: [u8; 32]) -> Seal {
+        Seal { key: Some(key) }
+    }
+
+    /// A seal whose key lives as long as this process: schedules sealed under it are trusted
+    /// only until Osprey restarts (fail closed when no lasting key can be kept).
+    pub fn ephemeral() -> Seal {
+        let mut key = [0u8; 32];
+        if getrandom::fill(&mut key).is_err() {
+            tracing::warn!("no randomness for the schedule seal; app schedules are untrusted");
+            return Seal { key: None };
+        }
+        Seal::new(key)
+    }
+
+    /// The MAC over what `payload` says of the schedule (origin, session, creation time) and
+    /// its prompt; `None` without a key or when the payload lacks those.
+    fn mac(&self, app_id: &str, payload: &serde_json::Value, prompt: &str) -> Option<Hmac<Sha256>> {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(self.key.as_ref()?).ok()?;
+        let message = json!([
+            "osprey-schedule-seal-v1",
+            app_id,
+            payload["origin"].as_str()?,
+            payload["session_id"].as_str(),
+            payload["created_ms"].as_i64()?,
+            prompt
+        ]);
+        mac.update(message.to_string().as_bytes());
+        Some(mac)
+    }
+
+    /// Puts the seal of `payload` and `prompt` into `payload` (or takes a stale one out).
+    fn seal(&self, app_id: &str, payload: &mut serde_json::Value, prompt: &str) {
+        let tag = self
+            .mac(app_id, payload, prompt)
+            .map(|mac| hex::encode(mac.finalize().into_bytes()));
+        match (tag, payload.as_object_mut()) {
+            (Some(tag), Some(fields)) => {
+                fields.insert("seal".into(), json!(tag));
+            }
+            (None, Some(fields)) => {
+                fields.remove("seal");
+            }
+            _ => {}
+        }
+    }
+
+    fn verifies(&self, app_id: &str, payload: &serde_json::Value, prompt: &str) -> bool {
+        let Some(seal) = payload["seal"].as_str().and_then(|s| hex::decode(s).ok()) else {
+            return false;
+        };
+        self.mac(app_id, payload, prompt)
+            .is_some_and(|mac| mac.verify_slice(&seal).is_ok())
     }
 }
 
 impl AppScheduler {
+    /// An app scheduler whose seal lasts this process only; the core gives it its lasting seal
+    /// with [`AppScheduler::with_seal`] when it attaches it.
     pub fn new(app_id: impl Into<String>, channel: ChannelSource, timezone: Tz) -> AppScheduler {
         AppScheduler {
             app_id: app_id.into(),
             channel,
             timezone,
+            seal: Seal::ephemeral(),
         }
+    }
+
+    pub fn with_seal(mut self, seal: Seal) -> AppScheduler {
+        self.seal = seal;
+        self
     }
 
     /// The app's scheduler reached through the supervisor (the app must be running).
@@ -203,6 +278,11 @@ impl AppScheduler {
             None => ("", String::new()),
         };
         let next = (schedule.next_run_ms > 0).then_some(schedule.next_run_ms);
+        // Only what Osprey sealed is believed; otherwise the schedule is the app's own.
+        let sealed = self.seal.verifies(&self.app_id, &extra, &schedule.prompt);
+        if !sealed && extra.get("origin").is_some() {
+            tracing::warn!(app = %self.app_id, schedule = %schedule.id, "a schedule's origin is not sealed by this Osprey; treating it as the app's own");
+        }
         Reminder {
             id: schedule.id,
             title: schedule.name,
@@ -213,12 +293,16 @@ impl AppScheduler {
             kind: kind.into(),
             schedule: text,
             timezone: tz.name().into(),
-            session_id: extra["session_id"].as_str().map(str::to_string),
+            session_id: extra["session_id"]
+                .as_str()
+                .filter(|_| sealed)
+                .map(str::to_string),
             next_run_ms: next,
             next_run: next.and_then(|ms| rfc3339(tz, ms)),
             enabled: schedule.enabled,
             origin: extra["origin"]
                 .as_str()
+                .filter(|_| sealed)
                 .map(str::to_string)
                 .unwrap_or_else(|| format!("app:{}", self.app_id)),
             created_ms: extra["created_ms"].as_i64().unwrap_or_default(),
@@ -321,13 +405,16 @@ impl ScheduleBackend for AppScheduler {
                 timezone: tz.name().into(),
                 enabled: !request.paused,
                 prompt: prompt.into(),
-                payload_json: json!({
-                    "session_id": request.session_id,
-                    "origin": request.origin,
-                    "schedule": request.schedule.trim(),
-                    "created_ms": osprey_db::now_ms(),
-                })
-                .to_string(),
+                payload_json: {
+                    let mut payload = json!({
+                        "session_id": request.session_id,
+                        "origin": request.origin,
+                        "schedule": request.schedule.trim(),
+                        "created_ms": osprey_db::now_ms(),
+                    });
+                    self.seal.seal(&self.app_id, &mut payload, prompt);
+                    payload.to_string()
+                },
                 ..Default::default()
             };
             self.set_timing(&mut schedule, &request.schedule, tz)?;
@@ -350,6 +437,8 @@ impl ScheduleBackend for AppScheduler {
             let mut schedule = self.fetch(&id).await?;
             let mut extra: serde_json::Value =
                 serde_json::from_str(&schedule.payload_json).unwrap_or_else(|_| json!({}));
+            // A change keeps a sealed origin only when the app had not altered it.
+            let sealed = self.seal.verifies(&self.app_id, &extra, &schedule.prompt);
             if let Some(title) = change.title {
                 schedule.name = title;
             }
@@ -366,6 +455,11 @@ impl ScheduleBackend for AppScheduler {
             if let Some(text) = change.schedule.as_deref() {
                 self.set_timing(&mut schedule, text, tz)?;
                 extra["schedule"] = json!(text.trim());
+            }
+            if sealed {
+                self.seal.seal(&self.app_id, &mut extra, &schedule.prompt);
+            } else if let Some(fields) = extra.as_object_mut() {
+                fields.remove("seal");
             }
             schedule.payload_json = extra.to_string();
             let updated = self
