@@ -2,9 +2,11 @@
 //! a loopback port (the real osprey-store, publishing the unit-converter fixture); the app is
 //! pointed at it with `OSPREY_STORE_URL`. One test installs an app from the store through the
 //! UI (its page, the permission prompt in plain words, progress, the result) and finds it on the
-//! Apps page, then approves an update's new permission; the other revokes a grant on the
-//! Approvals page and sees the next matching call asked again. Linux only (tauri-driver drives
-//! WebKitGTK).
+//! Apps page, then approves an update's new permission; another revokes a grant on the
+//! Approvals page and sees the next matching call asked again; the last has the agent install an
+//! app from chat, where the approval dialog shows what the Store page's prompt shows (name,
+//! version, publisher, signer, permissions in plain words) and offers only Allow once and Deny.
+//! Linux only (tauri-driver drives WebKitGTK).
 #![cfg(target_os = "linux")]
 
 use std::time::{Duration, Instant};
@@ -436,5 +438,105 @@ fn a_revoked_grant_makes_the_next_matching_call_ask_again() -> Result<()> {
         Ok(rows == json!(["ask:once"]))
     })?;
     app.save_screenshot("activity-approved")?;
+    Ok(())
+}
+
+#[test]
+fn the_agent_installs_from_the_store_only_after_a_dialog_showing_what_the_app_may_do() -> Result<()>
+{
+    let store = ServedStore::start()?;
+    store.publish(
+        APP,
+        "Unit Converter",
+        "1.0.0",
+        &["network:api.example.com"],
+        listed("productivity", true),
+    )?;
+    let data = tempfile::Builder::new()
+        .prefix("osprey-e2e-agent-install-")
+        .tempdir()?;
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::call(
+            "toolu_install",
+            "store",
+            json!({"resource": "apps", "action": "install", "id": APP}),
+        ),
+        ScriptedReply::text("Unit Converter is installed."),
+    ])?;
+    let database = osprey_db::Database::open_in(data.path()).context("opening the database")?;
+    database.settings().set(
+        "providers",
+        &json!({"default": "anthropic", "anthropic": {"base_url": server.url(), "model": "claude-test"}}),
+    )?;
+    drop(database);
+    let mut options = LaunchOptions::with_test_model(data.path());
+    options
+        .env
+        .push(("OSPREY_STORE_URL".into(), store.url.clone()));
+    let app = DesktopApp::launch_with("desktop_agent_install", options)?;
+    let driver = &app.driver;
+    driver.wait_for_text("main h1", UI_TIMEOUT, |text| text == "Chat")?;
+
+    send(driver, "Install the unit converter from the store")?;
+    let dialog = "[data-testid='approval-dialog']";
+    driver
+        .wait_for_text(
+            &format!("{dialog} [data-testid='approval-details-title']"),
+            UI_TIMEOUT,
+            |t| t.contains("Unit Converter"),
+        )
+        .inspect_err(|_| {
+            let _ = app.save_screenshot("no-install-dialog");
+        })?;
+    let version = driver.wait_for_text(
+        &format!("{dialog} [data-testid='approval-version']"),
+        UI_TIMEOUT,
+        |t| !t.is_empty(),
+    )?;
+    ensure!(version == "1.0.0", "the dialog shows version {version:?}");
+    let permissions = driver.wait_for_text(
+        &format!("{dialog} [data-testid='approval-permissions']"),
+        UI_TIMEOUT,
+        |t| !t.is_empty(),
+    )?;
+    ensure!(
+        permissions.contains("Connect to api.example.com over the internet"),
+        "the dialog explains {permissions:?}"
+    );
+    ensure!(
+        driver
+            .find(&format!("{dialog} [data-testid='approval-signer']"))?
+            .is_some(),
+        "the dialog names who signed the package"
+    );
+    // An install is answered for this call only: no "always", no lasting grant.
+    ensure!(
+        driver
+            .find(&format!("{dialog} [data-testid='approval-session']"))?
+            .is_none(),
+        "an install offered 'Always this session'"
+    );
+    ensure!(
+        !data.path().join("apps").join(APP).exists(),
+        "the app was installed before anyone answered"
+    );
+    app.save_screenshot("install-dialog")?;
+
+    click(driver, &format!("{dialog} [data-testid='approval-once']"))?;
+    wait_until("the agent's answer", || {
+        assistant_said(driver, "Unit Converter is installed.")
+    })?;
+    ensure!(
+        data.path()
+            .join("apps")
+            .join(APP)
+            .join("manifest.json")
+            .is_file(),
+        "the approved install is not on disk"
+    );
+    // The Apps page lists it.
+    click(driver, "[data-testid='nav-apps']")?;
+    driver.wait_for_text("main", UI_TIMEOUT, |t| t.contains("Unit Converter"))?;
+    app.save_screenshot("installed-from-chat")?;
     Ok(())
 }
