@@ -130,6 +130,13 @@ pub const CAPABILITIES: &[Capability] = &[
         summary: "secrets Osprey keeps in the system keychain",
     },
     Capability {
+        name: "audio",
+        category: Category::Media,
+        platforms: &[Linux],
+        needs_setup: false,
+        summary: "the sound output: volume, up, down, mute (PulseAudio or PipeWire)",
+    },
+    Capability {
         name: "music",
         category: Category::Media,
         platforms: &[Linux],

@@ -14,6 +14,7 @@
 //! change the process environment: display and bus addresses are passed in.
 
 pub mod app;
+pub mod audio;
 mod calendar;
 pub mod capability;
 pub mod clipboard;

@@ -4,6 +4,7 @@
 //! programs started are the applications the person asks to launch.
 
 mod apps;
+mod audio;
 mod bus;
 mod mpris;
 mod notify;
@@ -91,6 +92,7 @@ impl LinuxBackend {
                 ))
             }
             "tts" => self.speech_probe().await,
+            "audio" => self.audio_probe().await,
             _ => Err(crate::Error::unsupported("this capability")),
         }
     }

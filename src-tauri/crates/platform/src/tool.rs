@@ -28,6 +28,7 @@ use crate::search::{SearchRequest, search};
 use crate::system::{SystemServices as _, machine_facts};
 use crate::window::{self, WindowOp, Windows as _};
 
+mod audio_actions;
 mod mail_actions;
 mod speech_actions;
 
@@ -335,6 +336,9 @@ fn os_domain(offered: &[&Capability]) -> Domain {
             ],
         );
     }
+    if has("audio") {
+        domain = audio_actions::resource(domain);
+    }
     if has("music") {
         domain = domain.resource(
             "music",
@@ -481,7 +485,11 @@ fn os_domain(offered: &[&Capability]) -> Domain {
         )
         .field("seconds", FieldType::Number, "music seek: seconds")
         .required_for(&["music.seek"])
-        .field("percent", FieldType::Number, "music volume: 0-100")
+        .field(
+            "percent",
+            FieldType::Number,
+            "music volume: 0-100; audio set: 0-150; audio up/down: points (default 10)",
+        )
         .required_for(&["music.volume"])
         .field(
             "query",
@@ -557,6 +565,11 @@ fn os_domain(offered: &[&Capability]) -> Domain {
     };
     let domain = if has("tts") {
         speech_actions::fields(domain)
+    } else {
+        domain
+    };
+    let domain = if has("audio") {
+        audio_actions::fields(domain)
     } else {
         domain
     };
@@ -1180,6 +1193,7 @@ impl DomainTool for OsTool {
         match call.resource() {
             "mail" => mail_actions::facts(call, &mut facts),
             "tts" => speech_actions::facts(call, &mut facts),
+            "audio" => audio_actions::facts(call, &mut facts),
             _ => {}
         }
         facts
@@ -1197,6 +1211,7 @@ impl DomainTool for OsTool {
                     "system" => self.system(&call).await,
                     "keychain" => self.keychain(&call).await,
                     "music" => self.music(&call).await,
+                    "audio" => self.audio(&call).await,
                     "search" => self.search(ctx, &call).await,
                     "calendar" => {
                         crate::calendar::run(&self.dav, &call, &|p, w| self.check_path(p, w)).await

@@ -3,6 +3,7 @@
 //! search) do not go through it.
 
 use crate::app::Applications;
+use crate::audio::Audio;
 use crate::config::OsConfig;
 use crate::keychain::Keychain;
 use crate::music::MediaPlayers;
@@ -32,6 +33,7 @@ impl Unsupported {
 }
 
 impl Applications for Unsupported {}
+impl Audio for Unsupported {}
 impl Keychain for Unsupported {}
 impl MediaPlayers for Unsupported {}
 impl Notifications for Unsupported {}

@@ -2,7 +2,8 @@
 //! media player and gnome-keyring on it; an Xvfb display with openbox and GTK windows; desktop
 //! entries launched for real; the clipboard read by another X client; Radicale as the CalDAV and
 //! CardDAV server of the calendar and contacts; Dovecot and aiosmtpd on loopback for mail;
-//! espeak-ng, speech-dispatcher and a null PulseAudio sink for speech. See `os/harness.rs`.
+//! espeak-ng, speech-dispatcher and a null PulseAudio sink for speech; PulseAudio null sinks for
+//! the sound output's volume and mute. See `os/harness.rs`.
 //! (A test crate's root resolves modules beside it, hence the `#[path]`s.)
 #![cfg(target_os = "linux")]
 
@@ -15,6 +16,9 @@ mod notification;
 
 #[path = "os/music.rs"]
 mod music;
+
+#[path = "os/audio.rs"]
+mod audio;
 
 #[path = "os/keychain.rs"]
 mod keychain;

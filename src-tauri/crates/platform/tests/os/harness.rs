@@ -501,3 +501,105 @@ pub fn uid_in(text: &str) -> String {
         .unwrap()
         .to_string()
 }
+
+/// Whether `programs` are installed; on CI a missing one fails the test.
+pub fn installed(programs: &[&str]) -> bool {
+    let missing: Vec<&str> = programs
+        .iter()
+        .copied()
+        .filter(|p| !program_exists(p))
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").is_err(),
+        "{} must be installed on CI (scripts/setup)",
+        missing.join(", ")
+    );
+    eprintln!(
+        "skipped: {} not installed (scripts/setup installs espeak-ng, sox, speech-dispatcher, and pulseaudio where PipeWire is not the sound server)",
+        missing.join(", ")
+    );
+    false
+}
+
+/// A PulseAudio server of its own with a null sink: speech plays in real time into nothing.
+pub struct Pulse {
+    pub server: String,
+    _dir: tempfile::TempDir,
+    _process: Guarded,
+}
+
+impl Pulse {
+    pub fn start() -> Pulse {
+        Pulse::with_sinks(&["osprey_test"])
+    }
+
+    /// A server whose outputs are null sinks named `sinks` (the first is the default).
+    pub fn with_sinks(sinks: &[&str]) -> Pulse {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = dir.path().join("run");
+        std::fs::create_dir(&runtime).unwrap();
+        std::fs::set_permissions(
+            &runtime,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .unwrap();
+        let socket = dir.path().join("native");
+        let native = format!(
+            "module-native-protocol-unix socket={} auth-anonymous=1",
+            socket.display()
+        );
+        let mut args = vec![
+            "-n".to_string(),
+            "--daemonize=no".into(),
+            "--exit-idle-time=-1".into(),
+            "--use-pid-file=no".into(),
+            "--disable-shm=yes".into(),
+            "-L".into(),
+            native,
+        ];
+        for sink in sinks {
+            args.push("-L".into());
+            args.push(format!(
+                "module-null-sink sink_name={sink} sink_properties=device.description={sink}"
+            ));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let process = Guarded::spawn(
+            "pulseaudio",
+            &args,
+            &[
+                ("HOME", dir.path().to_str().unwrap()),
+                ("XDG_RUNTIME_DIR", runtime.to_str().unwrap()),
+                ("XDG_CONFIG_HOME", dir.path().to_str().unwrap()),
+                ("DBUS_SESSION_BUS_ADDRESS", "disabled:"),
+            ],
+        );
+        let pulse = Pulse {
+            server: format!("unix:{}", socket.display()),
+            _dir: dir,
+            _process: process,
+        };
+        wait_until("pulseaudio", STARTUP, || {
+            Command::new("pactl")
+                .args(["-s", &pulse.server, "info"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+        pulse
+    }
+
+    /// The streams playing now.
+    pub fn streams(&self) -> usize {
+        let output = Command::new("pactl")
+            .args(["-s", &self.server, "list", "short", "sink-inputs"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .count()
+    }
+}

@@ -14,29 +14,7 @@ use osprey_platform::{OsConfig, OsTool};
 use osprey_types::ToolResult;
 use serde_json::{Value, json};
 
-use crate::harness::{Guarded, STARTUP, call, ok_text, program_exists, wait_until};
-
-/// Whether `programs` are installed; on CI a missing one fails the test.
-fn installed(programs: &[&str]) -> bool {
-    let missing: Vec<&str> = programs
-        .iter()
-        .copied()
-        .filter(|p| !program_exists(p))
-        .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").is_err(),
-        "{} must be installed on CI (scripts/setup)",
-        missing.join(", ")
-    );
-    eprintln!(
-        "skipped: {} not installed (scripts/setup installs espeak-ng, sox, speech-dispatcher, and pulseaudio where PipeWire is not the sound server)",
-        missing.join(", ")
-    );
-    false
-}
+use crate::harness::{Guarded, Pulse, STARTUP, call, installed, ok_text, wait_until};
 
 fn code(result: &ToolResult) -> &'static str {
     result.code.map_or("none", |c| c.as_str())
@@ -78,75 +56,6 @@ const LONG: &str = "This is a long sentence that Osprey reads aloud so that a te
                     before it ends. It goes on for a good while, with many words and several \
                     clauses, so that the speech lasts well beyond the moment the test asks it to \
                     stop, even on a slow machine.";
-
-/// A PulseAudio server of its own with a null sink: speech plays in real time into nothing.
-struct Pulse {
-    server: String,
-    _dir: tempfile::TempDir,
-    _process: Guarded,
-}
-
-impl Pulse {
-    fn start() -> Pulse {
-        let dir = tempfile::tempdir().unwrap();
-        let runtime = dir.path().join("run");
-        std::fs::create_dir(&runtime).unwrap();
-        std::fs::set_permissions(
-            &runtime,
-            std::os::unix::fs::PermissionsExt::from_mode(0o700),
-        )
-        .unwrap();
-        let socket = dir.path().join("native");
-        let native = format!(
-            "module-native-protocol-unix socket={} auth-anonymous=1",
-            socket.display()
-        );
-        let process = Guarded::spawn(
-            "pulseaudio",
-            &[
-                "-n",
-                "--daemonize=no",
-                "--exit-idle-time=-1",
-                "--use-pid-file=no",
-                "--disable-shm=yes",
-                "-L",
-                &native,
-                "-L",
-                "module-null-sink sink_name=osprey_test",
-            ],
-            &[
-                ("HOME", dir.path().to_str().unwrap()),
-                ("XDG_RUNTIME_DIR", runtime.to_str().unwrap()),
-                ("XDG_CONFIG_HOME", dir.path().to_str().unwrap()),
-                ("DBUS_SESSION_BUS_ADDRESS", "disabled:"),
-            ],
-        );
-        let pulse = Pulse {
-            server: format!("unix:{}", socket.display()),
-            _dir: dir,
-            _process: process,
-        };
-        wait_until("pulseaudio", STARTUP, || {
-            Command::new("pactl")
-                .args(["-s", &pulse.server, "info"])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        });
-        pulse
-    }
-
-    /// The streams playing now.
-    fn streams(&self) -> usize {
-        let output = Command::new("pactl")
-            .args(["-s", &self.server, "list", "short", "sink-inputs"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .count()
-    }
-}
 
 /// speech-dispatcher of its own (configuration, socket and logs in a temporary folder) with
 /// the espeak-ng module, playing through `pulse`.
