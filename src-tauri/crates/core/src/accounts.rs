@@ -637,4 +637,45 @@ impl crate::Core {
     pub async fn app_accounts(&self) -> Vec<AppAccount> {
         Vec::new()
     }
+
+    pub async fn connect_app_account(
+        &self,
+        app_id: &str,
+        _provider: Option<&str>,
+        _browser: &dyn osprey_apps::oauth::Browser,
+        _timeout: Option<Duration>,
+    ) -> crate::CoreResult<AppAccount> {
+        Err(unsupported(app_id))
+    }
+
+    pub async fn disconnect_app_account(
+        &self,
+        app_id: &str,
+        _provider: Option<&str>,
+    ) -> crate::CoreResult<AppAccount> {
+        Err(unsupported(app_id))
+    }
+
+    /// Stores the person's app store token (`None`: forgets it); no app runs here to pass it to.
+    pub async fn set_store_token(
+        &self,
+        token: Option<&str>,
+    ) -> crate::CoreResult<Option<crate::secrets::SecretLocation>> {
+        let secrets = self.secrets();
+        Ok(match token {
+            Some(token) => Some(secrets.set(STORE_TOKEN, token)?),
+            None => {
+                secrets.remove(STORE_TOKEN)?;
+                None
+            }
+        })
+    }
+}
+
+#[cfg(not(unix))]
+fn unsupported(app_id: &str) -> crate::CoreError {
+    crate::CoreError::new(
+        osprey_types::UiErrorCode::NotSupported,
+        format!("{app_id}: apps do not run on this platform yet"),
+    )
 }
