@@ -34,6 +34,9 @@ use tokio::sync::Notify;
 use crate::events::EventBus;
 use crate::secrets::Secrets;
 
+/// What a shell implements to open the provider's sign-in page (the system browser).
+pub use osprey_apps::oauth::Browser;
+
 /// The secret holding the person's app store token (`osprey config set store.token -`).
 pub const STORE_TOKEN: &str = "store.token";
 /// The permission that lets an app receive the store token.
