@@ -191,3 +191,31 @@ pub async fn push(channel: Channel, manifest: &Manifest, settings: &Value) -> Re
         _ => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_reserved_key_is_never_saved_nor_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SettingsStore::new(dir.path());
+        let refused = store
+            .update("mail", &json!({"osprey": {"accounts": {}}}))
+            .unwrap_err();
+        assert!(
+            refused.to_string().contains("Osprey's own key"),
+            "{refused}"
+        );
+        store.update("mail", &json!({"folder": "INBOX"})).unwrap();
+        // Written into the file by hand, it would pass for Osprey's own: dropped on reading.
+        std::fs::write(
+            dir.path().join(SETTINGS_DIR).join("mail.json"),
+            r#"{"folder": "INBOX", "osprey": {"store_token": "forged"}}"#,
+        )
+        .unwrap();
+        assert_eq!(store.read("mail"), json!({"folder": "INBOX"}));
+    }
+}
