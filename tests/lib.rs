@@ -5,6 +5,7 @@
 //! binary is an error that says which command to run.
 
 pub mod model_server;
+pub mod oauth_server;
 pub mod provider_rules;
 pub mod webdriver;
 

@@ -146,6 +146,20 @@ impl Notifier {
                 format!("{app_id} was revoked"),
                 format!("The store revoked it ({reason}); Osprey stopped it and set it aside."),
             )),
+            CoreEvent::AppAccountChanged { account }
+                if account.state == osprey_types::AppAccountState::Disconnected =>
+            {
+                Some((
+                    format!("{} lost its {} account", account.app_name, account.provider),
+                    format!(
+                        "{} Connect it again on the Apps page.",
+                        account
+                            .reason
+                            .as_deref()
+                            .unwrap_or("The provider refused a refresh.")
+                    ),
+                ))
+            }
             CoreEvent::AppStateChanged { app } => {
                 let before = self.app_states.insert(app.id.clone(), app.state);
                 if before == Some(app.state) {
@@ -281,6 +295,37 @@ mod tests {
                 .notice(&failed, start + LONG_TURN, false)
                 .map(|n| n.0),
             Some("Osprey could not finish".into())
+        );
+    }
+
+    #[test]
+    fn a_dropped_account_is_told_and_a_connected_one_is_not() {
+        let mut notifier = Notifier::default();
+        let account = |state, reason: Option<&str>| CoreEvent::AppAccountChanged {
+            account: osprey_types::AppAccount {
+                app_id: "mail".into(),
+                app_name: "Mail".into(),
+                provider: "github".into(),
+                scopes: vec![],
+                state,
+                expires_at: None,
+                refreshed_at: None,
+                reason: reason.map(str::to_owned),
+                authorize_url: "https://github.com/login/oauth/authorize".into(),
+            },
+        };
+        let now = Instant::now();
+        let connected = account(osprey_types::AppAccountState::Connected, None);
+        assert_eq!(notifier.notice(&connected, now, false), None);
+        let dropped = account(
+            osprey_types::AppAccountState::Disconnected,
+            Some("github refused refreshing the tokens (invalid_grant)."),
+        );
+        let (title, body) = notifier.notice(&dropped, now, false).unwrap();
+        assert_eq!(title, "Mail lost its github account");
+        assert!(
+            body.contains("invalid_grant") && body.contains("Apps page"),
+            "{body}"
         );
     }
 

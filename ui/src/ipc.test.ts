@@ -76,3 +76,22 @@ describe("the session list's commands", () => {
     ]);
   });
 });
+
+describe("the apps' account commands", () => {
+  beforeEach(() => {
+    invoke.mockReset();
+    invoke.mockResolvedValue(null);
+  });
+
+  it("name their commands and arguments as the shell declares them", async () => {
+    const { connectAppAccount, disconnectAppAccount, listAppAccounts } = await import("./ipc");
+    await listAppAccounts();
+    await connectAppAccount("mail");
+    await disconnectAppAccount("mail");
+    expect(invoke.mock.calls).toEqual([
+      ["list_app_accounts", undefined],
+      ["connect_app_account", { appId: "mail" }],
+      ["disconnect_app_account", { appId: "mail" }],
+    ]);
+  });
+});

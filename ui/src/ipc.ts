@@ -15,6 +15,7 @@ import type {
   StoreHome,
 } from "./gen";
 import type {
+  AppAccount,
   AppInstallReport,
   AppStatus,
   ApprovalAnswer,
@@ -50,6 +51,7 @@ export type {
   StoreHome,
 };
 export type {
+  AppAccount,
   AppInstallReport,
   AppStatus,
   ApprovalAnswer,
@@ -267,6 +269,24 @@ export function rejectAppUpdate(appId: string): Promise<AppStatus> {
 /** Opens the app's UI in its own window (osprey-app://<id>/). */
 export function openAppUi(appId: string): Promise<void> {
   return call<void>("open_app_ui", { appId });
+}
+
+/** Each installed app's account with its provider (never a token). */
+export function listAppAccounts(): Promise<AppAccount[]> {
+  return call<AppAccount[]>("list_app_accounts");
+}
+
+/**
+ * Connects the app's account: the provider's sign-in opens in the system browser, and this
+ * resolves once the person signed in there (or rejects with `oauth_failed` and the reason).
+ */
+export function connectAppAccount(appId: string): Promise<AppAccount> {
+  return call<AppAccount>("connect_app_account", { appId });
+}
+
+/** Deletes the app's tokens and tells the app. */
+export function disconnectAppAccount(appId: string): Promise<AppAccount> {
+  return call<AppAccount>("disconnect_app_account", { appId });
 }
 
 // ---- Settings, automation and the tray's quick actions -------------------------------------------

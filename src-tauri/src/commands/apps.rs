@@ -1,7 +1,9 @@
 //! The apps area: installed apps with their state, installing (from a file or the store) and
-//! uninstalling, approving or rejecting a staged update (new permissions), and opening an app's UI in its own window on the `osprey-app://` scheme.
+//! uninstalling, approving or rejecting a staged update (new permissions), opening an app's UI in
+//! its own window on the `osprey-app://` scheme, and the apps' accounts (connect through the
+//! system browser, disconnect).
 
-use osprey_types::{AppInstallReport, AppStatus, UiError, UiErrorCode};
+use osprey_types::{AppAccount, AppInstallReport, AppStatus, UiError, UiErrorCode};
 use tauri::{AppHandle, Manager, State, WebviewUrl, WebviewWindowBuilder};
 
 use crate::{CoreState, app_ui, ui_error};
@@ -41,6 +43,50 @@ pub async fn reject_app_update(
     app_id: String,
 ) -> Result<AppStatus, UiError> {
     Ok(state.core()?.reject_app_update(&app_id).await?)
+}
+
+/// Every installed app's account with its provider (never a token).
+#[tauri::command]
+pub async fn list_app_accounts(state: State<'_, CoreState>) -> Result<Vec<AppAccount>, UiError> {
+    Ok(state.core()?.app_accounts().await)
+}
+
+/// The desktop's browser for a sign-in: the system's, through the shell plugin's opener.
+struct SystemBrowser(AppHandle);
+
+impl osprey_core::accounts::Browser for SystemBrowser {
+    fn open(&self, url: &str) -> Result<(), String> {
+        // tauri-plugin-shell's `open` is deprecated in favour of tauri-plugin-opener; it still
+        // does exactly this (the system's opener), and the plugin is already here.
+        #[allow(deprecated)]
+        tauri_plugin_shell::ShellExt::shell(&self.0)
+            .open(url, None)
+            .map_err(|error| error.to_string())
+    }
+}
+
+/// Connects the app's account: the provider's sign-in opens in the system browser and this
+/// answers once the person signed in (or after five minutes). The page asked the person first,
+/// showing the scopes.
+#[tauri::command]
+pub async fn connect_app_account(
+    app: AppHandle,
+    state: State<'_, CoreState>,
+    app_id: String,
+) -> Result<AppAccount, UiError> {
+    let core = state.core()?;
+    Ok(core
+        .connect_app_account(&app_id, None, &SystemBrowser(app), None)
+        .await?)
+}
+
+/// Deletes the app's tokens and tells the app.
+#[tauri::command]
+pub async fn disconnect_app_account(
+    state: State<'_, CoreState>,
+    app_id: String,
+) -> Result<AppAccount, UiError> {
+    Ok(state.core()?.disconnect_app_account(&app_id, None).await?)
 }
 
 /// Opens (or brings forward) the app's UI window.

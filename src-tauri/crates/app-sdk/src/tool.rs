@@ -86,6 +86,24 @@ impl Call {
     pub fn bool(&self, key: &str) -> Option<bool> {
         self.input.get(key).and_then(Value::as_bool)
     }
+
+    /// The access token of the account the person connected for this app with `provider` (the
+    /// manifest's `oauth.provider`), as Osprey last pushed it; `None` while it is not
+    /// connected. Osprey refreshes it before it expires and pushes the new one; a call the
+    /// provider refuses with it can answer [`Output::token_expired`].
+    pub fn access_token(&self, provider: &str) -> Option<&str> {
+        self.settings
+            .get("osprey")?
+            .get("accounts")?
+            .get(provider)?
+            .get("access_token")?
+            .as_str()
+    }
+
+    /// The person's app store token, for an app that holds `user:token` (and only then).
+    pub fn store_token(&self) -> Option<&str> {
+        self.settings.get("osprey")?.get("store_token")?.as_str()
+    }
 }
 
 /// What a tool call returns. Errors the model can act on are outputs with a stable code, not

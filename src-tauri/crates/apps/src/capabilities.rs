@@ -15,7 +15,7 @@ use crate::channel::Channels;
 use crate::comm::Comms;
 use crate::hooks::AppHooks;
 use crate::manifest::Capability;
-use crate::provided_tools::register_tools;
+use crate::provided_tools::register_tools_with;
 use crate::runtime::RunningApp;
 
 /// Where a running app's capabilities go. Implemented by [`Capabilities`]; tests record calls.
@@ -32,6 +32,7 @@ pub struct Capabilities {
     registry: Registry,
     hooks: AppHooks,
     settings: Option<crate::settings::SettingsStore>,
+    refresher: Option<crate::provided_tools::TokenRefresher>,
     tools: Arc<Mutex<HashMap<String, Vec<String>>>>,
     comms: Comms,
     channels: Channels,
@@ -49,6 +50,7 @@ impl Capabilities {
             registry,
             hooks,
             settings: None,
+            refresher: None,
             tools: Arc::new(Mutex::new(HashMap::new())),
             comms: Comms::default(),
             channels: Channels::default(),
@@ -81,6 +83,15 @@ impl Capabilities {
         self
     }
 
+    /// How an app's tool that answers `token_expired` gets its account refreshed.
+    pub fn with_token_refresher(
+        mut self,
+        refresher: crate::provided_tools::TokenRefresher,
+    ) -> Capabilities {
+        self.refresher = Some(refresher);
+        self
+    }
+
     /// The tools `app_id` has in the registry.
     pub fn tools_of(&self, app_id: &str) -> Vec<String> {
         let tools = self.tools.lock().unwrap_or_else(|e| e.into_inner());
@@ -94,8 +105,14 @@ impl CapabilityHost for Capabilities {
             let manifest = app.manifest();
             if manifest.tools().next().is_some() {
                 let previous = self.tools_of(&manifest.id);
-                let registration =
-                    register_tools(&self.registry, manifest, app.channel(), &previous).await?;
+                let registration = register_tools_with(
+                    &self.registry,
+                    manifest,
+                    app.channel(),
+                    &previous,
+                    self.refresher.clone(),
+                )
+                .await?;
                 for (name, reason) in &registration.refused {
                     tracing::warn!(app = %manifest.id, tool = %name, "tool refused: {reason}");
                 }
@@ -108,12 +125,11 @@ impl CapabilityHost for Capabilities {
             // Replaces the receive loops on the previous connection, if any.
             self.comms.attach(manifest, app.channel());
             self.channels.attach(manifest, app.channel());
-            if let Some(settings) = &self.settings {
-                let values = settings.read(&manifest.id);
-                if let Err(error) = crate::settings::push(app.channel(), manifest, &values).await {
-                    // Saved settings the app now refuses must not keep it from running.
-                    tracing::warn!(app = %manifest.id, "settings not applied: {error}");
-                }
+            if let Some(settings) = &self.settings
+                && let Err(error) = settings.push_to(app.channel(), manifest).await
+            {
+                // Saved settings the app now refuses must not keep it from running.
+                tracing::warn!(app = %manifest.id, "settings not applied: {error}");
             }
             Ok(())
         })

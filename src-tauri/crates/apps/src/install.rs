@@ -54,11 +54,25 @@ pub struct InstalledApp {
     pub pending_permissions: Option<Vec<String>>,
 }
 
+/// Told of each app removed (uninstalled or unsideloaded), with the manifest it had: the core
+/// deletes what it kept for the app outside its folder (its accounts' tokens).
+pub type RemovalHook = std::sync::Arc<dyn Fn(&Manifest) + Send + Sync>;
+
 /// The apps directory's installed apps.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Installer {
     apps_dir: PathBuf,
     limits: Limits,
+    on_removed: Option<RemovalHook>,
+}
+
+impl std::fmt::Debug for Installer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Installer")
+            .field("apps_dir", &self.apps_dir)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Installer {
@@ -66,6 +80,19 @@ impl Installer {
         Installer {
             apps_dir: apps_dir.into(),
             limits: Limits::default(),
+            on_removed: None,
+        }
+    }
+
+    /// Calls `hook` after each app this installer (or a clone of it) removes.
+    pub fn on_removed(mut self, hook: RemovalHook) -> Installer {
+        self.on_removed = Some(hook);
+        self
+    }
+
+    fn removed(&self, manifest: Option<Manifest>) {
+        if let (Some(hook), Some(manifest)) = (&self.on_removed, manifest) {
+            hook(&manifest);
         }
     }
 
@@ -190,12 +217,15 @@ impl Installer {
         let path = self.app_path(id)?;
         remove_dir(&self.pending_path(id))?;
         let meta = std::fs::symlink_metadata(&path).map_err(|_| not_installed(id))?;
+        let manifest = read_manifest(&path).ok();
         if meta.file_type().is_symlink() {
             std::fs::remove_file(&path)
-                .map_err(|e| Error::io(format!("unlink {}", path.display()), e))
+                .map_err(|e| Error::io(format!("unlink {}", path.display()), e))?;
         } else {
-            remove_dir(&path)
+            remove_dir(&path)?;
         }
+        self.removed(manifest);
+        Ok(())
     }
 
     /// Quarantines an app (revoked, or misbehaving): its binary is removed, data/ and logs/ are
@@ -239,8 +269,13 @@ impl Installer {
     pub fn unsideload(&self, id: &str) -> Result<()> {
         let path = self.app_path(id)?;
         match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.file_type().is_symlink() => std::fs::remove_file(&path)
-                .map_err(|e| Error::io(format!("unlink {}", path.display()), e)),
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let manifest = read_manifest(&path).ok();
+                std::fs::remove_file(&path)
+                    .map_err(|e| Error::io(format!("unlink {}", path.display()), e))?;
+                self.removed(manifest);
+                Ok(())
+            }
             Ok(_) => Err(Error::AlreadyInstalled(format!(
                 "{id} is installed, not sideloaded"
             ))),

@@ -25,6 +25,8 @@ pub mod layout;
 pub mod manage_tool;
 pub mod manifest;
 pub mod napp;
+/// App accounts: the OAuth authorization code grant with PKCE, and refreshing.
+pub mod oauth;
 pub mod permissions;
 /// The tools that installed apps provide, registered in the registry as they come and go.
 pub mod provided_tools;
@@ -113,6 +115,14 @@ pub enum Error {
     /// A comm or channel app could not send (not running, no permission, the app refused).
     #[error("send_failed: {0}")]
     SendFailed(String),
+    /// Connecting or refreshing an app's account failed; `reason` is stable
+    /// (`endpoint_refused`, `browser`, `timeout`, `state_mismatch`, `denied`, `no_code`,
+    /// `invalid_grant`, `token_refused`, `unreachable`, `listener`, `no_oauth`).
+    #[error("oauth_failed ({reason}): {message}")]
+    OAuth {
+        reason: &'static str,
+        message: String,
+    },
     /// The file system failed under us.
     #[error("io: {context}: {source}")]
     Io {
@@ -142,6 +152,7 @@ impl Error {
             Error::StoreRefused { .. } => "store_refused",
             Error::NoPendingUpdate(_) => "no_pending_update",
             Error::SendFailed(_) => "send_failed",
+            Error::OAuth { .. } => "oauth_failed",
             Error::Io { .. } => "io",
         }
     }
@@ -153,6 +164,7 @@ impl Error {
             Error::SignatureInvalid { reason } => Some(reason.code()),
             Error::BinaryInvalid { problem, .. } => Some(problem.code()),
             Error::LaunchFailed { reason, .. } => Some(reason),
+            Error::OAuth { reason, .. } => Some(reason),
             _ => None,
         }
     }

@@ -10,7 +10,7 @@ use osprey_types::{ErrorCode, ToolResult};
 use serde_json::{Value, json};
 
 use crate::install::{InstalledApp, Installer};
-use crate::settings::{SettingsStore, push};
+use crate::settings::SettingsStore;
 use crate::store_client::{StoreClient, StoreLink};
 use crate::supervisor::{AppState, AppStatus, Supervisor};
 use crate::trust::Trust;
@@ -75,7 +75,8 @@ impl AppsTool {
                 let settings = self.settings.update(id, &values)?;
                 let pushed = match self.supervisor.channel(id).await? {
                     Some((manifest, channel)) => {
-                        push(channel, &manifest, &settings).await?;
+                        // With the accounts' tokens, which the answer here never shows.
+                        self.settings.push_to(channel, &manifest).await?;
                         true
                     }
                     None => false,

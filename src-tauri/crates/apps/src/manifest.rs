@@ -141,13 +141,50 @@ impl Capability {
     }
 }
 
-/// The OAuth client an app needs Osprey to run for it.
+/// The OAuth client an app needs Osprey to run for it: a public client (RFC 8252: no secret,
+/// PKCE instead) registered with the provider by the app's author, whose tokens Osprey obtains,
+/// keeps and refreshes, and passes to the app through `Configure`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OAuth {
     pub provider: String,
+    pub client_id: String,
     pub authorize_url: String,
     pub token_url: String,
     pub scopes: Vec<String>,
+}
+
+impl OAuth {
+    /// Whether an endpoint is plain `http://` on this machine (127.0.0.1, [::1], localhost):
+    /// an authorization server a developer runs, which only a sideloaded app may use.
+    pub fn uses_loopback_http(&self) -> bool {
+        [&self.authorize_url, &self.token_url]
+            .iter()
+            .any(|url| url.starts_with("http://"))
+    }
+}
+
+/// An OAuth endpoint: `https://`, or `http://` to a loopback host (a developer's own
+/// authorization server; refused at connect time for apps that are not sideloaded).
+fn endpoint_url(url: &str) -> std::result::Result<(), &'static str> {
+    const EXPECTED: &str = "must be an https:// URL (or http:// to 127.0.0.1, [::1] or localhost)";
+    if url.len() > 2048 || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(EXPECTED);
+    }
+    let parsed = url::Url::parse(url).map_err(|_| EXPECTED)?;
+    if !parsed.username().is_empty() || parsed.password().is_some() || parsed.fragment().is_some() {
+        return Err("must not carry credentials or a #fragment");
+    }
+    let loopback = match parsed.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        None => false,
+    };
+    match parsed.scheme() {
+        "https" if parsed.host().is_some() => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => Err(EXPECTED),
+    }
 }
 
 impl Manifest {
@@ -361,10 +398,16 @@ fn parse_oauth(object: &Map<String, Value>, permissions: &[String]) -> Result<OA
             .map(str::to_owned)
             .ok_or_else(|| Error::manifest(field(name), "required string"))
     };
-    if let Some(unknown) = object
-        .keys()
-        .find(|key| !["provider", "authorize_url", "token_url", "scopes"].contains(&key.as_str()))
-    {
+    if let Some(unknown) = object.keys().find(|key| {
+        ![
+            "provider",
+            "client_id",
+            "authorize_url",
+            "token_url",
+            "scopes",
+        ]
+        .contains(&key.as_str())
+    }) {
         return Err(Error::manifest(field(unknown), "unknown field"));
     }
     let provider = text("provider")?;
@@ -376,13 +419,22 @@ fn parse_oauth(object: &Map<String, Value>, permissions: &[String]) -> Result<OA
             format!("needs the `oauth:{provider}` permission"),
         ));
     }
+    let client_id = text("client_id")?;
+    if client_id.is_empty()
+        || client_id.len() > 512
+        || client_id
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(Error::manifest(
+            field("client_id"),
+            "must be the client id the provider issued: 1-512 characters, no spaces",
+        ));
+    }
     let mut urls = Vec::new();
     for name in ["authorize_url", "token_url"] {
         let url = text(name)?;
-        if !url.starts_with("https://") || url.len() > 2048 || url.chars().any(char::is_whitespace)
-        {
-            return Err(Error::manifest(field(name), "must be an https:// URL"));
-        }
+        endpoint_url(&url).map_err(|why| Error::manifest(field(name), why))?;
         urls.push(url);
     }
     let scopes = match object.get("scopes") {
@@ -413,6 +465,7 @@ fn parse_oauth(object: &Map<String, Value>, permissions: &[String]) -> Result<OA
     let authorize_url = urls.pop().unwrap_or_default();
     Ok(OAuth {
         provider,
+        client_id,
         authorize_url,
         token_url,
         scopes,
@@ -750,6 +803,7 @@ mod tests {
         let mut manifest = base();
         manifest["oauth"] = json!({
             "provider": "github",
+            "client_id": "Iv1.0123456789",
             "authorize_url": "https://github.com/login/oauth/authorize",
             "token_url": "https://github.com/login/oauth/access_token",
             "scopes": ["repo"]
@@ -758,10 +812,43 @@ mod tests {
         manifest["permissions"] = json!(["oauth:github"]);
         let oauth = parse(&manifest).unwrap().oauth.unwrap();
         assert_eq!(oauth.scopes, ["repo"]);
-        manifest["oauth"]["token_url"] = json!("http://github.com/token");
-        assert_eq!(refusal(&manifest).0, "oauth.token_url");
+        assert_eq!(oauth.client_id, "Iv1.0123456789");
+        assert!(!oauth.uses_loopback_http());
+        for refused in [
+            "http://github.com/token",
+            "http://127.0.0.2.example.com/token",
+            "https://user:pass@github.com/token",
+            "https://github.com/token#x",
+            "file:///etc/passwd",
+        ] {
+            manifest["oauth"]["token_url"] = json!(refused);
+            assert_eq!(refusal(&manifest).0, "oauth.token_url", "{refused}");
+        }
+        // A developer's own authorization server on this machine.
+        for loopback in [
+            "http://127.0.0.1:8080/token",
+            "http://[::1]:8080/token",
+            "http://localhost/token",
+        ] {
+            manifest["oauth"]["token_url"] = json!(loopback);
+            assert!(
+                parse(&manifest)
+                    .unwrap()
+                    .oauth
+                    .unwrap()
+                    .uses_loopback_http()
+            );
+        }
         manifest["oauth"]["token_url"] = json!("https://github.com/token");
         manifest["oauth"]["scopes"] = json!([""]);
         assert_eq!(refusal(&manifest).0, "oauth.scopes[0]");
+        manifest["oauth"]["scopes"] = json!([]);
+        manifest["oauth"]["client_id"] = json!("has space");
+        assert_eq!(refusal(&manifest).0, "oauth.client_id");
+        manifest["oauth"]
+            .as_object_mut()
+            .unwrap()
+            .remove("client_id");
+        assert_eq!(refusal(&manifest).0, "oauth.client_id");
     }
 }

@@ -69,7 +69,7 @@ pub const PREFIXES: &[(&str, Suffix)] = &[
     ("schedule", Suffix::Strict(&["read", "write", "trigger"])),
     ("voice", Suffix::Strict(&["speak", "listen"])),
     ("browser", Suffix::Strict(&["read", "interact"])),
-    ("user", Suffix::Strict(&["profile", "presence"])),
+    ("user", Suffix::Strict(&["profile", "presence", "token"])),
 ];
 
 /// Checks one permission string; the error says why it is refused.
@@ -325,9 +325,13 @@ pub fn explain(permission: &str) -> (String, Sensitivity) {
         ("browser", _) => (text("Read and act in the browser"), High),
         ("user", "profile") => (text("Read your profile (name, preferences)"), Medium),
         ("user", "presence") => (text("Know whether you are at your computer"), Medium),
+        ("user", "token") => (
+            text("Use your app store sign-in (your store token) on your behalf"),
+            High,
+        ),
         ("user", _) => (
-            text("Read your profile and whether you are at your computer"),
-            Medium,
+            text("Read your profile, whether you are at your computer, and use your store sign-in"),
+            High,
         ),
         _ => (format!("Unknown permission `{permission}`"), High),
     };

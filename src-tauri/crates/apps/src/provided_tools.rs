@@ -2,6 +2,10 @@
 //! becomes an [`AppTool`] that forwards calls over gRPC. Every call still goes through the
 //! registry's whole chain (hooks, origin rules, approval, safeguard); app tools always need the
 //! approval policy's say, since Osprey cannot see what they do.
+//!
+//! An app whose account token the provider refused answers with the error code
+//! [`TOKEN_EXPIRED`]: when the core gave a [`TokenRefresher`], the account is refreshed (and the
+//! new token pushed with `Configure`) and the call is made once more.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,6 +26,12 @@ use crate::{Error, Result};
 /// How long registration waits for each of Name, Description and Schema.
 const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The error code an app answers when the provider refused its account's access token.
+pub const TOKEN_EXPIRED: &str = "token_expired";
+
+/// Refreshes an app's account now and pushes the new token; true when a new one was pushed.
+pub type TokenRefresher = Arc<dyn Fn(String) -> BoxFuture<'static, bool> + Send + Sync>;
+
 /// One tool served by an app.
 pub struct AppTool {
     app_id: String,
@@ -29,6 +39,7 @@ pub struct AppTool {
     description: String,
     schema: Value,
     client: ToolServiceClient<Channel>,
+    refresher: Option<TokenRefresher>,
 }
 
 /// What registering an app's tools did.
@@ -48,6 +59,19 @@ pub async fn register_tools(
     channel: Channel,
     previous: &[String],
 ) -> Result<ToolRegistration> {
+    register_tools_with(registry, manifest, channel, previous, None).await
+}
+
+/// [`register_tools`], with the refresher that answers [`TOKEN_EXPIRED`] (apps with an
+/// `oauth` block only).
+pub async fn register_tools_with(
+    registry: &Registry,
+    manifest: &Manifest,
+    channel: Channel,
+    previous: &[String],
+    refresher: Option<TokenRefresher>,
+) -> Result<ToolRegistration> {
+    let refresher = refresher.filter(|_| manifest.oauth.is_some());
     let app_id = manifest.id.as_str();
     let mut client = ToolServiceClient::new(channel);
     let names = ask(app_id, client.name(NameRequest {})).await?.names;
@@ -89,6 +113,7 @@ pub async fn register_tools(
             description,
             schema,
             client: client.clone(),
+            refresher: refresher.clone(),
         }));
         registration.registered.push(name);
     }
@@ -117,10 +142,35 @@ impl AppTool {
     }
 
     async fn run(&self, ctx: &ToolContext, call: Call) -> ToolResult {
+        let input = Value::Object(call.input).to_string();
+        let result = self.run_once(ctx, &input).await;
+        if !result.token_expired {
+            return result.result;
+        }
+        let refreshed = match &self.refresher {
+            Some(refresh) => refresh(self.app_id.clone()).await,
+            None => false,
+        };
+        if refreshed {
+            // The app has its new token: the same call once more.
+            return self.run_once(ctx, &input).await.result;
+        }
+        let mut result = result.result;
+        result.content.push(ContentBlock::Text {
+            text: format!(
+                "(the app's account token was refused and could not be refreshed: the person \
+                 may need to connect {} again on the Apps page)",
+                self.app_id
+            ),
+        });
+        result
+    }
+
+    async fn run_once(&self, ctx: &ToolContext, input: &str) -> Answer {
         let remaining = ctx.deadline.saturating_duration_since(Instant::now());
         let request = ExecuteRequest {
             tool: self.name.clone(),
-            input_json: Value::Object(call.input).to_string(),
+            input_json: input.to_string(),
             context: Some(CallContext {
                 origin: ctx.origin.as_str().to_owned(),
                 session_id: ctx.session_id.clone().unwrap_or_default(),
@@ -134,7 +184,7 @@ impl AppTool {
         let answer = tokio::select! {
             answer = tokio::time::timeout(remaining, client.execute(request)) => answer,
             () = ctx.cancel.cancelled() => {
-                return ToolResult::error(ErrorCode::Cancelled, "cancelled");
+                return ToolResult::error(ErrorCode::Cancelled, "cancelled").into();
             }
         };
         let response = match answer {
@@ -142,7 +192,8 @@ impl AppTool {
                 return ToolResult::error(
                     ErrorCode::Timeout,
                     format!("app `{}` did not answer in time", self.app_id),
-                );
+                )
+                .into();
             }
             // tonic's own timeout (from `set_timeout`) can fire a moment before ours; a failure
             // at or past the deadline is the deadline's doing.
@@ -153,13 +204,15 @@ impl AppTool {
                 return ToolResult::error(
                     ErrorCode::Timeout,
                     format!("app `{}` did not answer in time", self.app_id),
-                );
+                )
+                .into();
             }
             Ok(Err(status)) => {
                 return ToolResult::error(
                     ErrorCode::ToolFailed,
                     format!("app `{}` is unavailable: {}", self.app_id, status.message()),
-                );
+                )
+                .into();
             }
             Ok(Ok(response)) => response.into_inner(),
         };
@@ -174,6 +227,7 @@ impl AppTool {
                 }),
             })
             .collect();
+        let token_expired = response.is_error && response.error_code == TOKEN_EXPIRED;
         let code = response.is_error.then(|| {
             serde_json::from_value::<ErrorCode>(Value::String(response.error_code))
                 .ok()
@@ -181,11 +235,29 @@ impl AppTool {
                 .filter(|code| !code.is_refusal())
                 .unwrap_or(ErrorCode::ToolFailed)
         });
-        ToolResult {
-            content,
-            is_error: response.is_error,
-            code,
-            ..Default::default()
+        Answer {
+            result: ToolResult {
+                content,
+                is_error: response.is_error,
+                code,
+                ..Default::default()
+            },
+            token_expired,
+        }
+    }
+}
+
+/// One call's result, and whether the app said its account token was refused.
+struct Answer {
+    result: ToolResult,
+    token_expired: bool,
+}
+
+impl From<ToolResult> for Answer {
+    fn from(result: ToolResult) -> Answer {
+        Answer {
+            result,
+            token_expired: false,
         }
     }
 }

@@ -1,10 +1,17 @@
 //! Per-app settings: a JSON object per app in `<apps>/.settings/<id>.json` (outside the app's
 //! directory, so updates and quarantine keep it and the app cannot rewrite it), pushed to the
 //! running app with `Configure` at launch and whenever it changes.
+//!
+//! What is pushed is the saved object plus, under the reserved key [`RESERVED_KEY`], what
+//! Osprey passes an app from outside its settings ([`Credentials`]: the access tokens of its
+//! connected accounts, the person's store token for an app holding `user:token`). That part is
+//! never written to the settings file and never shown by the `app` tool's `settings` action.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use osprey_rpc::v1::ConfigureRequest;
 use serde_json::{Map, Value};
 use tonic::transport::Channel;
@@ -16,17 +23,62 @@ const SETTINGS_DIR: &str = ".settings";
 const CONFIGURE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest settings object kept for one app.
 const MAX_SETTINGS_BYTES: usize = 256 * 1024;
+/// The settings key Osprey fills itself: `{"accounts": {<provider>: {access_token, ...}},
+/// "store_token": ...}`. Saved settings may not use it.
+pub const RESERVED_KEY: &str = "osprey";
 
-#[derive(Clone, Debug)]
+/// What Osprey adds to an app's pushed settings under [`RESERVED_KEY`] (the core implements it
+/// over the secret store).
+pub trait Credentials: Send + Sync + 'static {
+    /// The object for this app, or `None` when it gets nothing.
+    fn for_app<'a>(&'a self, manifest: &'a Manifest) -> BoxFuture<'a, Option<Value>>;
+}
+
+#[derive(Clone)]
 pub struct SettingsStore {
     dir: PathBuf,
+    credentials: Option<Arc<dyn Credentials>>,
+}
+
+impl std::fmt::Debug for SettingsStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SettingsStore")
+            .field("dir", &self.dir)
+            .field("credentials", &self.credentials.is_some())
+            .finish()
+    }
 }
 
 impl SettingsStore {
     pub fn new(apps_dir: impl Into<PathBuf>) -> SettingsStore {
         SettingsStore {
             dir: apps_dir.into().join(SETTINGS_DIR),
+            credentials: None,
         }
+    }
+
+    /// Adds what `credentials` gives each app to the settings pushed to it.
+    pub fn with_credentials(mut self, credentials: Arc<dyn Credentials>) -> SettingsStore {
+        self.credentials = Some(credentials);
+        self
+    }
+
+    /// What `Configure` carries for this app: its saved settings plus, under
+    /// [`RESERVED_KEY`], what the credentials give it.
+    pub async fn configuration(&self, manifest: &Manifest) -> Value {
+        let mut settings = self.read(&manifest.id);
+        if let Some(credentials) = &self.credentials
+            && let Some(extra) = credentials.for_app(manifest).await
+            && let Some(object) = settings.as_object_mut()
+        {
+            object.insert(RESERVED_KEY.to_string(), extra);
+        }
+        settings
+    }
+
+    /// Pushes this app's [`SettingsStore::configuration`] to it.
+    pub async fn push_to(&self, channel: Channel, manifest: &Manifest) -> Result<()> {
+        push(channel, manifest, &self.configuration(manifest).await).await
     }
 
     /// The app's settings (an empty object when none were saved).
@@ -35,6 +87,13 @@ impl SettingsStore {
             .ok()
             .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
             .filter(Value::is_object)
+            .map(|mut settings| {
+                // Written by hand into the file, it would pass for Osprey's own.
+                if let Some(object) = settings.as_object_mut() {
+                    object.remove(RESERVED_KEY);
+                }
+                settings
+            })
             .unwrap_or_else(|| Value::Object(Map::new()))
     }
 
@@ -46,6 +105,12 @@ impl SettingsStore {
                 "settings must be a JSON object".into(),
             ));
         };
+        if changes.contains_key(RESERVED_KEY) {
+            return Err(Error::SettingsRejected(format!(
+                "`{RESERVED_KEY}` is Osprey's own key (the app's accounts and tokens): use \
+                 another name"
+            )));
+        }
         let mut settings = self.read(id);
         if let Some(current) = settings.as_object_mut() {
             for (key, value) in changes {
@@ -124,5 +189,33 @@ pub async fn push(channel: Channel, manifest: &Manifest, settings: &Value) -> Re
             Err(Error::SettingsRejected(response.error))
         }
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_reserved_key_is_never_saved_nor_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SettingsStore::new(dir.path());
+        let refused = store
+            .update("mail", &json!({"osprey": {"accounts": {}}}))
+            .unwrap_err();
+        assert!(
+            refused.to_string().contains("Osprey's own key"),
+            "{refused}"
+        );
+        store.update("mail", &json!({"folder": "INBOX"})).unwrap();
+        // Written into the file by hand, it would pass for Osprey's own: dropped on reading.
+        std::fs::write(
+            dir.path().join(SETTINGS_DIR).join("mail.json"),
+            r#"{"folder": "INBOX", "osprey": {"store_token": "forged"}}"#,
+        )
+        .unwrap();
+        assert_eq!(store.read("mail"), json!({"folder": "INBOX"}));
     }
 }

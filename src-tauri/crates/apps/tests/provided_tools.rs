@@ -91,7 +91,8 @@ async fn an_app_tool_is_called_through_the_registry() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn undeclared_tools_are_not_registered_and_deadlines_hold() {
     let apps = Apps::new();
-    // The probe serves environment, crash, attempt and hang; the manifest declares only two.
+    // The probe serves environment, crash, attempt, settings, account and hang; the manifest
+    // declares only two.
     apps.install(
         "probe",
         &fixture_binary("osprey-fixture-probe-app"),
@@ -109,7 +110,7 @@ async fn undeclared_tools_are_not_registered_and_deadlines_hold() {
         .map(|(name, _)| name.as_str())
         .collect();
     refused.sort_unstable();
-    assert_eq!(refused, ["attempt", "crash"]);
+    assert_eq!(refused, ["account", "attempt", "crash", "settings"]);
     assert!(registry.get("crash").is_none());
 
     let started = std::time::Instant::now();

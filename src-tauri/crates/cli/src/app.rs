@@ -1,5 +1,6 @@
-//! `osprey app install | list | remove | sideload | unsideload | approve-update | reject-update`:
-//! the installed apps in `<data>/apps/`, managed through the same installer the desktop app uses.
+//! `osprey app install | list | remove | sideload | unsideload | approve-update | reject-update |
+//! accounts | connect | disconnect`: the installed apps in `<data>/apps/`, managed through the
+//! same installer the desktop app uses, and their accounts (see [`accounts`]).
 //!
 //! Store packages are verified against the store's signing key and checked against its
 //! revocation list (both cached in `<data>/trust/`, so an install of a file works offline while
@@ -9,6 +10,8 @@
 //! `launch` and `stop` need a supervisor, which lives in a long-running Osprey (the desktop app
 //! or `osprey daemon`): they ask it over its control socket, and say so when none runs rather
 //! than start an app nobody would watch over.
+
+mod accounts;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -64,6 +67,24 @@ enum AppAction {
     ApproveUpdate { id: String },
     /// Drop a staged update; the installed version stays.
     RejectUpdate { id: String },
+    /// The apps' accounts (the providers their manifests connect to): connected or not, the
+    /// scopes, when the access token expires. Tokens are never printed.
+    Accounts,
+    /// Connect an app to its provider: prints what it asks for, opens your browser at the
+    /// provider's sign-in (or prints the address to open) and waits for you to sign in.
+    Connect {
+        id: String,
+        /// The provider (the app's own when left out).
+        provider: Option<String>,
+        /// How long to wait for the sign-in, in seconds.
+        #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+        timeout: u64,
+    },
+    /// Disconnect an app's account: its tokens are deleted and the app is told.
+    Disconnect {
+        id: String,
+        provider: Option<String>,
+    },
 }
 
 /// The outer error is a failure to run; the inner one is Osprey refusing, with its code.
@@ -132,6 +153,24 @@ pub async fn run(data_dir: Option<PathBuf>, args: AppArgs) -> anyhow::Result<Exi
                 ),
             })
         })),
+        AppAction::Accounts => Ok(Ok(accounts::list(&core.app_accounts().await))),
+        AppAction::Connect {
+            id,
+            provider,
+            timeout,
+        } => Ok(accounts::connect(&core, &id, provider.as_deref(), timeout, json).await),
+        AppAction::Disconnect { id, provider } => Ok(core
+            .disconnect_app_account(&id, provider.as_deref())
+            .await
+            .map(|account| {
+                json!({
+                    "account": account,
+                    "message": format!(
+                        "disconnected {} from {}: its tokens are deleted",
+                        account.app_id, account.provider
+                    ),
+                })
+            })),
         AppAction::RejectUpdate { id } => Ok(core.reject_app_update(&id).await.map(|_| {
             json!({"id": id, "message": format!("rejected the staged update of {id}; the installed version stays")})
         })),

@@ -159,6 +159,8 @@ enum ConfigAction {
     /// input; it goes to the system keyring, else a private file, never the settings table).
     /// Calendar and contacts accounts likewise: `dav.home.url https://dav.example.com/`,
     /// `dav.home.username me`, `dav.home.kind dav|caldav|carddav`, `dav.home.password -`.
+    /// `store.token -`: your app store token, kept like a key and passed only to apps holding
+    /// the `user:token` permission.
     Set { key: String, value: String },
     /// Remove a setting.
     Unset { key: String },
@@ -233,6 +235,23 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     if key.starts_with("dav.") && key.ends_with(".password") =>
                 {
                     anyhow::bail!("passwords are never printed");
+                }
+                ConfigAction::Get { key } if key == osprey_core::accounts::STORE_TOKEN => {
+                    anyhow::bail!("the store token is never printed");
+                }
+                ConfigAction::Set { key, value } if key == osprey_core::accounts::STORE_TOKEN => {
+                    let value = value_or_stdin(value)?;
+                    if value.is_empty() {
+                        anyhow::bail!(
+                            "no token given (`osprey config unset store.token` forgets it)"
+                        );
+                    }
+                    if let Some(location) = core.set_store_token(Some(&value)).await? {
+                        eprintln!("osprey: the store token is stored in {location}");
+                    }
+                }
+                ConfigAction::Unset { key } if key == osprey_core::accounts::STORE_TOKEN => {
+                    core.set_store_token(None).await?;
                 }
                 ConfigAction::Set { key, value } if is_dav_field(&key) => {
                     let value = value_or_stdin(value)?;

@@ -29,7 +29,7 @@ pub fn store_url(stored: &osprey_db::Settings) -> Option<String> {
 }
 
 #[cfg(unix)]
-pub use platform::{AppPlatform, LAUNCHING, LaunchReports};
+pub use platform::{AccountRefresh, AccountWiring, AppPlatform, LAUNCHING, LaunchReports};
 
 /// The apps directory of a data directory.
 pub fn apps_dir(data_dir: &Path) -> PathBuf {
@@ -124,6 +124,7 @@ mod platform {
     /// The app platform as the core holds it: cheap handles, and the running part once started.
     pub struct AppPlatform {
         apps_dir: PathBuf,
+        settings: SettingsStore,
         installer: Installer,
         supervisor: Supervisor,
         capabilities: Arc<Capabilities>,
@@ -210,6 +211,7 @@ mod platform {
         pub fn open(
             data_dir: &Path,
             registry: &Registry,
+            accounts: AccountWiring,
             store: StoreLink,
             max_revocation_age: Duration,
             events: EventBus,
@@ -225,25 +227,33 @@ mod platform {
             ));
             let hooks = AppHooks::default();
             registry.set_hooks(Arc::new(hooks.clone()));
-            let settings = SettingsStore::new(&apps_dir);
+            // Pushed with each app's accounts and store token (see `crate::accounts`).
+            let settings = SettingsStore::new(&apps_dir).with_credentials(accounts.credentials);
             let comms = Comms::default();
             let channels = Channels::default();
+            let supervisor = Supervisor::idle();
             let capabilities = Arc::new(
                 Capabilities::new(registry.clone(), hooks)
                     .with_settings(settings.clone())
+                    .with_token_refresher(token_refresher(
+                        supervisor.clone(),
+                        settings.clone(),
+                        accounts.refresh,
+                    ))
                     .with_comms(comms.clone())
                     .with_channels(channels.clone()),
             );
-            let installer = Installer::new(&apps_dir);
-            let supervisor = Supervisor::idle();
+            // Every removal (the app tool's, the core's) deletes the app's tokens.
+            let installer = Installer::new(&apps_dir).on_removed(accounts.on_removed);
             registry.register_domain(AppsTool::new(
                 installer.clone(),
                 supervisor.clone(),
-                settings,
+                settings.clone(),
                 Some((store.clone(), Arc::clone(&trust))),
             ));
             Ok(AppPlatform {
                 apps_dir,
+                settings,
                 installer,
                 supervisor,
                 capabilities,
@@ -388,6 +398,11 @@ mod platform {
 
         pub fn supervisor(&self) -> &Supervisor {
             &self.supervisor
+        }
+
+        /// The apps' saved settings, and what is pushed to them with `Configure`.
+        pub fn settings(&self) -> &SettingsStore {
+            &self.settings
         }
 
         pub fn installer(&self) -> &Installer {
@@ -541,6 +556,49 @@ mod platform {
                 running.cancel.cancel();
             }
         }
+    }
+
+    /// Refreshes an app's account now (its manifest given): `Some(true)` when new tokens are
+    /// stored, `Some(false)` when the provider refused and the account was dropped, `None` when
+    /// nothing changed.
+    pub type AccountRefresh = Arc<
+        dyn Fn(osprey_apps::Manifest) -> futures::future::BoxFuture<'static, Option<bool>>
+            + Send
+            + Sync,
+    >;
+
+    /// How the app platform reaches the core's accounts (`crate::accounts`).
+    pub struct AccountWiring {
+        /// Adds each app's tokens and store token to what `Configure` pushes.
+        pub credentials: Arc<dyn osprey_apps::settings::Credentials>,
+        /// Deletes a removed app's tokens.
+        pub on_removed: osprey_apps::install::RemovalHook,
+        /// Refreshes an app's account when its tool answers `token_expired`.
+        pub refresh: AccountRefresh,
+    }
+
+    /// What an app tool's `token_expired` answer runs: the account refreshed, then the new
+    /// token pushed to the running app.
+    fn token_refresher(
+        supervisor: Supervisor,
+        settings: SettingsStore,
+        refresh: AccountRefresh,
+    ) -> osprey_apps::provided_tools::TokenRefresher {
+        Arc::new(move |app_id: String| {
+            let (supervisor, settings, refresh) =
+                (supervisor.clone(), settings.clone(), Arc::clone(&refresh));
+            Box::pin(async move {
+                let Ok(Some((manifest, channel))) = supervisor.channel(&app_id).await else {
+                    return false;
+                };
+                let Some(refreshed) = refresh(manifest.clone()).await else {
+                    return false;
+                };
+                // A dropped account is pushed too: the app must stop using the old token.
+                let pushed = settings.push_to(channel, &manifest).await.is_ok();
+                refreshed && pushed
+            })
+        })
     }
 
     /// The revocation sweep's handles (cheap clones of the platform's).

@@ -4,7 +4,9 @@
 //! created 0600 and refuses peers of another user, so it grants nothing the person's own files
 //! did not. Requests: `{"op": "ping"}`, `{"op": "app.launch", "id": ...}`,
 //! `{"op": "app.stop", "id": ...}`, `{"op": "app.status"}`, `{"op": "app.sweep"}` (check the
-//! installed apps against a freshly fetched revocation list now), `{"op": "settings.applied",
+//! installed apps against a freshly fetched revocation list now), `{"op": "app.configure", "id":
+//! ...}` (another process connected or disconnected the app's account, or changed the store
+//! token: push the app its configuration again), `{"op": "settings.applied",
 //! "key": ...}` (another process stored this setting: put the stored value in force). Answers: `{"ok": true, ...}` or
 //! `{"ok": false, "code": ..., "message": ...}`.
 
@@ -198,6 +200,22 @@ async fn handle(core: &Core, request: &Value) -> Value {
                 "unavailable": report.unavailable,
             })
         }
+        "app.configure" => {
+            // Another process changed what the app is given (its account, the store token).
+            let app = core
+                .installed_apps()
+                .await
+                .into_iter()
+                .find(|app| app.manifest.id == id);
+            match app {
+                Some(app) => {
+                    core.accounts().wake();
+                    core.push_app_configuration(&app.manifest).await;
+                    json!({"ok": true, "id": id})
+                }
+                None => refusal("not_installed", format!("no installed app `{id}`")),
+            }
+        }
         "settings.applied" => {
             let key = request["key"].as_str().unwrap_or_default();
             match core.apply_stored_setting(key).await {
@@ -209,7 +227,7 @@ async fn handle(core: &Core, request: &Value) -> Value {
             "unknown_op",
             format!(
                 "unknown request `{other}` (ping, app.launch, app.stop, app.status, app.sweep, \
-                 settings.applied)"
+                 app.configure, settings.applied)"
             ),
         ),
     }

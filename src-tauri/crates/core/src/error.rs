@@ -165,6 +165,10 @@ mod tests {
             AppsError::NotInstalled("a".into()),
             AppsError::NoPendingUpdate("a".into()),
             AppsError::SendFailed("x".into()),
+            AppsError::OAuth {
+                reason: "invalid_grant",
+                message: "x".into(),
+            },
             AppsError::Io {
                 context: "write".into(),
                 source: io(),

@@ -2,6 +2,7 @@
 //! built-in tools from a data directory and settings, and offers the API both shells (the Tauri
 //! desktop app and the `osprey` CLI) call. It emits events on channels; it must not know Tauri.
 
+pub mod accounts;
 pub mod agent;
 pub mod app_status;
 #[cfg(unix)]
@@ -103,6 +104,9 @@ struct Inner {
     turns: automation::RunningTurns,
     #[cfg(unix)]
     apps: apps::AppPlatform,
+    /// The apps' accounts (OAuth tokens in the secret store) and their refresher's wake-up.
+    #[cfg(unix)]
+    accounts: accounts::Accounts,
 }
 
 /// A handle that does not keep the core alive, for background tasks that must end with it.
@@ -371,9 +375,16 @@ impl Core {
         // Before the subsystems, so each can keep a handle to emit on.
         let events = events::EventBus::new();
         #[cfg(unix)]
+        let accounts = accounts::Accounts::new(
+            secrets::Secrets::new(&data_dir, secrets),
+            apps::apps_dir(&data_dir),
+            events.clone(),
+        );
+        #[cfg(unix)]
         let apps = apps::AppPlatform::open(
             &data_dir,
             &registry,
+            accounts.wiring(),
             // Asked at each use: a store set in Settings serves the next request.
             osprey_apps::store_client::StoreLink::new({
                 let stored = stored.clone();
@@ -443,6 +454,8 @@ impl Core {
                 turns: automation::RunningTurns::default(),
                 #[cfg(unix)]
                 apps,
+                #[cfg(unix)]
+                accounts,
             }),
         };
         #[cfg(unix)]
@@ -661,6 +674,8 @@ impl Core {
             self.inner.apps.start()?;
             // Comm messages become agent turns, channel events session messages.
             comm::start(self);
+            // The running apps' account tokens are refreshed ahead of expiry.
+            accounts::start_refresher(self);
         }
         Ok(())
     }

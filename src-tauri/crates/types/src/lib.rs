@@ -604,6 +604,8 @@ codes! {
         StoreRefused = "store_refused",
         NoPendingUpdate = "no_pending_update",
         SendFailed = "send_failed",
+        /// Connecting or refreshing an app's account (OAuth) failed; the message says why.
+        OauthFailed = "oauth_failed",
         Io = "io",
     }
 }
@@ -711,6 +713,9 @@ pub enum CoreEvent {
     AutomationPaused { paused: bool },
     /// A setting changed and is in force (the settings page reloads what it shows).
     SettingChanged { key: String },
+    /// An app's account was connected, refreshed, disconnected by the person, or dropped
+    /// because the provider refused a refresh (`state: disconnected`, with the reason).
+    AppAccountChanged { account: AppAccount },
 }
 
 /// What installing an app did (the desktop's store and the CLI show `message`).
@@ -798,6 +803,42 @@ pub struct AppStatus {
     pub pending_permissions: Option<Vec<String>>,
     /// Serves a UI (`osprey-app://<id>/`).
     pub has_ui: bool,
+}
+
+/// Where an app's account (its OAuth connection to a provider) stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum AppAccountState {
+    /// The person has not connected it (or disconnected it).
+    NotConnected,
+    /// Tokens are kept and passed to the app.
+    Connected,
+    /// The provider refused a refresh (the grant was revoked or expired): the person must
+    /// connect again; `reason` says what the provider said.
+    Disconnected,
+}
+
+/// One app's account with a provider, as the Apps page and `osprey app accounts` show it.
+/// Tokens are never part of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct AppAccount {
+    pub app_id: String,
+    pub app_name: String,
+    /// The manifest's `oauth.provider` (`github`, ...).
+    pub provider: String,
+    /// What the app asks for (shown before connecting), or what was granted once connected.
+    pub scopes: Vec<String>,
+    pub state: AppAccountState,
+    /// When the access token expires (Unix seconds), when connected and the provider said.
+    #[ts(type = "number | null")]
+    pub expires_at: Option<u64>,
+    /// When the tokens were last obtained or refreshed (Unix seconds).
+    #[ts(type = "number | null")]
+    pub refreshed_at: Option<u64>,
+    /// Why it was disconnected.
+    pub reason: Option<String>,
+    /// The provider's sign-in page (its host is what the person is shown before connecting).
+    pub authorize_url: String,
 }
 
 /// One model provider as the settings page shows it. Keys are never sent: only whether one is set.

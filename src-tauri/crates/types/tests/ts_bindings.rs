@@ -10,10 +10,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use osprey_types::{
-    AppInstallOutcome, AppInstallReport, AppRunState, AppStatus, ApprovalAnswer, ApprovalDetails,
-    ApprovalRequest, ApprovalResolution, ChatSessionSummary, ContentBlock, CoreEvent, CoreInfo,
-    ErrorCode, GrantDuration, GrantScope, Origin, PendingApproval, ProviderOverview, ProviderRow,
-    ToolResult, TranscriptItem, TurnFailureCode, UiError, UiErrorCode,
+    AppAccount, AppAccountState, AppInstallOutcome, AppInstallReport, AppRunState, AppStatus,
+    ApprovalAnswer, ApprovalDetails, ApprovalRequest, ApprovalResolution, ChatSessionSummary,
+    ContentBlock, CoreEvent, CoreInfo, ErrorCode, GrantDuration, GrantScope, Origin,
+    PendingApproval, ProviderOverview, ProviderRow, ToolResult, TranscriptItem, TurnFailureCode,
+    UiError, UiErrorCode,
 };
 use osprey_types::{
     AuditFilter, AuditOutcome, AuditRow, GrantRow, InstallStage, PermissionExplained,
@@ -62,6 +63,8 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<ApprovalResolution>(&config, &mut index);
     export::<AppStatus>(&config, &mut index);
     export::<AppRunState>(&config, &mut index);
+    export::<AppAccount>(&config, &mut index);
+    export::<AppAccountState>(&config, &mut index);
     export::<AppInstallReport>(&config, &mut index);
     export::<AppInstallOutcome>(&config, &mut index);
     export::<ChatSessionSummary>(&config, &mut index);
