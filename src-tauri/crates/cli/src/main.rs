@@ -234,6 +234,25 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 {
                     anyhow::bail!("passwords are never printed");
                 }
+                ConfigAction::Get { key } if key == STORE_TOKEN => {
+                    anyhow::bail!("the store token is never printed");
+                }
+                ConfigAction::Set { key, value } if key == STORE_TOKEN => {
+                    let token = value_or_stdin(value)?;
+                    if token.trim().is_empty() {
+                        anyhow::bail!(
+                            "no token given: pass it on stdin (`osprey config set store.token -`)"
+                        );
+                    }
+                    if let Some(location) = core.set_store_token(&token).await? {
+                        eprintln!("osprey: the store token is stored in {location}");
+                    }
+                    tell_running(&core, osprey_core::settings::STORE_TOKEN_CHANGED).await;
+                }
+                ConfigAction::Unset { key } if key == STORE_TOKEN => {
+                    core.set_store_token("").await?;
+                    tell_running(&core, osprey_core::settings::STORE_TOKEN_CHANGED).await;
+                }
                 ConfigAction::Set { key, value } if is_dav_field(&key) => {
                     let value = value_or_stdin(value)?;
                     if let osprey_core::dav_settings::DavSettingWritten::Password(location) =
@@ -380,6 +399,9 @@ fn read_secret_line(prompt: &str) -> anyhow::Result<String> {
 
 /// A desktop or daemon running on this data folder puts a setting just stored in force at once
 /// (over the control socket); with none running there is nothing to tell.
+/// The person's store token: kept in the secret store, never in the settings table.
+const STORE_TOKEN: &str = "store.token";
+
 async fn tell_running(core: &Core, key: &str) {
     #[cfg(unix)]
     {
