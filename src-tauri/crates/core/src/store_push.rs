@@ -21,6 +21,10 @@
 //! - `reset` (the store no longer has the events after our id) runs the full check: a fresh
 //!   sweep and an update check of every installed store app and skill.
 //!
+//! The first connection to a store (no id kept for it) replays nothing, so it wakes a fresh
+//! revocation sweep instead. A person's token the store refuses does not stop the follower: it
+//! follows the public events (revocations, updates) and says the token was refused.
+//!
 //! The follower reconnects after 1 s, doubling to 5 min, with `Last-Event-ID`: the id of the
 //! last event applied, kept per store URL in the database (`store_cursors`), so a restart or a
 //! dropped connection misses nothing. A change of `store.url` or of the person's store token
@@ -58,7 +62,7 @@ pub struct StoreEventsStatus {
     pub connected: bool,
     /// The last event id applied (or resumed from).
     pub last_event_id: Option<String>,
-    /// Why the last connection failed or ended, when it did.
+    /// Why the last connection failed or ended, or why it follows without the person's token.
     pub error: Option<String>,
     /// How many connections were opened so far.
     pub connections: u64,
@@ -290,6 +294,16 @@ impl Core {
     }
 }
 
+/// How one connection ended.
+enum Ended {
+    /// Stopping: the follower ends.
+    Cancelled,
+    /// The store URL or token changed: connect again at once.
+    Reconnect,
+    /// Refused, failed or dropped (why): connect again after the backoff.
+    Dropped(String),
+}
+
 /// The follow loop: connect, apply, remember, reconnect.
 async fn follow(weak: WeakCore, cancel: CancellationToken) {
     let mut retry = FIRST_RETRY;
@@ -297,93 +311,136 @@ async fn follow(weak: WeakCore, cancel: CancellationToken) {
     let asking = Arc::new(Mutex::new(HashSet::new()));
     loop {
         let Some(core) = weak.upgrade() else { break };
-        let slot_reconnect = Arc::clone(&core.apps().push().reconnect);
+        let reconnect = Arc::clone(&core.apps().push().reconnect);
         let status = core.apps().push().status.clone();
         let client = core.apps().store().client();
-        let Some(client) = client else {
-            status.send_modify(|s| {
-                *s = StoreEventsStatus {
-                    connections: s.connections,
-                    ..StoreEventsStatus::default()
-                }
-            });
-            drop(core);
-            // No store: wait until one is set.
-            tokio::select! {
-                () = cancel.cancelled() => break,
-                () = slot_reconnect.notified() => continue,
-            }
-        };
-        let url = client.base().to_string();
-        let last = core.db().store_cursors().get(&url).ok().flatten();
-        let token = core.store_token();
         drop(core);
-        status.send_modify(|s| {
-            s.store_url = Some(url.clone());
-            s.connected = false;
-            s.last_event_id = last.clone();
-        });
-        let opened = tokio::select! {
-            () = cancel.cancelled() => break,
-            opened = client.events(last.as_deref(), token.as_deref()) => opened,
-        };
-        let ended = match opened {
-            Err(error) => error.to_string(),
-            Ok(stream) => {
-                status.send_modify(|s| s.connections += 1);
-                let mut stream = std::pin::pin!(stream);
-                loop {
-                    let item = tokio::select! {
-                        () = cancel.cancelled() => break,
-                        () = slot_reconnect.notified() => {
-                            retry = FIRST_RETRY;
-                            break;
-                        }
-                        Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
-                        item = stream.next() => item,
-                    };
-                    match item {
-                        None => break,
-                        Some(Err(error)) => {
-                            status.send_modify(|s| s.error = Some(error.to_string()));
-                            break;
-                        }
-                        Some(Ok(event)) => {
-                            let Some(core) = weak.upgrade() else { break };
-                            if event.change == StoreChange::Ready {
-                                retry = FIRST_RETRY;
-                                status.send_modify(|s| {
-                                    s.connected = true;
-                                    s.error = None;
-                                });
-                            }
-                            apply(&core, &url, event, &mut tasks, &asking).await;
-                            status.send_modify(|s| {
-                                s.last_event_id = core.db().store_cursors().get(&url).ok().flatten()
-                            });
-                        }
+        let ended = match client {
+            Some(client) => {
+                let connection = Connection {
+                    weak: &weak,
+                    client,
+                    status: &status,
+                };
+                tokio::select! {
+                    () = cancel.cancelled() => Ended::Cancelled,
+                    () = reconnect.notified() => Ended::Reconnect,
+                    ended = connection.follow(&mut tasks, &asking, &mut retry) => ended,
+                }
+            }
+            None => {
+                // No store: wait until one is set.
+                status.send_modify(|s| {
+                    *s = StoreEventsStatus {
+                        connections: s.connections,
+                        ..StoreEventsStatus::default()
                     }
+                });
+                tokio::select! {
+                    () = cancel.cancelled() => Ended::Cancelled,
+                    () = reconnect.notified() => Ended::Reconnect,
                 }
-                if cancel.is_cancelled() {
-                    break;
-                }
-                "the store closed the event stream".to_string()
             }
         };
-        status.send_modify(|s| {
-            s.connected = false;
-            if s.error.is_none() {
-                s.error = Some(ended.clone());
+        status.send_modify(|s| s.connected = false);
+        match ended {
+            Ended::Cancelled => break,
+            Ended::Reconnect => retry = FIRST_RETRY,
+            Ended::Dropped(why) => {
+                tracing::debug!("store events: {why}; reconnecting in {retry:?}");
+                status.send_modify(|s| s.error = Some(why));
+                tokio::select! {
+                    () = cancel.cancelled() => break,
+                    () = reconnect.notified() => retry = FIRST_RETRY,
+                    () = tokio::time::sleep(retry) => retry = (retry * 2).min(MAX_RETRY),
+                }
             }
-        });
-        tracing::debug!(store = %url, "store events: {ended}; reconnecting in {retry:?}");
-        tokio::select! {
-            () = cancel.cancelled() => break,
-            () = slot_reconnect.notified() => retry = FIRST_RETRY,
-            () = tokio::time::sleep(retry) => retry = (retry * 2).min(MAX_RETRY),
         }
     }
     tasks.shutdown().await;
+}
+
+/// One connection to one store.
+struct Connection<'a> {
+    weak: &'a WeakCore,
+    client: osprey_apps::store_client::StoreClient,
+    status: &'a watch::Sender<StoreEventsStatus>,
+}
+
+impl Connection<'_> {
+    /// Opens the stream (resuming after the last id kept for this store) and applies its events
+    /// until it ends. Only a `ready` resets the backoff.
+    async fn follow(
+        &self,
+        tasks: &mut JoinSet<()>,
+        asking: &Arc<Mutex<HashSet<String>>>,
+        retry: &mut Duration,
+    ) -> Ended {
+        let url = self.client.base().to_string();
+        let (last, token) = match self.weak.upgrade() {
+            Some(core) => (
+                core.db().store_cursors().get(&url).ok().flatten(),
+                core.store_token(),
+            ),
+            None => return Ended::Cancelled,
+        };
+        self.status.send_modify(|s| {
+            s.store_url = Some(url.clone());
+            s.last_event_id = last.clone();
+        });
+        let mut note = None;
+        let opened = match self.client.events(last.as_deref(), token.as_deref()).await {
+            // A token this store does not know (another store's, or withdrawn) must not cost the
+            // revocations everyone gets: follow without it, and say why.
+            Err(osprey_apps::Error::StoreRefused { code, message })
+                if code == "unauthorized" && token.is_some() =>
+            {
+                tracing::warn!(store = %url, "the store refused the store token: {message}");
+                note = Some(format!(
+                    "the store refused your store token ({message}); following its public \
+                     events only"
+                ));
+                self.client.events(last.as_deref(), None).await
+            }
+            other => other,
+        };
+        let stream = match opened {
+            Ok(stream) => stream,
+            Err(error) => return Ended::Dropped(error.to_string()),
+        };
+        self.status.send_modify(|s| s.connections += 1);
+        let mut stream = std::pin::pin!(stream);
+        loop {
+            let item = tokio::select! {
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
+                item = stream.next() => item,
+            };
+            let event = match item {
+                None => return Ended::Dropped("the store closed the event stream".into()),
+                Some(Err(error)) => return Ended::Dropped(error.to_string()),
+                Some(Ok(event)) => event,
+            };
+            let Some(core) = self.weak.upgrade() else {
+                return Ended::Cancelled;
+            };
+            if event.change == StoreChange::Ready {
+                *retry = FIRST_RETRY;
+                self.status.send_modify(|s| {
+                    s.connected = true;
+                    s.error = note.clone();
+                });
+                // Never followed this store before: what it said earlier is not replayed, so
+                // check the revocation list itself now.
+                if last.is_none() {
+                    core.apps().sweep_revocations_soon();
+                }
+            }
+            apply(&core, &url, event, tasks, asking).await;
+            self.status.send_modify(|s| {
+                s.last_event_id = core.db().store_cursors().get(&url).ok().flatten()
+            });
+        }
+    }
 }
 
 /// Applies one event and then remembers its id for `url`, so a reconnect resumes after it.
