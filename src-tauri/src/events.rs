@@ -84,6 +84,8 @@ const HELD_NAMED: usize = 5;
 pub struct Notifier {
     turns: HashMap<String, Instant>,
     app_states: HashMap<String, AppRunState>,
+    /// Apps with a staged update the person was told of (told once per staged update).
+    pending_told: std::collections::HashSet<String>,
     /// Notices that came in quiet hours, oldest first.
     held: Vec<(String, String)>,
 }
@@ -160,7 +162,32 @@ impl Notifier {
                     ),
                 ))
             }
+            CoreEvent::AppRemoved { reason, .. } => {
+                Some(("An app was removed".to_string(), reason.clone()))
+            }
+            CoreEvent::SkillRevoked { name, reason } => Some((
+                format!("The skill {name} was revoked"),
+                format!("The store revoked it ({reason}); Osprey removed it."),
+            )),
             CoreEvent::AppStateChanged { app } => {
+                // A staged update (new permissions) waits for the person: say so once.
+                match app.pending_permissions.as_deref() {
+                    Some(added) if !added.is_empty() => {
+                        if self.pending_told.insert(app.id.clone()) {
+                            return Some((
+                                format!("{} {} asks for more permissions", app.name, app.version),
+                                format!(
+                                    "Its update adds: {}. Open Apps to review it; until then \
+                                     the installed version keeps running.",
+                                    added.join(", ")
+                                ),
+                            ));
+                        }
+                    }
+                    _ => {
+                        self.pending_told.remove(&app.id);
+                    }
+                }
                 let before = self.app_states.insert(app.id.clone(), app.state);
                 if before == Some(app.state) {
                     return None;
@@ -388,6 +415,60 @@ mod tests {
         assert_eq!(
             notifier.notice(&reminder, now, true),
             Some(("Osprey reminder".into(), "Stand up".into()))
+        );
+    }
+
+    #[test]
+    fn store_pushed_changes_notify_and_a_staged_update_is_told_once() {
+        let mut notifier = Notifier::default();
+        let now = Instant::now();
+        let staged = |pending: Option<Vec<String>>| {
+            let CoreEvent::AppStateChanged { mut app } = app(AppRunState::Running) else {
+                unreachable!()
+            };
+            app.pending_permissions = pending;
+            CoreEvent::AppStateChanged { app }
+        };
+        let asked = notifier
+            .notice(
+                &staged(Some(vec!["network:api.example.com".into()])),
+                now,
+                true,
+            )
+            .unwrap();
+        assert_eq!(asked.0, "Units 1.0.0 asks for more permissions");
+        assert!(asked.1.contains("network:api.example.com"), "{}", asked.1);
+        // The same staged update again: told already.
+        assert_eq!(
+            notifier.notice(
+                &staged(Some(vec!["network:api.example.com".into()])),
+                now,
+                true
+            ),
+            None
+        );
+        // Approved (nothing pending), then another staged update: told again.
+        assert_eq!(notifier.notice(&staged(None), now, true), None);
+        assert!(
+            notifier
+                .notice(&staged(Some(vec!["clipboard:read".into()])), now, true)
+                .is_some()
+        );
+        let removed = CoreEvent::AppRemoved {
+            app_id: "com.example.units".into(),
+            reason: "You removed Units on another device.".into(),
+        };
+        assert_eq!(
+            notifier.notice(&removed, now, true).map(|n| n.1),
+            Some("You removed Units on another device.".into())
+        );
+        let revoked = CoreEvent::SkillRevoked {
+            name: "pdf-tools".into(),
+            reason: "exfiltrates files".into(),
+        };
+        assert_eq!(
+            notifier.notice(&revoked, now, true).map(|n| n.0),
+            Some("The skill pdf-tools was revoked".into())
         );
     }
 }

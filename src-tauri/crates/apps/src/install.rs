@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::manifest::Manifest;
 use crate::napp::{self, Limits, MANIFEST, StagedPackage};
 use crate::signing::PublicKey;
-use crate::trust::{Revocation, Trust};
+use crate::trust::{Revocation, RevokedKind, Trust};
 use crate::{Error, Result};
 
 /// Where updates that add permissions wait for approval: `<apps>/.pending/<id>/`.
@@ -145,7 +145,12 @@ impl Installer {
     /// before quarantining it.
     pub async fn revoked(&self, trust: &Trust, fresh: bool) -> Result<Vec<(String, String)>> {
         let revocations = trust.revocations_from(fresh).await?;
-        Ok(revoked_among(&revocations, &self.list()))
+        Ok(self.revoked_in(&revocations))
+    }
+
+    /// [`Installer::revoked`] against a list the caller already has.
+    pub fn revoked_in(&self, revocations: &[Revocation]) -> Vec<(String, String)> {
+        revoked_among(revocations, &self.list())
     }
 
     /// Places a verified package: a new app, an in-place update, or an update staged for
@@ -435,10 +440,7 @@ fn revoked_among(revocations: &[Revocation], installed: &[InstalledApp]) -> Vec<
             let manifest = &app.manifest;
             revocations
                 .iter()
-                .find(|r| {
-                    r.id == manifest.id
-                        && r.version.as_deref().is_none_or(|v| v == manifest.version)
-                })
+                .find(|r| r.covers(RevokedKind::App, &manifest.id, &manifest.version))
                 .map(|r| (manifest.id.clone(), r.reason.clone()))
         })
         .collect()

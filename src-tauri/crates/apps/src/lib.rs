@@ -38,6 +38,7 @@ pub mod settings;
 pub mod signing;
 pub mod skill_package;
 pub mod store_client;
+pub mod store_events;
 #[cfg(unix)]
 pub mod supervisor;
 pub mod trust;

@@ -394,6 +394,10 @@ impl SkillInstaller {
         let archive = client.download_skill(name, &version).await?;
         let key = trust.key_for(&signature.key_id).await?;
         key.verify_archive(&signature, &archive)?;
+        // The store's revocation list covers skills too (and fails closed as for apps).
+        trust
+            .check(crate::trust::RevokedKind::Skill, name, &version)
+            .await?;
 
         std::fs::create_dir_all(&self.skills_dir)
             .map_err(|e| Error::io(format!("create {}", self.skills_dir.display()), e))?;
@@ -457,6 +461,26 @@ impl SkillInstaller {
             return Err(error);
         }
         Ok(())
+    }
+
+    /// `(name, reason)` of each installed store skill `revocations` names (the whole skill or
+    /// its installed version). Nothing is changed: the caller removes them.
+    pub fn revoked_among(&self, revocations: &[crate::trust::Revocation]) -> Vec<(String, String)> {
+        self.installed()
+            .into_iter()
+            .filter_map(|record| {
+                revocations
+                    .iter()
+                    .find(|r| {
+                        r.covers(
+                            crate::trust::RevokedKind::Skill,
+                            &record.name,
+                            &record.version,
+                        )
+                    })
+                    .map(|r| (record.name.clone(), r.reason.clone()))
+            })
+            .collect()
     }
 
     /// Removes the store skill `name` with its folder. A skill the store did not install is

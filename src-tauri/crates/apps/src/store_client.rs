@@ -137,6 +137,10 @@ impl StoreClient {
         &self.base
     }
 
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
     async fn get(&self, path: &str) -> Result<reqwest::Response> {
         let response = self
             .http
@@ -202,6 +206,25 @@ impl StoreClient {
         let request = self
             .http
             .post(self.url(&format!("/{id}/revoke")))
+            .bearer_auth(token)
+            .json(&serde_json::json!({"version": version, "reason": reason}));
+        self.admin(request).await.map(|_| ())
+    }
+
+    /// Revokes a store skill (every version, or one): `POST /api/v1/skills/{name}/revoke` with
+    /// the admin token. Installs remove it at their next sweep, or at once when they follow the
+    /// store's event stream.
+    pub async fn revoke_skill(
+        &self,
+        name: &str,
+        version: Option<&str>,
+        reason: &str,
+        token: &str,
+    ) -> Result<()> {
+        check_skill_name(name)?;
+        let request = self
+            .http
+            .post(self.skills_url(&format!("/{name}/revoke")))
             .bearer_auth(token)
             .json(&serde_json::json!({"version": version, "reason": reason}));
         self.admin(request).await.map(|_| ())
@@ -283,7 +306,7 @@ impl StoreClient {
     }
 
     async fn get_json_at(&self, url: String) -> Result<Value> {
-        self.answer(self.http.get(url).timeout(CATALOG_TIMEOUT))
+        self.answer_for(self.http.get(url).timeout(CATALOG_TIMEOUT))
             .await?
             .json()
             .await
@@ -293,7 +316,10 @@ impl StoreClient {
     /// Sends `request` and keeps a successful answer: the store's own refusal (a 4xx with a
     /// code) is [`Error::StoreRefused`]; no answer or a server error is
     /// [`Error::StoreUnavailable`].
-    async fn answer(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response> {
+    pub(crate) async fn answer_for(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response> {
         let response = request
             .send()
             .await
@@ -361,7 +387,7 @@ impl StoreClient {
         check_skill_name(name)?;
         let limit = crate::skill_package::MAX_ARCHIVE_BYTES;
         let response = self
-            .answer(
+            .answer_for(
                 self.http
                     .get(self.skills_url(&format!("/{name}/download?version={}", escape(version))))
                     .timeout(SKILL_DOWNLOAD_TIMEOUT),

@@ -23,13 +23,34 @@ pub const REVOCATION_TTL: Duration = Duration::from_secs(3600);
 const KEY_FILE: &str = "signing-key.json";
 const REVOCATIONS_FILE: &str = "revocations.json";
 
-/// One revoked app: every version, or one.
+/// One revoked app or store skill: every version, or one.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Revocation {
+    /// The app's id, or the skill's name.
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     pub reason: String,
+    /// What is revoked; lists from before skills could be revoked name apps only.
+    #[serde(default)]
+    pub kind: RevokedKind,
+}
+
+/// What a [`Revocation`] names: an app (by id) or a store skill (by name). The two share one
+/// list and could share a name, so every check matches the kind too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RevokedKind {
+    #[default]
+    App,
+    Skill,
+}
+
+impl Revocation {
+    /// Does this revocation cover the app or skill `id` at `version`?
+    pub fn covers(&self, kind: RevokedKind, id: &str, version: &str) -> bool {
+        self.kind == kind && self.id == id && self.version.as_deref().is_none_or(|v| v == version)
+    }
 }
 
 /// Where the store's key and revocation list come from.
@@ -203,11 +224,14 @@ impl Trust {
 
     /// May this store app (id, version) be launched?
     pub async fn check_launch(&self, id: &str, version: &str) -> Result<()> {
+        self.check(RevokedKind::App, id, version).await
+    }
+
+    /// May this store app or skill (id or name, version) be installed or used? Refused when
+    /// the list revokes it (`revoked`), or when no recent enough list can be had.
+    pub async fn check(&self, kind: RevokedKind, id: &str, version: &str) -> Result<()> {
         let revocations = self.revocations().await?;
-        match revocations
-            .iter()
-            .find(|r| r.id == id && r.version.as_deref().is_none_or(|v| v == version))
-        {
+        match revocations.iter().find(|r| r.covers(kind, id, version)) {
             Some(revocation) => Err(Error::Revoked {
                 id: id.to_owned(),
                 reason: revocation.reason.clone(),
@@ -226,5 +250,28 @@ impl Trust {
         if let Err(error) = result {
             tracing::warn!("cannot write the trust cache {name}: {error}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_revocation_covers_its_kind_name_and_version_only() {
+        let skill: Revocation = serde_json::from_value(serde_json::json!({
+            "id": "units", "version": "1.0.0", "reason": "prompt injection", "kind": "skill"
+        }))
+        .unwrap();
+        assert!(skill.covers(RevokedKind::Skill, "units", "1.0.0"));
+        assert!(!skill.covers(RevokedKind::Skill, "units", "1.1.0"));
+        // An app of the same name is not the skill.
+        assert!(!skill.covers(RevokedKind::App, "units", "1.0.0"));
+        // Lists from before skills could be revoked name apps only.
+        let old: Revocation =
+            serde_json::from_str(r#"{"id": "units", "reason": "malware"}"#).unwrap();
+        assert_eq!(old.kind, RevokedKind::App);
+        assert!(old.covers(RevokedKind::App, "units", "9.9.9"));
+        assert!(!old.covers(RevokedKind::Skill, "units", "9.9.9"));
     }
 }

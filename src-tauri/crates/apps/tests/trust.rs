@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
 use osprey_apps::runtime::Launcher;
-use osprey_apps::trust::{Revocation, Trust, TrustSource};
+use osprey_apps::trust::{Revocation, RevokedKind, Trust, TrustSource};
 use osprey_apps::{Installer, KeyPair, napp};
 use serde_json::json;
 use tempfile::TempDir;
@@ -202,6 +202,7 @@ async fn a_revoked_app_is_quarantined_by_the_sweep_and_not_launched() {
             id: "units".into(),
             version: None,
             reason: "malware".into(),
+            kind: RevokedKind::App,
         }]
     });
     std::fs::remove_file(fixture.cache().join("revocations.json")).unwrap();

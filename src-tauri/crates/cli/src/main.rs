@@ -240,18 +240,20 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     anyhow::bail!("the store token is never printed");
                 }
                 ConfigAction::Set { key, value } if key == osprey_core::accounts::STORE_TOKEN => {
-                    let value = value_or_stdin(value)?;
-                    if value.is_empty() {
+                    let token = value_or_stdin(value)?;
+                    if token.trim().is_empty() {
                         anyhow::bail!(
-                            "no token given (`osprey config unset store.token` forgets it)"
+                            "no token given: pass it on stdin (`osprey config set store.token -`)"
                         );
                     }
-                    if let Some(location) = core.set_store_token(Some(&value)).await? {
+                    if let Some(location) = core.set_store_token(Some(&token)).await? {
                         eprintln!("osprey: the store token is stored in {location}");
                     }
+                    tell_running(&core, osprey_core::settings::STORE_TOKEN_CHANGED).await;
                 }
                 ConfigAction::Unset { key } if key == osprey_core::accounts::STORE_TOKEN => {
                     core.set_store_token(None).await?;
+                    tell_running(&core, osprey_core::settings::STORE_TOKEN_CHANGED).await;
                 }
                 ConfigAction::Set { key, value } if is_dav_field(&key) => {
                     let value = value_or_stdin(value)?;

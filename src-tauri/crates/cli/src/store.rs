@@ -3,10 +3,11 @@
 //! Publishing, featuring and revoking need the admin token from $OSPREY_STORE_ADMIN_TOKEN; without
 //! one they are refused and the store only serves its catalog.
 //!
-//! `osprey store publish FILE.napp`, `osprey store publish-skill DIR|FILE.tar.gz` and
-//! `osprey store revoke ID --reason ...`: what an app or skill author or a store operator sends to
-//! a store, with the admin token from $OSPREY_STORE_ADMIN_TOKEN or
-//! one line on stdin. The store re-signs what it publishes with its own key.
+//! `osprey store publish FILE.napp`, `osprey store publish-skill DIR|FILE.tar.gz`,
+//! `osprey store revoke ID --reason ...` (`--skill` for a skill) and `osprey store add-person
+//! NAME`: what an app or skill author or a store operator sends to a store, with the admin token
+//! from $OSPREY_STORE_ADMIN_TOKEN or one line on stdin. The store re-signs what it publishes with
+//! its own key; every publish and revocation also goes out on its event stream.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -69,15 +70,27 @@ enum StoreAction {
         #[arg(long)]
         version: Option<String>,
     },
-    /// Revoke an app on a store: running installs stop it at their next sweep.
+    /// Revoke an app (or with --skill a skill) on a store: installs that follow the store's
+    /// events stop and quarantine it at once, the others at their next hourly sweep.
     Revoke {
+        /// The app's id, or the skill's name with --skill.
         id: String,
+        /// Revoke the store skill of that name instead of an app.
+        #[arg(long)]
+        skill: bool,
         /// Why; installs show it.
         #[arg(long)]
         reason: String,
         /// Only this version (default: every version).
         #[arg(long)]
         version: Option<String>,
+        #[arg(long)]
+        store: Option<String>,
+    },
+    /// Issue a person's token (printed once): given to their Osprey installs with
+    /// `osprey config set store.token -`, it ties their event streams to them.
+    AddPerson {
+        name: String,
         #[arg(long)]
         store: Option<String>,
     },
@@ -136,15 +149,36 @@ pub async fn run(data_dir: Option<PathBuf>, args: StoreArgs) -> anyhow::Result<E
         }
         StoreAction::Revoke {
             id,
+            skill,
             reason,
             version,
             store,
         } => {
             let client = client(data_dir, store)?;
-            client
-                .revoke(&id, version.as_deref(), &reason, &admin_token()?)
-                .await?;
-            println!("revoked {id}; installs stop it at their next revocation sweep");
+            let token = admin_token()?;
+            if skill {
+                client
+                    .revoke_skill(&id, version.as_deref(), &reason, &token)
+                    .await?;
+            } else {
+                client
+                    .revoke(&id, version.as_deref(), &reason, &token)
+                    .await?;
+            }
+            println!(
+                "revoked {id}; installs that follow the store's events act on it at once, the \
+                 others at their next revocation sweep"
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        StoreAction::AddPerson { name, store } => {
+            let client = client(data_dir, store)?;
+            let person = client.add_person(&name, &admin_token()?).await?;
+            println!("{}", person["token"].as_str().unwrap_or_default());
+            eprintln!(
+                "osprey: the token of {name} is shown this once; on each of their computers run \
+                 `osprey config set store.token -` and paste it"
+            );
             Ok(ExitCode::SUCCESS)
         }
     }

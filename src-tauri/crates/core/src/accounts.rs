@@ -40,7 +40,7 @@ use crate::secrets::Secrets;
 pub use osprey_apps::oauth::Browser;
 
 /// The secret holding the person's app store token (`osprey config set store.token -`).
-pub const STORE_TOKEN: &str = "store.token";
+pub const STORE_TOKEN: &str = crate::store::STORE_TOKEN_SECRET;
 /// The permission that lets an app receive the store token.
 pub const USER_TOKEN_PERMISSION: (&str, &str) = ("user", "token");
 /// The longest the refresher sleeps without looking again.
@@ -545,27 +545,15 @@ mod unix {
             Ok(outcome)
         }
 
-        /// Stores the person's app store token (`None`: forgets it) and pushes it to the apps
-        /// holding `user:token`. Says where it went.
-        pub async fn set_store_token(
-            &self,
-            token: Option<&str>,
-        ) -> CoreResult<Option<crate::secrets::SecretLocation>> {
-            let secrets = self.secrets();
-            let token = token.map(str::to_owned);
-            let location = tokio::task::spawn_blocking(move || match token {
-                Some(token) => secrets.set(STORE_TOKEN, &token).map(Some),
-                None => secrets.remove(STORE_TOKEN).map(|_| None),
-            })
-            .await
-            .context("writing the secret store")??;
+        /// Passes the person's store token (as it now is) to the running apps that hold
+        /// `user:token` (see [`Core::set_store_token`]).
+        pub(crate) async fn push_store_token_to_apps(&self) {
             let (prefix, suffix) = USER_TOKEN_PERMISSION;
             for app in self.installed_apps().await {
                 if osprey_apps::permissions::allows(&app.manifest.permissions, prefix, suffix) {
                     self.push_app_configuration(&app.manifest).await;
                 }
             }
-            Ok(location)
         }
 
         /// Pushes the app its configuration (settings, accounts, store token) if it runs here,
@@ -661,20 +649,8 @@ impl crate::Core {
         Err(unsupported(app_id))
     }
 
-    /// Stores the person's app store token (`None`: forgets it); no app runs here to pass it to.
-    pub async fn set_store_token(
-        &self,
-        token: Option<&str>,
-    ) -> crate::CoreResult<Option<crate::secrets::SecretLocation>> {
-        let secrets = self.secrets();
-        Ok(match token {
-            Some(token) => Some(secrets.set(STORE_TOKEN, token)?),
-            None => {
-                secrets.remove(STORE_TOKEN)?;
-                None
-            }
-        })
-    }
+    /// No app runs here to pass the store token to.
+    pub(crate) async fn push_store_token_to_apps(&self) {}
 }
 
 #[cfg(not(unix))]

@@ -56,6 +56,8 @@ pub const SWEEP_INTERVAL: Duration = Duration::from_secs(3600);
 pub struct SweepReport {
     /// `(id, reason)` of each app stopped and quarantined.
     pub revoked: Vec<(String, String)>,
+    /// `(name, reason)` of each store skill removed.
+    pub revoked_skills: Vec<(String, String)>,
     /// Store apps stopped because no revocation list could be had.
     pub held: Vec<String>,
     /// Apps held by an earlier sweep and launched again.
@@ -104,6 +106,7 @@ mod platform {
     use osprey_apps::manage_tool::AppsTool;
     use osprey_apps::runtime::{LaunchOptions, Launcher, kill_orphans};
     use osprey_apps::settings::SettingsStore;
+    use osprey_apps::skill_package::SkillInstaller;
     use osprey_apps::store_client::{StoreClient, StoreLink};
     use osprey_apps::supervisor::{Supervisor, SupervisorConfig};
     use osprey_apps::trust::Trust;
@@ -144,6 +147,18 @@ mod platform {
         store: StoreLink,
         trust_dir: PathBuf,
         max_revocation_age: Duration,
+        /// The store skills the sweep also checks (set once the core's skills exist).
+        skills: Arc<std::sync::OnceLock<StoreSkills>>,
+        /// The store's event stream follower (`crate::store_push`).
+        push: crate::store_push::PushSlot,
+    }
+
+    /// The person's store skills as the sweep sees them: where they are installed, and the
+    /// catalog to take a removed one out of.
+    #[derive(Clone)]
+    pub struct StoreSkills {
+        pub installer: SkillInstaller,
+        pub skills: osprey_agent::Skills,
     }
 
     /// What became of each app's launch by `start_apps`, by app id: `("launching", "")` while
@@ -270,7 +285,29 @@ mod platform {
                 store,
                 trust_dir,
                 max_revocation_age,
+                skills: Arc::default(),
+                push: crate::store_push::PushSlot::default(),
             })
+        }
+
+        /// Lets the revocation sweep check the store skills in `skills`' folder too.
+        pub fn attach_skills(&self, skills: &osprey_agent::Skills) {
+            if let Some(dir) = skills.user_dir() {
+                let _ = self.skills.set(StoreSkills {
+                    installer: SkillInstaller::new(dir),
+                    skills: skills.clone(),
+                });
+            }
+        }
+
+        /// The store link (its address asked at each use).
+        pub fn store(&self) -> &StoreLink {
+            &self.store
+        }
+
+        /// The store's event stream follower.
+        pub(crate) fn push(&self) -> &crate::store_push::PushSlot {
+            &self.push
         }
 
         /// Installs (or updates) an app from a `.napp` file (a path ending in `.napp`, or any
@@ -520,6 +557,7 @@ mod platform {
                 events: self.events.clone(),
                 held: Arc::clone(&self.held),
                 wake: Arc::clone(&self.sweep_now),
+                skills: self.skills.get().cloned(),
             }
         }
 
@@ -610,6 +648,7 @@ mod platform {
         events: EventBus,
         held: Arc<Mutex<BTreeSet<String>>>,
         wake: Arc<Notify>,
+        skills: Option<StoreSkills>,
     }
 
     impl Sweeper {
@@ -619,7 +658,10 @@ mod platform {
             let mut fresh = false;
             loop {
                 let report = self.sweep(fresh).await;
-                if !report.revoked.is_empty() || report.unavailable.is_some() {
+                if !report.revoked.is_empty()
+                    || !report.revoked_skills.is_empty()
+                    || report.unavailable.is_some()
+                {
                     tracing::warn!(?report, "revocation sweep");
                 }
                 fresh = tokio::select! {
@@ -632,23 +674,34 @@ mod platform {
 
         async fn sweep(&self, fresh: bool) -> SweepReport {
             let mut report = SweepReport::default();
-            // Sideloaded apps have no store to revoke them: without store apps nothing is asked
-            // of the store (nor warned about when there is none).
+            // Sideloaded apps and the person's own skills have no store to revoke them: without
+            // store apps or skills nothing is asked of the store (nor warned about when there is
+            // none).
             let installer = self.installer.clone();
+            let skills = self.skills.clone();
             let from_a_store = tokio::task::spawn_blocking(move || {
                 installer.list().iter().any(|app| !app.sideloaded)
+                    || skills.is_some_and(|s| !s.installer.installed().is_empty())
             })
             .await
             .unwrap_or(true);
             if !from_a_store {
                 return report;
             }
-            match self.installer.revoked(&self.trust, fresh).await {
-                Ok(revoked) => {
+            match self.trust.revocations_from(fresh).await {
+                Ok(list) => {
+                    let installer = self.installer.clone();
+                    let revoked = {
+                        let list = list.clone();
+                        tokio::task::spawn_blocking(move || installer.revoked_in(&list))
+                            .await
+                            .unwrap_or_default()
+                    };
                     for (id, reason) in revoked {
                         self.revoke(&id, &reason).await;
                         report.revoked.push((id, reason));
                     }
+                    report.revoked_skills = self.revoke_skills(list).await;
                     let held =
                         std::mem::take(&mut *self.held.lock().unwrap_or_else(|e| e.into_inner()));
                     for id in held {
@@ -697,6 +750,44 @@ mod platform {
                 .unwrap_or_default()
                 .iter()
                 .any(|(running, _)| running == id)
+        }
+
+        /// Removes each installed store skill `list` revokes, takes it out of the skill catalog
+        /// (and every session's active skills) and tells the shells.
+        async fn revoke_skills(
+            &self,
+            list: Vec<osprey_apps::trust::Revocation>,
+        ) -> Vec<(String, String)> {
+            let Some(skills) = self.skills.clone() else {
+                return Vec::new();
+            };
+            let installer = skills.installer.clone();
+            let removed = tokio::task::spawn_blocking(move || {
+                installer
+                    .revoked_among(&list)
+                    .into_iter()
+                    .filter(|(name, _)| match installer.uninstall(name) {
+                        Ok(_) => true,
+                        Err(error) => {
+                            tracing::error!(skill = %name, "a revoked skill could not be removed: {error}");
+                            false
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await
+            .unwrap_or_default();
+            if !removed.is_empty() {
+                skills.skills.catalog().refresh();
+            }
+            for (name, reason) in &removed {
+                skills.skills.changed(name);
+                self.events.emit(CoreEvent::SkillRevoked {
+                    name: name.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            removed
         }
 
         /// Stops the app (if it runs), quarantines it and tells the shells.

@@ -31,6 +31,8 @@ pub mod services;
 pub mod settings;
 pub mod store;
 #[cfg(unix)]
+pub mod store_push;
+#[cfg(unix)]
 pub mod store_tool;
 
 use std::path::{Path, PathBuf};
@@ -418,6 +420,9 @@ impl Core {
         registry.register_domain(agent_tool);
         // Bundled, <data>/apps/*/SKILL.md and <data>/skills: indexed on first use, not here.
         let skills = osprey_agent::Skills::for_data_dir(&data_dir);
+        // The revocation sweep removes revoked store skills too.
+        #[cfg(unix)]
+        apps.attach_skills(&skills);
         registry.register_domain(osprey_agent::SkillTool::new(skills.clone()));
         // The store tool reaches the core it is part of; the slot is filled once the core exists.
         #[cfg(unix)]

@@ -149,8 +149,14 @@ impl Core {
             }
             // Another store: its revocation list, not the old store's cached one, judges the
             // installed apps from now on.
+            // ... and its event stream is followed instead of the old one's.
             #[cfg(unix)]
-            settings::STORE_URL => self.apps().sweep_revocations_soon(),
+            settings::STORE_URL => {
+                self.apps().sweep_revocations_soon();
+                self.reconnect_store_events();
+            }
+            #[cfg(unix)]
+            settings::STORE_TOKEN_CHANGED => self.reconnect_store_events(),
             // Read where they are used (the theme by the UI).
             _ => {}
         }

@@ -1,6 +1,7 @@
 //! One start and one stop. [`Core::start`] claims the data folder (an OS lock on
 //! `<data>/osprey.lock`), then starts the background services in one order: app events, apps
-//! (with comm), the reminder scheduler and its follower, MCP clients, the control socket.
+//! (with comm and the revocation sweep), the store's event stream (`store_push`), the reminder
+//! scheduler and its follower, MCP clients, the control socket.
 //! [`Services::shutdown`] stops them in the reverse order and releases the folder last. The
 //! desktop, `osprey daemon` and `osprey chat` all start this way, so a second Osprey on the same
 //! folder learns it is taken before it touches any app process.
@@ -21,6 +22,9 @@ pub const LOCK_FILE: &str = "osprey.lock";
 pub struct Start {
     /// The installed apps under the supervisor (and comm turns, and app state events).
     pub apps: bool,
+    /// Following the store's pushed changes (needs `apps`): revocations, updates, the person's
+    /// installs and removals elsewhere (`crate::store_push`).
+    pub store_events: bool,
     /// The reminder scheduler (an app that provides `schedule` takes over while it runs).
     pub scheduler: bool,
     /// Connections to the configured MCP servers.
@@ -37,6 +41,7 @@ impl Start {
     pub fn all(by: &'static str) -> Start {
         Start {
             apps: true,
+            store_events: true,
             scheduler: true,
             mcp: true,
             control: true,
@@ -48,6 +53,7 @@ impl Start {
     pub fn chat(apps: bool) -> Start {
         Start {
             apps,
+            store_events: false,
             scheduler: false,
             mcp: true,
             control: false,
@@ -161,8 +167,8 @@ impl std::fmt::Debug for Services {
 
 impl Core {
     /// Claims the data folder when `start` needs it (see [`Start`]), then starts the services in
-    /// order: app events, apps, the scheduler and its app follower, MCP clients, the control
-    /// socket. Must run inside a tokio runtime. A folder held by another Osprey fails with
+    /// order: app events, apps, the store's event stream, the scheduler and its app follower,
+    /// MCP clients, the control socket. Must run inside a tokio runtime. A folder held by another Osprey fails with
     /// [`FolderInUse`] before any app process is touched; a service that fails to start stops
     /// the ones already started.
     pub async fn start(&self, start: Start) -> anyhow::Result<Services> {
@@ -177,6 +183,7 @@ impl Core {
             core: self.clone(),
             started: Start {
                 apps: false,
+                store_events: false,
                 scheduler: false,
                 mcp: false,
                 control: false,
@@ -203,6 +210,11 @@ impl Services {
             self.app_events = Some(core.forward_app_events());
             self.started.apps = true;
             core.start_apps()?;
+        }
+        #[cfg(unix)]
+        if start.store_events && start.apps {
+            self.started.store_events = true;
+            core.start_store_events()?;
         }
         if start.scheduler {
             self.started.scheduler = true;
@@ -247,6 +259,10 @@ impl Services {
         }
         if self.started.scheduler {
             self.core.stop_scheduler().await;
+        }
+        #[cfg(unix)]
+        if self.started.store_events {
+            self.core.stop_store_events().await;
         }
         if self.started.apps {
             self.core.stop_apps().await;

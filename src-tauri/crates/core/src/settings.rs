@@ -37,6 +37,11 @@ pub const PROVIDER_KEYS_CHANGED: &str = "providers.keys_changed_ms";
 /// The app store's root URL (`$OSPREY_STORE_URL` wins): `"https://store.example.com"`.
 pub const STORE_URL: &str = "store.url";
 
+/// When the person's store token (the secret `store.token`) was last stored or removed (Unix
+/// milliseconds): written by Osprey itself, so a running Osprey reconnects the store's event
+/// stream with the new token.
+pub const STORE_TOKEN_CHANGED: &str = "store.token_changed_ms";
+
 /// Hours a cached revocation list stays usable while the store cannot be reached, after which
 /// store apps are refused and stopped (0 to 168, default 168). It can only be made stricter than
 /// the default: revocation fails closed.
@@ -108,6 +113,10 @@ pub const KNOWN: &[(&str, &str)] = &[
     (
         STORE_URL,
         "the app store's URL (OSPREY_STORE_URL wins when set)",
+    ),
+    (
+        STORE_TOKEN_CHANGED,
+        "written by Osprey when the store token changes (set the token with `osprey config set store.token -`)",
     ),
     (
         STORE_REVOCATION_MAX_AGE,
@@ -208,6 +217,7 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
             Ok(())
         }
         WEB_ALLOW_LOOPBACK => check::<bool>(key, value),
+        STORE_TOKEN_CHANGED => check::<u64>(key, value),
         UI_THEME => check::<osprey_types::Theme>(key, value),
         PERSONA => {
             check::<osprey_types::Persona>(key, value)?;

@@ -73,7 +73,51 @@ fn page(value: &Value, installed: &Installed) -> CoreResult<StoreCatalogPage> {
     })
 }
 
+/// The secret that holds the person's store token (`osprey config set store.token -`): it ties
+/// this Osprey's store event stream to the person, so it also carries their installs and
+/// removals on other devices.
+pub const STORE_TOKEN_SECRET: &str = "store.token";
+
 impl Core {
+    /// The person's store token, when they gave one (`osprey config set store.token -`).
+    pub fn store_token(&self) -> Option<String> {
+        self.secrets()
+            .get(STORE_TOKEN_SECRET)
+            .ok()
+            .flatten()
+            .map(|token| token.trim().to_string())
+            .filter(|token| !token.is_empty())
+    }
+
+    /// Stores (or, given `None` or an empty one, removes) the person's store token, reconnects
+    /// the store's event stream with it (here, and in a running Osprey that reads the setting
+    /// this writes) and passes it to the running apps that hold `user:token`. Returns where it
+    /// is kept, when stored.
+    pub async fn set_store_token(
+        &self,
+        token: Option<&str>,
+    ) -> CoreResult<Option<crate::secrets::SecretLocation>> {
+        let token = token
+            .map(str::trim)
+            .filter(|token| !token.is_empty())
+            .map(str::to_owned);
+        let secrets = self.secrets();
+        let location = tokio::task::spawn_blocking(move || match token {
+            Some(token) => secrets.set(STORE_TOKEN_SECRET, &token).map(Some),
+            None => secrets.remove(STORE_TOKEN_SECRET).map(|_| None),
+        })
+        .await
+        .map_err(anyhow::Error::from)??;
+        // Another process's Osprey hears of it through this setting (`settings.applied`).
+        self.set_setting(
+            crate::settings::STORE_TOKEN_CHANGED,
+            serde_json::json!(osprey_db::now_ms()),
+        )
+        .await?;
+        self.push_store_token_to_apps().await;
+        Ok(location)
+    }
+
     /// The store named by the settings now, or `store_unavailable` saying how to set one.
     pub(crate) fn store_client(&self) -> CoreResult<(StoreClient, String)> {
         let url = self.store_url().ok_or_else(|| {

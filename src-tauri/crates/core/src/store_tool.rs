@@ -118,9 +118,19 @@ impl StoreTool {
                     .into_iter()
                     .find(|app| app.manifest.id == id && !app.sideloaded)
                     .map(|app| app.manifest);
-                let (details, _, sha256) = app_install_details(&client, id, installed.as_ref())
+                let (mut details, _, sha256) = app_install_details(&client, id, installed.as_ref())
                     .await
                     .map_err(|e| cannot_ask(e.into()))?;
+                if ctx.origin == osprey_types::Origin::System
+                    && ctx.session_id.as_deref() == Some(crate::store_push::STORE_PUSH_SESSION)
+                {
+                    details.notes.insert(
+                        0,
+                        "The store says you installed it on another device or on the store's \
+                         page. It is installed here only if you allow it."
+                            .to_string(),
+                    );
+                }
                 self.remember(
                     &ctx.call_id,
                     Approved::App {

@@ -13,6 +13,7 @@ mod model_windows;
 mod reminders;
 mod sessions;
 mod settings;
+mod store_cursors;
 mod subagent_tasks;
 mod work_tasks;
 
@@ -37,6 +38,7 @@ pub use sessions::{
     NewSession, SessionMatch, SessionRow, SessionUsage, Sessions, StoredMessage, StoredToolCall,
 };
 pub use settings::Settings;
+pub use store_cursors::StoreCursors;
 pub use subagent_tasks::{NewSubAgentTask, SubAgentTask, SubAgentTasks};
 pub use work_tasks::{WorkStatus, WorkTask, WorkTaskChange, WorkTasks};
 
@@ -254,6 +256,10 @@ impl Database {
 
     pub fn subagent_tasks(&self) -> SubAgentTasks {
         SubAgentTasks::new(self.clone())
+    }
+
+    pub fn store_cursors(&self) -> StoreCursors {
+        StoreCursors::new(self.clone())
     }
 
     pub fn model_windows(&self) -> ModelWindows {

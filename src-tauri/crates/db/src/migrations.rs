@@ -288,6 +288,15 @@ pub(crate) const STEPS: &[&str] = &[
     r#"
     ALTER TABLE reminders ADD COLUMN command TEXT;
     "#,
+    // 12: where this Osprey is in each store's event stream (the `id:` of the last event it
+    // applied), so a restart or a dropped connection resumes with `Last-Event-ID`.
+    r#"
+    CREATE TABLE store_cursors (
+        store_url      TEXT PRIMARY KEY,
+        last_event_id  TEXT NOT NULL,
+        updated_ms     INTEGER NOT NULL
+    );
+    "#,
 ];
 
 pub(crate) const LATEST: i64 = STEPS.len() as i64;

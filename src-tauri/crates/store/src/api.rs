@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use osprey_apps::napp::{self, Limits};
-use osprey_apps::trust::Revocation;
+use osprey_apps::trust::{Revocation, RevokedKind};
 use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -41,6 +41,7 @@ pub(crate) fn router(store: Store) -> Router {
         .route("/api/v1/apps/{id}/feature", post(feature))
         .route("/api/v1/apps/{id}/reviews", get(reviews).post(add_review))
         .merge(crate::skills::router())
+        .merge(crate::events::router())
         // Every answer is JSON with a code, a wrong path or method too.
         .fallback(|| async {
             Error::NotFound("no such endpoint under /api/v1/apps or /api/v1/skills".into())
@@ -53,7 +54,7 @@ pub(crate) fn router(store: Store) -> Router {
 
 /// A JSON request body, whatever its content type says: a malformed one is `invalid_request`
 /// (in JSON), never axum's plain-text 400 or 415.
-fn json_body<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T> {
+pub(crate) fn json_body<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T> {
     serde_json::from_slice(body).map_err(|e| {
         Error::InvalidRequest(format!("the request body is not the expected JSON: {e}"))
     })
@@ -66,6 +67,7 @@ impl IntoResponse for Error {
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::VersionExists(_) => StatusCode::CONFLICT,
             Error::InvalidRequest(_) => StatusCode::BAD_REQUEST,
+            Error::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             Error::Package(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Error::Database(_) | Error::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
@@ -285,6 +287,12 @@ fn publish_blocking(store: &Store, body: &[u8], options: PublishOptions) -> Resu
         let _ = std::fs::remove_file(&blob);
         return Err(error);
     }
+    store.record(
+        "updated",
+        json!({"kind": "app", "id": entry.id, "version": entry.version,
+            "permissions": entry.permissions}),
+        None,
+    )?;
     with_db(store, |db| catalog::get(db, &entry.id))
 }
 
@@ -327,14 +335,38 @@ async fn revoke(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<StatusCode> {
-    require_admin(&store, &headers)?;
-    let request: RevokeRequest = json_body(&body)?;
+    revoke_kind(&store, &headers, RevokedKind::App, id, &body)
+}
+
+/// Adds an app or skill to the revocation list, then tells the running installs
+/// (`revoked`, with the reason and the versions: `null` for every version).
+pub(crate) fn revoke_kind(
+    store: &Store,
+    headers: &HeaderMap,
+    kind: RevokedKind,
+    id: String,
+    body: &Bytes,
+) -> Result<StatusCode> {
+    require_admin(store, headers)?;
+    let request: RevokeRequest = json_body(body)?;
+    if request.reason.trim().is_empty() {
+        return Err(Error::InvalidRequest(
+            "a revocation needs a reason: installs show it".into(),
+        ));
+    }
     let revocation = Revocation {
         id,
         version: request.version,
         reason: request.reason,
+        kind,
     };
-    with_db(&store, |db| catalog::revoke(db, &revocation, now()))?;
+    with_db(store, |db| catalog::revoke(db, &revocation, now()))?;
+    store.record(
+        "revoked",
+        json!({"kind": revocation.kind, "id": revocation.id, "reason": revocation.reason,
+            "versions": revocation.version.as_ref().map(|v| vec![v])}),
+        None,
+    )?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -1,6 +1,6 @@
 //! The store's database: apps (latest version of each), revocations and reviews.
 
-use osprey_apps::trust::Revocation;
+use osprey_apps::trust::{Revocation, RevokedKind};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
@@ -37,15 +37,21 @@ pub(crate) fn create_schema(db: &Connection) -> Result<()> {
              created_at INTEGER NOT NULL
          );",
     )?;
-    // Stores created before categories and publishers: add the columns.
-    for column in ["category", "publisher"] {
+    // Stores created before categories, publishers and skill revocations: add the columns.
+    for (table, column, definition) in [
+        ("apps", "category", "TEXT"),
+        ("apps", "publisher", "TEXT"),
+        ("revocations", "kind", "TEXT NOT NULL DEFAULT 'app'"),
+    ] {
         let present: bool = db.query_row(
-            "SELECT COUNT(*) FROM pragma_table_info('apps') WHERE name = ?1",
+            &format!("SELECT COUNT(*) FROM pragma_table_info('{table}') WHERE name = ?1"),
             [column],
             |row| row.get::<_, i64>(0).map(|n| n > 0),
         )?;
         if !present {
-            db.execute_batch(&format!("ALTER TABLE apps ADD COLUMN {column} TEXT"))?;
+            db.execute_batch(&format!(
+                "ALTER TABLE {table} ADD COLUMN {column} {definition}"
+            ))?;
         }
     }
     Ok(())
@@ -253,21 +259,39 @@ pub(crate) fn set_featured(db: &Connection, id: &str, featured: bool) -> Result<
 
 pub(crate) fn revoke(db: &Connection, revocation: &Revocation, now: i64) -> Result<()> {
     db.execute(
-        "INSERT INTO revocations (id, version, reason, revoked_at) VALUES (?1, ?2, ?3, ?4)",
-        params![revocation.id, revocation.version, revocation.reason, now],
+        "INSERT INTO revocations (id, version, reason, revoked_at, kind)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![
+            revocation.id,
+            revocation.version,
+            revocation.reason,
+            now,
+            kind_name(revocation.kind)
+        ],
     )?;
     Ok(())
 }
 
+fn kind_name(kind: RevokedKind) -> &'static str {
+    match kind {
+        RevokedKind::App => "app",
+        RevokedKind::Skill => "skill",
+    }
+}
+
 pub(crate) fn revocations(db: &Connection) -> Result<Vec<Revocation>> {
     let mut statement =
-        db.prepare("SELECT id, version, reason FROM revocations ORDER BY revoked_at, rowid")?;
+        db.prepare("SELECT id, version, reason, kind FROM revocations ORDER BY revoked_at, rowid")?;
     let rows = statement
         .query_map([], |row| {
             Ok(Revocation {
                 id: row.get(0)?,
                 version: row.get(1)?,
                 reason: row.get(2)?,
+                kind: match row.get::<_, String>(3)?.as_str() {
+                    "skill" => RevokedKind::Skill,
+                    _ => RevokedKind::App,
+                },
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -4,10 +4,14 @@
 //! public signing key and the revocation list. Skills (Agent Skills folders as `.tar.gz`
 //! archives, signed as a whole by the same key) are published and listed the same way under
 //! `/api/v1/skills` ([`SkillEntry`]). Publishing, featuring and revoking need the admin
-//! token. The store owns its own database file; it must not touch Osprey's (osprey-db).
+//! token. Every publish and revocation is also an event on `/api/v1/events` (server-sent events
+//! with a persisted, bounded log and `Last-Event-ID` resume; see [`events`]), which running
+//! Osprey installs follow. The store owns its own database file; it must not touch Osprey's
+//! (osprey-db).
 
 mod api;
 mod catalog;
+pub mod events;
 mod skills;
 
 use std::path::{Path, PathBuf};
@@ -16,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use osprey_apps::KeyPair;
 
 pub use catalog::{AppEntry, Category, Review};
+pub use events::StoreEvent;
 pub use skills::SkillEntry;
 
 /// What the store refuses or fails at; each maps to an HTTP status and `{code, message}`.
@@ -29,6 +34,9 @@ pub enum Error {
     VersionExists(String),
     #[error("invalid_request: {0}")]
     InvalidRequest(String),
+    /// Too many of something at once (event streams); try again later.
+    #[error("busy: {0}")]
+    Busy(String),
     /// The package was refused (`package_rejected`, `manifest_invalid`, ...).
     #[error(transparent)]
     Package(#[from] osprey_apps::Error),
@@ -45,6 +53,7 @@ impl Error {
             Error::NotFound(_) => "not_found",
             Error::VersionExists(_) => "version_exists",
             Error::InvalidRequest(_) => "invalid_request",
+            Error::Busy(_) => "busy",
             Error::Package(inner) => inner.code(),
             Error::Database(_) => "database",
             Error::Io(_) => "io",
@@ -82,21 +91,42 @@ struct Inner {
     db: Mutex<rusqlite::Connection>,
     key: KeyPair,
     admin_token: String,
+    /// The newest event id; open streams wait on it for the next event.
+    head: tokio::sync::watch::Sender<i64>,
+    /// One permit per open event stream.
+    streams: Arc<tokio::sync::Semaphore>,
+    event_log_limit: usize,
+    /// Milliseconds between keep-alive comments on an idle stream.
+    keep_alive_ms: std::sync::atomic::AtomicU64,
 }
 
 impl Store {
     pub fn open(config: StoreConfig) -> Result<Store> {
+        Store::open_with_event_log(config, events::DEFAULT_EVENT_LOG_LIMIT)
+    }
+
+    /// [`Store::open`] keeping the newest `event_log_limit` events (at least one) for clients
+    /// that reconnect.
+    pub fn open_with_event_log(config: StoreConfig, event_log_limit: usize) -> Result<Store> {
         std::fs::create_dir_all(config.data_dir.join("blobs"))?;
         let key = load_or_create_key(&config.data_dir.join("signing-key.json"))?;
         let db = rusqlite::Connection::open(config.data_dir.join("store.db"))?;
         catalog::create_schema(&db)?;
         skills::create_schema(&db)?;
+        events::create_schema(&db)?;
+        let head = events::head(&db)?;
         Ok(Store {
             inner: Arc::new(Inner {
                 data_dir: config.data_dir,
                 db: Mutex::new(db),
                 key,
                 admin_token: config.admin_token,
+                head: tokio::sync::watch::channel(head).0,
+                streams: Arc::new(tokio::sync::Semaphore::new(events::MAX_STREAMS)),
+                event_log_limit: event_log_limit.max(1),
+                keep_alive_ms: std::sync::atomic::AtomicU64::new(
+                    events::KEEP_ALIVE.as_millis() as u64
+                ),
             }),
         })
     }

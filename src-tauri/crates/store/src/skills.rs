@@ -203,6 +203,7 @@ pub(crate) fn router() -> Router<Store> {
         .route("/api/v1/skills/categories", get(categories))
         .route("/api/v1/skills/{name}", get(skill))
         .route("/api/v1/skills/{name}/download", get(download))
+        .route("/api/v1/skills/{name}/revoke", axum::routing::post(revoke))
 }
 
 fn page_of(store: &Store, listing: Listing<'_>, page: &Page) -> Result<Json<serde_json::Value>> {
@@ -395,5 +396,29 @@ fn publish_blocking(store: &Store, body: &[u8], options: PublishOptions) -> Resu
         let _ = std::fs::remove_file(&blob);
         return Err(error);
     }
+    store.record(
+        "updated",
+        json!({"kind": "skill", "id": name, "version": entry.version}),
+        None,
+    )?;
     with_db(store, |db| get_skill(db, &name))
+}
+
+/// `POST /api/v1/skills/{name}/revoke` (admin; `{reason, version?}`): the skill goes on the
+/// store's revocation list (kind `skill`), and installs remove it at their next sweep or at once
+/// when they follow the event stream.
+async fn revoke(
+    State(store): State<Store>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<StatusCode> {
+    with_db(&store, |db| get_skill(db, &name))?;
+    crate::api::revoke_kind(
+        &store,
+        &headers,
+        osprey_apps::trust::RevokedKind::Skill,
+        name,
+        &body,
+    )
 }

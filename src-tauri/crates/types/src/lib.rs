@@ -683,6 +683,12 @@ pub enum CoreEvent {
     /// The store revoked an installed app: it was stopped and quarantined (its data and logs
     /// kept). `reason` is the store's.
     AppRevoked { app_id: String, reason: String },
+    /// An app was removed without the person doing it here: they removed it on another device
+    /// or on the store's web page (the store told this Osprey). `reason` says so in words.
+    AppRemoved { app_id: String, reason: String },
+    /// The store revoked an installed store skill: it was removed from the skill folder, so it
+    /// is no longer offered to the model or loadable. `reason` is the store's.
+    SkillRevoked { name: String, reason: String },
     /// An install from the store is under way (the Store page's progress bar): `received` of
     /// `total` bytes while downloading, then verifying. The install call's answer ends it.
     AppInstallProgress {

@@ -32,6 +32,16 @@ describe("the apps list", () => {
     expect(added.map((a) => a.id)).toEqual(["c", "a", "b"]);
   });
 
+  it("drops an app the store says was removed elsewhere", () => {
+    const list = [app("a", "A"), app("b", "B")];
+    const next = applyAppEvent(list, {
+      type: "app_removed",
+      app_id: "a",
+      reason: "You removed A on another device.",
+    });
+    expect(next.map((a) => a.id)).toEqual(["b"]);
+  });
+
   it("leaves the list alone for other events", () => {
     const list = [app("a", "A")];
     expect(applyAppEvent(list, { type: "chat_turn_started", session_id: "s" })).toBe(list);

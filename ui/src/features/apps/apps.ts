@@ -1,10 +1,14 @@
-// The Apps page's list as plain data: how AppStateChanged events update it and how each state
+// The Apps page's list as plain data: how AppStateChanged (and AppRemoved) events update it and how each state
 // reads to a person.
 
 import type { AppRunState, AppStatus, CoreEvent } from "../../gen";
 
-/** The list after `event`: the changed app replaced (or added), sorted by name. */
+/** The list after `event`: the changed app replaced (or added), sorted by name; an app removed
+ * elsewhere (the store told Osprey) leaves it. */
 export function applyAppEvent(apps: AppStatus[], event: CoreEvent): AppStatus[] {
+  if (event.type === "app_removed") {
+    return apps.filter((app) => app.id !== event.app_id);
+  }
   if (event.type !== "app_state_changed") {
     return apps;
   }

@@ -1,0 +1,249 @@
+//! The client half of the store's event stream (`GET /api/v1/events`, server-sent events; the
+//! server is osprey-store's `events` module): one connection, read with `eventsource-stream`,
+//! turned into typed [`StoreChange`]s. Reconnecting, remembering the last id and applying the
+//! changes are the caller's (osprey-core's `store_push`); this module only reads one stream and
+//! says when it ended.
+//!
+//! A connection that sends nothing at all (not even the store's keep-alive comments, every 15 s)
+//! for [`IDLE_LIMIT`] counts as dropped, so a silently dead network path is noticed.
+
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::store_client::StoreClient;
+use crate::trust::RevokedKind;
+use crate::{Error, Result};
+
+/// How long a stream may stay completely silent before it counts as dropped (four of the
+/// store's keep-alive periods).
+pub const IDLE_LIMIT: Duration = Duration::from_secs(60);
+/// The largest single event accepted; the store's are a few hundred bytes.
+const MAX_EVENT_BYTES: usize = 64 * 1024;
+
+/// What the store says changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreChange {
+    /// The stream is live; events after `id` follow.
+    Ready,
+    /// The store no longer has every event after the id given (or it is another store's):
+    /// check everything afresh (a full sweep and update check).
+    Reset,
+    /// A new version of an app or skill was published.
+    Updated {
+        kind: RevokedKind,
+        id: String,
+        version: String,
+    },
+    /// An app or skill was revoked (`versions`: `None` for every version).
+    Revoked {
+        kind: RevokedKind,
+        id: String,
+        reason: String,
+        versions: Option<Vec<String>>,
+    },
+    /// The person installed the app elsewhere (another device, the store's web page).
+    Installed { id: String },
+    /// The person removed the app elsewhere.
+    Uninstalled { id: String },
+    /// An event this Osprey does not know (a newer store): its id is still kept.
+    Other { name: String },
+}
+
+/// One event of the stream: its `id:` (to resume after) and what it says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PushedEvent {
+    pub id: String,
+    pub change: StoreChange,
+}
+
+#[derive(Deserialize)]
+struct Data {
+    #[serde(default)]
+    kind: RevokedKind,
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    version: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    versions: Option<Vec<String>>,
+}
+
+/// Reads one event's name and data; an event whose data does not fit is an error (the stream
+/// is then treated as broken, and the caller's sweep covers it).
+pub fn parse(name: &str, data: &str) -> Result<StoreChange> {
+    let bad = |e: &dyn std::fmt::Display| {
+        Error::StoreUnavailable(format!(
+            "the store sent a `{name}` event that is not valid: {e}"
+        ))
+    };
+    let fields = || -> Result<Data> {
+        let data: Data = serde_json::from_str(data).map_err(|e| bad(&e))?;
+        if data.id.is_empty() {
+            return Err(bad(&"it names no app or skill"));
+        }
+        Ok(data)
+    };
+    Ok(match name {
+        "ready" => StoreChange::Ready,
+        "reset" => StoreChange::Reset,
+        "updated" => {
+            let data = fields()?;
+            StoreChange::Updated {
+                kind: data.kind,
+                id: data.id,
+                version: data.version.ok_or_else(|| bad(&"no version"))?,
+            }
+        }
+        "revoked" => {
+            let data = fields()?;
+            StoreChange::Revoked {
+                kind: data.kind,
+                id: data.id,
+                reason: data.reason.unwrap_or_default(),
+                versions: data.versions,
+            }
+        }
+        "installed" => StoreChange::Installed { id: fields()?.id },
+        "uninstalled" => StoreChange::Uninstalled { id: fields()?.id },
+        other => StoreChange::Other {
+            name: other.to_string(),
+        },
+    })
+}
+
+impl StoreClient {
+    /// Opens the store's event stream, resuming after `last_event_id` when given; with a
+    /// person's `token` the stream also carries that person's own events. A refused or failed
+    /// connection is an error; the stream then yields events until the connection ends (its
+    /// last item is the error that ended it, or nothing when the store closed it).
+    pub async fn events(
+        &self,
+        last_event_id: Option<&str>,
+        token: Option<&str>,
+    ) -> Result<impl Stream<Item = Result<PushedEvent>> + Send + use<>> {
+        let mut request = self
+            .http()
+            .get(format!("{}/api/v1/events", self.base()))
+            .header("accept", "text/event-stream");
+        if let Some(last) = last_event_id {
+            request = request.header("last-event-id", last);
+        }
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = self.answer_for(request).await?;
+        let bytes = response.bytes_stream();
+        // Every chunk, keep-alive comments included, proves the connection alive.
+        let watched = futures::stream::unfold(Some(bytes), |bytes| async move {
+            let mut bytes = bytes?;
+            match tokio::time::timeout(IDLE_LIMIT, bytes.next()).await {
+                Ok(Some(Ok(chunk))) => Some((Ok(chunk), Some(bytes))),
+                Ok(Some(Err(error))) => Some((Err(error.to_string()), None)),
+                Ok(None) => None,
+                Err(_) => Some((
+                    Err(format!(
+                        "the store sent nothing for {} s",
+                        IDLE_LIMIT.as_secs()
+                    )),
+                    None,
+                )),
+            }
+        });
+        use eventsource_stream::Eventsource;
+        Ok(watched.eventsource().map(|item| match item {
+            Ok(event) if event.data.len() > MAX_EVENT_BYTES => Err(Error::StoreUnavailable(
+                format!("the store sent a `{}` event over 64 KB", event.event),
+            )),
+            Ok(event) => Ok(PushedEvent {
+                change: parse(&event.event, &event.data)?,
+                id: event.id,
+            }),
+            Err(error) => Err(Error::StoreUnavailable(format!(
+                "the store's event stream broke: {error}"
+            ))),
+        }))
+    }
+
+    /// Issues a person's token (`POST /api/v1/people`, admin): the answer (`{name, token}`) is
+    /// the only time the store shows it.
+    pub async fn add_person(&self, name: &str, admin_token: &str) -> Result<Value> {
+        let request = self
+            .http()
+            .post(format!("{}/api/v1/people", self.base()))
+            .bearer_auth(admin_token)
+            .json(&serde_json::json!({ "name": name }));
+        self.answer_for(request)
+            .await?
+            .json()
+            .await
+            .map_err(|e| Error::StoreUnavailable(e.to_string()))
+    }
+
+    /// Tells the store the person installed (`true`) or removed (`false`) the app `id`
+    /// elsewhere, with their token: their other installs hear of it.
+    pub async fn record_install(&self, id: &str, installed: bool, token: &str) -> Result<()> {
+        let url = format!("{}/api/v1/me/installs", self.base());
+        let request = if installed {
+            self.http().post(url).json(&serde_json::json!({ "id": id }))
+        } else {
+            self.http().delete(format!("{url}/{id}"))
+        };
+        self.answer_for(request.bearer_auth(token))
+            .await
+            .map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_store_events_read_as_changes() {
+        assert_eq!(
+            parse(
+                "revoked",
+                r#"{"kind":"skill","id":"pdf","reason":"exfiltrates","versions":["1.0.0"]}"#
+            )
+            .unwrap(),
+            StoreChange::Revoked {
+                kind: RevokedKind::Skill,
+                id: "pdf".into(),
+                reason: "exfiltrates".into(),
+                versions: Some(vec!["1.0.0".into()]),
+            }
+        );
+        assert_eq!(
+            parse("updated", r#"{"kind":"app","id":"a.b","version":"2.0.0"}"#).unwrap(),
+            StoreChange::Updated {
+                kind: RevokedKind::App,
+                id: "a.b".into(),
+                version: "2.0.0".into()
+            }
+        );
+        assert_eq!(
+            parse(
+                "installed",
+                r#"{"kind":"app","id":"a.b","version":"2.0.0"}"#
+            )
+            .unwrap(),
+            StoreChange::Installed { id: "a.b".into() }
+        );
+        assert_eq!(parse("reset", r#"{"head":4}"#).unwrap(), StoreChange::Reset);
+        assert_eq!(
+            parse("featured", "{}").unwrap(),
+            StoreChange::Other {
+                name: "featured".into()
+            }
+        );
+        // An event missing what it must say is refused, not half-applied.
+        assert!(parse("updated", r#"{"id":"a.b"}"#).is_err());
+        assert!(parse("uninstalled", r#"{"kind":"app"}"#).is_err());
+        assert!(parse("revoked", "not json").is_err());
+    }
+}

@@ -1,0 +1,460 @@
+//! Store-pushed changes: a long-running Osprey (the desktop, `osprey daemon`) follows the store's
+//! event stream (`GET /api/v1/events`, server-sent events; see osprey-store's `events` and
+//! `osprey_apps::store_events`) and applies what it says, each through the path a person's own
+//! action takes, so the push adds no way around a check:
+//!
+//! - `revoked` wakes the revocation sweep now, with a freshly fetched list: the event itself is
+//!   only a wake-up, the store's signed-for list decides (and fails closed as the sweep does). A
+//!   revoked running app is stopped and quarantined, a revoked store skill removed, each with a
+//!   [`CoreEvent`] the desktop turns into a notification.
+//! - `updated` of an installed store app installs the store's version through the one install
+//!   path ([`Core::install_store_app`]): the same permissions swap in place (the watcher restarts
+//!   it), added permissions are staged until the person approves them on the Apps page. An
+//!   installed store skill is updated through [`Core::install_store_skill`].
+//! - `installed` (the person installed the app on another device or on the store's page) is
+//!   never applied silently: it is the agent's `store` install call, asked every time with the
+//!   app's name, publisher, version and permissions, run with origin `system` in the session
+//!   [`STORE_PUSH_SESSION`], and installs only on yes. With nobody to ask (`osprey daemon` has no
+//!   UI) it is refused.
+//! - `uninstalled` removes the app through [`Core::uninstall_app`] and says so
+//!   ([`CoreEvent::AppRemoved`]); sideloaded apps are never touched.
+//! - `reset` (the store no longer has the events after our id) runs the full check: a fresh
+//!   sweep and an update check of every installed store app and skill.
+//!
+//! The first connection to a store (no id kept for it) replays nothing, so it wakes a fresh
+//! revocation sweep instead. A person's token the store refuses does not stop the follower: it
+//! follows the public events (revocations, updates) and says the token was refused.
+//!
+//! The follower reconnects after 1 s, doubling to 5 min, with `Last-Event-ID`: the id of the
+//! last event applied, kept per store URL in the database (`store_cursors`), so a restart or a
+//! dropped connection misses nothing. A change of `store.url` or of the person's store token
+//! (`store.token` in the secret store, [`Core::set_store_token`]) reconnects at once. Installs and updates run on tasks of
+//! their own, so a question waiting for the person never delays a revocation.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use osprey_apps::store_events::{PushedEvent, StoreChange};
+use osprey_apps::trust::RevokedKind;
+use osprey_types::{CoreEvent, Origin};
+use serde_json::json;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::{Core, WeakCore};
+
+/// The session a pushed install is asked in, so the question (and the audit) says where it came
+/// from.
+pub const STORE_PUSH_SESSION: &str = "store-push";
+/// The first wait before reconnecting; it doubles up to [`MAX_RETRY`] while connecting fails.
+pub const FIRST_RETRY: Duration = Duration::from_secs(1);
+pub const MAX_RETRY: Duration = Duration::from_secs(300);
+
+/// Where the follower stands (tests and the settings page read it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreEventsStatus {
+    /// The store it follows (or tries to).
+    pub store_url: Option<String>,
+    /// Whether a stream is open now (the store said `ready`).
+    pub connected: bool,
+    /// The last event id applied (or resumed from).
+    pub last_event_id: Option<String>,
+    /// Why the last connection failed or ended, or why it follows without the person's token.
+    pub error: Option<String>,
+    /// How many connections were opened so far.
+    pub connections: u64,
+}
+
+/// The follower's handle in the app platform.
+pub(crate) struct PushSlot {
+    running: Mutex<Option<CancellationToken>>,
+    reconnect: Arc<Notify>,
+    status: watch::Sender<StoreEventsStatus>,
+}
+
+impl Default for PushSlot {
+    fn default() -> Self {
+        PushSlot {
+            running: Mutex::default(),
+            reconnect: Arc::new(Notify::new()),
+            status: watch::channel(StoreEventsStatus::default()).0,
+        }
+    }
+}
+
+impl Core {
+    /// Follows the store's event stream on the current tokio runtime until
+    /// [`Core::stop_store_events`] (or the core is dropped). [`Core::start`] starts it after the
+    /// apps; a second call does nothing.
+    pub fn start_store_events(&self) -> anyhow::Result<()> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| anyhow::anyhow!("following the store's events needs a tokio runtime"))?;
+        let slot = self.apps().push();
+        let mut running = slot.running.lock().unwrap_or_else(|e| e.into_inner());
+        if running.is_some() {
+            return Ok(());
+        }
+        let cancel = CancellationToken::new();
+        runtime.spawn(follow(self.downgrade(), cancel.clone()));
+        *running = Some(cancel);
+        Ok(())
+    }
+
+    /// Stops following the store's events (and any install or update it started).
+    pub async fn stop_store_events(&self) {
+        let slot = self.apps().push();
+        if let Some(cancel) = slot
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            cancel.cancel();
+        }
+        slot.status.send_modify(|status| status.connected = false);
+    }
+
+    /// Drops the current stream and connects again at once (the store URL or token changed).
+    pub fn reconnect_store_events(&self) {
+        self.apps().push().reconnect.notify_one();
+    }
+
+    /// Where the store event follower stands, updated as it changes.
+    pub fn store_events_status(&self) -> watch::Receiver<StoreEventsStatus> {
+        self.apps().push().status.subscribe()
+    }
+
+    /// Applies one change the store pushed (see the module documentation). Long work (installs,
+    /// updates, a question to the person) goes on `tasks`.
+    async fn apply_store_change(
+        &self,
+        change: StoreChange,
+        tasks: &mut JoinSet<()>,
+        asking: &Arc<Mutex<HashSet<String>>>,
+    ) {
+        match change {
+            StoreChange::Ready | StoreChange::Other { .. } => {}
+            StoreChange::Revoked { kind, id, .. } => {
+                tracing::info!(?kind, %id, "the store revoked something: sweeping now");
+                self.apps().sweep_revocations_soon();
+            }
+            StoreChange::Reset => {
+                tracing::info!(
+                    "the store's event log no longer reaches our last event: checking everything"
+                );
+                self.apps().sweep_revocations_soon();
+                tasks.spawn(self.clone().check_store_updates());
+            }
+            StoreChange::Updated {
+                kind: RevokedKind::App,
+                id,
+                version,
+            } => {
+                if self
+                    .installed_store_version(&id)
+                    .await
+                    .is_some_and(|v| v != version)
+                {
+                    tasks.spawn(self.clone().update_store_app(id));
+                }
+            }
+            StoreChange::Updated {
+                kind: RevokedKind::Skill,
+                id,
+                version,
+            } => {
+                let record = self.skill_installer().ok().and_then(|i| i.record(&id));
+                if record.is_some_and(|r| r.version != version) {
+                    tasks.spawn(self.clone().update_store_skill(id));
+                }
+            }
+            StoreChange::Installed { id } => {
+                let installed = self
+                    .installed_apps()
+                    .await
+                    .iter()
+                    .any(|app| app.manifest.id == id);
+                let fresh = asking
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id.clone());
+                if !installed && fresh {
+                    let asking = Arc::clone(asking);
+                    let core = self.clone();
+                    tasks.spawn(async move {
+                        core.ask_to_install(&id).await;
+                        asking.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                    });
+                } else if fresh {
+                    asking.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                }
+            }
+            StoreChange::Uninstalled { id } => {
+                let app = self
+                    .installed_apps()
+                    .await
+                    .into_iter()
+                    .find(|app| app.manifest.id == id && !app.sideloaded);
+                let Some(app) = app else { return };
+                match self.uninstall_app(&id).await {
+                    Ok(()) => self.emit(CoreEvent::AppRemoved {
+                        app_id: id,
+                        reason: format!(
+                            "You removed {} on another device or on the store's page, so Osprey \
+                             removed it here too, with its data.",
+                            app.manifest.name
+                        ),
+                    }),
+                    Err(error) => {
+                        tracing::warn!(app = %id, "the store says it was removed; removing it here failed: {}", error.message)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The installed version of the store app `id` (not sideloaded, not quarantined).
+    async fn installed_store_version(&self, id: &str) -> Option<String> {
+        self.installed_apps()
+            .await
+            .into_iter()
+            .find(|app| app.manifest.id == id && !app.sideloaded && app.quarantined.is_none())
+            .map(|app| app.manifest.version)
+    }
+
+    async fn update_store_app(self, id: String) {
+        match self.install_store_app(&id).await {
+            Ok(report) => tracing::info!(app = %id, "the store's update: {}", report.message),
+            Err(error) => tracing::warn!(app = %id, "the store's update failed: {}", error.message),
+        }
+    }
+
+    async fn update_store_skill(self, name: String) {
+        if let Err(error) = self.install_store_skill(&name, None).await {
+            tracing::warn!(skill = %name, "the store's skill update failed: {}", error.message);
+        }
+    }
+
+    /// The full check after a `reset`: every installed store app and skill against the store's
+    /// current version.
+    async fn check_store_updates(self) {
+        let Ok((client, _)) = self.store_client() else {
+            return;
+        };
+        for app in self.installed_apps().await {
+            if app.sideloaded || app.quarantined.is_some() {
+                continue;
+            }
+            let id = app.manifest.id;
+            match client.app(&id).await {
+                Ok(entry) if entry["version"].as_str() != Some(&app.manifest.version) => {
+                    self.clone().update_store_app(id).await
+                }
+                Ok(_) => {}
+                Err(error) => tracing::warn!(app = %id, "checking for an update: {error}"),
+            }
+        }
+        let records = self
+            .skill_installer()
+            .map(|i| i.installed())
+            .unwrap_or_default();
+        for record in records {
+            match client.skill(&record.name).await {
+                Ok(entry) if entry["version"].as_str() != Some(&record.version) => {
+                    self.clone().update_store_skill(record.name).await
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(skill = %record.name, "checking for an update: {error}")
+                }
+            }
+        }
+    }
+
+    /// Asks the person whether to install the store app `id` here too, as the agent's store
+    /// install is asked (every time, with its name, publisher, version and permissions), and
+    /// installs it only on yes.
+    async fn ask_to_install(&self, id: &str) {
+        let timeout = self.approvals().timeout() + Duration::from_secs(600);
+        let ctx = osprey_tools::ToolContext::new(Origin::System, timeout)
+            .with_session(STORE_PUSH_SESSION);
+        let result = self
+            .call_tool_with(
+                &ctx,
+                "store",
+                json!({"resource": "apps", "action": "install", "id": id}),
+            )
+            .await;
+        if result.is_error {
+            tracing::info!(app = %id, "not installed from the store's push: {}", result.text_content());
+        }
+    }
+}
+
+/// How one connection ended.
+enum Ended {
+    /// Stopping: the follower ends.
+    Cancelled,
+    /// The store URL or token changed: connect again at once.
+    Reconnect,
+    /// Refused, failed or dropped (why): connect again after the backoff.
+    Dropped(String),
+}
+
+/// The follow loop: connect, apply, remember, reconnect.
+async fn follow(weak: WeakCore, cancel: CancellationToken) {
+    let mut retry = FIRST_RETRY;
+    let mut tasks = JoinSet::new();
+    let asking = Arc::new(Mutex::new(HashSet::new()));
+    loop {
+        let Some(core) = weak.upgrade() else { break };
+        let reconnect = Arc::clone(&core.apps().push().reconnect);
+        let status = core.apps().push().status.clone();
+        let client = core.apps().store().client();
+        drop(core);
+        let ended = match client {
+            Some(client) => {
+                let connection = Connection {
+                    weak: &weak,
+                    client,
+                    status: &status,
+                };
+                tokio::select! {
+                    () = cancel.cancelled() => Ended::Cancelled,
+                    () = reconnect.notified() => Ended::Reconnect,
+                    ended = connection.follow(&mut tasks, &asking, &mut retry) => ended,
+                }
+            }
+            None => {
+                // No store: wait until one is set.
+                status.send_modify(|s| {
+                    *s = StoreEventsStatus {
+                        connections: s.connections,
+                        ..StoreEventsStatus::default()
+                    }
+                });
+                tokio::select! {
+                    () = cancel.cancelled() => Ended::Cancelled,
+                    () = reconnect.notified() => Ended::Reconnect,
+                }
+            }
+        };
+        status.send_modify(|s| s.connected = false);
+        match ended {
+            Ended::Cancelled => break,
+            Ended::Reconnect => retry = FIRST_RETRY,
+            Ended::Dropped(why) => {
+                tracing::debug!("store events: {why}; reconnecting in {retry:?}");
+                status.send_modify(|s| s.error = Some(why));
+                tokio::select! {
+                    () = cancel.cancelled() => break,
+                    () = reconnect.notified() => retry = FIRST_RETRY,
+                    () = tokio::time::sleep(retry) => retry = (retry * 2).min(MAX_RETRY),
+                }
+            }
+        }
+    }
+    tasks.shutdown().await;
+}
+
+/// One connection to one store.
+struct Connection<'a> {
+    weak: &'a WeakCore,
+    client: osprey_apps::store_client::StoreClient,
+    status: &'a watch::Sender<StoreEventsStatus>,
+}
+
+impl Connection<'_> {
+    /// Opens the stream (resuming after the last id kept for this store) and applies its events
+    /// until it ends. Only a `ready` resets the backoff.
+    async fn follow(
+        &self,
+        tasks: &mut JoinSet<()>,
+        asking: &Arc<Mutex<HashSet<String>>>,
+        retry: &mut Duration,
+    ) -> Ended {
+        let url = self.client.base().to_string();
+        let (last, token) = match self.weak.upgrade() {
+            Some(core) => (
+                core.db().store_cursors().get(&url).ok().flatten(),
+                core.store_token(),
+            ),
+            None => return Ended::Cancelled,
+        };
+        self.status.send_modify(|s| {
+            s.store_url = Some(url.clone());
+            s.last_event_id = last.clone();
+        });
+        let mut note = None;
+        let opened = match self.client.events(last.as_deref(), token.as_deref()).await {
+            // A token this store does not know (another store's, or withdrawn) must not cost the
+            // revocations everyone gets: follow without it, and say why.
+            Err(osprey_apps::Error::StoreRefused { code, message })
+                if code == "unauthorized" && token.is_some() =>
+            {
+                tracing::warn!(store = %url, "the store refused the store token: {message}");
+                note = Some(format!(
+                    "the store refused your store token ({message}); following its public \
+                     events only"
+                ));
+                self.client.events(last.as_deref(), None).await
+            }
+            other => other,
+        };
+        let stream = match opened {
+            Ok(stream) => stream,
+            Err(error) => return Ended::Dropped(error.to_string()),
+        };
+        self.status.send_modify(|s| s.connections += 1);
+        let mut stream = std::pin::pin!(stream);
+        loop {
+            let item = tokio::select! {
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
+                item = stream.next() => item,
+            };
+            let event = match item {
+                None => return Ended::Dropped("the store closed the event stream".into()),
+                Some(Err(error)) => return Ended::Dropped(error.to_string()),
+                Some(Ok(event)) => event,
+            };
+            let Some(core) = self.weak.upgrade() else {
+                return Ended::Cancelled;
+            };
+            if event.change == StoreChange::Ready {
+                *retry = FIRST_RETRY;
+                self.status.send_modify(|s| {
+                    s.connected = true;
+                    s.error = note.clone();
+                });
+                // Never followed this store before: what it said earlier is not replayed, so
+                // check the revocation list itself now.
+                if last.is_none() {
+                    core.apps().sweep_revocations_soon();
+                }
+            }
+            apply(&core, &url, event, tasks, asking).await;
+            self.status.send_modify(|s| {
+                s.last_event_id = core.db().store_cursors().get(&url).ok().flatten()
+            });
+        }
+    }
+}
+
+/// Applies one event and then remembers its id for `url`, so a reconnect resumes after it.
+async fn apply(
+    core: &Core,
+    url: &str,
+    event: PushedEvent,
+    tasks: &mut JoinSet<()>,
+    asking: &Arc<Mutex<HashSet<String>>>,
+) {
+    core.apply_store_change(event.change, tasks, asking).await;
+    if !event.id.is_empty()
+        && let Err(error) = core.db().store_cursors().set(url, &event.id)
+    {
+        tracing::warn!("cannot remember the store's event id: {error}");
+    }
+}
