@@ -16,7 +16,7 @@
 //! As a courtesy the safeguard is also consulted before asking, so nobody is asked to approve a
 //! call that would be refused anyway; the check in step 6 runs regardless.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
@@ -97,6 +97,9 @@ pub struct Registry {
 
 struct Inner {
     tools: RwLock<BTreeMap<String, Arc<dyn Tool>>>,
+    /// The schema validators of the tools without a domain table (app and MCP tools), compiled
+    /// when they register: their input is checked before anyone is asked about it.
+    validators: RwLock<HashMap<String, Arc<jsonschema::Validator>>>,
     listeners: RwLock<Vec<Listener>>,
     hooks: RwLock<Arc<dyn HookDispatcher>>,
     origin_rules: RwLock<Arc<OriginRules>>,
@@ -156,6 +159,7 @@ impl Registry {
         Registry {
             inner: Arc::new(Inner {
                 tools: RwLock::new(BTreeMap::new()),
+                validators: RwLock::new(HashMap::new()),
                 listeners: RwLock::new(Vec::new()),
                 hooks: RwLock::new(Arc::new(NoHooks)),
                 origin_rules: RwLock::new(Arc::new(config.origin_rules)),
@@ -172,6 +176,26 @@ impl Registry {
     /// Adds (or replaces) a tool; listeners hear of it.
     pub fn register(&self, tool: Arc<dyn Tool>) {
         let name = tool.name().to_string();
+        let validator = match tool.domain() {
+            // A domain table validates its own calls (with the choices in its messages).
+            Some(_) => None,
+            None => match jsonschema::validator_for(tool.schema()) {
+                Ok(validator) => Some(Arc::new(validator)),
+                Err(error) => {
+                    // A schema this validator cannot read (an MCP server's own dialect): the
+                    // tool checks its input itself, as before.
+                    tracing::debug!(tool = %name, %error, "the tool's input schema is not checked");
+                    None
+                }
+            },
+        };
+        {
+            let mut validators = lock_write(&self.inner.validators);
+            match validator {
+                Some(validator) => validators.insert(name.clone(), validator),
+                None => validators.remove(&name),
+            };
+        }
         lock_write(&self.inner.tools).insert(name.clone(), tool);
         self.notify(&RegistryChange::Added(name));
     }
@@ -183,6 +207,7 @@ impl Registry {
 
     /// Removes a tool; returns whether it was there.
     pub fn unregister(&self, name: &str) -> bool {
+        lock_write(&self.inner.validators).remove(name);
         let removed = lock_write(&self.inner.tools).remove(name).is_some();
         if removed {
             self.notify(&RegistryChange::Removed(name.to_string()));
@@ -435,7 +460,7 @@ impl Registry {
         }
 
         // 2. Resource and action.
-        let mut call = match resolve(&*tool, input) {
+        let mut call = match self.resolve_checked(name, &*tool, input) {
             Ok(call) => call,
             Err(message) => return refuse(Refusal::new(ErrorCode::InvalidInput, message)),
         };
@@ -467,7 +492,7 @@ impl Registry {
             }
             if let Some(new_input) = outcome.payload.get("input") {
                 // A rewritten input is validated again: hooks cannot smuggle a malformed call.
-                call = match resolve(&*tool, new_input.clone()) {
+                call = match self.resolve_checked(name, &*tool, new_input.clone()) {
                     Ok(call) => call,
                     Err(message) => {
                         return refuse(Refusal::new(
@@ -734,6 +759,46 @@ fn finished(result: ToolResult, started: Instant) -> ToolResult {
     let mut result = result.with_recovery();
     result.duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
     result
+}
+
+impl Registry {
+    /// [`resolve`], then, for a tool without a domain table, its input checked against the
+    /// tool's own schema: a call that cannot work is refused with why before anyone is asked to
+    /// approve it.
+    fn resolve_checked(&self, name: &str, tool: &dyn Tool, input: Value) -> Result<Call, String> {
+        let call = resolve(tool, input)?;
+        let validator = lock_read(&self.inner.validators).get(name).cloned();
+        if let Some(validator) = validator {
+            let input = Value::Object(call.input.clone());
+            let problems: Vec<String> = validator
+                .iter_errors(&input)
+                .take(3)
+                .map(|error| {
+                    let at = error.instance_path().to_string();
+                    if at.is_empty() {
+                        error.to_string()
+                    } else {
+                        format!("{at}: {error}")
+                    }
+                })
+                .collect();
+            if !problems.is_empty() {
+                let fields = tool
+                    .schema()
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().cloned().collect::<Vec<_>>().join(", "))
+                    .filter(|f| !f.is_empty())
+                    .map(|f| format!(" (its fields: {f})"))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "the input does not fit `{name}`'s schema{fields}: {}",
+                    problems.join("; ")
+                ));
+            }
+        }
+        Ok(call)
+    }
 }
 
 fn resolve(tool: &dyn Tool, input: Value) -> Result<Call, String> {

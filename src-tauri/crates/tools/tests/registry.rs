@@ -1061,3 +1061,95 @@ async fn approval_details_reach_the_question_and_an_undescribable_call_is_never_
     assert_eq!(approver.asked.load(Ordering::SeqCst), 2, "nobody was asked");
     assert_eq!(ran.load(Ordering::SeqCst), 2, "nothing ran");
 }
+
+/// A tool without a domain table, as app and MCP tools are: only its JSON Schema says what fits.
+struct Converter {
+    schema: Value,
+    runs: AtomicUsize,
+}
+
+impl osprey_tools::Tool for Converter {
+    fn name(&self) -> &str {
+        "convert"
+    }
+    fn description(&self) -> &str {
+        "converts a value between units (test double of an app tool)"
+    }
+    fn schema(&self) -> &Value {
+        &self.schema
+    }
+    fn facts(&self, _call: &Call) -> CallFacts {
+        CallFacts {
+            approval: ApprovalNeed::Required,
+            summary: "convert".into(),
+            ..Default::default()
+        }
+    }
+    fn execute<'a>(&'a self, _ctx: &'a ToolContext, _call: Call) -> BoxFuture<'a, ToolResult> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { ToolResult::text("converted") })
+    }
+}
+
+#[tokio::test]
+async fn an_app_or_mcp_tools_input_is_checked_against_its_schema_before_anyone_is_asked() {
+    let f = fixture(Level::Allowlist, AskMode::OnMiss);
+    let converter = Arc::new(Converter {
+        schema: json!({
+            "type": "object",
+            "properties": {
+                "value": {"type": "number"},
+                "from": {"type": "string"},
+                "to": {"type": "string"}
+            },
+            "required": ["value", "from", "to"],
+            "additionalProperties": false
+        }),
+        runs: AtomicUsize::new(0),
+    });
+    f.registry.register(converter.clone());
+    let approver = Scripted::new(ApprovalAnswer::Once, f.events.clone());
+    let asking = ctx().with_approver(approver.clone());
+
+    let bad = f
+        .registry
+        .execute(&asking, "convert", json!({"value": "one", "from": "m"}))
+        .await;
+    assert_eq!(bad.code, Some(ErrorCode::InvalidInput), "{bad:?}");
+    let said = bad.text_content();
+    assert!(
+        said.contains("`convert`'s schema")
+            && said.contains("its fields: from, to, value")
+            && said.contains("\"to\" is a required property")
+            && said.contains("/value"),
+        "{said}"
+    );
+    assert_eq!(
+        approver.asked.load(Ordering::SeqCst),
+        0,
+        "asked about a call that cannot work"
+    );
+    assert_eq!(converter.runs.load(Ordering::SeqCst), 0);
+
+    let good = f
+        .registry
+        .execute(
+            &asking,
+            "convert",
+            json!({"value": 1, "from": "m", "to": "ft"}),
+        )
+        .await;
+    assert_eq!(good.text_content(), "converted", "{good:?}");
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
+
+    // A schema the validator cannot compile leaves the tool to check its input itself.
+    f.registry.register(Arc::new(Converter {
+        schema: json!({"type": "object", "properties": {"value": {"type": 7}}}),
+        runs: AtomicUsize::new(0),
+    }));
+    let unchecked = f
+        .registry
+        .execute(&asking, "convert", json!({"value": "anything"}))
+        .await;
+    assert_eq!(unchecked.text_content(), "converted", "{unchecked:?}");
+}
