@@ -103,6 +103,14 @@ impl CapabilityHost for Capabilities {
     fn attach<'a>(&'a self, app: &'a RunningApp) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let manifest = app.manifest();
+            // The configuration (settings, accounts, store token) first: no tool of the app can
+            // be called before the app has what it needs to answer it.
+            if let Some(settings) = &self.settings
+                && let Err(error) = settings.push_to(app.channel(), manifest).await
+            {
+                // Saved settings the app now refuses must not keep it from running.
+                tracing::warn!(app = %manifest.id, "settings not applied: {error}");
+            }
             if manifest.tools().next().is_some() {
                 let previous = self.tools_of(&manifest.id);
                 let registration = register_tools_with(
@@ -125,12 +133,6 @@ impl CapabilityHost for Capabilities {
             // Replaces the receive loops on the previous connection, if any.
             self.comms.attach(manifest, app.channel());
             self.channels.attach(manifest, app.channel());
-            if let Some(settings) = &self.settings
-                && let Err(error) = settings.push_to(app.channel(), manifest).await
-            {
-                // Saved settings the app now refuses must not keep it from running.
-                tracing::warn!(app = %manifest.id, "settings not applied: {error}");
-            }
             Ok(())
         })
     }

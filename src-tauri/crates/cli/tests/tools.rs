@@ -172,9 +172,18 @@ fn app_tools_are_listed_and_run_launched_here_or_through_the_daemon() {
         3,
         &["approval_denied"],
     );
-    // The app's own refusal of its input comes back with its code.
-    let run = osprey(&data, &["tool", "convert", r#"{"value": 1}"#], "y\n");
-    expect(&run, 3, &["invalid_input", "need `value`"]);
+    // Input that does not fit the app tool's schema is refused before anyone is asked.
+    let run = osprey(&data, &["tool", "convert", r#"{"value": 1}"#], "");
+    expect(
+        &run,
+        3,
+        &[
+            "invalid_input",
+            "does not fit `convert`'s schema",
+            "\"from\" is a required property",
+        ],
+    );
+    assert!(!run.stderr.contains("Approval needed"), "{}", run.stderr);
     // An unknown name lists the app's tool with the built-in ones.
     let run = osprey(&data, &["tool", "konvert", "{}"], "");
     expect(&run, 3, &["convert (app units)"]);
