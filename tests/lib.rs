@@ -111,12 +111,28 @@ pub fn png_dimensions(bytes: &[u8]) -> Result<(u32, u32)> {
 /// Writes an app project into `dir` (created if missing): `manifest` as manifest.json, a
 /// one-line SKILL.md, and `binary` copied in as its executable.
 pub fn app_project(dir: &Path, manifest: &serde_json::Value, binary: &Path) {
+    app_project_with(dir, manifest, &std::fs::read(binary).unwrap());
+}
+
+/// [`app_project`] with the executable's bytes given (a stand-in ELF for tests that never run
+/// the app).
+pub fn app_project_with(dir: &Path, manifest: &serde_json::Value, binary: &[u8]) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
     std::fs::write(dir.join("SKILL.md"), "# fixture\n").unwrap();
-    std::fs::copy(binary, dir.join("binary")).unwrap();
+    std::fs::write(dir.join("binary"), binary).unwrap();
     std::fs::set_permissions(dir.join("binary"), std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// An unsigned `.napp` of the project [`app_project_with`] writes into `dir` (a store signs what
+/// it publishes).
+#[cfg(feature = "apps")]
+pub fn app_package(dir: &Path, manifest: &serde_json::Value, binary: &[u8]) -> Vec<u8> {
+    app_project_with(dir, manifest, binary);
+    let mut package = Vec::new();
+    osprey_apps::napp::pack(dir, &mut package).unwrap();
+    package
 }
 
 /// Sideloads the unit-converter fixture app (tool `convert`) as `id`, from a project written to

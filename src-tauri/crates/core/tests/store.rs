@@ -42,21 +42,10 @@ async fn publish(
     listing: Listing,
 ) {
     let project = root.join(format!("project-{id}-{version}"));
-    std::fs::create_dir_all(&project).unwrap();
     let manifest = json!({"id": id, "name": id.to_uppercase(), "version": version,
         "description": format!("{id} does things"), "provides": ["tool:convert"],
         "permissions": permissions});
-    std::fs::write(project.join("manifest.json"), manifest.to_string()).unwrap();
-    std::fs::write(project.join("SKILL.md"), "# fixture\n").unwrap();
-    std::fs::write(project.join("binary"), FAKE_ELF).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(
-        project.join("binary"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
-    let mut package = Vec::new();
-    osprey_apps::napp::pack(&project, &mut package).unwrap();
+    let package = osprey_tests::app_package(&project, &manifest, FAKE_ELF);
     StoreClient::new(url)
         .publish_listed(package, TOKEN, &listing)
         .await

@@ -28,7 +28,7 @@ use osprey_apps::trust::Trust;
 use osprey_core::apps::MAX_REVOCATION_AGE;
 use osprey_core::{Core, CoreOptions, Services, Start};
 use osprey_tests::store::StoreProcess;
-use osprey_tests::{app_project, cli_binary, fixture_binary};
+use osprey_tests::{cli_binary, fixture_binary};
 use osprey_types::{ApprovalAnswer, CoreEvent};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -161,13 +161,11 @@ impl Fixture {
         let manifest = json!({"id": UNITS, "name": "Units", "version": version,
             "description": "Converts units", "provides": ["tool:convert"],
             "permissions": permissions});
-        app_project(
+        let package = osprey_tests::app_package(
             &project,
             &manifest,
-            &fixture_binary("osprey-fixture-unit-converter"),
+            &std::fs::read(fixture_binary("osprey-fixture-unit-converter")).unwrap(),
         );
-        let mut package = Vec::new();
-        osprey_apps::napp::pack(&project, &mut package).unwrap();
         let listing = Listing {
             publisher: Some("Acme Apps".into()),
             ..Listing::default()

@@ -8,7 +8,6 @@
 //! uninstalls are asked at the most permissive policy level, from every origin.
 #![cfg(unix)]
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -66,24 +65,14 @@ impl Fixture {
     /// Publishes the unit-converter fixture as `id` (the store signs it).
     async fn publish_app(&self, id: &str, name: &str, permissions: &[&str], listing: Listing) {
         let project = self.root.path().join(format!("project-{id}"));
-        std::fs::create_dir_all(&project).unwrap();
         let manifest = json!({"id": id, "name": name, "version": "1.0.0",
             "description": format!("{name} converts units of length and mass"),
             "provides": ["tool:convert"], "permissions": permissions});
-        std::fs::write(project.join("manifest.json"), manifest.to_string()).unwrap();
-        std::fs::write(project.join("SKILL.md"), "# Units\n").unwrap();
-        std::fs::copy(
-            fixture_binary("osprey-fixture-unit-converter"),
-            project.join("binary"),
-        )
-        .unwrap();
-        std::fs::set_permissions(
-            project.join("binary"),
-            std::fs::Permissions::from_mode(0o755),
-        )
-        .unwrap();
-        let mut package = Vec::new();
-        osprey_apps::napp::pack(&project, &mut package).unwrap();
+        let package = osprey_tests::app_package(
+            &project,
+            &manifest,
+            &std::fs::read(fixture_binary("osprey-fixture-unit-converter")).unwrap(),
+        );
         self.client()
             .publish_listed(package, TOKEN, &listing)
             .await

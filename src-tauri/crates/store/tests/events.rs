@@ -4,12 +4,10 @@
 //! missed, across a restart of the store on the same files; an id older than the bounded log
 //! gets `reset`; a person's events reach only their own streams; keep-alive comments flow.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use osprey_apps::napp;
 use osprey_apps::store_client::StoreClient;
 use osprey_apps::store_events::{PushedEvent, StoreChange};
 use osprey_apps::trust::RevokedKind;
@@ -39,21 +37,21 @@ async fn serve(dir: &Path, log_limit: usize) -> (Store, StoreClient, tokio::task
 
 /// An unsigned package of a tiny app (the store signs it).
 fn package(root: &Path, id: &str, version: &str) -> Vec<u8> {
-    let project = root.join(format!("{id}-{version}"));
-    std::fs::create_dir_all(&project).unwrap();
     let manifest = json!({"id": id, "name": "Units", "version": version,
         "provides": ["tool:convert"]});
-    std::fs::write(project.join("manifest.json"), manifest.to_string()).unwrap();
-    std::fs::write(project.join("SKILL.md"), "# skill\n").unwrap();
-    std::fs::write(project.join("binary"), b"\x7fELF fake binary").unwrap();
-    std::fs::set_permissions(
-        project.join("binary"),
-        std::fs::Permissions::from_mode(0o755),
+    osprey_tests::app_package(
+        &root.join(format!("{id}-{version}")),
+        &manifest,
+        b"\x7fELF fake binary",
     )
-    .unwrap();
-    let mut bytes = Vec::new();
-    napp::pack(&project, &mut bytes).unwrap();
-    bytes
+}
+
+/// Publishes a tiny app as `id` at `version` (the store signs it).
+async fn publish(client: &StoreClient, root: &Path, id: &str, version: &str) {
+    client
+        .publish(package(root, id, version), TOKEN, false)
+        .await
+        .unwrap();
 }
 
 async fn next(
@@ -75,14 +73,7 @@ async fn events_arrive_with_ids_and_a_reconnect_gets_exactly_what_it_missed() {
     let ready = next(&mut stream).await;
     assert_eq!((ready.change, ready.id.as_str()), (StoreChange::Ready, "0"));
 
-    client
-        .publish(
-            package(root.path(), "com.example.units", "1.0.0"),
-            TOKEN,
-            false,
-        )
-        .await
-        .unwrap();
+    publish(&client, root.path(), "com.example.units", "1.0.0").await;
     let updated = next(&mut stream).await;
     assert_eq!(
         updated.change,
@@ -96,14 +87,7 @@ async fn events_arrive_with_ids_and_a_reconnect_gets_exactly_what_it_missed() {
     drop(stream);
 
     // While nobody listens: a new version, then a revocation of the old one.
-    client
-        .publish(
-            package(root.path(), "com.example.units", "1.1.0"),
-            TOKEN,
-            false,
-        )
-        .await
-        .unwrap();
+    publish(&client, root.path(), "com.example.units", "1.1.0").await;
     client
         .revoke("com.example.units", Some("1.0.0"), "leaks keys", TOKEN)
         .await
@@ -179,14 +163,7 @@ async fn an_id_older_than_the_bounded_log_or_from_another_store_gets_a_reset() {
 async fn a_persons_installs_elsewhere_reach_only_their_own_streams() {
     let root = tempfile::tempdir().unwrap();
     let (_store, client, _task) = serve(&root.path().join("store"), 1000).await;
-    client
-        .publish(
-            package(root.path(), "com.example.units", "1.0.0"),
-            TOKEN,
-            false,
-        )
-        .await
-        .unwrap();
+    publish(&client, root.path(), "com.example.units", "1.0.0").await;
     let ana = client.add_person("ana", TOKEN).await.unwrap()["token"]
         .as_str()
         .unwrap()
@@ -215,14 +192,7 @@ async fn a_persons_installs_elsewhere_reach_only_their_own_streams() {
         .await
         .unwrap();
     // Then an event for everyone, which every stream sees next.
-    client
-        .publish(
-            package(root.path(), "com.example.units", "2.0.0"),
-            TOKEN,
-            false,
-        )
-        .await
-        .unwrap();
+    publish(&client, root.path(), "com.example.units", "2.0.0").await;
     assert_eq!(
         next(&mut anas).await.change,
         StoreChange::Installed {

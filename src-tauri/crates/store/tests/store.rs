@@ -1,7 +1,6 @@
 //! The store server on a loopback port with the real client: publish, catalog, reviews,
 //! download, install into an apps directory, launch, revoke, and the refusals.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +8,7 @@ use std::time::Duration;
 use osprey_apps::runtime::{LaunchOptions, Launcher};
 use osprey_apps::store_client::StoreClient;
 use osprey_apps::trust::Trust;
-use osprey_apps::{InstallOutcome, Installer, napp};
+use osprey_apps::{InstallOutcome, Installer};
 use osprey_store::{Store, StoreConfig};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -49,23 +48,15 @@ impl Running {
 
     /// An unsigned package of an app project (the store signs what it publishes).
     fn package(&self, id: &str, version: &str, description: &str, binary: &[u8]) -> Vec<u8> {
-        let project = self.root.path().join(format!("{id}-{version}"));
-        std::fs::create_dir_all(&project).unwrap();
         let manifest = json!({
             "id": id, "name": id.to_uppercase(), "version": version,
             "description": description, "provides": ["tool:convert"]
         });
-        std::fs::write(project.join("manifest.json"), manifest.to_string()).unwrap();
-        std::fs::write(project.join("SKILL.md"), "# skill\n").unwrap();
-        std::fs::write(project.join("binary"), binary).unwrap();
-        std::fs::set_permissions(
-            project.join("binary"),
-            std::fs::Permissions::from_mode(0o755),
+        osprey_tests::app_package(
+            &self.root.path().join(format!("{id}-{version}")),
+            &manifest,
+            binary,
         )
-        .unwrap();
-        let mut bytes = Vec::new();
-        napp::pack(&project, &mut bytes).unwrap();
-        bytes
     }
 
     async fn publish(&self, bytes: Vec<u8>, token: &str) -> (u16, Value) {
