@@ -56,6 +56,19 @@ impl ServedStore {
         })
     }
 
+    /// A store that lists the unit converter (`APP` 1.0.0, asking for one network host).
+    fn with_unit_converter() -> Result<ServedStore> {
+        let store = ServedStore::start()?;
+        store.publish(
+            APP,
+            "Unit Converter",
+            "1.0.0",
+            &["network:api.example.com"],
+            listed("productivity", true),
+        )?;
+        Ok(store)
+    }
+
     /// Publishes the unit converter as `id` at `version` with `permissions` (the store signs it).
     fn publish(
         &self,
@@ -128,14 +141,7 @@ fn wait_attribute(driver: &WebDriver, css: &str, name: &str, wanted: &str) -> Re
 #[test]
 fn an_app_installs_from_the_store_after_its_permission_prompt_and_an_update_is_approved()
 -> Result<()> {
-    let store = ServedStore::start()?;
-    store.publish(
-        APP,
-        "Unit Converter",
-        "1.0.0",
-        &["network:api.example.com"],
-        listed("productivity", true),
-    )?;
+    let store = ServedStore::with_unit_converter()?;
     store.publish(
         "com.example.notes",
         "Quick Notes",
@@ -444,14 +450,7 @@ fn a_revoked_grant_makes_the_next_matching_call_ask_again() -> Result<()> {
 #[test]
 fn the_agent_installs_from_the_store_only_after_a_dialog_showing_what_the_app_may_do() -> Result<()>
 {
-    let store = ServedStore::start()?;
-    store.publish(
-        APP,
-        "Unit Converter",
-        "1.0.0",
-        &["network:api.example.com"],
-        listed("productivity", true),
-    )?;
+    let store = ServedStore::with_unit_converter()?;
     let data = tempfile::Builder::new()
         .prefix("osprey-e2e-agent-install-")
         .tempdir()?;

@@ -422,18 +422,9 @@ async fn run_command(
     let result = core.registry().execute(&ctx, "shell", input).await;
     let text = result.text_content();
     let refused = result.is_error
-        && result.code.is_some_and(|code| {
-            matches!(
-                code,
-                ErrorCode::SafeguardBlocked
-                    | ErrorCode::SensitivePath
-                    | ErrorCode::PolicyDenied
-                    | ErrorCode::ApprovalDenied
-                    | ErrorCode::OriginDenied
-                    | ErrorCode::RoleDenied
-                    | ErrorCode::Cancelled
-            )
-        });
+        && result
+            .code
+            .is_some_and(|code| code.is_refusal() || code == ErrorCode::Cancelled);
     if refused {
         return Err(format!(
             "the reminder's command `{command}` was refused: {}",

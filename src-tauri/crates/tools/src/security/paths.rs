@@ -475,12 +475,15 @@ pub fn secret_paths(home: Option<&Path>) -> Vec<PathBuf> {
     paths
 }
 
-/// The home's startup files and program folders (every [`HOME_STARTUP`] entry under `home`):
-/// the shell sandbox keeps the existing ones inside its writable tool caches read-only.
-pub fn startup_paths(home: &Path) -> Vec<PathBuf> {
+/// The home's startup files and program folders that lie inside one of `folders` (paths
+/// relative to the home, such as the tool caches `.cargo` and `go`), as full paths under
+/// `home`: the shell sandbox keeps the existing ones read-only inside its writable caches.
+pub fn startup_paths_within(home: &Path, folders: &[String]) -> Vec<PathBuf> {
     HOME_STARTUP
         .iter()
-        .map(|(path, _)| home.join(path))
+        .map(|(path, _)| Path::new(path))
+        .filter(|path| folders.iter().any(|folder| path.starts_with(folder)))
+        .map(|path| home.join(path))
         .collect()
 }
 

@@ -18,7 +18,7 @@ use osprey_sandbox::{Policy, SandboxLevel, SandboxReport, ShellScope};
 /// Folders under the home directory that commands may write besides the workspace: the caches
 /// and stores of the common build tools. The program folders and startup files inside them
 /// (`.cargo/bin`, `.cargo/env`, `go/bin`, the Rust toolchains) stay read-only: what is written
-/// there runs later outside any sandbox (see [`crate::security::paths::startup_paths`]).
+/// there runs later outside any sandbox (see [`crate::security::paths::startup_paths_within`]).
 pub const DEFAULT_HOME_CACHES: &[&str] = &[
     ".cache",
     ".cargo",
@@ -175,9 +175,8 @@ pub(crate) fn confine(
                 cache
             })
             .collect();
-        kept = crate::security::paths::startup_paths(home)
+        kept = crate::security::paths::startup_paths_within(home, &config.home_caches)
             .into_iter()
-            .filter(|path| caches.iter().any(|cache| path.starts_with(cache)))
             .filter(|path| path.symlink_metadata().is_ok())
             .collect();
         writable.extend(caches);
