@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::accessibility::AccessibleNode;
+use crate::accessibility::{AccessibleNode, NodeRef};
 use crate::desktop::{Desktop, merge_trees};
 use crate::elements::{Element, assign_ids, kind};
 use crate::error::{Error, Result};
@@ -255,12 +255,26 @@ impl Desktop {
         self.input().type_text(text).await?;
         let mut message = format!("typed {} characters into {what}", text.chars().count());
         if let Some(node) = element_node
-            && let Ok(Some(now)) = self.accessibility().refresh(&node).await
-            && let Some(value) = now.value
+            && let Some(value) = self.settled_value(&node, text).await
         {
             message.push_str(&format!("; its text is now {value:?}"));
         }
         Ok(with_note(message, note))
+    }
+
+    /// An element's text once the application has handled the keys just sent: the server
+    /// delivers them asynchronously, so the value is read until it holds the typed text, or
+    /// for half a second (a field may filter or limit what it takes); `None` when the element
+    /// has no text value.
+    async fn settled_value(&self, node: &NodeRef, typed: &str) -> Option<String> {
+        let deadline = Instant::now() + Duration::from_millis(500);
+        loop {
+            let value = self.accessibility().refresh(node).await.ok()??.value?;
+            if value.contains(typed) || Instant::now() >= deadline {
+                return Some(value);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Gives an element keyboard focus: raise its window, ask the element, and fall back to
