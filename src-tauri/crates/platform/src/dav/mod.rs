@@ -5,9 +5,9 @@
 //! objects the model has been shown, so a change someone else made since then is refused with
 //! a conflict instead of being overwritten.
 //!
-//! Cross-platform code: reqwest with rustls, nothing from the desktop. Evolution Data Server (the
-//! GNOME desktop's own stores) is not read; its accounts are usually CalDAV/CardDAV ones that can
-//! be configured here directly.
+//! Cross-platform code: reqwest with rustls and the system's trust store (see `tls`), nothing
+//! from the desktop. Evolution Data Server (the GNOME desktop's own stores) is not read; its
+//! accounts are usually CalDAV/CardDAV ones that can be configured here directly.
 
 pub(crate) mod http;
 pub(crate) mod ics;
@@ -15,6 +15,7 @@ pub(crate) mod lines;
 pub(crate) mod vcf;
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -146,6 +147,9 @@ pub struct DavConfig {
     pub timezone: Option<String>,
     /// How long one network step (connect, one request with its answer) may take.
     pub timeout: Duration,
+    /// A PEM file of certificates to trust besides the system's, for every account (servers
+    /// with a private certificate authority).
+    pub ca_file: Option<PathBuf>,
 }
 
 impl Default for DavConfig {
@@ -154,6 +158,7 @@ impl Default for DavConfig {
             settings: None,
             timezone: None,
             timeout: Duration::from_secs(20),
+            ca_file: None,
         }
     }
 }
@@ -164,6 +169,7 @@ impl std::fmt::Debug for DavConfig {
             .field("settings", &self.settings.as_ref().map(|_| "..."))
             .field("timezone", &self.timezone)
             .field("timeout", &self.timeout)
+            .field("ca_file", &self.ca_file)
             .finish()
     }
 }
@@ -327,7 +333,7 @@ const SEEN_LIMIT: usize = 20_000;
 impl Dav {
     pub(crate) fn new(config: DavConfig) -> Dav {
         Dav {
-            http: DavHttp::new(config.timeout),
+            http: DavHttp::new(config.timeout, config.ca_file.clone()),
             config,
             homes: Mutex::new(HashMap::new()),
             seen: Mutex::new(HashMap::new()),

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -160,47 +159,19 @@ pub(crate) async fn connect(
     Err(last.unwrap_or_else(|| Error::unavailable(target.label(), "no address to connect to")))
 }
 
-/// The TLS client configuration: rustls with ring and the platform's verifier (the system's
-/// trust store), plus the account's `ca_file` when it has one.
+/// The TLS client configuration (see [`crate::tls`]): the system's trust store plus the
+/// account's `ca_file` when it has one.
 pub(crate) fn tls_config(account: &MailAccount) -> Result<Arc<rustls::ClientConfig>> {
-    let extra = extra_roots(account)?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = if extra.is_empty() {
-        rustls_platform_verifier::Verifier::new(provider.clone())
-    } else {
-        rustls_platform_verifier::Verifier::new_with_extra_roots(extra, provider.clone())
-    }
-    .map_err(|e| Error::Failed(format!("setting up TLS certificate checks failed: {e}")))?;
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| Error::Failed(format!("setting up TLS failed: {e}")))?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier))
-        .with_no_client_auth();
-    Ok(Arc::new(config))
+    Ok(Arc::new(crate::tls::client_config(extra_roots(account)?)?))
 }
 
-/// The certificates of the account's `ca_file` (the rustls crypto provider for lettre is the
+/// The certificates of the account's `ca_file` (lettre is given them too: its rustls uses the
 /// same ring provider).
 pub(crate) fn extra_roots(account: &MailAccount) -> Result<Vec<CertificateDer<'static>>> {
-    let Some(path) = &account.ca_file else {
-        return Ok(Vec::new());
-    };
-    let bad = |why: String| {
-        Error::invalid(format!(
-            "the `ca_file` {} of the mail account {:?} {why}",
-            path.display(),
-            account.name
-        ))
-    };
-    let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-        .map_err(|e| bad(format!("cannot be read: {e}")))?
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|e| bad(format!("is not a PEM certificate file: {e}")))?;
-    if certificates.is_empty() {
-        return Err(bad("holds no certificate".into()));
-    }
-    Ok(certificates)
+    crate::tls::ca_file_roots(
+        account.ca_file.as_deref(),
+        &format!("the mail account {:?}", account.name),
+    )
 }
 
 /// TLS over `tcp`, checking the certificate against the host name.

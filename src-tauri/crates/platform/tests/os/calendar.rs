@@ -667,6 +667,7 @@ fn unreachable_config(port: u16, timeout: Duration) -> OsConfig {
             })),
             timezone: Some("UTC".into()),
             timeout,
+            ..DavConfig::default()
         },
         ..OsConfig::default()
     }

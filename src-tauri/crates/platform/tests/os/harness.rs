@@ -470,6 +470,7 @@ impl Radicale {
                 settings: Some(std::sync::Arc::new(settings)),
                 timezone: Some(zone.into()),
                 timeout: Duration::from_secs(10),
+                ..DavConfig::default()
             },
             ..osprey_platform::OsConfig::default()
         }
