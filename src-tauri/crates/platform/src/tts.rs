@@ -14,9 +14,6 @@ pub struct SpeechConfig {
     /// speech-dispatcher's socket; `None`: `SPEECHD_ADDRESS` (`unix_socket:/path`), else
     /// `$XDG_RUNTIME_DIR/speech-dispatcher/speechd.sock`.
     pub speechd_socket: Option<PathBuf>,
-    /// The PulseAudio (or PipeWire-Pulse) server espeak-ng plays through, given to it as
-    /// `PULSE_SERVER`; `None`: the session's.
-    pub pulse_server: Option<String>,
     /// The espeak-ng program; `None`: `espeak-ng` on `PATH`.
     pub espeak_program: Option<PathBuf>,
     /// How long one request to speech-dispatcher, or a start of espeak-ng, may take.
@@ -27,7 +24,6 @@ impl Default for SpeechConfig {
     fn default() -> Self {
         SpeechConfig {
             speechd_socket: None,
-            pulse_server: None,
             espeak_program: None,
             timeout: Duration::from_secs(5),
         }

@@ -337,7 +337,7 @@ impl LinuxBackend {
         if let Some(voice) = &utterance.voice {
             command.arg("-v").arg(voice);
         }
-        if let Some(server) = &self.config.tts.pulse_server {
+        if let Some(server) = &self.config.pulse_server {
             command.env("PULSE_SERVER", server);
         }
         command.stdin(Stdio::piped()).stderr(Stdio::piped());

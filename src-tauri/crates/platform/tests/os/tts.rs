@@ -26,9 +26,11 @@ async fn tts(tool: &OsTool, input: Value) -> ToolResult {
     call(tool, input).await
 }
 
-fn tool(speech: SpeechConfig) -> OsTool {
+/// The tool with these speech services, playing into `pulse` when given.
+fn tool(speech: SpeechConfig, pulse: Option<&Pulse>) -> OsTool {
     OsTool::new(OsConfig {
         tts: speech,
+        pulse_server: pulse.map(|p| p.server.clone()),
         ..OsConfig::default()
     })
 }
@@ -131,7 +133,7 @@ async fn save_writes_a_wav_that_sox_measures() {
     std::fs::create_dir_all(&data).unwrap();
     std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
     let guard = osprey_tools::PathGuard::new(Some(home.path().to_path_buf()), data.clone());
-    let tool = tool(without_speechd(home.path())).with_path_guard(guard);
+    let tool = tool(without_speechd(home.path()), None).with_path_guard(guard);
 
     let out = home.path().join("hello.wav");
     let said = ok_text(
@@ -227,10 +229,7 @@ async fn espeak_speaks_into_the_sound_server_and_stop_ends_it() {
     }
     let pulse = Pulse::start();
     let dir = tempfile::tempdir().unwrap();
-    let tool = tool(SpeechConfig {
-        pulse_server: Some(pulse.server.clone()),
-        ..without_speechd(dir.path())
-    });
+    let tool = tool(without_speechd(dir.path()), Some(&pulse));
     assert_eq!(pulse.streams(), 0);
     let said = ok_text(&tts(&tool, json!({"action": "speak", "text": LONG})).await);
     assert!(said.starts_with("Speaking "), "{said}");
@@ -279,11 +278,13 @@ async fn speech_dispatcher_speaks_lists_voices_and_stops() {
     }
     let pulse = Pulse::start();
     let speechd = SpeechDispatcher::start(&pulse);
-    let tool = tool(SpeechConfig {
-        speechd_socket: Some(speechd.socket.clone()),
-        pulse_server: Some(pulse.server.clone()),
-        ..SpeechConfig::default()
-    });
+    let tool = tool(
+        SpeechConfig {
+            speechd_socket: Some(speechd.socket.clone()),
+            ..SpeechConfig::default()
+        },
+        Some(&pulse),
+    );
 
     let voices = ok_text(&tts(&tool, json!({"action": "voices", "query": "en"})).await);
     assert!(voices.starts_with("speech-dispatcher: "), "{voices}");
@@ -344,10 +345,13 @@ async fn speech_dispatcher_speaks_lists_voices_and_stops() {
 #[tokio::test(flavor = "multi_thread")]
 async fn without_an_engine_speech_says_what_to_install() {
     let dir = tempfile::tempdir().unwrap();
-    let tool = tool(SpeechConfig {
-        espeak_program: Some(dir.path().join("espeak-ng")),
-        ..without_speechd(dir.path())
-    });
+    let tool = tool(
+        SpeechConfig {
+            espeak_program: Some(dir.path().join("espeak-ng")),
+            ..without_speechd(dir.path())
+        },
+        None,
+    );
     for input in [
         json!({"action": "speak", "text": "hello"}),
         json!({"action": "voices"}),
