@@ -43,6 +43,19 @@ fn without_speechd(dir: &Path) -> SpeechConfig {
     }
 }
 
+/// The espeak-ng process a speech names: `Speaking ... (pid 123)`.
+fn espeak_pid(said: &str) -> i32 {
+    said.split("(pid ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {said}"))
+}
+
+fn running(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}
+
 fn soxi(flag: &str, file: &Path) -> String {
     let output = Command::new("soxi").arg(flag).arg(file).output().unwrap();
     assert!(
@@ -233,12 +246,7 @@ async fn espeak_speaks_into_the_sound_server_and_stop_ends_it() {
     assert_eq!(pulse.streams(), 0);
     let said = ok_text(&tts(&tool, json!({"action": "speak", "text": LONG})).await);
     assert!(said.starts_with("Speaking "), "{said}");
-    let pid: i32 = said
-        .split("(pid ")
-        .nth(1)
-        .and_then(|r| r.split(')').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no pid in {said}"));
+    let pid = espeak_pid(&said);
     wait_until("espeak-ng's stream", Duration::from_secs(10), || {
         pulse.streams() == 1
     });
@@ -247,21 +255,29 @@ async fn espeak_speaks_into_the_sound_server_and_stop_ends_it() {
     wait_until("the stream to end", Duration::from_secs(10), || {
         pulse.streams() == 0
     });
-    assert!(
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err(),
-        "espeak-ng {pid} still runs"
-    );
+    assert!(!running(pid), "espeak-ng {pid} still runs");
     let again = ok_text(&tts(&tool, json!({"action": "stop"})).await);
     assert_eq!(again, "Nothing is being spoken.");
 
     // A new speech stops the one before it.
-    ok_text(&tts(&tool, json!({"action": "speak", "text": LONG})).await);
+    let first = espeak_pid(&ok_text(
+        &tts(&tool, json!({"action": "speak", "text": LONG})).await,
+    ));
     wait_until("the first stream", Duration::from_secs(10), || {
         pulse.streams() == 1
     });
-    ok_text(&tts(&tool, json!({"action": "speak", "text": LONG, "rate": 40})).await);
-    std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(pulse.streams(), 1, "two speeches at once");
+    let second = espeak_pid(&ok_text(
+        &tts(&tool, json!({"action": "speak", "text": LONG, "rate": 40})).await,
+    ));
+    wait_until(
+        "the first espeak-ng to be stopped",
+        Duration::from_secs(10),
+        || !running(first),
+    );
+    wait_until("one stream", Duration::from_secs(10), || {
+        pulse.streams() == 1
+    });
+    assert!(running(second), "the second speech stopped too");
     ok_text(&tts(&tool, json!({"action": "stop"})).await);
     // A short speech ends by itself.
     let said = ok_text(&tts(&tool, json!({"action": "speak", "text": "Hi."})).await);
@@ -273,7 +289,13 @@ async fn espeak_speaks_into_the_sound_server_and_stop_ends_it() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn speech_dispatcher_speaks_lists_voices_and_stops() {
-    if !installed(&["speech-dispatcher", "espeak-ng", "pulseaudio", "pactl"]) {
+    if !installed(&[
+        "speech-dispatcher",
+        "espeak-ng",
+        "pulseaudio",
+        "pactl",
+        "parec",
+    ]) {
         return;
     }
     let pulse = Pulse::start();
@@ -323,15 +345,14 @@ async fn speech_dispatcher_speaks_lists_voices_and_stops() {
     assert!(said.contains("speech-dispatcher"), "{said}");
     let said = ok_text(&tts(&tool, json!({"action": "speak", "text": "Hello."})).await);
     assert!(said.contains("speech-dispatcher"), "{said}");
-    let end = std::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        let now = ok_text(&tts(&tool, json!({"action": "stop"})).await);
-        if now == "Nothing is being spoken." {
-            break;
-        }
-        assert!(std::time::Instant::now() < end, "still speaking: {now}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    // speech-dispatcher keeps its stream open after speaking: the end is heard, as silence.
+    wait_until("the short speech to end", Duration::from_secs(15), || {
+        pulse.silent(Duration::from_millis(300))
+    });
+    assert_eq!(
+        ok_text(&tts(&tool, json!({"action": "stop"})).await),
+        "Nothing is being spoken."
+    );
 
     // The status probe names the service.
     let status = ok_text(&call(&tool, json!({"resource": "capability", "action": "list"})).await);
