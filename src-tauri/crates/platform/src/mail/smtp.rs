@@ -85,6 +85,21 @@ fn smtp_error(
     if error.is_tls() || text.to_ascii_lowercase().contains("certificate") {
         return net::tls_error(target, text);
     }
+    // The server named no login it takes here: most take one only after STARTTLS.
+    if error.is_client() && text.contains("authentication mechanism") {
+        return Error::PermissionDenied {
+            what: format!(
+                "logging in to {label} as {:?} (it offers no way to log in on this connection)",
+                target.account.login()
+            ),
+            steps: format!(
+                "most servers take a login only over TLS: set `tls` of the account {:?}'s smtp \
+                 server to \"starttls\" (ports 587 and 25) or \"tls\" (port 465) in the `os.mail` \
+                 setting",
+                target.account.name
+            ),
+        };
+    }
     if let Some(code) = error.status() {
         let code = code.to_string();
         let text = detail(&error);
