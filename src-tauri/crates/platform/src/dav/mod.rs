@@ -354,77 +354,59 @@ impl Dav {
             .unwrap_or(chrono_tz::UTC)
     }
 
-    /// The accounts serving `kind`, with their passwords; `not_configured` when there is none.
+    /// The accounts serving `kind` (only `wanted` when given), each with its password;
+    /// `not_configured` when there is none. Read on a blocking thread (a keyring look-up may
+    /// block), and only the passwords of the accounts the call uses.
     pub(crate) async fn sessions(&self, kind: Kind, wanted: Option<&str>) -> Result<Vec<Session>> {
         let Some(settings) = self.config.settings.clone() else {
             return Err(Error::NotConfigured(how_to_add_account(kind)));
         };
-        let accounts = tokio::task::spawn_blocking(move || {
-            settings
+        let wanted = wanted.map(str::to_string);
+        tokio::task::spawn_blocking(move || {
+            let serving: Vec<DavAccount> = settings
                 .accounts()
                 .into_iter()
-                .map(|account| {
-                    let password = settings.password(&account.name);
-                    (account, password)
-                })
+                .filter(|a| a.kind.serves(kind))
+                .collect();
+            if serving.is_empty() {
+                return Err(Error::NotConfigured(how_to_add_account(kind)));
+            }
+            let names = serving
+                .iter()
+                .map(|a| a.name.as_str())
                 .collect::<Vec<_>>()
+                .join(", ");
+            let chosen: Vec<DavAccount> = serving
+                .iter()
+                .filter(|a| {
+                    wanted
+                        .as_deref()
+                        .is_none_or(|w| w.eq_ignore_ascii_case(&a.name))
+                })
+                .cloned()
+                .collect();
+            if chosen.is_empty() {
+                return Err(Error::invalid(format!(
+                    "no {} account named {:?}; the accounts are: {names}",
+                    kind.protocol(),
+                    wanted.unwrap_or_default()
+                )));
+            }
+            chosen
+                .into_iter()
+                .map(|account| {
+                    let base = account_base(&account)?;
+                    let password = settings.password(&account.name);
+                    Ok(Session {
+                        account,
+                        base,
+                        password,
+                    })
+                })
+                .collect()
         })
         .await
-        .map_err(|e| Error::Failed(format!("reading the accounts failed: {e}")))?;
-        let serving: Vec<_> = accounts
-            .into_iter()
-            .filter(|(a, _)| a.kind.serves(kind))
-            .collect();
-        if serving.is_empty() {
-            return Err(Error::NotConfigured(how_to_add_account(kind)));
-        }
-        let names = serving
-            .iter()
-            .map(|(a, _)| a.name.clone())
-            .collect::<Vec<_>>()
-            .join(", ");
-        let mut sessions = Vec::new();
-        for (account, password) in serving {
-            if wanted.is_some_and(|w| !w.eq_ignore_ascii_case(&account.name)) {
-                continue;
-            }
-            let name = &account.name;
-            for (missing, field, example) in [
-                (
-                    account.url.trim().is_empty(),
-                    "url",
-                    "https://dav.example.com/",
-                ),
-                (account.username.trim().is_empty(), "username", "<user>"),
-            ] {
-                if missing {
-                    return Err(Error::NotConfigured(format!(
-                        "the account `{name}` has no {field} yet: set it with `osprey config set \
-                         dav.{name}.{field} {example}`"
-                    )));
-                }
-            }
-            let base = Url::parse(&account.url).map_err(|e| {
-                Error::NotConfigured(format!(
-                    "the account `{}` has an unusable URL {:?} ({e}); fix it with `osprey config \
-                     set dav.{}.url https://...`",
-                    account.name, account.url, account.name
-                ))
-            })?;
-            sessions.push(Session {
-                account,
-                base,
-                password,
-            });
-        }
-        if sessions.is_empty() {
-            return Err(Error::invalid(format!(
-                "no {} account named {:?}; the accounts are: {names}",
-                kind.protocol(),
-                wanted.unwrap_or_default()
-            )));
-        }
-        Ok(sessions)
+        .map_err(|e| Error::Failed(format!("reading the accounts failed: {e}")))?
     }
 
     /// Every calendar (or address book) of the accounts, found from their base URLs.
@@ -871,6 +853,33 @@ impl Dav {
     }
 }
 
+/// The account's base URL, or which of its settings is missing or wrong and how to set it.
+fn account_base(account: &DavAccount) -> Result<Url> {
+    let name = &account.name;
+    for (missing, field, example) in [
+        (
+            account.url.trim().is_empty(),
+            "url",
+            "https://dav.example.com/",
+        ),
+        (account.username.trim().is_empty(), "username", "<user>"),
+    ] {
+        if missing {
+            return Err(Error::NotConfigured(format!(
+                "the account `{name}` has no {field} yet: set it with `osprey config set \
+                 dav.{name}.{field} {example}`"
+            )));
+        }
+    }
+    Url::parse(&account.url).map_err(|e| {
+        Error::NotConfigured(format!(
+            "the account `{name}` has an unusable URL {:?} ({e}); fix it with `osprey config set \
+             dav.{name}.url https://...`",
+            account.url
+        ))
+    })
+}
+
 /// A UID a person or model gave: printable, on one line.
 pub(crate) fn check_uid(uid: &str) -> Result<&str> {
     let uid = uid.trim();
@@ -927,4 +936,63 @@ fn last_segment(url: &Url) -> String {
     url.path_segments()
         .and_then(|mut s| s.rfind(|p| !p.is_empty()).map(str::to_string))
         .unwrap_or_else(|| url.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Accounts whose password look-ups are counted.
+    struct Counted {
+        accounts: Vec<DavAccount>,
+        asked: Mutex<Vec<String>>,
+    }
+
+    impl DavSettings for Counted {
+        fn accounts(&self) -> Vec<DavAccount> {
+            self.accounts.clone()
+        }
+        fn password(&self, account: &str) -> Option<String> {
+            self.asked.lock().unwrap().push(account.to_string());
+            Some("pw".into())
+        }
+    }
+
+    #[tokio::test]
+    async fn only_the_passwords_of_the_accounts_a_call_uses_are_read() {
+        let account = |name: &str, kind| DavAccount {
+            name: name.into(),
+            kind,
+            url: "https://dav.example.com/".into(),
+            username: "me".into(),
+        };
+        let settings = Arc::new(Counted {
+            accounts: vec![
+                account("home", DavKind::Dav),
+                account("work", DavKind::Caldav),
+                account("people", DavKind::Carddav),
+            ],
+            asked: Mutex::new(Vec::new()),
+        });
+        let dav = Dav::new(DavConfig {
+            settings: Some(settings.clone()),
+            ..DavConfig::default()
+        });
+        let asked = || std::mem::take(&mut *settings.asked.lock().unwrap());
+        let sessions = dav.sessions(Kind::Calendar, Some("WORK")).await.unwrap();
+        assert_eq!(sessions.len(), 1);
+        assert_eq!(sessions[0].password.as_deref(), Some("pw"));
+        assert_eq!(asked(), ["work"]);
+        dav.sessions(Kind::Contacts, None).await.unwrap();
+        assert_eq!(asked(), ["home", "people"]);
+        let err = dav
+            .sessions(Kind::Contacts, Some("work"))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("the accounts are: home, people"),
+            "{err}"
+        );
+        assert!(asked().is_empty());
+    }
 }
