@@ -405,16 +405,18 @@ async fn import(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
             &[],
             vec!["VERSION:2.0".into(), "PRODID:-//Osprey//os tool//EN".into()],
         );
+        // The zones the events' times name (DTSTART, DTEND, EXDATE, RECURRENCE-ID, alarms).
         let used: Vec<String> = events
             .iter()
-            .flat_map(|e| &e.props)
-            .map(|l| l.unfolded())
+            .flat_map(|e| {
+                e.props
+                    .iter()
+                    .chain(e.children.iter().flat_map(|c| &c.props))
+            })
+            .filter_map(|l| l.param("TZID"))
             .collect();
         for zone in &zones {
-            let tzid = zone.value("TZID").unwrap_or_default();
-            if used.iter().any(|l| {
-                l.contains(&format!("TZID={tzid}:")) || l.contains(&format!("TZID=\"{tzid}\""))
-            }) {
+            if zone.value("TZID").is_some_and(|tzid| used.contains(&tzid)) {
                 object.children.push(zone.clone());
             }
         }
