@@ -3,7 +3,6 @@
 //! connection or a name that does not resolve is `service_unavailable`, an untrusted
 //! certificate or clear text off this machine is `permission_denied` with the steps.
 
-use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -17,7 +16,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
 use super::{MailAccount, MailServer, TlsMode};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, within};
 
 /// One of an account's two servers.
 #[derive(Clone, Copy, Debug)]
@@ -63,27 +62,12 @@ impl<'a> Target<'a> {
     }
 }
 
-/// Runs one network step with a deadline.
-pub(crate) async fn step<T>(
-    what: impl FnOnce() -> String,
-    after: Duration,
-    work: impl Future<Output = Result<T>>,
-) -> Result<T> {
-    match tokio::time::timeout(after, work).await {
-        Ok(result) => result,
-        Err(_) => Err(Error::Timeout {
-            what: what(),
-            after,
-        }),
-    }
-}
-
 /// The server's addresses, after the clear-text rule: a `plain` connection only goes to a host
 /// whose every address is a loopback address, unless the account allows insecure connections.
 pub(crate) async fn resolve(target: Target<'_>, timeout: Duration) -> Result<Vec<SocketAddr>> {
     let (host, port) = (target.host(), target.port());
-    let found = step(
-        || format!("looking up {}", target.label()),
+    let found = within(
+        format!("looking up {}", target.label()),
         timeout,
         async {
             tokio::net::lookup_host((host, port)).await.map_err(|e| {
@@ -131,8 +115,8 @@ pub(crate) async fn connect(
 ) -> Result<TcpStream> {
     let mut last = None;
     for address in addresses.iter().take(3) {
-        let attempt = step(
-            || format!("connecting to {} ({address})", target.label()),
+        let attempt = within(
+            format!("connecting to {} ({address})", target.label()),
             timeout,
             async {
                 TcpStream::connect(address).await.map_err(|e| {
@@ -185,8 +169,8 @@ pub(crate) async fn handshake(
     let name = ServerName::try_from(host.to_string())
         .map_err(|e| Error::invalid(format!("{host} is not a valid TLS server name: {e}")))?;
     let connector = tokio_rustls::TlsConnector::from(config);
-    step(
-        || format!("the TLS handshake with {}", target.label()),
+    within(
+        format!("the TLS handshake with {}", target.label()),
         timeout,
         async {
             connector

@@ -11,9 +11,9 @@ use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{AsyncTransport as _, Tokio1Executor};
 
 use super::message::Composed;
-use super::net::{self, Target, step};
+use super::net::{self, Target};
 use super::{MailAccount, TlsMode};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, within};
 
 /// Hands `email` to the account's SMTP server.
 pub(crate) async fn send(
@@ -53,8 +53,8 @@ pub(crate) async fn send(
         .build();
     // lettre's timeout holds for each step; the whole conversation gets a few of them.
     let whole = timeout * 4 + Duration::from_secs((email.formatted.len() >> 20) as u64);
-    step(
-        || format!("sending through {}", target.label()),
+    within(
+        format!("sending through {}", target.label()),
         whole,
         async {
             transport
