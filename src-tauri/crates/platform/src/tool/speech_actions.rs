@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::{OsTool, int, text};
 use crate::error::{Error, Result};
-use crate::tts::{Speech as _, Utterance};
+use crate::tts::{Speech as _, Utterance, wav_facts};
 
 /// Speaking is free for the person (like a notification; asked from chats, apps and skills);
 /// writing a file needs approval.
@@ -72,16 +72,6 @@ pub(super) fn facts(call: &Call, facts: &mut CallFacts) {
             facts.write_paths.push(output.into());
         }
     }
-}
-
-/// Seconds, sample rate and channels of a WAV file, from its header.
-fn wav_facts(wav: &[u8]) -> Option<(f64, u32, u16)> {
-    let channels = u16::from_le_bytes(wav.get(22..24)?.try_into().ok()?);
-    let rate = u32::from_le_bytes(wav.get(24..28)?.try_into().ok()?);
-    let byte_rate = u32::from_le_bytes(wav.get(28..32)?.try_into().ok()?);
-    let data = wav.windows(4).position(|w| w == b"data")?;
-    let size = u32::from_le_bytes(wav.get(data + 4..data + 8)?.try_into().ok()?);
-    (byte_rate > 0).then(|| (f64::from(size) / f64::from(byte_rate), rate, channels))
 }
 
 impl OsTool {
