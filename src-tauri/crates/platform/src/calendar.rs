@@ -18,6 +18,7 @@ use crate::dav::ics::{self, Changes, Input, Moment, NewEvent};
 use crate::dav::lines::{Block, Document};
 use crate::dav::{Collection, Dav, Kind, check_uid, short_hash};
 use crate::error::{Error, Result};
+use crate::tool::count;
 
 /// Lines a listing shows at most.
 const MAX_LINES: usize = 300;
@@ -432,14 +433,14 @@ async fn import(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
         }
     }
     text(format!(
-        "Imported {created} event{} from {} into {}{}.",
-        if created == 1 { "" } else { "s" },
+        "Imported {} from {} into {}{}.",
+        count(created, "event"),
         path.display(),
         collection.label(accounts),
-        if there > 0 {
-            format!("; {there} were already there (same uid) and were left as they are")
-        } else {
-            String::new()
+        match there {
+            0 => String::new(),
+            1 => "; 1 was already there (same uid) and was left as it is".into(),
+            n => format!("; {n} were already there (same uid) and were left as they are"),
         }
     ))
 }
@@ -468,7 +469,7 @@ async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
     );
     let mut zones: Vec<Block> = Vec::new();
     let mut events: Vec<Block> = Vec::new();
-    let mut count = 0;
+    let mut written = 0;
     for (_, object, parsed) in &objects {
         if range.is_some() && ics::occurrences(parsed, range.as_ref(), local).is_empty() {
             continue;
@@ -488,14 +489,14 @@ async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
                 }
             }
         }
-        count += 1;
+        written += 1;
     }
     out.children.extend(zones);
     out.children.extend(events);
     write_file(&path, &out.to_text()).await?;
     text(format!(
-        "Wrote {count} event{} to {}.",
-        if count == 1 { "" } else { "s" },
+        "Wrote {} to {}.",
+        count(written, "event"),
         path.display()
     ))
 }

@@ -11,6 +11,7 @@ use crate::dav::http;
 use crate::dav::vcf::{self, ContactFields};
 use crate::dav::{Collection, Dav, Kind, StoredObject, check_uid, short_hash};
 use crate::error::{Error, Result};
+use crate::tool::count;
 
 /// Contacts a listing shows at most.
 const MAX_LINES: usize = 300;
@@ -254,14 +255,14 @@ async fn import(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
         }
     }
     text(format!(
-        "Imported {created} contact{} from {} into {}{}.",
-        if created == 1 { "" } else { "s" },
+        "Imported {} from {} into {}{}.",
+        count(created, "contact"),
         path.display(),
         book.label(accounts),
-        if there > 0 {
-            format!("; {there} were already there (same uid) and were left as they are")
-        } else {
-            String::new()
+        match there {
+            0 => String::new(),
+            1 => "; 1 was already there (same uid) and was left as it is".into(),
+            n => format!("; {n} were already there (same uid) and were left as they are"),
         }
     ))
 }
@@ -270,7 +271,7 @@ async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
     let path = file_path(call, paths, true)?;
     let (books, _) = book_for(dav, call).await?;
     let mut out = String::new();
-    let mut count = 0;
+    let mut written = 0;
     for (_, object) in fetch(dav, &books).await? {
         let text = object.text.trim_end();
         if text.is_empty() {
@@ -278,12 +279,12 @@ async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
         }
         out.push_str(&text.replace("\r\n", "\n").replace('\n', "\r\n"));
         out.push_str("\r\n");
-        count += 1;
+        written += 1;
     }
     write_file(&path, &out).await?;
     text(format!(
-        "Wrote {count} contact{} to {}.",
-        if count == 1 { "" } else { "s" },
+        "Wrote {} to {}.",
+        count(written, "contact"),
         path.display()
     ))
 }

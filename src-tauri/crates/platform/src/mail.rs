@@ -22,9 +22,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::tool::count;
 
 pub use message::Attachment;
-pub(crate) use message::count;
 
 /// The setting that holds the accounts: `{"accounts": [...]}` (see [`MailSettings`]).
 pub const SETTING: &str = "os.mail";

@@ -24,6 +24,7 @@ use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::tool::count;
 use http::{DavHttp, Prop, Resource};
 
 /// The setting that holds the accounts (`osprey config set dav.accounts '{...}'`).
@@ -581,11 +582,9 @@ impl Dav {
                             kind.collection_word()
                         ),
                         _ => format!(
-                            "account `{}`: {} {}{} ({})",
+                            "account `{}`: {} ({})",
                             session.account.name,
-                            names.len(),
-                            kind.collection_word(),
-                            if names.len() == 1 { "" } else { "s" },
+                            count(names.len(), kind.collection_word()),
                             names.join(", ")
                         ),
                     });

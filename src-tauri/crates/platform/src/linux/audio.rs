@@ -14,6 +14,7 @@ use pulseaudio::protocol::{self, ChannelVolume, Command, Volume};
 use super::LinuxBackend;
 use crate::audio::{Audio, AudioChange, Output, choose};
 use crate::error::{Error, Result};
+use crate::tool::count;
 
 const WHAT: &str = "the sound server (PulseAudio or PipeWire)";
 
@@ -173,9 +174,8 @@ impl LinuxBackend {
         let outputs = self.outputs().await?;
         let default = outputs.iter().find(|o| o.default);
         Ok(format!(
-            "a sound server answers: {} output{}{}",
-            outputs.len(),
-            if outputs.len() == 1 { "" } else { "s" },
+            "a sound server answers: {}{}",
+            count(outputs.len(), "output"),
             default
                 .map(|o| format!(", default {}", o.description))
                 .unwrap_or_default()

@@ -16,6 +16,7 @@ use super::message::{self, Summary};
 use super::net::{self, MailStream, Target};
 use super::{MailAccount, Page, Search, TlsMode, utf7};
 use crate::error::{Error, Result, within};
+use crate::tool::count;
 
 /// What a listing fetches of each message.
 const SUMMARY_ITEMS: &str =
@@ -149,10 +150,10 @@ impl fmt::Display for Folder {
             Some((messages, Some(unseen))) => write!(
                 f,
                 ": {}, {unseen} unseen",
-                message::count(messages as usize, "message")
+                count(messages as usize, "message")
             ),
             Some((messages, None)) => {
-                write!(f, ": {}", message::count(messages as usize, "message"))
+                write!(f, ": {}", count(messages as usize, "message"))
             }
             None => Ok(()),
         }

@@ -5,7 +5,7 @@ use osprey_tools::{ApprovalNeed, Call, CallFacts, Domain, FieldType};
 use osprey_types::ToolResult;
 use serde_json::Value;
 
-use super::{OsTool, int, text};
+use super::{OsTool, count, int, text};
 use crate::error::{Error, Result};
 use crate::tts::{Speech as _, Utterance, wav_facts};
 
@@ -106,7 +106,7 @@ impl OsTool {
                 }
                 let mut lines = vec![format!(
                     "{engine}: {}{}{}",
-                    crate::mail::count(voices.len(), "voice"),
+                    count(voices.len(), "voice"),
                     if voices.len() > limit {
                         format!(", {limit} shown (`limit` for more)")
                     } else {
