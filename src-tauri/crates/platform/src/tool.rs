@@ -588,7 +588,7 @@ fn os_domain(offered: &[&Capability]) -> Domain {
     }
 }
 
-fn text(message: impl Into<String>) -> Result<ToolResult> {
+pub(crate) fn text(message: impl Into<String>) -> Result<ToolResult> {
     Ok(ToolResult::text(message))
 }
 

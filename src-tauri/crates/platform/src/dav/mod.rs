@@ -12,6 +12,7 @@
 pub(crate) mod http;
 pub(crate) mod ics;
 pub(crate) mod lines;
+pub(crate) mod resource;
 pub(crate) mod vcf;
 
 use std::collections::{BTreeMap, HashMap};
@@ -220,7 +221,7 @@ impl Kind {
     }
 
     /// What one object is called in messages.
-    fn object_word(self) -> &'static str {
+    pub(crate) fn object_word(self) -> &'static str {
         match self {
             Kind::Calendar => "event",
             Kind::Contacts => "contact",
@@ -291,6 +292,15 @@ impl Collection {
             .join(&file)
             .map_err(|e| Error::Failed(format!("building the address of {uid:?}: {e}")))
     }
+}
+
+/// The object a call's `uid` names, where it was found.
+pub(crate) struct Located {
+    pub collection: Collection,
+    pub object: StoredObject,
+    pub uid: String,
+    /// How many accounts the call looked in (for [`Collection::label`]).
+    pub accounts: usize,
 }
 
 /// A stored object: where it is, its version, its text.
@@ -706,13 +716,9 @@ impl Dav {
 
     /// The object the call's `uid` names, in the collection its `calendar`/`book` names (any,
     /// when none).
-    pub(crate) async fn locate(
-        &self,
-        kind: Kind,
-        call: &Call,
-    ) -> Result<(Collection, StoredObject, String)> {
+    pub(crate) async fn locate(&self, kind: Kind, call: &Call) -> Result<Located> {
         let uid = check_uid(call.str("uid").unwrap_or_default())?.to_string();
-        let (collections, _) = self
+        let (collections, accounts) = self
             .select(kind, call.str("account"), call.str(kind.field()))
             .await?;
         let Some((collection, object)) = self.find(kind, &collections, &uid).await? else {
@@ -722,7 +728,12 @@ impl Dav {
                 call.resource()
             )));
         };
-        Ok((collection, object, uid))
+        Ok(Located {
+            collection,
+            object,
+            uid,
+            accounts,
+        })
     }
 
     /// Stores a new object at `url` unless something is there; false when it was (no

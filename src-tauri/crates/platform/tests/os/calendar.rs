@@ -155,7 +155,10 @@ async fn events_are_found_created_listed_searched_changed_and_deleted() {
     assert!(stored.contains("SUMMARY:Planning\r\n"), "{stored}");
 
     let deleted = ok_text(&call(&tool, cal("delete", json!({"uid": uid}))).await);
-    assert!(deleted.starts_with("Deleted \"Planning\""), "{deleted}");
+    assert!(
+        deleted.starts_with("Deleted the event \"Planning\""),
+        "{deleted}"
+    );
     let (status, _, _) = server
         .request("GET", &format!("alice/work/{uid}.ics"), &[], None)
         .await;
