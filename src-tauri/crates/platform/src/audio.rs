@@ -12,7 +12,8 @@ pub struct Output {
     pub name: String,
     /// What a person calls it (`Built-in Audio Analog Stereo`).
     pub description: String,
-    /// The average of its channels, where 100 is the output's normal full volume.
+    /// Its loudest channel (as pactl and desktop mixers show it), where 100 is the output's
+    /// normal full volume; a change scales every channel alike, keeping the balance.
     pub volume_percent: u32,
     pub muted: bool,
     /// Where sound goes unless a program chooses otherwise.

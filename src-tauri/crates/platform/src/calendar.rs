@@ -6,8 +6,6 @@
 //! finds the first instead of making a duplicate. Update and delete send `If-Match` with the
 //! version the model was last shown.
 
-use std::path::PathBuf;
-
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use osprey_tools::Call;
@@ -16,33 +14,13 @@ use osprey_types::ToolResult;
 use crate::dav::http;
 use crate::dav::ics::{self, Changes, Input, Moment, NewEvent};
 use crate::dav::lines::{Block, Document};
-use crate::dav::{Collection, Dav, Kind, check_uid, short_hash};
+use crate::dav::resource::{PathCheck, derived_uid, file_path, read_file, write_file};
+use crate::dav::{Collection, Dav, Kind, Located, check_uid};
 use crate::error::{Error, Result};
+use crate::tool::{count, text};
 
 /// Lines a listing shows at most.
 const MAX_LINES: usize = 300;
-/// Largest .ics file imported.
-pub(crate) const MAX_FILE: u64 = 32 << 20;
-
-/// Checks a path for reading (`false`) or writing (`true`) as the tool's other file paths are.
-pub(crate) type PathCheck<'a> = &'a (dyn Fn(&str, bool) -> Result<PathBuf> + Send + Sync);
-
-/// The checked `path` of an import (`write` false) or export.
-pub(crate) fn file_path(call: &Call, paths: PathCheck<'_>, write: bool) -> Result<PathBuf> {
-    match call.str("path").map(str::trim).filter(|p| !p.is_empty()) {
-        Some(path) => paths(path, write),
-        None => Err(Error::invalid(format!(
-            "{} {} needs `path`: the absolute path of the {} file",
-            call.resource(),
-            call.action(),
-            if call.resource() == "calendar" {
-                ".ics"
-            } else {
-                ".vcf"
-            }
-        ))),
-    }
-}
 
 pub(crate) async fn run(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResult> {
     let account = call.str("account");
@@ -56,10 +34,6 @@ pub(crate) async fn run(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<
         "export" => export(dav, call, paths).await,
         other => Err(Error::invalid(format!("unknown calendar action {other}"))),
     }
-}
-
-pub(crate) fn text(message: impl Into<String>) -> Result<ToolResult> {
-    Ok(ToolResult::text(message))
 }
 
 fn input(call: &Call, key: &str) -> Result<Option<Input>> {
@@ -240,14 +214,7 @@ async fn create(dav: &Dav, call: &Call) -> Result<ToolResult> {
                 Moment::Day(day) => day.to_string(),
                 Moment::At(at) => at.with_timezone(&Utc).to_rfc3339(),
             };
-            format!(
-                "osprey-{}",
-                short_hash(&format!(
-                    "{}\n{start_key}\n{}",
-                    title.to_lowercase(),
-                    collection.url
-                ))
-            )
+            derived_uid(&[&title.to_lowercase(), &start_key, collection.url.as_str()])
         }
     };
     let new = NewEvent {
@@ -258,7 +225,6 @@ async fn create(dav: &Dav, call: &Call) -> Result<ToolResult> {
         location: call.str("location").map(str::to_string),
         description: call.str("description").map(str::to_string),
     };
-    let url = collection.object_url(&uid, Kind::Calendar)?;
     let body = ics::build_event(&new);
     let parsed = ics::parse_events(&body, local)?;
     let when = ics::describe_time(
@@ -270,18 +236,12 @@ async fn create(dav: &Dav, call: &Call) -> Result<ToolResult> {
         },
         local,
     );
-    if dav.create(&collection, Kind::Calendar, &url, body).await? {
-        text(format!(
-            "Created {title:?} {when} in {} (uid {uid}).",
-            collection.label(accounts)
-        ))
-    } else {
-        text(not_created_again(
-            &collection.label(accounts),
-            "event",
-            &uid,
-        ))
-    }
+    text(
+        dav.create_once(&collection, accounts, Kind::Calendar, &uid, body, |label| {
+            format!("Created {title:?} {when} in {label} (uid {uid}).")
+        })
+        .await?,
+    )
 }
 
 async fn update(dav: &Dav, call: &Call) -> Result<ToolResult> {
@@ -307,7 +267,12 @@ async fn update(dav: &Dav, call: &Call) -> Result<ToolResult> {
             "nothing to change: give title, start, end, all_day, timezone, location or description",
         ));
     }
-    let (collection, object, uid) = dav.locate(Kind::Calendar, call).await?;
+    let Located {
+        collection,
+        object,
+        uid,
+        ..
+    } = dav.locate(Kind::Calendar, call).await?;
     let updated = ics::update_event(&object.text, &uid, &changes, local)?;
     dav.replace(&collection, Kind::Calendar, &object, updated.clone())
         .await?;
@@ -337,24 +302,21 @@ async fn update(dav: &Dav, call: &Call) -> Result<ToolResult> {
 }
 
 async fn delete(dav: &Dav, call: &Call) -> Result<ToolResult> {
-    let (collection, object, uid) = dav.locate(Kind::Calendar, call).await?;
-    let title = ics::parse_events(&object.text, dav.local_zone())
-        .ok()
-        .and_then(|events| events.into_iter().find(|e| e.uid == uid))
-        .map(|e| e.summary)
-        .unwrap_or_default();
-    if dav.remove(&collection, Kind::Calendar, &object).await? {
-        text(format!(
-            "Deleted {title:?} (uid {uid}) from {}.",
-            collection.name
-        ))
-    } else {
-        text(format!("The event {uid} was already gone."))
-    }
+    let local = dav.local_zone();
+    text(
+        dav.delete_by_uid(Kind::Calendar, call, |body, uid| {
+            ics::parse_events(body, local)
+                .ok()?
+                .into_iter()
+                .find(|e| e.uid == uid)
+                .map(|e| e.summary)
+        })
+        .await?,
+    )
 }
 
 async fn import(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResult> {
-    let path = file_path(call, paths, false)?;
+    let path = file_path(call, Kind::Calendar, paths, false)?;
     let content = read_file(&path).await?;
     let document = Document::parse(&content)
         .map_err(|e| Error::invalid(format!("{} is not an .ics file: {e}", path.display())))?;
@@ -372,13 +334,11 @@ async fn import(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
                     let uid = match event.value("UID").filter(|u| !u.is_empty()) {
                         Some(uid) => uid,
                         None => {
-                            let key = format!(
-                                "{}\n{}\n{}",
-                                event.value("SUMMARY").unwrap_or_default().to_lowercase(),
-                                event.value("DTSTART").unwrap_or_default(),
-                                collection.url
-                            );
-                            let uid = format!("osprey-{}", short_hash(&key));
+                            let uid = derived_uid(&[
+                                &event.value("SUMMARY").unwrap_or_default().to_lowercase(),
+                                &event.value("DTSTART").unwrap_or_default(),
+                                collection.url.as_str(),
+                            ]);
                             event.replace(&["UID"], vec![format!("UID:{uid}")]);
                             uid
                         }
@@ -398,53 +358,40 @@ async fn import(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
             path.display()
         )));
     }
-    let (mut created, mut there) = (0, 0);
-    for (uid, events) in &groups {
+    let mut objects = Vec::new();
+    for (uid, events) in groups {
         let mut object = Block::new("VCALENDAR");
         object.replace(
             &[],
             vec!["VERSION:2.0".into(), "PRODID:-//Osprey//os tool//EN".into()],
         );
+        // The zones the events' times name (DTSTART, DTEND, EXDATE, RECURRENCE-ID, alarms).
         let used: Vec<String> = events
             .iter()
-            .flat_map(|e| &e.props)
-            .map(|l| l.unfolded())
+            .flat_map(|e| {
+                e.props
+                    .iter()
+                    .chain(e.children.iter().flat_map(|c| &c.props))
+            })
+            .filter_map(|l| l.param("TZID"))
             .collect();
         for zone in &zones {
-            let tzid = zone.value("TZID").unwrap_or_default();
-            if used.iter().any(|l| {
-                l.contains(&format!("TZID={tzid}:")) || l.contains(&format!("TZID=\"{tzid}\""))
-            }) {
+            if zone.value("TZID").is_some_and(|tzid| used.contains(&tzid)) {
                 object.children.push(zone.clone());
             }
         }
-        object.children.extend(events.iter().cloned());
-        let url = collection.object_url(uid, Kind::Calendar)?;
-        if dav
-            .create(&collection, Kind::Calendar, &url, object.to_text())
-            .await?
-        {
-            created += 1;
-        } else {
-            there += 1;
-        }
+        object.children.extend(events);
+        objects.push((uid, object.to_text()));
     }
-    text(format!(
-        "Imported {created} event{} from {} into {}{}.",
-        if created == 1 { "" } else { "s" },
-        path.display(),
-        collection.label(accounts),
-        if there > 0 {
-            format!("; {there} were already there (same uid) and were left as they are")
-        } else {
-            String::new()
-        }
-    ))
+    text(
+        dav.import_objects(&collection, accounts, Kind::Calendar, objects, &path)
+            .await?,
+    )
 }
 
 async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResult> {
     let local = dav.local_zone();
-    let path = file_path(call, paths, true)?;
+    let path = file_path(call, Kind::Calendar, paths, true)?;
     let (start, end) = (input(call, "start")?, input(call, "end")?);
     let range = if start.is_none() && end.is_none() {
         None
@@ -466,7 +413,7 @@ async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
     );
     let mut zones: Vec<Block> = Vec::new();
     let mut events: Vec<Block> = Vec::new();
-    let mut count = 0;
+    let mut written = 0;
     for (_, object, parsed) in &objects {
         if range.is_some() && ics::occurrences(parsed, range.as_ref(), local).is_empty() {
             continue;
@@ -486,48 +433,14 @@ async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
                 }
             }
         }
-        count += 1;
+        written += 1;
     }
     out.children.extend(zones);
     out.children.extend(events);
     write_file(&path, &out.to_text()).await?;
     text(format!(
-        "Wrote {count} event{} to {}.",
-        if count == 1 { "" } else { "s" },
+        "Wrote {} to {}.",
+        count(written, "event"),
         path.display()
     ))
-}
-
-/// What a create that found its object already there says (it is not an error).
-pub(crate) fn not_created_again(collection: &str, what: &str, uid: &str) -> String {
-    format!(
-        "Not created again: {collection} already has the {what} with uid {uid} (the same create \
-         ran before, or that uid is taken), so there is no duplicate. Use update to change it."
-    )
-}
-
-/// A file to import, at most [`MAX_FILE`] bytes, as text.
-pub(crate) async fn read_file(path: &std::path::Path) -> Result<String> {
-    let size = tokio::fs::metadata(path)
-        .await
-        .map_err(|e| Error::invalid(format!("reading {}: {e}", path.display())))?
-        .len();
-    if size > MAX_FILE {
-        return Err(Error::invalid(format!(
-            "{} has {size} bytes; at most {MAX_FILE} are imported",
-            path.display()
-        )));
-    }
-    let bytes = tokio::fs::read(path)
-        .await
-        .map_err(|e| Error::invalid(format!("reading {}: {e}", path.display())))?;
-    String::from_utf8(bytes)
-        .map_err(|_| Error::invalid(format!("{} is not UTF-8 text", path.display())))
-}
-
-/// Writes an export (the file is replaced).
-pub(crate) async fn write_file(path: &std::path::Path, content: &str) -> Result<()> {
-    tokio::fs::write(path, content)
-        .await
-        .map_err(|e| Error::Failed(format!("writing {}: {e}", path.display())))
 }

@@ -27,11 +27,15 @@ pub struct OsConfig {
     pub quit_timeout: Duration,
     /// How long one D-Bus call may take before it is reported as a timeout.
     pub bus_timeout: Duration,
+    /// The sound server (PulseAudio, or PipeWire through pipewire-pulse) as `unix:/path`: the
+    /// outputs of `audio`, and where espeak-ng plays (given to it as `PULSE_SERVER`); `None`:
+    /// the session's (`PULSE_SERVER`, else `$XDG_RUNTIME_DIR/pulse/native`).
+    pub pulse_server: Option<String>,
     /// The CalDAV/CardDAV accounts of the calendar and contacts resources.
     pub dav: crate::dav::DavConfig,
     /// Mail accounts (setting `os.mail`), where their passwords come from, the limits.
     pub mail: crate::mail::MailConfig,
-    /// Text to speech: speech-dispatcher's socket, the sound server, espeak-ng.
+    /// Text to speech: speech-dispatcher's socket, espeak-ng.
     pub tts: crate::tts::SpeechConfig,
 }
 
@@ -46,6 +50,7 @@ impl Default for OsConfig {
             disabled_categories: Vec::new(),
             quit_timeout: Duration::from_secs(5),
             bus_timeout: Duration::from_secs(5),
+            pulse_server: None,
             dav: crate::dav::DavConfig::default(),
             mail: crate::mail::MailConfig::default(),
             tts: crate::tts::SpeechConfig::default(),

@@ -6,11 +6,12 @@
 use osprey_tools::Call;
 use osprey_types::ToolResult;
 
-use crate::calendar::{PathCheck, file_path, not_created_again, read_file, text, write_file};
 use crate::dav::http;
+use crate::dav::resource::{PathCheck, derived_uid, file_path, read_file, write_file};
 use crate::dav::vcf::{self, ContactFields};
-use crate::dav::{Collection, Dav, Kind, StoredObject, check_uid, short_hash};
+use crate::dav::{Collection, Dav, Kind, Located, StoredObject, check_uid};
 use crate::error::{Error, Result};
+use crate::tool::{count, text};
 
 /// Contacts a listing shows at most.
 const MAX_LINES: usize = 300;
@@ -152,34 +153,20 @@ async fn create(dav: &Dav, call: &Call) -> Result<ToolResult> {
                 .next()
                 .cloned()
                 .unwrap_or_default();
-            format!(
-                "osprey-{}",
-                short_hash(&format!(
-                    "{}\n{}\n{}",
-                    name.to_lowercase(),
-                    first.trim().to_lowercase(),
-                    book.url
-                ))
-            )
+            derived_uid(&[
+                &name.to_lowercase(),
+                &first.trim().to_lowercase(),
+                book.url.as_str(),
+            ])
         }
     };
-    let url = book.object_url(&uid, Kind::Contacts)?;
-    if dav
-        .create(
-            &book,
-            Kind::Contacts,
-            &url,
-            vcf::build_contact(&uid, &fields),
-        )
-        .await?
-    {
-        text(format!(
-            "Created the contact {name:?} in {} (uid {uid}).",
-            book.label(accounts)
-        ))
-    } else {
-        text(not_created_again(&book.label(accounts), "contact", &uid))
-    }
+    let card = vcf::build_contact(&uid, &fields);
+    text(
+        dav.create_once(&book, accounts, Kind::Contacts, &uid, card, |label| {
+            format!("Created the contact {name:?} in {label} (uid {uid}).")
+        })
+        .await?,
+    )
 }
 
 async fn update(dav: &Dav, call: &Call) -> Result<ToolResult> {
@@ -197,7 +184,12 @@ async fn update(dav: &Dav, call: &Call) -> Result<ToolResult> {
     if fields.name.as_deref() == Some("") {
         return Err(Error::invalid("`name` cannot be empty"));
     }
-    let (book, object, uid) = dav.locate(Kind::Contacts, call).await?;
+    let Located {
+        collection: book,
+        object,
+        uid,
+        ..
+    } = dav.locate(Kind::Contacts, call).await?;
     let updated = vcf::update_contact(&object.text, &uid, &fields)?;
     dav.replace(&book, Kind::Contacts, &object, updated.clone())
         .await?;
@@ -209,24 +201,20 @@ async fn update(dav: &Dav, call: &Call) -> Result<ToolResult> {
 }
 
 async fn delete(dav: &Dav, call: &Call) -> Result<ToolResult> {
-    let (book, object, uid) = dav.locate(Kind::Contacts, call).await?;
-    let name = vcf::parse_contacts(&object.text)
-        .ok()
-        .and_then(|c| c.into_iter().find(|c| c.uid == uid))
-        .map(|c| c.name)
-        .unwrap_or_default();
-    if dav.remove(&book, Kind::Contacts, &object).await? {
-        text(format!(
-            "Deleted the contact {name:?} (uid {uid}) from {}.",
-            book.name
-        ))
-    } else {
-        text(format!("The contact {uid} was already gone."))
-    }
+    text(
+        dav.delete_by_uid(Kind::Contacts, call, |body, uid| {
+            vcf::parse_contacts(body)
+                .ok()?
+                .into_iter()
+                .find(|c| c.uid == uid)
+                .map(|c| c.name)
+        })
+        .await?,
+    )
 }
 
 async fn import(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResult> {
-    let path = file_path(call, paths, false)?;
+    let path = file_path(call, Kind::Contacts, paths, false)?;
     let content = read_file(&path).await?;
     let cards = vcf::split_cards(&content)
         .map_err(|e| Error::invalid(format!("{} is not a .vcf file: {e}", path.display())))?;
@@ -244,33 +232,17 @@ async fn import(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
     let (book, accounts) = dav
         .pick(Kind::Contacts, call.str("account"), call.str("book"))
         .await?;
-    let (mut created, mut there) = (0, 0);
-    for (uid, card) in cards {
-        let url = book.object_url(&uid, Kind::Contacts)?;
-        if dav.create(&book, Kind::Contacts, &url, card).await? {
-            created += 1;
-        } else {
-            there += 1;
-        }
-    }
-    text(format!(
-        "Imported {created} contact{} from {} into {}{}.",
-        if created == 1 { "" } else { "s" },
-        path.display(),
-        book.label(accounts),
-        if there > 0 {
-            format!("; {there} were already there (same uid) and were left as they are")
-        } else {
-            String::new()
-        }
-    ))
+    text(
+        dav.import_objects(&book, accounts, Kind::Contacts, cards, &path)
+            .await?,
+    )
 }
 
 async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResult> {
-    let path = file_path(call, paths, true)?;
+    let path = file_path(call, Kind::Contacts, paths, true)?;
     let (books, _) = book_for(dav, call).await?;
     let mut out = String::new();
-    let mut count = 0;
+    let mut written = 0;
     for (_, object) in fetch(dav, &books).await? {
         let text = object.text.trim_end();
         if text.is_empty() {
@@ -278,12 +250,12 @@ async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
         }
         out.push_str(&text.replace("\r\n", "\n").replace('\n', "\r\n"));
         out.push_str("\r\n");
-        count += 1;
+        written += 1;
     }
     write_file(&path, &out).await?;
     text(format!(
-        "Wrote {count} contact{} to {}.",
-        if count == 1 { "" } else { "s" },
+        "Wrote {} to {}.",
+        count(written, "contact"),
         path.display()
     ))
 }

@@ -1,6 +1,7 @@
 //! The crate's one error type. Each variant maps to a stable [`ErrorCode`]; messages are written
 //! for the model that reads them: what went wrong and what to do next.
 
+use std::future::Future;
 use std::time::Duration;
 
 use osprey_types::{ErrorCode, ToolResult};
@@ -73,4 +74,19 @@ impl Error {
     pub fn into_result(self) -> ToolResult {
         ToolResult::error(self.code(), self.to_string())
     }
+}
+
+/// Runs `work` with a deadline: past it, [`Error::Timeout`] naming `what` (`connecting to
+/// imap.example.com:993`), so every step that waits on another program says what it waited for.
+pub(crate) async fn within<T>(
+    what: impl Into<String>,
+    after: Duration,
+    work: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    tokio::time::timeout(after, work).await.unwrap_or_else(|_| {
+        Err(Error::Timeout {
+            what: what.into(),
+            after,
+        })
+    })
 }

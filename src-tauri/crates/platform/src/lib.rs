@@ -28,6 +28,7 @@ pub mod music;
 pub mod notification;
 pub mod search;
 pub mod system;
+mod tls;
 pub mod tool;
 pub mod tts;
 pub mod window;

@@ -22,9 +22,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::tool::count;
 
 pub use message::Attachment;
-pub(crate) use message::count;
 
 /// The setting that holds the accounts: `{"accounts": [...]}` (see [`MailSettings`]).
 pub const SETTING: &str = "os.mail";
@@ -241,7 +241,8 @@ impl MailConfig {
         }
     }
 
-    /// The accounts and the step timeout in force now.
+    /// The accounts and the step timeout in force now (reads the setting: call it from a
+    /// blocking thread).
     fn current(&self) -> (Vec<MailAccount>, Duration) {
         match &self.settings {
             Some(read) => {
@@ -313,6 +314,73 @@ pub struct Page {
     pub page: usize,
 }
 
+/// What one call works with: its account, that account's password and the step timeout, read
+/// together once per call on a blocking thread (the setting is read from the database, and a
+/// keyring look-up goes over D-Bus, so neither may run on the async runtime), then passed down.
+#[derive(Clone)]
+pub struct Resolved {
+    pub account: MailAccount,
+    password: String,
+    timeout: Duration,
+}
+
+impl fmt::Debug for Resolved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resolved")
+            .field("account", &self.account.name)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The account `name`, or the first one.
+fn pick(accounts: &[MailAccount], name: Option<&str>) -> Result<MailAccount> {
+    if accounts.is_empty() {
+        return Err(Error::NotConfigured(format!(
+            "no mail account is set up. To add one: {}",
+            setup_steps()
+        )));
+    }
+    match name.map(str::trim).filter(|n| !n.is_empty()) {
+        None => Ok(accounts[0].clone()),
+        Some(wanted) => accounts
+            .iter()
+            .find(|a| a.name.eq_ignore_ascii_case(wanted))
+            .cloned()
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "no mail account named {wanted:?}; the accounts are: {}",
+                    accounts
+                        .iter()
+                        .map(|a| a.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            }),
+    }
+}
+
+impl MailConfig {
+    /// The account's password from the secret store (blocking).
+    fn password(&self, account: &MailAccount) -> Result<String> {
+        let missing = || {
+            Error::NotConfigured(format!(
+                "no password is stored for the mail account {:?}. Store it with `osprey os \
+                 mail-password {}` (it reads the password from standard input and keeps it in \
+                 the system keyring, or Osprey's private secrets file without one)",
+                account.name, account.name
+            ))
+        };
+        let Some(lookup) = &self.secrets else {
+            return Err(missing());
+        };
+        lookup(&password_secret(&account.name))
+            .map_err(|e| Error::unavailable("the secret store", e))?
+            .filter(|p| !p.is_empty())
+            .ok_or_else(missing)
+    }
+}
+
 /// The mail accounts, as the `os` tool uses them.
 #[derive(Debug)]
 pub struct Mail {
@@ -328,82 +396,55 @@ impl Mail {
         &self.config
     }
 
-    /// The account `name`, or the first one.
-    pub fn account(&self, name: Option<&str>) -> Result<MailAccount> {
-        let (accounts, _) = self.config.current();
-        if accounts.is_empty() {
-            return Err(Error::NotConfigured(format!(
-                "no mail account is set up. To add one: {}",
-                setup_steps()
-            )));
-        }
-        match name.map(str::trim).filter(|n| !n.is_empty()) {
-            None => Ok(accounts[0].clone()),
-            Some(wanted) => accounts
-                .iter()
-                .find(|a| a.name.eq_ignore_ascii_case(wanted))
-                .cloned()
-                .ok_or_else(|| {
-                    Error::invalid(format!(
-                        "no mail account named {wanted:?}; the accounts are: {}",
-                        accounts
-                            .iter()
-                            .map(|a| a.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ))
-                }),
-        }
-    }
-
-    /// The account's password from the secret store.
-    async fn password(&self, account: &MailAccount) -> Result<String> {
-        let missing = || {
-            Error::NotConfigured(format!(
-                "no password is stored for the mail account {:?}. Store it with `osprey os \
-                 mail-password {}` (it reads the password from standard input and keeps it in \
-                 the system keyring, or Osprey's private secrets file without one)",
-                account.name, account.name
-            ))
-        };
-        let Some(lookup) = self.config.secrets.clone() else {
-            return Err(missing());
-        };
-        let key = password_secret(&account.name);
-        let found = tokio::task::spawn_blocking(move || lookup(&key))
+    /// Runs `work` on the configuration on a blocking thread.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&MailConfig) -> T + Send + 'static,
+    ) -> Result<T> {
+        let config = self.config.clone();
+        tokio::task::spawn_blocking(move || work(&config))
             .await
-            .map_err(|e| Error::Failed(format!("the secret store's thread failed: {e}")))?
-            .map_err(|e| Error::unavailable("the secret store", e))?;
-        found.filter(|p| !p.is_empty()).ok_or_else(missing)
+            .map_err(|e| Error::Failed(format!("reading the mail settings failed: {e}")))
     }
 
-    fn timeout(&self) -> Duration {
-        self.config.current().1
+    /// The account `name` (or the first one) with its password and the timeout in force.
+    pub async fn resolve(&self, name: Option<&str>) -> Result<Resolved> {
+        let name = name.map(str::to_string);
+        self.blocking(move |config| {
+            let (accounts, timeout) = config.current();
+            let account = pick(&accounts, name.as_deref())?;
+            let password = config.password(&account)?;
+            Ok(Resolved {
+                account,
+                password,
+                timeout,
+            })
+        })
+        .await?
     }
 
-    async fn imap(&self, account: &MailAccount) -> Result<imap::Imap> {
-        let password = self.password(account).await?;
-        imap::Imap::login(account, &password, self.timeout()).await
+    async fn imap(&self, call: &Resolved) -> Result<imap::Imap> {
+        imap::Imap::login(&call.account, &call.password, call.timeout).await
     }
 
     /// Folders with their message and unseen counts.
-    pub async fn folders(&self, account: &MailAccount) -> Result<String> {
-        let mut imap = self.imap(account).await?;
+    pub async fn folders(&self, call: &Resolved) -> Result<String> {
+        let mut imap = self.imap(call).await?;
         let result = imap.folders().await;
         imap.logout().await;
         let folders = result?;
         let mut lines = vec![format!(
             "{} of {}:",
             count(folders.len(), "folder"),
-            account.name
+            call.account.name
         )];
         lines.extend(folders.iter().map(ToString::to_string));
         Ok(lines.join("\n"))
     }
 
     /// The newest messages of a folder, a page at a time.
-    pub async fn list(&self, account: &MailAccount, folder: &str, page: Page) -> Result<String> {
-        let mut imap = self.imap(account).await?;
+    pub async fn list(&self, call: &Resolved, folder: &str, page: Page) -> Result<String> {
+        let mut imap = self.imap(call).await?;
         let result = imap.list(folder, page).await;
         imap.logout().await;
         let (total, summaries) = result?;
@@ -413,13 +454,13 @@ impl Mail {
     /// Messages that match, newest first, a page at a time.
     pub async fn search(
         &self,
-        account: &MailAccount,
+        call: &Resolved,
         folder: &str,
         search: &Search,
         page: Page,
     ) -> Result<String> {
         let criteria = imap::criteria(search)?;
-        let mut imap = self.imap(account).await?;
+        let mut imap = self.imap(call).await?;
         let result = imap.search(folder, &criteria, page).await;
         imap.logout().await;
         let (total, summaries) = result?;
@@ -436,13 +477,13 @@ impl Mail {
     /// on) and its attachments. Marks it seen only when asked.
     pub async fn read(
         &self,
-        account: &MailAccount,
+        call: &Resolved,
         folder: &str,
         uid: u32,
         offset: usize,
         mark_seen: bool,
     ) -> Result<String> {
-        let mut imap = self.imap(account).await?;
+        let mut imap = self.imap(call).await?;
         let result = imap.fetch_message(folder, uid, mark_seen).await;
         imap.logout().await;
         let (flags, raw) = result?;
@@ -458,28 +499,29 @@ impl Mail {
     }
 
     /// Sends a new message.
-    pub async fn send(&self, account: &MailAccount, outgoing: Outgoing) -> Result<String> {
-        let email = message::compose(account, &outgoing, None)?;
-        self.deliver(account, email, None).await
+    pub async fn send(&self, call: &Resolved, outgoing: Outgoing) -> Result<String> {
+        let email = message::compose(&call.account, &outgoing, None)?;
+        self.deliver(call, email, None).await
     }
 
     /// Replies to a message (to its sender, or everyone with `reply_all`): `Re:` subject,
     /// In-Reply-To and References, the original quoted below the text; marks it answered.
     pub async fn reply(
         &self,
-        account: &MailAccount,
+        call: &Resolved,
         folder: &str,
         uid: u32,
         reply_all: bool,
         text: String,
         attachments: Vec<Attachment>,
     ) -> Result<String> {
-        let mut imap = self.imap(account).await?;
+        let account = &call.account;
+        let mut imap = self.imap(call).await?;
         let result: Result<String> = async {
             let (_, raw) = imap.fetch_message(folder, uid, false).await?;
             let reply = message::reply_to(account, &raw, reply_all, text, attachments)?;
             let email = message::compose(account, &reply.outgoing, Some(&reply.thread))?;
-            let sent = self.deliver(account, email, Some(&mut imap)).await?;
+            let sent = self.deliver(call, email, Some(&mut imap)).await?;
             // Best effort: the reply went out either way.
             let _ = imap.mark_answered(folder, uid).await;
             Ok(sent)
@@ -493,13 +535,12 @@ impl Mail {
     /// (reusing `imap` when the caller is logged in already).
     async fn deliver(
         &self,
-        account: &MailAccount,
+        call: &Resolved,
         email: message::Composed,
         imap: Option<&mut imap::Imap>,
     ) -> Result<String> {
-        let password = self.password(account).await?;
-        let timeout = self.timeout();
-        smtp::send(account, &password, &email, timeout).await?;
+        let account = &call.account;
+        smtp::send(account, &call.password, &email, call.timeout).await?;
         let mut said = format!(
             "Sent {:?} to {} (Message-ID {}).",
             email.subject,
@@ -509,7 +550,7 @@ impl Mail {
         if let Some(folder) = account.sent_folder.as_deref().filter(|f| !f.is_empty()) {
             let saved = match imap {
                 Some(session) => session.append_sent(folder, &email.formatted).await,
-                None => match imap::Imap::login(account, &password, timeout).await {
+                None => match self.imap(call).await {
                     Ok(mut session) => {
                         let saved = session.append_sent(folder, &email.formatted).await;
                         session.logout().await;
@@ -528,7 +569,16 @@ impl Mail {
 
     /// Whether mail works: accounts set up, passwords stored, each IMAP server answering.
     pub async fn probe(&self) -> Result<String> {
-        let (accounts, timeout) = self.config.current();
+        let (accounts, timeout, stored) = self
+            .blocking(|config| {
+                let (accounts, timeout) = config.current();
+                let stored: Vec<bool> = accounts
+                    .iter()
+                    .map(|a| config.password(a).is_ok())
+                    .collect();
+                (accounts, timeout, stored)
+            })
+            .await?;
         if accounts.is_empty() {
             return Err(Error::NotConfigured(format!(
                 "no mail account is set up. To add one: {}",
@@ -537,10 +587,11 @@ impl Mail {
         }
         let mut parts = Vec::new();
         let mut any = false;
-        for account in &accounts {
-            let password = match self.password(account).await {
-                Ok(_) => "password stored",
-                Err(_) => "no password stored",
+        for (account, stored) in accounts.iter().zip(stored) {
+            let password = if stored {
+                "password stored"
+            } else {
+                "no password stored"
             };
             match imap::greet(account, timeout.min(Duration::from_secs(5))).await {
                 Ok(()) => {
@@ -628,7 +679,7 @@ mod tests {
     #[tokio::test]
     async fn no_account_or_password_says_how_to_set_one_up() {
         let mail = Mail::new(MailConfig::default());
-        let err = mail.account(None).unwrap_err();
+        let err = mail.resolve(None).await.unwrap_err();
         assert_eq!(err.code().as_str(), "not_configured");
         assert!(
             err.to_string().contains("osprey config set os.mail"),
@@ -646,14 +697,48 @@ mod tests {
             secrets: Some(Arc::new(|_| Ok(None))),
             ..MailConfig::default()
         });
-        let account = mail.account(Some("WORK")).unwrap();
-        let err = mail.folders(&account).await.unwrap_err();
+        let err = mail.resolve(Some("WORK")).await.unwrap_err();
         assert_eq!(err.code().as_str(), "not_configured");
         assert!(
             err.to_string().contains("osprey os mail-password work"),
             "{err}"
         );
-        let err = mail.account(Some("home")).unwrap_err();
+        let err = mail.resolve(Some("home")).await.unwrap_err();
         assert!(err.to_string().contains("accounts are: work"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn one_call_reads_the_setting_and_the_password_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let reads = Arc::new(AtomicUsize::new(0));
+        let lookups = Arc::new(AtomicUsize::new(0));
+        let (r, l) = (reads.clone(), lookups.clone());
+        let mail = Mail::new(MailConfig::live(
+            Arc::new(move || {
+                r.fetch_add(1, Ordering::SeqCst);
+                settings(json!({"accounts": [{
+                    "name": "work", "email": "me@example.com",
+                    "imap": {"host": "127.0.0.1"}, "smtp": {"host": "127.0.0.1"}
+                }], "timeout_seconds": 7}))
+            }),
+            Arc::new(move |_| {
+                l.fetch_add(1, Ordering::SeqCst);
+                Ok(Some("pw".into()))
+            }),
+        ));
+        let call = mail.resolve(None).await.unwrap();
+        assert_eq!(
+            (
+                call.account.name.as_str(),
+                call.timeout,
+                call.password.as_str()
+            ),
+            ("work", Duration::from_secs(7), "pw")
+        );
+        assert_eq!(
+            (reads.load(Ordering::SeqCst), lookups.load(Ordering::SeqCst)),
+            (1, 1)
+        );
+        assert!(!format!("{call:?}").contains("pw"));
     }
 }

@@ -147,11 +147,17 @@ impl OsTool {
             }
             "window" => {
                 let windows = self.blocking(|b| b.windows()).await?;
-                Ok(format!("window manager answers; {} windows", windows.len()))
+                Ok(format!(
+                    "window manager answers; {}",
+                    count(windows.len(), "window")
+                ))
             }
             "app" => {
-                let count = self.blocking(|b| b.installed()).await?.len();
-                Ok(format!("{count} desktop applications installed"))
+                let installed = self.blocking(|b| b.installed()).await?.len();
+                Ok(format!(
+                    "{} installed",
+                    count(installed, "desktop application")
+                ))
             }
             "calendar" => self.dav.probe(crate::dav::Kind::Calendar).await,
             "contacts" => self.dav.probe(crate::dav::Kind::Contacts).await,
@@ -582,8 +588,18 @@ fn os_domain(offered: &[&Capability]) -> Domain {
     }
 }
 
-fn text(message: impl Into<String>) -> Result<ToolResult> {
+pub(crate) fn text(message: impl Into<String>) -> Result<ToolResult> {
     Ok(ToolResult::text(message))
+}
+
+/// `1 message`, `2 messages`: a number and the word for what it counts, for the answers and
+/// status texts (the word must take a plain `s` in the plural).
+pub(crate) fn count(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
 }
 
 fn int(call: &Call, key: &str) -> Option<i64> {

@@ -14,9 +14,6 @@ pub struct SpeechConfig {
     /// speech-dispatcher's socket; `None`: `SPEECHD_ADDRESS` (`unix_socket:/path`), else
     /// `$XDG_RUNTIME_DIR/speech-dispatcher/speechd.sock`.
     pub speechd_socket: Option<PathBuf>,
-    /// The PulseAudio (or PipeWire-Pulse) server espeak-ng plays through, given to it as
-    /// `PULSE_SERVER`; `None`: the session's.
-    pub pulse_server: Option<String>,
     /// The espeak-ng program; `None`: `espeak-ng` on `PATH`.
     pub espeak_program: Option<PathBuf>,
     /// How long one request to speech-dispatcher, or a start of espeak-ng, may take.
@@ -27,7 +24,6 @@ impl Default for SpeechConfig {
     fn default() -> Self {
         SpeechConfig {
             speechd_socket: None,
-            pulse_server: None,
             espeak_program: None,
             timeout: Duration::from_secs(5),
         }
@@ -111,27 +107,71 @@ pub fn espeak_words_per_minute(rate: i32) -> u32 {
     }
 }
 
+/// What the chunks of a RIFF WAVE file say up to its `data` chunk.
+struct WavLayout {
+    channels: u16,
+    rate: u32,
+    byte_rate: u32,
+    /// Where the `data` chunk's header starts.
+    data: usize,
+}
+
+/// Walks the chunks in order, each by its size (a chunk's contents are never searched), to the
+/// `fmt ` facts and the `data` chunk; the walk stops there, as a piped WAV's data size is a
+/// placeholder. `None`: not a WAV file.
+fn wav_layout(wav: &[u8]) -> Option<WavLayout> {
+    if wav.get(0..4)? != b"RIFF" || wav.get(8..12)? != b"WAVE" {
+        return None;
+    }
+    let u16_at = |at: usize| Some(u16::from_le_bytes(wav.get(at..at + 2)?.try_into().ok()?));
+    let u32_at = |at: usize| Some(u32::from_le_bytes(wav.get(at..at + 4)?.try_into().ok()?));
+    let mut format = None;
+    let mut at = 12;
+    while at + 8 <= wav.len() {
+        let size = u32_at(at + 4)? as usize;
+        match wav.get(at..at + 4)? {
+            b"fmt " => format = Some((u16_at(at + 10)?, u32_at(at + 12)?, u32_at(at + 16)?)),
+            b"data" => {
+                let (channels, rate, byte_rate) = format?;
+                return Some(WavLayout {
+                    channels,
+                    rate,
+                    byte_rate,
+                    data: at,
+                });
+            }
+            _ => {}
+        }
+        at = at.checked_add(8 + size + (size & 1))?;
+    }
+    None
+}
+
+/// Seconds, sample rate and channels of a WAV file (the data that is there, whatever its header
+/// claims).
+pub fn wav_facts(wav: &[u8]) -> Option<(f64, u32, u16)> {
+    let layout = wav_layout(wav)?;
+    let stored = u32::from_le_bytes(wav.get(layout.data + 4..layout.data + 8)?.try_into().ok()?);
+    let present = (wav.len() - layout.data - 8).min(stored as usize);
+    (layout.byte_rate > 0).then(|| {
+        (
+            present as f64 / f64::from(layout.byte_rate),
+            layout.rate,
+            layout.channels,
+        )
+    })
+}
+
 /// A WAV written to a pipe has placeholder sizes (the writer cannot seek back): sets the RIFF
 /// and `data` chunk sizes from what was actually written, so players and `soxi` see its length.
 pub fn fix_wav_sizes(wav: &mut [u8]) -> Result<()> {
     let bad = || Error::Failed("espeak-ng did not produce a WAV file".into());
-    if wav.len() < 12 || &wav[0..4] != b"RIFF" || &wav[8..12] != b"WAVE" {
-        return Err(bad());
-    }
+    let data = wav_layout(wav).ok_or_else(bad)?.data;
     let riff = u32::try_from(wav.len() - 8).map_err(|_| bad())?;
     wav[4..8].copy_from_slice(&riff.to_le_bytes());
-    let mut at = 12;
-    while at + 8 <= wav.len() {
-        let id = &wav[at..at + 4];
-        if id == b"data" {
-            let data = u32::try_from(wav.len() - at - 8).map_err(|_| bad())?;
-            wav[at + 4..at + 8].copy_from_slice(&data.to_le_bytes());
-            return Ok(());
-        }
-        let size = u32::from_le_bytes([wav[at + 4], wav[at + 5], wav[at + 6], wav[at + 7]]);
-        at += 8 + size as usize + (size as usize & 1);
-    }
-    Err(bad())
+    let size = u32::try_from(wav.len() - data - 8).map_err(|_| bad())?;
+    wav[data + 4..data + 8].copy_from_slice(&size.to_le_bytes());
+    Ok(())
 }
 
 /// Speaks; the Linux backend implements it, other platforms answer `platform_not_supported`.
@@ -176,15 +216,43 @@ mod tests {
         assert_eq!(espeak_words_per_minute(-100), 80);
     }
 
+    /// A mono 22050 Hz 16-bit WAV header as a pipe leaves it, an `extra` chunk before `data`.
+    fn piped_wav(extra: &[u8]) -> Vec<u8> {
+        let mut wav = b"RIFF\xff\xff\xff\x7fWAVEfmt \x10\x00\x00\x00".to_vec();
+        wav.extend(1u16.to_le_bytes()); // PCM
+        wav.extend(1u16.to_le_bytes()); // channels
+        wav.extend(22_050u32.to_le_bytes());
+        wav.extend(44_100u32.to_le_bytes()); // bytes per second
+        wav.extend(2u16.to_le_bytes());
+        wav.extend(16u16.to_le_bytes());
+        wav.extend(extra);
+        wav.extend(b"data\xff\xff\xff\x7f");
+        wav.extend([1u8; 4410]);
+        wav
+    }
+
     #[test]
     fn wav_sizes_are_fixed() {
-        let mut wav = b"RIFF\xff\xff\xff\x7fWAVEfmt \x10\x00\x00\x00".to_vec();
-        wav.extend([0u8; 16]);
-        wav.extend(b"data\xff\xff\xff\x7f");
-        wav.extend([1u8; 10]);
+        let mut wav = piped_wav(&[]);
         fix_wav_sizes(&mut wav).unwrap();
-        assert_eq!(u32::from_le_bytes(wav[4..8].try_into().unwrap()), 46);
-        assert_eq!(u32::from_le_bytes(wav[40..44].try_into().unwrap()), 10);
+        assert_eq!(
+            u32::from_le_bytes(wav[4..8].try_into().unwrap()) as usize,
+            wav.len() - 8
+        );
+        assert_eq!(u32::from_le_bytes(wav[40..44].try_into().unwrap()), 4410);
         assert!(fix_wav_sizes(&mut b"nope".to_vec()).is_err());
+    }
+
+    #[test]
+    fn wav_facts_walk_the_chunks_and_never_search_inside_one() {
+        // A LIST chunk whose text says "data" is stepped over, not taken for the data chunk.
+        let mut wav = piped_wav(b"LIST\x08\x00\x00\x00INFOdata");
+        fix_wav_sizes(&mut wav).unwrap();
+        let (seconds, rate, channels) = wav_facts(&wav).unwrap();
+        assert_eq!((rate, channels), (22_050, 1));
+        assert!((seconds - 0.1).abs() < 1e-9, "{seconds}");
+        // Before its sizes are fixed, only the data that is there counts.
+        assert!((wav_facts(&piped_wav(&[])).unwrap().0 - 0.1).abs() < 1e-9);
+        assert!(wav_facts(b"RIFF\x04\x00\x00\x00WAVE").is_none());
     }
 }

@@ -5,6 +5,8 @@
 //! `timeout`, 401 `permission_denied` (or `not_configured` when no password is stored), 412 a
 //! conflict that tells the model to list again.
 
+use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
@@ -133,22 +135,51 @@ struct Reply {
     body: String,
 }
 
-/// The HTTP side: one reqwest client for all accounts.
+/// The HTTP side: one reqwest client for all accounts, made at the first request (reading the
+/// system's trust store is not worth doing for a tool that never reaches a server).
 pub(crate) struct DavHttp {
-    client: reqwest::Client,
+    client: OnceLock<Result<reqwest::Client>>,
+    ca_file: Option<PathBuf>,
     timeout: Duration,
 }
 
 impl DavHttp {
-    pub(crate) fn new(timeout: Duration) -> DavHttp {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(timeout)
-            .timeout(timeout)
-            .user_agent(concat!("Osprey/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .unwrap_or_default();
-        DavHttp { client, timeout }
+    pub(crate) fn new(timeout: Duration, ca_file: Option<PathBuf>) -> DavHttp {
+        DavHttp {
+            client: OnceLock::new(),
+            ca_file,
+            timeout,
+        }
+    }
+
+    /// The client: TLS with the system's trust store plus the `ca_file` (see [`crate::tls`]),
+    /// redirects left to [`Self::send`], the deadline on every request.
+    fn client(&self) -> Result<&reqwest::Client> {
+        let built = self.client.get_or_init(|| {
+            let roots = crate::tls::ca_file_roots(
+                self.ca_file.as_deref(),
+                "the calendar and contacts accounts",
+            )?;
+            let tls = crate::tls::client_config(roots).map_err(|e| {
+                Error::Failed(format!(
+                    "{e}; the system's certificate authorities are needed for https servers \
+                     (install the ca-certificates package), or a `ca_file` for a private one"
+                ))
+            })?;
+            reqwest::Client::builder()
+                .use_preconfigured_tls(tls)
+                .redirect(reqwest::redirect::Policy::none())
+                .connect_timeout(self.timeout)
+                .timeout(self.timeout)
+                .user_agent(concat!("Osprey/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| Error::Failed(format!("setting up the HTTP client failed: {e}")))
+        });
+        built.as_ref().map_err(|error| match error {
+            // The same answer at every call: a `ca_file` to fix, or a failure.
+            Error::InvalidInput(why) => Error::InvalidInput(why.clone()),
+            other => Error::Failed(other.to_string()),
+        })
     }
 
     /// `href` (absolute, or a path on the server) against `base`.
@@ -321,7 +352,7 @@ impl DavHttp {
     ) -> Result<Reply> {
         let mut url = url.clone();
         for _ in 0..=MAX_REDIRECTS {
-            let mut request = self.client.request(method.clone(), url.clone());
+            let mut request = self.client()?.request(method.clone(), url.clone());
             let mut map = HeaderMap::new();
             for (name, value) in headers {
                 let value = HeaderValue::from_str(value).map_err(|_| {
@@ -640,6 +671,21 @@ mod tests {
             ["/alice/"]
         );
         assert!(parse_multistatus("not xml").is_err());
+    }
+
+    #[test]
+    fn the_client_is_built_with_an_extra_root_or_says_what_is_wrong_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, crate::tls::tests::TEST_CA).unwrap();
+        let http = DavHttp::new(Duration::from_secs(5), Some(ca));
+        http.client().unwrap();
+        let http = DavHttp::new(Duration::from_secs(5), Some(dir.path().join("none.pem")));
+        let err = http.client().unwrap_err().to_string();
+        assert!(
+            err.contains("`ca_file`") && err.contains("of the calendar and contacts accounts"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -45,16 +45,45 @@ impl Line {
     /// The raw value (escapes kept): what follows the first colon outside quotes.
     pub(crate) fn raw_value(&self) -> String {
         let unfolded = self.unfolded();
-        let mut quoted = false;
-        for (i, c) in unfolded.char_indices() {
-            match c {
-                '"' => quoted = !quoted,
-                ':' if !quoted => return unfolded[i + 1..].to_string(),
-                _ => {}
-            }
+        match value_start(&unfolded) {
+            Some(colon) => unfolded[colon + 1..].to_string(),
+            None => String::new(),
         }
-        String::new()
     }
+
+    /// The value of the parameter `name` (`TZID` in `DTSTART;VALUE=DATE-TIME;TZID="x":...`),
+    /// without its quotes, wherever it stands among the others.
+    pub(crate) fn param(&self, name: &str) -> Option<String> {
+        let unfolded = self.unfolded();
+        let head = &unfolded[..value_start(&unfolded)?];
+        let mut quoted = false;
+        head.split(|c| {
+            if c == '"' {
+                quoted = !quoted;
+            }
+            c == ';' && !quoted
+        })
+        .skip(1)
+        .find_map(|param| {
+            let (key, value) = param.split_once('=')?;
+            key.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| value.trim_matches('"').to_string())
+        })
+    }
+}
+
+/// Where the value of an unfolded line starts: its first colon outside quotes.
+fn value_start(unfolded: &str) -> Option<usize> {
+    let mut quoted = false;
+    for (i, c) in unfolded.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            ':' if !quoted => return Some(i),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// One component: its properties, then its sub-components.
@@ -319,6 +348,32 @@ mod tests {
         );
         Document::parse("BEGIN:VEVENT\r\nEND:VTODO\r\n").unwrap_err();
         Document::parse("BEGIN:VEVENT\r\n").unwrap_err();
+    }
+
+    #[test]
+    fn parameters_are_read_wherever_they_stand() {
+        let line = |text: &str| Line::from_text(text);
+        let berlin = Some("Europe/Berlin".to_string());
+        assert_eq!(
+            line("DTSTART;TZID=Europe/Berlin:20260510T100000").param("TZID"),
+            berlin
+        );
+        assert_eq!(
+            line("DTSTART;TZID=Europe/Berlin;VALUE=DATE-TIME:20260510T100000").param("tzid"),
+            berlin
+        );
+        assert_eq!(
+            line("DTSTART;VALUE=DATE-TIME;TZID=\"Europe/Berlin\":20260510T100000").param("TZID"),
+            berlin
+        );
+        assert_eq!(
+            line("X-FOO;X-P=\"a;TZID=b:c\";TZID=d:e")
+                .param("TZID")
+                .as_deref(),
+            Some("d")
+        );
+        assert_eq!(line("DESCRIPTION:TZID=Europe/Berlin").param("TZID"), None);
+        assert_eq!(line("DTSTART:20260510T100000Z").param("TZID"), None);
     }
 
     #[test]

@@ -5,16 +5,18 @@
 //! objects the model has been shown, so a change someone else made since then is refused with
 //! a conflict instead of being overwritten.
 //!
-//! Cross-platform code: reqwest with rustls, nothing from the desktop. Evolution Data Server (the
-//! GNOME desktop's own stores) is not read; its accounts are usually CalDAV/CardDAV ones that can
-//! be configured here directly.
+//! Cross-platform code: reqwest with rustls and the system's trust store (see `tls`), nothing
+//! from the desktop. Evolution Data Server (the GNOME desktop's own stores) is not read; its
+//! accounts are usually CalDAV/CardDAV ones that can be configured here directly.
 
 pub(crate) mod http;
 pub(crate) mod ics;
 pub(crate) mod lines;
+pub(crate) mod resource;
 pub(crate) mod vcf;
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,6 +25,7 @@ use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::tool::count;
 use http::{DavHttp, Prop, Resource};
 
 /// The setting that holds the accounts (`osprey config set dav.accounts '{...}'`).
@@ -146,6 +149,9 @@ pub struct DavConfig {
     pub timezone: Option<String>,
     /// How long one network step (connect, one request with its answer) may take.
     pub timeout: Duration,
+    /// A PEM file of certificates to trust besides the system's, for every account (servers
+    /// with a private certificate authority).
+    pub ca_file: Option<PathBuf>,
 }
 
 impl Default for DavConfig {
@@ -154,6 +160,7 @@ impl Default for DavConfig {
             settings: None,
             timezone: None,
             timeout: Duration::from_secs(20),
+            ca_file: None,
         }
     }
 }
@@ -164,6 +171,7 @@ impl std::fmt::Debug for DavConfig {
             .field("settings", &self.settings.as_ref().map(|_| "..."))
             .field("timezone", &self.timezone)
             .field("timeout", &self.timeout)
+            .field("ca_file", &self.ca_file)
             .finish()
     }
 }
@@ -213,7 +221,7 @@ impl Kind {
     }
 
     /// What one object is called in messages.
-    fn object_word(self) -> &'static str {
+    pub(crate) fn object_word(self) -> &'static str {
         match self {
             Kind::Calendar => "event",
             Kind::Contacts => "contact",
@@ -286,6 +294,15 @@ impl Collection {
     }
 }
 
+/// The object a call's `uid` names, where it was found.
+pub(crate) struct Located {
+    pub collection: Collection,
+    pub object: StoredObject,
+    pub uid: String,
+    /// How many accounts the call looked in (for [`Collection::label`]).
+    pub accounts: usize,
+}
+
 /// A stored object: where it is, its version, its text.
 #[derive(Clone, Debug)]
 pub(crate) struct StoredObject {
@@ -327,7 +344,7 @@ const SEEN_LIMIT: usize = 20_000;
 impl Dav {
     pub(crate) fn new(config: DavConfig) -> Dav {
         Dav {
-            http: DavHttp::new(config.timeout),
+            http: DavHttp::new(config.timeout, config.ca_file.clone()),
             config,
             homes: Mutex::new(HashMap::new()),
             seen: Mutex::new(HashMap::new()),
@@ -348,77 +365,59 @@ impl Dav {
             .unwrap_or(chrono_tz::UTC)
     }
 
-    /// The accounts serving `kind`, with their passwords; `not_configured` when there is none.
+    /// The accounts serving `kind` (only `wanted` when given), each with its password;
+    /// `not_configured` when there is none. Read on a blocking thread (a keyring look-up may
+    /// block), and only the passwords of the accounts the call uses.
     pub(crate) async fn sessions(&self, kind: Kind, wanted: Option<&str>) -> Result<Vec<Session>> {
         let Some(settings) = self.config.settings.clone() else {
             return Err(Error::NotConfigured(how_to_add_account(kind)));
         };
-        let accounts = tokio::task::spawn_blocking(move || {
-            settings
+        let wanted = wanted.map(str::to_string);
+        tokio::task::spawn_blocking(move || {
+            let serving: Vec<DavAccount> = settings
                 .accounts()
                 .into_iter()
-                .map(|account| {
-                    let password = settings.password(&account.name);
-                    (account, password)
-                })
+                .filter(|a| a.kind.serves(kind))
+                .collect();
+            if serving.is_empty() {
+                return Err(Error::NotConfigured(how_to_add_account(kind)));
+            }
+            let names = serving
+                .iter()
+                .map(|a| a.name.as_str())
                 .collect::<Vec<_>>()
+                .join(", ");
+            let chosen: Vec<DavAccount> = serving
+                .iter()
+                .filter(|a| {
+                    wanted
+                        .as_deref()
+                        .is_none_or(|w| w.eq_ignore_ascii_case(&a.name))
+                })
+                .cloned()
+                .collect();
+            if chosen.is_empty() {
+                return Err(Error::invalid(format!(
+                    "no {} account named {:?}; the accounts are: {names}",
+                    kind.protocol(),
+                    wanted.unwrap_or_default()
+                )));
+            }
+            chosen
+                .into_iter()
+                .map(|account| {
+                    let base = account_base(&account)?;
+                    let password = settings.password(&account.name);
+                    Ok(Session {
+                        account,
+                        base,
+                        password,
+                    })
+                })
+                .collect()
         })
         .await
-        .map_err(|e| Error::Failed(format!("reading the accounts failed: {e}")))?;
-        let serving: Vec<_> = accounts
-            .into_iter()
-            .filter(|(a, _)| a.kind.serves(kind))
-            .collect();
-        if serving.is_empty() {
-            return Err(Error::NotConfigured(how_to_add_account(kind)));
-        }
-        let names = serving
-            .iter()
-            .map(|(a, _)| a.name.clone())
-            .collect::<Vec<_>>()
-            .join(", ");
-        let mut sessions = Vec::new();
-        for (account, password) in serving {
-            if wanted.is_some_and(|w| !w.eq_ignore_ascii_case(&account.name)) {
-                continue;
-            }
-            let name = &account.name;
-            for (missing, field, example) in [
-                (
-                    account.url.trim().is_empty(),
-                    "url",
-                    "https://dav.example.com/",
-                ),
-                (account.username.trim().is_empty(), "username", "<user>"),
-            ] {
-                if missing {
-                    return Err(Error::NotConfigured(format!(
-                        "the account `{name}` has no {field} yet: set it with `osprey config set \
-                         dav.{name}.{field} {example}`"
-                    )));
-                }
-            }
-            let base = Url::parse(&account.url).map_err(|e| {
-                Error::NotConfigured(format!(
-                    "the account `{}` has an unusable URL {:?} ({e}); fix it with `osprey config \
-                     set dav.{}.url https://...`",
-                    account.name, account.url, account.name
-                ))
-            })?;
-            sessions.push(Session {
-                account,
-                base,
-                password,
-            });
-        }
-        if sessions.is_empty() {
-            return Err(Error::invalid(format!(
-                "no {} account named {:?}; the accounts are: {names}",
-                kind.protocol(),
-                wanted.unwrap_or_default()
-            )));
-        }
-        Ok(sessions)
+        .map_err(|e| Error::Failed(format!("reading the accounts failed: {e}")))?
     }
 
     /// Every calendar (or address book) of the accounts, found from their base URLs.
@@ -593,11 +592,9 @@ impl Dav {
                             kind.collection_word()
                         ),
                         _ => format!(
-                            "account `{}`: {} {}{} ({})",
+                            "account `{}`: {} ({})",
                             session.account.name,
-                            names.len(),
-                            kind.collection_word(),
-                            if names.len() == 1 { "" } else { "s" },
+                            count(names.len(), kind.collection_word()),
                             names.join(", ")
                         ),
                     });
@@ -719,13 +716,9 @@ impl Dav {
 
     /// The object the call's `uid` names, in the collection its `calendar`/`book` names (any,
     /// when none).
-    pub(crate) async fn locate(
-        &self,
-        kind: Kind,
-        call: &Call,
-    ) -> Result<(Collection, StoredObject, String)> {
+    pub(crate) async fn locate(&self, kind: Kind, call: &Call) -> Result<Located> {
         let uid = check_uid(call.str("uid").unwrap_or_default())?.to_string();
-        let (collections, _) = self
+        let (collections, accounts) = self
             .select(kind, call.str("account"), call.str(kind.field()))
             .await?;
         let Some((collection, object)) = self.find(kind, &collections, &uid).await? else {
@@ -735,7 +728,12 @@ impl Dav {
                 call.resource()
             )));
         };
-        Ok((collection, object, uid))
+        Ok(Located {
+            collection,
+            object,
+            uid,
+            accounts,
+        })
     }
 
     /// Stores a new object at `url` unless something is there; false when it was (no
@@ -865,6 +863,33 @@ impl Dav {
     }
 }
 
+/// The account's base URL, or which of its settings is missing or wrong and how to set it.
+fn account_base(account: &DavAccount) -> Result<Url> {
+    let name = &account.name;
+    for (missing, field, example) in [
+        (
+            account.url.trim().is_empty(),
+            "url",
+            "https://dav.example.com/",
+        ),
+        (account.username.trim().is_empty(), "username", "<user>"),
+    ] {
+        if missing {
+            return Err(Error::NotConfigured(format!(
+                "the account `{name}` has no {field} yet: set it with `osprey config set \
+                 dav.{name}.{field} {example}`"
+            )));
+        }
+    }
+    Url::parse(&account.url).map_err(|e| {
+        Error::NotConfigured(format!(
+            "the account `{name}` has an unusable URL {:?} ({e}); fix it with `osprey config set \
+             dav.{name}.url https://...`",
+            account.url
+        ))
+    })
+}
+
 /// A UID a person or model gave: printable, on one line.
 pub(crate) fn check_uid(uid: &str) -> Result<&str> {
     let uid = uid.trim();
@@ -921,4 +946,63 @@ fn last_segment(url: &Url) -> String {
     url.path_segments()
         .and_then(|mut s| s.rfind(|p| !p.is_empty()).map(str::to_string))
         .unwrap_or_else(|| url.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Accounts whose password look-ups are counted.
+    struct Counted {
+        accounts: Vec<DavAccount>,
+        asked: Mutex<Vec<String>>,
+    }
+
+    impl DavSettings for Counted {
+        fn accounts(&self) -> Vec<DavAccount> {
+            self.accounts.clone()
+        }
+        fn password(&self, account: &str) -> Option<String> {
+            self.asked.lock().unwrap().push(account.to_string());
+            Some("pw".into())
+        }
+    }
+
+    #[tokio::test]
+    async fn only_the_passwords_of_the_accounts_a_call_uses_are_read() {
+        let account = |name: &str, kind| DavAccount {
+            name: name.into(),
+            kind,
+            url: "https://dav.example.com/".into(),
+            username: "me".into(),
+        };
+        let settings = Arc::new(Counted {
+            accounts: vec![
+                account("home", DavKind::Dav),
+                account("work", DavKind::Caldav),
+                account("people", DavKind::Carddav),
+            ],
+            asked: Mutex::new(Vec::new()),
+        });
+        let dav = Dav::new(DavConfig {
+            settings: Some(settings.clone()),
+            ..DavConfig::default()
+        });
+        let asked = || std::mem::take(&mut *settings.asked.lock().unwrap());
+        let sessions = dav.sessions(Kind::Calendar, Some("WORK")).await.unwrap();
+        assert_eq!(sessions.len(), 1);
+        assert_eq!(sessions[0].password.as_deref(), Some("pw"));
+        assert_eq!(asked(), ["work"]);
+        dav.sessions(Kind::Contacts, None).await.unwrap();
+        assert_eq!(asked(), ["home", "people"]);
+        let err = dav
+            .sessions(Kind::Contacts, Some("work"))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("the accounts are: home, people"),
+            "{err}"
+        );
+        assert!(asked().is_empty());
+    }
 }

@@ -223,12 +223,10 @@ pub(crate) fn split_cards(text: &str) -> Result<Vec<(String, String)>> {
         let uid = match card.value("UID").filter(|u| !u.is_empty()) {
             Some(uid) => uid,
             None => {
-                let key = format!(
-                    "{}\n{}",
-                    card.value("FN").unwrap_or_default().to_lowercase(),
-                    card.value("EMAIL").unwrap_or_default().to_lowercase()
-                );
-                let uid = format!("osprey-{}", super::short_hash(&key));
+                let uid = super::resource::derived_uid(&[
+                    &card.value("FN").unwrap_or_default().to_lowercase(),
+                    &card.value("EMAIL").unwrap_or_default().to_lowercase(),
+                ]);
                 let at = usize::from(card.has("VERSION"));
                 card.props
                     .insert(at, super::lines::Line::from_text(&format!("UID:{uid}")));

@@ -14,6 +14,7 @@ use pulseaudio::protocol::{self, ChannelVolume, Command, Volume};
 use super::LinuxBackend;
 use crate::audio::{Audio, AudioChange, Output, choose};
 use crate::error::{Error, Result};
+use crate::tool::count;
 
 const WHAT: &str = "the sound server (PulseAudio or PipeWire)";
 
@@ -95,21 +96,16 @@ impl Pulse {
             .map_err(|e| failed(format!("the server refused: {e}")))
     }
 
-    /// Every output, with which is the default.
-    fn outputs(&mut self) -> Result<Vec<(u32, u8, Output)>> {
+    /// Every output with its index and its channels' raw volumes, and which is the default.
+    fn outputs(&mut self) -> Result<Vec<(u32, Vec<u32>, Output)>> {
         let server: protocol::ServerInfo = self.request(&Command::GetServerInfo)?;
         let sinks: protocol::SinkInfoList = self.request(&Command::GetSinkInfoList)?;
         let default = server.default_sink_name;
         Ok(sinks
             .into_iter()
             .map(|sink| {
-                let channels = sink.cvolume.channels();
-                let average = if channels.is_empty() {
-                    0
-                } else {
-                    channels.iter().map(|v| u64::from(v.as_u32())).sum::<u64>()
-                        / channels.len() as u64
-                };
+                let channels: Vec<u32> =
+                    sink.cvolume.channels().iter().map(|v| v.as_u32()).collect();
                 let output = Output {
                     name: sink.name.to_string_lossy().into_owned(),
                     description: sink
@@ -117,11 +113,11 @@ impl Pulse {
                         .as_ref()
                         .map(|d| d.to_string_lossy().into_owned())
                         .unwrap_or_else(|| sink.name.to_string_lossy().into_owned()),
-                    volume_percent: percent_of(average),
+                    volume_percent: percent_of(u64::from(loudest(&channels))),
                     muted: sink.muted,
                     default: default.as_ref() == Some(&sink.name),
                 };
-                (sink.index, channels.len() as u8, output)
+                (sink.index, channels, output)
             })
             .collect())
     }
@@ -137,12 +133,36 @@ fn raw_of(percent: u32) -> u32 {
     (u64::from(Volume::NORM.as_u32()) * u64::from(percent) / 100) as u32
 }
 
+/// The loudest channel: an output's volume as pactl and desktop mixers show it, so a balance
+/// (left quieter than right) does not read as a lower volume.
+fn loudest(channels: &[u32]) -> u32 {
+    channels.iter().copied().max().unwrap_or(0)
+}
+
+/// The channels with the loudest at `percent` and the others scaled by the same factor, so a
+/// change of volume keeps the balance; silent channels all go to `percent`.
+fn scaled(channels: &[u32], percent: u32) -> Vec<u32> {
+    let target = u64::from(raw_of(percent));
+    let max = u64::from(loudest(channels));
+    if channels.is_empty() {
+        return vec![target as u32];
+    }
+    channels
+        .iter()
+        .map(|&raw| {
+            (u64::from(raw) * target + max / 2)
+                .checked_div(max)
+                .unwrap_or(target) as u32
+        })
+        .collect()
+}
+
 impl LinuxBackend {
     async fn with_pulse<T: Send + 'static>(
         &self,
         work: impl FnOnce(&mut Pulse) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        let server = self.config.tts.pulse_server.clone();
+        let server = self.config.pulse_server.clone();
         let timeout = self.config.bus_timeout;
         tokio::task::spawn_blocking(move || work(&mut Pulse::connect(server.as_deref(), timeout)?))
             .await
@@ -154,9 +174,8 @@ impl LinuxBackend {
         let outputs = self.outputs().await?;
         let default = outputs.iter().find(|o| o.default);
         Ok(format!(
-            "a sound server answers: {} output{}{}",
-            outputs.len(),
-            if outputs.len() == 1 { "" } else { "s" },
+            "a sound server answers: {}{}",
+            count(outputs.len(), "output"),
             default
                 .map(|o| format!(", default {}", o.description))
                 .unwrap_or_default()
@@ -183,8 +202,8 @@ impl Audio for LinuxBackend {
             match change.volume_from(current.volume_percent) {
                 Some(percent) => {
                     let mut volume = ChannelVolume::empty();
-                    for _ in 0..channels.max(1) {
-                        volume.push(Volume::from_u32_clamped(raw_of(percent)));
+                    for raw in scaled(&channels, percent) {
+                        volume.push(Volume::from_u32_clamped(raw));
                     }
                     pulse.acknowledge(&Command::SetSinkVolume(
                         protocol::SetDeviceVolumeParams {
@@ -226,5 +245,16 @@ mod tests {
             assert_eq!(percent_of(u64::from(raw_of(percent))), percent);
         }
         assert_eq!(percent_of(0x10000), 100);
+    }
+
+    #[test]
+    fn a_volume_change_keeps_the_balance_of_the_channels() {
+        let (forty, eighty) = (raw_of(40), raw_of(80));
+        let louder = scaled(&[forty, eighty], 90);
+        assert_eq!(louder[1], raw_of(90));
+        assert_eq!(percent_of(u64::from(louder[0])), 45);
+        assert_eq!(scaled(&[0, 0], 30), [raw_of(30), raw_of(30)]);
+        assert_eq!(scaled(&[], 30), [raw_of(30)]);
+        assert_eq!(loudest(&[forty, eighty]), eighty);
     }
 }

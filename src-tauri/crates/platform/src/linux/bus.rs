@@ -1,14 +1,13 @@
 //! The session and system bus connections, opened on first use at the configured addresses,
 //! and a deadline for every call.
 
-use std::future::Future;
 use std::time::Duration;
 
 use tokio::sync::Mutex;
 use zbus::Connection;
 
 use crate::config::OsConfig;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, within};
 
 #[derive(Debug)]
 pub struct Buses {
@@ -69,20 +68,6 @@ impl Buses {
         *slot = Some(connection.clone());
         Ok(connection)
     }
-}
-
-/// Runs `work`, turning a missed deadline into [`Error::Timeout`].
-pub async fn within<T>(
-    what: &str,
-    after: Duration,
-    work: impl Future<Output = Result<T>>,
-) -> Result<T> {
-    tokio::time::timeout(after, work).await.unwrap_or_else(|_| {
-        Err(Error::Timeout {
-            what: what.to_string(),
-            after,
-        })
-    })
 }
 
 /// Whether a well-known name has an owner now or can be started on demand.

@@ -10,7 +10,8 @@ use futures::StreamExt;
 use zbus::zvariant::Value;
 
 use super::LinuxBackend;
-use super::bus::{dbus_error, within};
+use super::bus::dbus_error;
+use crate::error::within;
 use crate::error::{Error, Result};
 use crate::notification::{Notification, Notifications, Outcome, Urgency};
 

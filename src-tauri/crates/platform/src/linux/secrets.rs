@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use secret_service::{EncryptionType, SecretService};
 
 use super::LinuxBackend;
-use super::bus::within;
+use crate::error::within;
 use crate::error::{Error, Result};
 use crate::keychain::Keychain;
 

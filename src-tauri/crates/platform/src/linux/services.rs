@@ -7,7 +7,8 @@ use zbus::Connection;
 use zbus::zvariant::OwnedValue;
 
 use super::LinuxBackend;
-use super::bus::{dbus_error, within};
+use super::bus::dbus_error;
+use crate::error::within;
 use crate::error::{Error, Result};
 use crate::system::SystemServices;
 

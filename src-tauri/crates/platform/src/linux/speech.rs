@@ -19,7 +19,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::{Notify, mpsc};
 
 use super::LinuxBackend;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, within};
 use crate::tts::{
     Speech, SpeechConfig, Utterance, Voice, espeak_words_per_minute, fix_wav_sizes,
     is_language_code,
@@ -118,13 +118,16 @@ impl Drop for Ssip {
 
 impl Ssip {
     async fn connect(path: PathBuf, timeout: Duration) -> Result<Ssip> {
-        let stream = tokio::time::timeout(timeout, UnixStream::connect(&path))
-            .await
-            .map_err(|_| Error::Timeout {
-                what: format!("connecting to {SPEECHD} at {}", path.display()),
-                after: timeout,
-            })?
-            .map_err(|e| Error::unavailable(SPEECHD, format!("{}: {e}", path.display())))?;
+        let stream = within(
+            format!("connecting to {SPEECHD} at {}", path.display()),
+            timeout,
+            async {
+                UnixStream::connect(&path)
+                    .await
+                    .map_err(|e| Error::unavailable(SPEECHD, format!("{}: {e}", path.display())))
+            },
+        )
+        .await?;
         let (read, writer) = stream.into_split();
         let (sender, replies) = mpsc::unbounded_channel();
         let active = Arc::new(Active::default());
@@ -204,14 +207,13 @@ impl Ssip {
     }
 
     async fn reply(&mut self, timeout: Duration) -> Result<Reply> {
-        match tokio::time::timeout(timeout, self.replies.recv()).await {
-            Ok(Some(reply)) => Ok(reply),
-            Ok(None) => Err(Error::unavailable(SPEECHD, "it closed the connection")),
-            Err(_) => Err(Error::Timeout {
-                what: format!("an answer from {SPEECHD}"),
-                after: timeout,
-            }),
-        }
+        within(format!("an answer from {SPEECHD}"), timeout, async {
+            self.replies
+                .recv()
+                .await
+                .ok_or_else(|| Error::unavailable(SPEECHD, "it closed the connection"))
+        })
+        .await
     }
 
     /// Sends one command and returns its successful reply.
@@ -337,7 +339,7 @@ impl LinuxBackend {
         if let Some(voice) = &utterance.voice {
             command.arg("-v").arg(voice);
         }
-        if let Some(server) = &self.config.tts.pulse_server {
+        if let Some(server) = &self.config.pulse_server {
             command.env("PULSE_SERVER", server);
         }
         command.stdin(Stdio::piped()).stderr(Stdio::piped());
@@ -568,21 +570,19 @@ impl Speech for LinuxBackend {
             return Ok((SPEECHD.to_string(), ordered(voices)));
         }
         drop(slot);
-        let output = tokio::time::timeout(
-            timeout,
-            Command::new(self.espeak_program()?)
-                .arg("--voices")
-                .stdin(Stdio::null())
-                .stderr(Stdio::null())
-                .kill_on_drop(true)
-                .output(),
-        )
-        .await
-        .map_err(|_| Error::Timeout {
-            what: "espeak-ng listing its voices".into(),
-            after: timeout,
-        })?
-        .map_err(|e| no_engine(&format!("running espeak-ng failed: {e}")))?;
+        let mut command = Command::new(self.espeak_program()?);
+        let listing = command
+            .arg("--voices")
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        let output = within("espeak-ng listing its voices", timeout, async {
+            listing
+                .await
+                .map_err(|e| no_engine(&format!("running espeak-ng failed: {e}")))
+        })
+        .await?;
         // `Pty Language Age/Gender VoiceName File Other Languages`
         let voices = String::from_utf8_lossy(&output.stdout)
             .lines()
@@ -685,14 +685,10 @@ impl Speech for LinuxBackend {
         };
         // espeak-ng synthesises far faster than real time; long texts get longer.
         let deadline = Duration::from_secs(30 + utterance.text.len() as u64 / 200);
-        let (fed, output) = tokio::time::timeout(deadline, async {
-            tokio::join!(feed, child.wait_with_output())
+        let (fed, output) = within("espeak-ng writing the speech", deadline, async {
+            Ok(tokio::join!(feed, child.wait_with_output()))
         })
-        .await
-        .map_err(|_| Error::Timeout {
-            what: "espeak-ng writing the speech".into(),
-            after: deadline,
-        })?;
+        .await?;
         fed.map_err(|e| Error::Failed(format!("giving espeak-ng the text failed: {e}")))?;
         let output = output.map_err(|e| Error::Failed(format!("espeak-ng failed: {e}")))?;
         if !output.status.success() {

@@ -13,9 +13,10 @@ use async_imap::{Client, Session};
 use futures::TryStreamExt as _;
 
 use super::message::{self, Summary};
-use super::net::{self, MailStream, Target, step};
+use super::net::{self, MailStream, Target};
 use super::{MailAccount, Page, Search, TlsMode, utf7};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, within};
+use crate::tool::count;
 
 /// What a listing fetches of each message.
 const SUMMARY_ITEMS: &str =
@@ -46,8 +47,8 @@ async fn open(account: &MailAccount, timeout: Duration) -> Result<Client<MailStr
         TlsMode::Starttls => {
             let mut client = Client::new(tcp);
             greeting(target, &mut client, timeout).await?;
-            step(
-                || format!("STARTTLS with {}", target.label()),
+            within(
+                format!("STARTTLS with {}", target.label()),
                 timeout,
                 async {
                     client
@@ -80,8 +81,8 @@ async fn greeting<T>(target: Target<'_>, client: &mut Client<T>, timeout: Durati
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + fmt::Debug + Send,
 {
-    let response = step(
-        || format!("the greeting of {}", target.label()),
+    let response = within(
+        format!("the greeting of {}", target.label()),
         timeout,
         async {
             client.read_response().await.map_err(|e| {
@@ -149,10 +150,10 @@ impl fmt::Display for Folder {
             Some((messages, Some(unseen))) => write!(
                 f,
                 ": {}, {unseen} unseen",
-                message::count(messages as usize, "message")
+                count(messages as usize, "message")
             ),
             Some((messages, None)) => {
-                write!(f, ": {}", message::count(messages as usize, "message"))
+                write!(f, ": {}", count(messages as usize, "message"))
             }
             None => Ok(()),
         }
@@ -289,7 +290,7 @@ impl Imap {
         let label = target.label();
         let client = open(account, timeout).await?;
         let user = account.login();
-        let outcome = step(|| format!("logging in to {label}"), timeout, async {
+        let outcome = within(format!("logging in to {label}"), timeout, async {
             Ok(client.login(user, password).await)
         })
         .await?;
@@ -328,20 +329,16 @@ impl Imap {
     pub async fn folders(&mut self) -> Result<Vec<Folder>> {
         let (label, timeout) = (self.label.clone(), self.timeout);
         let session = &mut self.session;
-        let names = step(
-            || format!("listing the folders on {label}"),
-            timeout,
-            async {
-                let stream = session
-                    .list(Some(""), Some("*"))
-                    .await
-                    .map_err(|e| imap_error(&label, "LIST", e))?;
-                stream
-                    .try_collect::<Vec<_>>()
-                    .await
-                    .map_err(|e| imap_error(&label, "LIST", e))
-            },
-        )
+        let names = within(format!("listing the folders on {label}"), timeout, async {
+            let stream = session
+                .list(Some(""), Some("*"))
+                .await
+                .map_err(|e| imap_error(&label, "LIST", e))?;
+            stream
+                .try_collect::<Vec<_>>()
+                .await
+                .map_err(|e| imap_error(&label, "LIST", e))
+        })
         .await?;
         let mut folders: Vec<(String, Folder)> = names
             .iter()
@@ -381,8 +378,8 @@ impl Imap {
             .take(MAX_FOLDER_COUNTS)
         {
             let session = &mut self.session;
-            let status = step(
-                || format!("counting the messages of {} on {label}", folder.name),
+            let status = within(
+                format!("counting the messages of {} on {label}", folder.name),
                 timeout,
                 async {
                     session
@@ -404,7 +401,7 @@ impl Imap {
         let (label, timeout) = (self.label.clone(), self.timeout);
         let raw = utf7::encode(folder);
         let session = &mut self.session;
-        step(|| format!("opening {folder} on {label}"), timeout, async {
+        within(format!("opening {folder} on {label}"), timeout, async {
             let opened = if write {
                 session.select(&raw).await
             } else {
@@ -425,8 +422,8 @@ impl Imap {
     async fn summaries(&mut self, set: &str, uid: bool) -> Result<Vec<Summary>> {
         let (label, timeout) = (self.label.clone(), self.timeout);
         let session = &mut self.session;
-        let fetches: Vec<Fetch> = step(
-            || format!("fetching message summaries from {label}"),
+        let fetches: Vec<Fetch> = within(
+            format!("fetching message summaries from {label}"),
             timeout,
             async {
                 let fetched = if uid {
@@ -478,16 +475,12 @@ impl Imap {
         let (label, timeout) = (self.label.clone(), self.timeout);
         let literal_plus = if criteria.needs_utf8() {
             let session = &mut self.session;
-            step(
-                || format!("asking {label} what it supports"),
-                timeout,
-                async {
-                    session
-                        .capabilities()
-                        .await
-                        .map_err(|e| imap_error(&label, "CAPABILITY", e))
-                },
-            )
+            within(format!("asking {label} what it supports"), timeout, async {
+                session
+                    .capabilities()
+                    .await
+                    .map_err(|e| imap_error(&label, "CAPABILITY", e))
+            })
             .await?
             .has_str("LITERAL+")
         } else {
@@ -495,17 +488,14 @@ impl Imap {
         };
         let command = criteria.command(literal_plus);
         let session = &mut self.session;
-        let found: HashSet<u32> = step(
-            || format!("searching {folder} on {label}"),
-            timeout,
-            async {
+        let found: HashSet<u32> =
+            within(format!("searching {folder} on {label}"), timeout, async {
                 session
                     .uid_search(&command)
                     .await
                     .map_err(|e| imap_error(&label, "SEARCH", e))
-            },
-        )
-        .await?;
+            })
+            .await?;
         let mut uids: Vec<u32> = found.into_iter().collect();
         uids.sort_unstable_by(|a, b| b.cmp(a));
         let total = uids.len();
@@ -590,7 +580,7 @@ impl Imap {
     ) -> Result<Vec<Fetch>> {
         let label = &self.label;
         let session = &mut self.session;
-        step(|| what, timeout, async {
+        within(what, timeout, async {
             session
                 .uid_fetch(uid.to_string(), items)
                 .await
@@ -605,8 +595,8 @@ impl Imap {
     async fn store(&mut self, uid: u32, change: &str) -> Result<()> {
         let (label, timeout) = (self.label.clone(), self.timeout);
         let session = &mut self.session;
-        step(
-            || format!("changing the flags of message {uid} on {label}"),
+        within(
+            format!("changing the flags of message {uid} on {label}"),
             timeout,
             async {
                 session
@@ -633,16 +623,12 @@ impl Imap {
         let (label, timeout) = (self.label.clone(), self.timeout);
         let raw = utf7::encode(folder);
         let session = &mut self.session;
-        step(
-            || format!("saving to {folder} on {label}"),
-            timeout,
-            async {
-                session
-                    .append(&raw, Some("(\\Seen)"), None, message)
-                    .await
-                    .map_err(|e| imap_error(&label, "APPEND", e))
-            },
-        )
+        within(format!("saving to {folder} on {label}"), timeout, async {
+            session
+                .append(&raw, Some("(\\Seen)"), None, message)
+                .await
+                .map_err(|e| imap_error(&label, "APPEND", e))
+        })
         .await
     }
 }

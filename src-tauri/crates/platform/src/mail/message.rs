@@ -9,6 +9,7 @@ use mail_parser::{Address, HeaderValue, MessageParser, MimeHeaders as _, PartTyp
 
 use super::{MailAccount, Outgoing, Page};
 use crate::error::{Error, Result};
+use crate::tool::count;
 
 /// A file to attach.
 #[derive(Clone, Debug)]
@@ -144,15 +145,6 @@ pub(crate) fn listing(
         ));
     }
     lines.join("\n")
-}
-
-/// `1 message`, `2 messages`.
-pub(crate) fn count(n: usize, thing: &str) -> String {
-    if n == 1 {
-        format!("1 {thing}")
-    } else {
-        format!("{n} {thing}s")
-    }
 }
 
 /// At most `max` characters of `text`, with `…` where it was cut.

@@ -3,7 +3,6 @@
 //! connection or a name that does not resolve is `service_unavailable`, an untrusted
 //! certificate or clear text off this machine is `permission_denied` with the steps.
 
-use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -11,14 +10,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
 use super::{MailAccount, MailServer, TlsMode};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, within};
 
 /// One of an account's two servers.
 #[derive(Clone, Copy, Debug)]
@@ -64,27 +62,12 @@ impl<'a> Target<'a> {
     }
 }
 
-/// Runs one network step with a deadline.
-pub(crate) async fn step<T>(
-    what: impl FnOnce() -> String,
-    after: Duration,
-    work: impl Future<Output = Result<T>>,
-) -> Result<T> {
-    match tokio::time::timeout(after, work).await {
-        Ok(result) => result,
-        Err(_) => Err(Error::Timeout {
-            what: what(),
-            after,
-        }),
-    }
-}
-
 /// The server's addresses, after the clear-text rule: a `plain` connection only goes to a host
 /// whose every address is a loopback address, unless the account allows insecure connections.
 pub(crate) async fn resolve(target: Target<'_>, timeout: Duration) -> Result<Vec<SocketAddr>> {
     let (host, port) = (target.host(), target.port());
-    let found = step(
-        || format!("looking up {}", target.label()),
+    let found = within(
+        format!("looking up {}", target.label()),
         timeout,
         async {
             tokio::net::lookup_host((host, port)).await.map_err(|e| {
@@ -132,8 +115,8 @@ pub(crate) async fn connect(
 ) -> Result<TcpStream> {
     let mut last = None;
     for address in addresses.iter().take(3) {
-        let attempt = step(
-            || format!("connecting to {} ({address})", target.label()),
+        let attempt = within(
+            format!("connecting to {} ({address})", target.label()),
             timeout,
             async {
                 TcpStream::connect(address).await.map_err(|e| {
@@ -160,47 +143,19 @@ pub(crate) async fn connect(
     Err(last.unwrap_or_else(|| Error::unavailable(target.label(), "no address to connect to")))
 }
 
-/// The TLS client configuration: rustls with ring and the platform's verifier (the system's
-/// trust store), plus the account's `ca_file` when it has one.
+/// The TLS client configuration (see [`crate::tls`]): the system's trust store plus the
+/// account's `ca_file` when it has one.
 pub(crate) fn tls_config(account: &MailAccount) -> Result<Arc<rustls::ClientConfig>> {
-    let extra = extra_roots(account)?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = if extra.is_empty() {
-        rustls_platform_verifier::Verifier::new(provider.clone())
-    } else {
-        rustls_platform_verifier::Verifier::new_with_extra_roots(extra, provider.clone())
-    }
-    .map_err(|e| Error::Failed(format!("setting up TLS certificate checks failed: {e}")))?;
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| Error::Failed(format!("setting up TLS failed: {e}")))?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier))
-        .with_no_client_auth();
-    Ok(Arc::new(config))
+    Ok(Arc::new(crate::tls::client_config(extra_roots(account)?)?))
 }
 
-/// The certificates of the account's `ca_file` (the rustls crypto provider for lettre is the
+/// The certificates of the account's `ca_file` (lettre is given them too: its rustls uses the
 /// same ring provider).
 pub(crate) fn extra_roots(account: &MailAccount) -> Result<Vec<CertificateDer<'static>>> {
-    let Some(path) = &account.ca_file else {
-        return Ok(Vec::new());
-    };
-    let bad = |why: String| {
-        Error::invalid(format!(
-            "the `ca_file` {} of the mail account {:?} {why}",
-            path.display(),
-            account.name
-        ))
-    };
-    let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
-        .map_err(|e| bad(format!("cannot be read: {e}")))?
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|e| bad(format!("is not a PEM certificate file: {e}")))?;
-    if certificates.is_empty() {
-        return Err(bad("holds no certificate".into()));
-    }
-    Ok(certificates)
+    crate::tls::ca_file_roots(
+        account.ca_file.as_deref(),
+        &format!("the mail account {:?}", account.name),
+    )
 }
 
 /// TLS over `tcp`, checking the certificate against the host name.
@@ -214,8 +169,8 @@ pub(crate) async fn handshake(
     let name = ServerName::try_from(host.to_string())
         .map_err(|e| Error::invalid(format!("{host} is not a valid TLS server name: {e}")))?;
     let connector = tokio_rustls::TlsConnector::from(config);
-    step(
-        || format!("the TLS handshake with {}", target.label()),
+    within(
+        format!("the TLS handshake with {}", target.label()),
         timeout,
         async {
             connector

@@ -11,9 +11,9 @@ use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{AsyncTransport as _, Tokio1Executor};
 
 use super::message::Composed;
-use super::net::{self, Target, step};
+use super::net::{self, Target};
 use super::{MailAccount, TlsMode};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, within};
 
 /// Hands `email` to the account's SMTP server.
 pub(crate) async fn send(
@@ -53,8 +53,8 @@ pub(crate) async fn send(
         .build();
     // lettre's timeout holds for each step; the whole conversation gets a few of them.
     let whole = timeout * 4 + Duration::from_secs((email.formatted.len() >> 20) as u64);
-    step(
-        || format!("sending through {}", target.label()),
+    within(
+        format!("sending through {}", target.label()),
         whole,
         async {
             transport
@@ -84,6 +84,21 @@ fn smtp_error(
     let text = detail(&error);
     if error.is_tls() || text.to_ascii_lowercase().contains("certificate") {
         return net::tls_error(target, text);
+    }
+    // The server named no login it takes here: most take one only after STARTTLS.
+    if error.is_client() && text.contains("authentication mechanism") {
+        return Error::PermissionDenied {
+            what: format!(
+                "logging in to {label} as {:?} (it offers no way to log in on this connection)",
+                target.account.login()
+            ),
+            steps: format!(
+                "most servers take a login only over TLS: set `tls` of the account {:?}'s smtp \
+                 server to \"starttls\" (ports 587 and 25) or \"tls\" (port 465) in the `os.mail` \
+                 setting",
+                target.account.name
+            ),
+        };
     }
     if let Some(code) = error.status() {
         let code = code.to_string();

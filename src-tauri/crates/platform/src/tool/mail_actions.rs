@@ -222,7 +222,7 @@ impl OsTool {
     }
 
     pub(super) async fn mail(&self, call: &Call) -> Result<ToolResult> {
-        let account = &self.mail.account(call.str("account"))?;
+        let account = &self.mail.resolve(call.str("account")).await?;
         let folder = call
             .str("folder")
             .map(str::trim)

@@ -5,9 +5,9 @@ use osprey_tools::{ApprovalNeed, Call, CallFacts, Domain, FieldType};
 use osprey_types::ToolResult;
 use serde_json::Value;
 
-use super::{OsTool, int, text};
+use super::{OsTool, count, int, text};
 use crate::error::{Error, Result};
-use crate::tts::{Speech as _, Utterance};
+use crate::tts::{Speech as _, Utterance, wav_facts};
 
 /// Speaking is free for the person (like a notification; asked from chats, apps and skills);
 /// writing a file needs approval.
@@ -74,16 +74,6 @@ pub(super) fn facts(call: &Call, facts: &mut CallFacts) {
     }
 }
 
-/// Seconds, sample rate and channels of a WAV file, from its header.
-fn wav_facts(wav: &[u8]) -> Option<(f64, u32, u16)> {
-    let channels = u16::from_le_bytes(wav.get(22..24)?.try_into().ok()?);
-    let rate = u32::from_le_bytes(wav.get(24..28)?.try_into().ok()?);
-    let byte_rate = u32::from_le_bytes(wav.get(28..32)?.try_into().ok()?);
-    let data = wav.windows(4).position(|w| w == b"data")?;
-    let size = u32::from_le_bytes(wav.get(data + 4..data + 8)?.try_into().ok()?);
-    (byte_rate > 0).then(|| (f64::from(size) / f64::from(byte_rate), rate, channels))
-}
-
 impl OsTool {
     pub(super) async fn tts(&self, call: &Call) -> Result<ToolResult> {
         let utterance = || {
@@ -116,7 +106,7 @@ impl OsTool {
                 }
                 let mut lines = vec![format!(
                     "{engine}: {}{}{}",
-                    crate::mail::count(voices.len(), "voice"),
+                    count(voices.len(), "voice"),
                     if voices.len() > limit {
                         format!(", {limit} shown (`limit` for more)")
                     } else {

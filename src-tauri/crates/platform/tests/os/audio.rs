@@ -4,7 +4,6 @@
 
 use std::process::Command;
 
-use osprey_platform::tts::SpeechConfig;
 use osprey_platform::{OsConfig, OsTool};
 use serde_json::{Value, json};
 
@@ -12,10 +11,7 @@ use crate::harness::{Pulse, call, code, installed, ok_text};
 
 fn tool(pulse: &Pulse) -> OsTool {
     OsTool::new(OsConfig {
-        tts: SpeechConfig {
-            pulse_server: Some(pulse.server.clone()),
-            ..SpeechConfig::default()
-        },
+        pulse_server: Some(pulse.server.clone()),
         ..OsConfig::default()
     })
 }
@@ -28,22 +24,26 @@ async fn audio(tool: &OsTool, action: &str, rest: Value) -> String {
     ok_text(&call(tool, input).await)
 }
 
-/// What `pactl` reports of sink `name`: its volume (the first channel's percent) and mute.
-fn seen_by_pactl(pulse: &Pulse, name: &str) -> (String, String) {
-    let get = |what: &str| {
-        let output = Command::new("pactl")
-            .args(["-s", &pulse.server, what, name])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    };
-    let volume = get("get-sink-volume");
-    let percent = volume
+/// `pactl` (another client of the server) run on `pulse`; what it printed.
+fn pactl(pulse: &Pulse, args: &[&str]) -> String {
+    let output = Command::new("pactl")
+        .args(["-s", &pulse.server])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "pactl {args:?}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// What `pactl` reports of sink `name`: each channel's volume in percent, and mute.
+fn seen_by_pactl(pulse: &Pulse, name: &str) -> (Vec<String>, String) {
+    let percents = pactl(pulse, &["get-sink-volume", name])
         .split_whitespace()
-        .find(|word| word.ends_with('%'))
-        .unwrap_or_default()
-        .to_string();
-    (percent, get("get-sink-mute").trim().to_string())
+        .filter(|word| word.ends_with('%'))
+        .map(str::to_string)
+        .collect();
+    let mute = pactl(pulse, &["get-sink-mute", name]).trim().to_string();
+    (percents, mute)
 }
 
 #[tokio::test]
@@ -71,12 +71,12 @@ async fn the_volume_and_mute_of_an_output_change_as_asked_and_other_clients_see_
         set.contains("osprey_speakers") && set.contains("volume 40%"),
         "{set}"
     );
-    assert_eq!(seen_by_pactl(&pulse, "osprey_speakers").0, "40%");
+    assert_eq!(seen_by_pactl(&pulse, "osprey_speakers").0, ["40%", "40%"]);
     let up = audio(&tool, "up", json!({})).await;
     assert!(up.contains("volume 50%"), "{up}");
     let down = audio(&tool, "down", json!({"percent": 25})).await;
     assert!(down.contains("volume 25%"), "{down}");
-    assert_eq!(seen_by_pactl(&pulse, "osprey_speakers").0, "25%");
+    assert_eq!(seen_by_pactl(&pulse, "osprey_speakers").0, ["25%", "25%"]);
 
     // Another output, by name; the default one is left alone.
     let headset = audio(
@@ -86,8 +86,8 @@ async fn the_volume_and_mute_of_an_output_change_as_asked_and_other_clients_see_
     )
     .await;
     assert!(headset.contains("osprey_headset"), "{headset}");
-    assert_eq!(seen_by_pactl(&pulse, "osprey_headset").0, "70%");
-    assert_eq!(seen_by_pactl(&pulse, "osprey_speakers").0, "25%");
+    assert_eq!(seen_by_pactl(&pulse, "osprey_headset").0, ["70%", "70%"]);
+    assert_eq!(seen_by_pactl(&pulse, "osprey_speakers").0, ["25%", "25%"]);
 
     let muted = audio(&tool, "mute", json!({})).await;
     assert!(muted.contains("muted"), "{muted}");
@@ -113,17 +113,41 @@ async fn the_volume_and_mute_of_an_output_change_as_asked_and_other_clients_see_
     )
     .await;
     assert_eq!(code(&too_loud), "invalid_input", "{too_loud:?}");
-    assert_eq!(seen_by_pactl(&pulse, "osprey_speakers").0, "25%");
+    assert_eq!(seen_by_pactl(&pulse, "osprey_speakers").0, ["25%", "25%"]);
+}
+
+#[tokio::test]
+async fn a_volume_change_keeps_the_balance_between_left_and_right() {
+    if !installed(&["pulseaudio", "pactl"]) {
+        return;
+    }
+    let pulse = Pulse::with_sinks(&["osprey_speakers"]);
+    let tool = tool(&pulse);
+    pactl(
+        &pulse,
+        &["set-sink-volume", "osprey_speakers", "40%", "80%"],
+    );
+    // The volume is the loudest channel's, as pactl and the desktop's mixer show it.
+    let status = audio(&tool, "status", json!({})).await;
+    assert!(status.contains("volume 80%"), "{status}");
+    // Up 10 points: the loudest channel to 90 %, the other scaled by the same 90/80.
+    let up = audio(&tool, "up", json!({})).await;
+    assert!(up.contains("volume 90%"), "{up}");
+    assert_eq!(seen_by_pactl(&pulse, "osprey_speakers").0, ["45%", "90%"]);
+    let set = audio(&tool, "set", json!({"percent": 60})).await;
+    assert!(set.contains("volume 60%"), "{set}");
+    assert_eq!(seen_by_pactl(&pulse, "osprey_speakers").0, ["30%", "60%"]);
+    // From silence every channel goes to the volume asked for.
+    pactl(&pulse, &["set-sink-volume", "osprey_speakers", "0%", "0%"]);
+    audio(&tool, "up", json!({})).await;
+    assert_eq!(seen_by_pactl(&pulse, "osprey_speakers").0, ["10%", "10%"]);
 }
 
 #[tokio::test]
 async fn without_a_sound_server_the_answer_says_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
     let tool = OsTool::new(OsConfig {
-        tts: SpeechConfig {
-            pulse_server: Some(format!("unix:{}", dir.path().join("none").display())),
-            ..SpeechConfig::default()
-        },
+        pulse_server: Some(format!("unix:{}", dir.path().join("none").display())),
         ..OsConfig::default()
     });
     let result = call(&tool, json!({"resource": "audio", "action": "status"})).await;

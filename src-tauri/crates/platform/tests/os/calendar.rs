@@ -155,7 +155,10 @@ async fn events_are_found_created_listed_searched_changed_and_deleted() {
     assert!(stored.contains("SUMMARY:Planning\r\n"), "{stored}");
 
     let deleted = ok_text(&call(&tool, cal("delete", json!({"uid": uid}))).await);
-    assert!(deleted.starts_with("Deleted \"Planning\""), "{deleted}");
+    assert!(
+        deleted.starts_with("Deleted the event \"Planning\""),
+        "{deleted}"
+    );
     let (status, _, _) = server
         .request("GET", &format!("alice/work/{uid}.ics"), &[], None)
         .await;
@@ -350,6 +353,19 @@ async fn time_zones_dst_recurrences_and_all_day_events() {
     );
 }
 
+/// An event whose times name their zone, one of its own (not an IANA name, so the server cannot
+/// make it up), before another parameter.
+const ZONED: &str = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\n\
+    BEGIN:VTIMEZONE\r\nTZID:Osprey Test Time\r\n\
+    BEGIN:STANDARD\r\nDTSTART:19701025T030000\r\nTZOFFSETFROM:+0200\r\nTZOFFSETTO:+0100\r\n\
+    RRULE:FREQ=YEARLY;BYMONTH=10;BYDAY=-1SU\r\nEND:STANDARD\r\n\
+    BEGIN:DAYLIGHT\r\nDTSTART:19700329T020000\r\nTZOFFSETFROM:+0100\r\nTZOFFSETTO:+0200\r\n\
+    RRULE:FREQ=YEARLY;BYMONTH=3;BYDAY=-1SU\r\nEND:DAYLIGHT\r\nEND:VTIMEZONE\r\n\
+    BEGIN:VEVENT\r\nUID:zoned-1\r\nDTSTAMP:20260101T000000Z\r\nSUMMARY:Zoned\r\n\
+    DTSTART;TZID=Osprey Test Time;VALUE=DATE-TIME:20260507T100000\r\n\
+    DTEND;TZID=Osprey Test Time;VALUE=DATE-TIME:20260507T110000\r\nEND:VEVENT\r\n\
+    END:VCALENDAR\r\n";
+
 #[tokio::test(flavor = "multi_thread")]
 async fn changes_made_elsewhere_are_not_overwritten_and_files_round_trip() {
     let Some(server) = radicale("changes_made_elsewhere_are_not_overwritten_and_files_round_trip")
@@ -485,6 +501,27 @@ async fn changes_made_elsewhere_are_not_overwritten_and_files_round_trip() {
     assert!(
         again.contains("Imported 0 events") && again.contains("2 were already there"),
         "{again}"
+    );
+    // A zone named beside other parameters comes along with its event.
+    let zoned = server.dir.path().join("zoned.ics");
+    std::fs::write(&zoned, ZONED).unwrap();
+    let imported = ok_text(
+        &call(
+            &tool,
+            cal(
+                "import",
+                json!({"calendar": "Home", "path": zoned.to_str().unwrap()}),
+            ),
+        )
+        .await,
+    );
+    assert!(imported.starts_with("Imported 1 event "), "{imported}");
+    let (_, _, stored) = server
+        .request("GET", "alice/home/zoned-1.ics", &[], None)
+        .await;
+    assert!(
+        stored.contains("BEGIN:VTIMEZONE\r\nTZID:Osprey Test Time\r\n"),
+        "{stored}"
     );
     let home = ok_text(
         &call(
@@ -667,6 +704,7 @@ fn unreachable_config(port: u16, timeout: Duration) -> OsConfig {
             })),
             timezone: Some("UTC".into()),
             timeout,
+            ..DavConfig::default()
         },
         ..OsConfig::default()
     }

@@ -171,8 +171,7 @@ async fn contacts_are_created_found_changed_deleted_and_moved_through_files() {
         .await,
     );
     assert!(
-        imported.starts_with("Imported 1 contact from")
-            && imported.contains("1 were already there"),
+        imported.starts_with("Imported 1 contact from") && imported.contains("1 was already there"),
         "{imported}"
     );
     let list = ok_text(&call(&tool, contacts("list", json!({}))).await);

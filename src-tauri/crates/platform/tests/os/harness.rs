@@ -470,6 +470,7 @@ impl Radicale {
                 settings: Some(std::sync::Arc::new(settings)),
                 timezone: Some(zone.into()),
                 timeout: Duration::from_secs(10),
+                ..DavConfig::default()
             },
             ..osprey_platform::OsConfig::default()
         }
@@ -589,6 +590,26 @@ impl Pulse {
                 .is_ok_and(|o| o.status.success())
         });
         pulse
+    }
+
+    /// Whether the default output plays silence for `window` now, as its monitor records it:
+    /// a speech has ended even where the speaker keeps its stream open (speech-dispatcher does).
+    pub fn silent(&self, window: Duration) -> bool {
+        use std::io::Read as _;
+        const RATE: u128 = 8_000;
+        let mut recorder = Command::new("parec")
+            .args(["-s", &self.server, "-d", "@DEFAULT_MONITOR@", "--raw"])
+            .args(["--format=s16le", "--channels=1", &format!("--rate={RATE}")])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut samples = vec![0u8; (RATE * window.as_millis() / 1000 * 2) as usize];
+        let read = recorder.stdout.take().unwrap().read_exact(&mut samples);
+        let _ = recorder.kill();
+        let _ = recorder.wait();
+        read.unwrap();
+        samples.iter().all(|b| *b == 0)
     }
 
     /// The streams playing now.

@@ -2,8 +2,9 @@
 //! temporary folder (its own base_dir, a passwd-file user, a maildir pre-filled with real
 //! messages: plain text, HTML only, one with an attachment, a long one, a folder with a
 //! non-ASCII name), listening on free ports plain (with STARTTLS) and with TLS; aiosmtpd (SMTP)
-//! plain (with STARTTLS) and with TLS, printing each message it receives as a JSON line. Both
-//! use a certificate from a test CA made with openssl; accounts trust it through `ca_file`.
+//! with STARTTLS (no login before it, as a submission server), with TLS, and plain for the
+//! loopback clear-text case, printing each message it receives as a JSON line. Both use a
+//! certificate from a test CA made with openssl; accounts trust it through `ca_file`.
 //!
 //! Where Dovecot, aiosmtpd or openssl is missing the tests say so and stop, except on CI
 //! (`CI` set), where scripts/setup installs them and a missing one fails.
@@ -462,7 +463,7 @@ import json, ssl, sys, time
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
-user, password, cert, key, plain_port, tls_port = sys.argv[1:7]
+user, password, cert, key, plain_port, starttls_port, tls_port = sys.argv[1:8]
 
 class Handler:
     async def handle_DATA(self, server, session, envelope):
@@ -484,19 +485,27 @@ def authenticator(server, session, envelope, mechanism, auth_data):
 
 context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
 context.load_cert_chain(cert, key)
-common = dict(authenticator=authenticator, auth_required=True, auth_require_tls=False)
-plain = Controller(Handler(), hostname="127.0.0.1", port=int(plain_port), tls_context=context, **common)
-wrapped = Controller(Handler(), hostname="127.0.0.1", port=int(tls_port), ssl_context=context, **common)
-plain.start()
-wrapped.start()
+common = dict(hostname="127.0.0.1", authenticator=authenticator, auth_required=True)
+# As a submission server: STARTTLS offered, and no login before it.
+starttls = Controller(Handler(), port=int(starttls_port), tls_context=context,
+                      auth_require_tls=True, **common)
+# aiosmtpd only counts STARTTLS as TLS, so a connection that starts with TLS must not ask again.
+wrapped = Controller(Handler(), port=int(tls_port), ssl_context=context,
+                     auth_require_tls=False, **common)
+# Clear text, for the loopback `plain` accounts (the client allows it to loopback only).
+plain = Controller(Handler(), port=int(plain_port), auth_require_tls=False, **common)
+for server in (starttls, wrapped, plain):
+    server.start()
 print("ready", flush=True)
 while True:
     time.sleep(3600)
 "#;
 
-/// aiosmtpd on `plain` (offers STARTTLS) and `tls` (implicit TLS); the messages it receives.
+/// aiosmtpd on `starttls` (login only after STARTTLS), `tls` (implicit TLS) and `plain` (clear
+/// text); the messages it receives.
 struct Smtp {
     plain: u16,
+    starttls: u16,
     tls: u16,
     messages: Lines,
     _process: Guarded,
@@ -504,7 +513,7 @@ struct Smtp {
 
 impl Smtp {
     fn start(certificates: &Certificates) -> Smtp {
-        let (plain, tls) = (free_port(), free_port());
+        let (plain, starttls, tls) = (free_port(), free_port(), free_port());
         let mut process = Guarded::spawn(
             python_with_aiosmtpd().unwrap(),
             &[
@@ -515,6 +524,7 @@ impl Smtp {
                 certificates.cert.to_str().unwrap(),
                 certificates.key.to_str().unwrap(),
                 &plain.to_string(),
+                &starttls.to_string(),
                 &tls.to_string(),
             ],
             &[],
@@ -523,6 +533,7 @@ impl Smtp {
         messages.wait_for("aiosmtpd ready", STARTUP, |l| l == "ready");
         Smtp {
             plain,
+            starttls,
             tls,
             messages,
             _process: process,
@@ -967,7 +978,7 @@ async fn tls_and_starttls_are_used_and_checked() {
         };
     for (imap_tls, imap_port, smtp_tls, smtp_port) in [
         ("tls", dovecot.imaps, "tls", smtp.tls),
-        ("starttls", dovecot.imap, "starttls", smtp.plain),
+        ("starttls", dovecot.imap, "starttls", smtp.starttls),
     ] {
         let tool = secured(imap_tls, imap_port, smtp_tls, smtp_port, Some(&ca));
         let listing = ok_text(&mail(&tool, json!({"action": "list"})).await);
@@ -1018,6 +1029,15 @@ async fn tls_and_starttls_are_used_and_checked() {
         matches!(code(&result), "service_unavailable" | "timeout"),
         "{result:?}"
     );
+    // A submission server takes no login before STARTTLS: a clear-text client is refused.
+    let tool = secured("tls", dovecot.imaps, "plain", smtp.starttls, Some(&ca));
+    let result = mail(
+        &tool,
+        json!({"action": "send", "to": ["bob@example.com"], "subject": "x", "text": "x"}),
+    )
+    .await;
+    assert_eq!(code(&result), "permission_denied", "{result:?}");
+    assert!(result.text_content().contains("\"starttls\""), "{result:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -26,9 +26,11 @@ async fn tts(tool: &OsTool, input: Value) -> ToolResult {
     call(tool, input).await
 }
 
-fn tool(speech: SpeechConfig) -> OsTool {
+/// The tool with these speech services, playing into `pulse` when given.
+fn tool(speech: SpeechConfig, pulse: Option<&Pulse>) -> OsTool {
     OsTool::new(OsConfig {
         tts: speech,
+        pulse_server: pulse.map(|p| p.server.clone()),
         ..OsConfig::default()
     })
 }
@@ -39,6 +41,19 @@ fn without_speechd(dir: &Path) -> SpeechConfig {
         speechd_socket: Some(dir.join("no-speechd.sock")),
         ..SpeechConfig::default()
     }
+}
+
+/// The espeak-ng process a speech names: `Speaking ... (pid 123)`.
+fn espeak_pid(said: &str) -> i32 {
+    said.split("(pid ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {said}"))
+}
+
+fn running(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }
 
 fn soxi(flag: &str, file: &Path) -> String {
@@ -131,7 +146,7 @@ async fn save_writes_a_wav_that_sox_measures() {
     std::fs::create_dir_all(&data).unwrap();
     std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
     let guard = osprey_tools::PathGuard::new(Some(home.path().to_path_buf()), data.clone());
-    let tool = tool(without_speechd(home.path())).with_path_guard(guard);
+    let tool = tool(without_speechd(home.path()), None).with_path_guard(guard);
 
     let out = home.path().join("hello.wav");
     let said = ok_text(
@@ -227,19 +242,11 @@ async fn espeak_speaks_into_the_sound_server_and_stop_ends_it() {
     }
     let pulse = Pulse::start();
     let dir = tempfile::tempdir().unwrap();
-    let tool = tool(SpeechConfig {
-        pulse_server: Some(pulse.server.clone()),
-        ..without_speechd(dir.path())
-    });
+    let tool = tool(without_speechd(dir.path()), Some(&pulse));
     assert_eq!(pulse.streams(), 0);
     let said = ok_text(&tts(&tool, json!({"action": "speak", "text": LONG})).await);
     assert!(said.starts_with("Speaking "), "{said}");
-    let pid: i32 = said
-        .split("(pid ")
-        .nth(1)
-        .and_then(|r| r.split(')').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no pid in {said}"));
+    let pid = espeak_pid(&said);
     wait_until("espeak-ng's stream", Duration::from_secs(10), || {
         pulse.streams() == 1
     });
@@ -248,21 +255,29 @@ async fn espeak_speaks_into_the_sound_server_and_stop_ends_it() {
     wait_until("the stream to end", Duration::from_secs(10), || {
         pulse.streams() == 0
     });
-    assert!(
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err(),
-        "espeak-ng {pid} still runs"
-    );
+    assert!(!running(pid), "espeak-ng {pid} still runs");
     let again = ok_text(&tts(&tool, json!({"action": "stop"})).await);
     assert_eq!(again, "Nothing is being spoken.");
 
     // A new speech stops the one before it.
-    ok_text(&tts(&tool, json!({"action": "speak", "text": LONG})).await);
+    let first = espeak_pid(&ok_text(
+        &tts(&tool, json!({"action": "speak", "text": LONG})).await,
+    ));
     wait_until("the first stream", Duration::from_secs(10), || {
         pulse.streams() == 1
     });
-    ok_text(&tts(&tool, json!({"action": "speak", "text": LONG, "rate": 40})).await);
-    std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(pulse.streams(), 1, "two speeches at once");
+    let second = espeak_pid(&ok_text(
+        &tts(&tool, json!({"action": "speak", "text": LONG, "rate": 40})).await,
+    ));
+    wait_until(
+        "the first espeak-ng to be stopped",
+        Duration::from_secs(10),
+        || !running(first),
+    );
+    wait_until("one stream", Duration::from_secs(10), || {
+        pulse.streams() == 1
+    });
+    assert!(running(second), "the second speech stopped too");
     ok_text(&tts(&tool, json!({"action": "stop"})).await);
     // A short speech ends by itself.
     let said = ok_text(&tts(&tool, json!({"action": "speak", "text": "Hi."})).await);
@@ -274,16 +289,24 @@ async fn espeak_speaks_into_the_sound_server_and_stop_ends_it() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn speech_dispatcher_speaks_lists_voices_and_stops() {
-    if !installed(&["speech-dispatcher", "espeak-ng", "pulseaudio", "pactl"]) {
+    if !installed(&[
+        "speech-dispatcher",
+        "espeak-ng",
+        "pulseaudio",
+        "pactl",
+        "parec",
+    ]) {
         return;
     }
     let pulse = Pulse::start();
     let speechd = SpeechDispatcher::start(&pulse);
-    let tool = tool(SpeechConfig {
-        speechd_socket: Some(speechd.socket.clone()),
-        pulse_server: Some(pulse.server.clone()),
-        ..SpeechConfig::default()
-    });
+    let tool = tool(
+        SpeechConfig {
+            speechd_socket: Some(speechd.socket.clone()),
+            ..SpeechConfig::default()
+        },
+        Some(&pulse),
+    );
 
     let voices = ok_text(&tts(&tool, json!({"action": "voices", "query": "en"})).await);
     assert!(voices.starts_with("speech-dispatcher: "), "{voices}");
@@ -322,15 +345,14 @@ async fn speech_dispatcher_speaks_lists_voices_and_stops() {
     assert!(said.contains("speech-dispatcher"), "{said}");
     let said = ok_text(&tts(&tool, json!({"action": "speak", "text": "Hello."})).await);
     assert!(said.contains("speech-dispatcher"), "{said}");
-    let end = std::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        let now = ok_text(&tts(&tool, json!({"action": "stop"})).await);
-        if now == "Nothing is being spoken." {
-            break;
-        }
-        assert!(std::time::Instant::now() < end, "still speaking: {now}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    // speech-dispatcher keeps its stream open after speaking: the end is heard, as silence.
+    wait_until("the short speech to end", Duration::from_secs(15), || {
+        pulse.silent(Duration::from_millis(300))
+    });
+    assert_eq!(
+        ok_text(&tts(&tool, json!({"action": "stop"})).await),
+        "Nothing is being spoken."
+    );
 
     // The status probe names the service.
     let status = ok_text(&call(&tool, json!({"resource": "capability", "action": "list"})).await);
@@ -344,10 +366,13 @@ async fn speech_dispatcher_speaks_lists_voices_and_stops() {
 #[tokio::test(flavor = "multi_thread")]
 async fn without_an_engine_speech_says_what_to_install() {
     let dir = tempfile::tempdir().unwrap();
-    let tool = tool(SpeechConfig {
-        espeak_program: Some(dir.path().join("espeak-ng")),
-        ..without_speechd(dir.path())
-    });
+    let tool = tool(
+        SpeechConfig {
+            espeak_program: Some(dir.path().join("espeak-ng")),
+            ..without_speechd(dir.path())
+        },
+        None,
+    );
     for input in [
         json!({"action": "speak", "text": "hello"}),
         json!({"action": "voices"}),
