@@ -48,7 +48,8 @@ pub enum StoreChange {
     Installed { id: String },
     /// The person removed the app elsewhere.
     Uninstalled { id: String },
-    /// An event this Osprey does not know (a newer store): its id is still kept.
+    /// An event this Osprey does not know (a newer store) or cannot read (its data does not
+    /// parse, or is too large): its id is still kept, so the stream moves past it.
     Other { name: String },
 }
 
@@ -74,7 +75,7 @@ struct Data {
 }
 
 /// Reads one event's name and data; an event whose data does not fit is an error (the stream
-/// is then treated as broken, and the caller's sweep covers it).
+/// passes it on as [`StoreChange::Other`], see [`pushed`]).
 pub fn parse(name: &str, data: &str) -> Result<StoreChange> {
     let bad = |e: &dyn std::fmt::Display| {
         Error::StoreUnavailable(format!(
@@ -114,6 +115,33 @@ pub fn parse(name: &str, data: &str) -> Result<StoreChange> {
             name: other.to_string(),
         },
     })
+}
+
+/// One event as read off the stream. An event this Osprey cannot use (its data does not parse,
+/// or is over [`MAX_EVENT_BYTES`]) is logged and passed on as [`StoreChange::Other`] with its id:
+/// were it an error, the connection would drop before its id was kept, and every reconnect would
+/// replay it and stop there, so no later event would ever be applied. What it said is not lost
+/// for long: the revocation sweep and the update check still cover it.
+fn pushed(event: eventsource_stream::Event) -> PushedEvent {
+    let change = if event.data.len() > MAX_EVENT_BYTES {
+        Err(Error::StoreUnavailable(format!(
+            "the store sent a `{}` event over {} KB",
+            event.event,
+            MAX_EVENT_BYTES / 1024
+        )))
+    } else {
+        parse(&event.event, &event.data)
+    };
+    let change = change.unwrap_or_else(|error| {
+        tracing::warn!(id = %event.id, "skipping an event of the store's stream: {error}");
+        StoreChange::Other {
+            name: event.event.clone(),
+        }
+    });
+    PushedEvent {
+        id: event.id,
+        change,
+    }
 }
 
 impl StoreClient {
@@ -156,13 +184,7 @@ impl StoreClient {
         });
         use eventsource_stream::Eventsource;
         Ok(watched.eventsource().map(|item| match item {
-            Ok(event) if event.data.len() > MAX_EVENT_BYTES => Err(Error::StoreUnavailable(
-                format!("the store sent a `{}` event over 64 KB", event.event),
-            )),
-            Ok(event) => Ok(PushedEvent {
-                change: parse(&event.event, &event.data)?,
-                id: event.id,
-            }),
+            Ok(event) => Ok(pushed(event)),
             Err(error) => Err(Error::StoreUnavailable(format!(
                 "the store's event stream broke: {error}"
             ))),
@@ -245,5 +267,81 @@ mod tests {
         assert!(parse("updated", r#"{"id":"a.b"}"#).is_err());
         assert!(parse("uninstalled", r#"{"kind":"app"}"#).is_err());
         assert!(parse("revoked", "not json").is_err());
+    }
+
+    /// A one-connection loopback "store" that answers the event stream with `body` as it is
+    /// written, then keeps the connection open (until the returned task is aborted).
+    async fn serve(
+        body: impl futures::Stream<Item = Vec<u8>> + Send + 'static,
+    ) -> (StoreClient, tokio::task::JoinHandle<()>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            let mut buffer = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match socket.read(&mut buffer).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => head.extend_from_slice(&buffer[..n]),
+                }
+            }
+            let answer = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                          connection: close\r\n\r\n";
+            if socket.write_all(answer.as_bytes()).await.is_err() {
+                return;
+            }
+            let mut body = std::pin::pin!(body);
+            while let Some(chunk) = body.next().await {
+                if socket.write_all(&chunk).await.is_err() {
+                    return;
+                }
+            }
+            std::future::pending::<()>().await;
+        });
+        (StoreClient::new(url), server)
+    }
+
+    #[tokio::test]
+    async fn an_event_that_cannot_be_read_is_passed_on_with_its_id_and_the_stream_goes_on() {
+        let big = "x".repeat(MAX_EVENT_BYTES + 1);
+        let body = [
+            "event: ready\nid: 4\ndata: {\"head\":4}\n\n".to_string(),
+            // A kind this Osprey does not know (a newer store).
+            "event: updated\nid: 5\ndata: {\"kind\":\"widget\",\"id\":\"w\",\"version\":\"1.0.0\"}\n\n"
+                .to_string(),
+            format!("event: updated\nid: 6\ndata: \"{big}\"\n\n"),
+            "event: revoked\nid: 7\ndata: {\"kind\":\"app\",\"id\":\"a.b\",\"reason\":\"bad\"}\n\n"
+                .to_string(),
+        ];
+        let (client, server) = serve(futures::stream::iter(body.map(String::into_bytes))).await;
+        let stream = client.events(None, None).await.unwrap();
+        let events: Vec<PushedEvent> = stream
+            .take(4)
+            .map(|event| event.expect("the stream goes on"))
+            .collect()
+            .await;
+        server.abort();
+        let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["4", "5", "6", "7"]);
+        assert_eq!(events[0].change, StoreChange::Ready);
+        for skipped in &events[1..3] {
+            assert_eq!(
+                skipped.change,
+                StoreChange::Other {
+                    name: "updated".into()
+                }
+            );
+        }
+        assert_eq!(
+            events[3].change,
+            StoreChange::Revoked {
+                kind: RevokedKind::App,
+                id: "a.b".into(),
+                reason: "bad".into(),
+                versions: None
+            }
+        );
     }
 }

@@ -20,12 +20,16 @@
 //!   ([`CoreEvent::AppRemoved`]); sideloaded apps are never touched.
 //! - `reset` (the store no longer has the events after our id) runs the full check: a fresh
 //!   sweep and an update check of every installed store app and skill.
+//! - An event this Osprey cannot read (a kind a newer store added, data that does not parse or
+//!   is over 64 KB) is logged and skipped with its id kept, so one bad event never stops the
+//!   events after it; the sweep and the update check cover what it may have said.
 //!
 //! The first connection to a store (no id kept for it) replays nothing, so it wakes a fresh
 //! revocation sweep instead. A person's token the store refuses does not stop the follower: it
 //! follows the public events (revocations, updates) and says the token was refused.
 //!
-//! The follower reconnects after 1 s, doubling to 5 min, with `Last-Event-ID`: the id of the
+//! The follower reconnects after 1 s, doubling to 5 min (back to 1 s once an event other than
+//! `ready` came through, or the connection held for a minute), with `Last-Event-ID`: the id of the
 //! last event applied, kept per store URL in the database (`store_cursors`), so a restart or a
 //! dropped connection misses nothing. A change of `store.url` or of the person's store token
 //! (`store.token` in the secret store, [`Core::set_store_token`]) reconnects at once. Installs and updates run on tasks of
@@ -33,7 +37,7 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use osprey_apps::store_events::{PushedEvent, StoreChange};
@@ -52,6 +56,10 @@ pub const STORE_PUSH_SESSION: &str = "store-push";
 /// The first wait before reconnecting; it doubles up to [`MAX_RETRY`] while connecting fails.
 pub const FIRST_RETRY: Duration = Duration::from_secs(1);
 pub const MAX_RETRY: Duration = Duration::from_secs(300);
+/// A connection that stayed up this long counts as working: the next reconnect waits
+/// [`FIRST_RETRY`] again. (A `ready` alone does not: a store that says `ready` and then drops
+/// the connection every time would otherwise be asked once a second forever.)
+pub const STABLE_AFTER: Duration = Duration::from_secs(60);
 
 /// Where the follower stands (tests and the settings page read it).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -369,12 +377,28 @@ struct Connection<'a> {
 
 impl Connection<'_> {
     /// Opens the stream (resuming after the last id kept for this store) and applies its events
-    /// until it ends. Only a `ready` resets the backoff.
+    /// until it ends. The backoff starts again from [`FIRST_RETRY`] once an event other than
+    /// `ready` was applied, or the connection stayed up for [`STABLE_AFTER`].
     async fn follow(
         &self,
         tasks: &mut JoinSet<()>,
         asking: &Arc<Mutex<HashSet<String>>>,
         retry: &mut Duration,
+    ) -> Ended {
+        let mut opened_at = None;
+        let ended = self.read(tasks, asking, retry, &mut opened_at).await;
+        if opened_at.is_some_and(|at: Instant| at.elapsed() >= STABLE_AFTER) {
+            *retry = FIRST_RETRY;
+        }
+        ended
+    }
+
+    async fn read(
+        &self,
+        tasks: &mut JoinSet<()>,
+        asking: &Arc<Mutex<HashSet<String>>>,
+        retry: &mut Duration,
+        opened_at: &mut Option<Instant>,
     ) -> Ended {
         let url = self.client.base().to_string();
         let (last, token) = match self.weak.upgrade() {
@@ -409,6 +433,7 @@ impl Connection<'_> {
             Err(error) => return Ended::Dropped(error.to_string()),
         };
         self.status.send_modify(|s| s.connections += 1);
+        *opened_at = Some(Instant::now());
         let mut stream = std::pin::pin!(stream);
         loop {
             let item = tokio::select! {
@@ -424,7 +449,6 @@ impl Connection<'_> {
                 return Ended::Cancelled;
             };
             if event.change == StoreChange::Ready {
-                *retry = FIRST_RETRY;
                 self.status.send_modify(|s| {
                     s.connected = true;
                     s.error = note.clone();
@@ -434,6 +458,8 @@ impl Connection<'_> {
                 if last.is_none() {
                     core.apps().sweep_revocations_soon();
                 }
+            } else {
+                *retry = FIRST_RETRY;
             }
             apply(&core, &url, event, tasks, asking).await;
             self.status.send_modify(|s| {
