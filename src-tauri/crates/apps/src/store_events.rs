@@ -5,7 +5,10 @@
 //! says when it ended.
 //!
 //! A connection that sends nothing at all (not even the store's keep-alive comments, every 15 s)
-//! for [`IDLE_LIMIT`] counts as dropped, so a silently dead network path is noticed.
+//! for [`IDLE_LIMIT`] counts as dropped, so a silently dead network path is noticed. One that
+//! sends more than [`MAX_PENDING_BYTES`] without ending an event is dropped too: the parser
+//! buffers an event until its end, so an endless line would otherwise grow without bound (and,
+//! never silent, would never meet the idle limit).
 
 use std::time::Duration;
 
@@ -20,8 +23,55 @@ use crate::{Error, Result};
 /// How long a stream may stay completely silent before it counts as dropped (four of the
 /// store's keep-alive periods).
 pub const IDLE_LIMIT: Duration = Duration::from_secs(60);
-/// The largest single event accepted; the store's are a few hundred bytes.
+/// The largest single event read; the store's are a few hundred bytes. A larger one is skipped
+/// (see [`pushed`]).
 const MAX_EVENT_BYTES: usize = 64 * 1024;
+/// The most a stream may send without ending an event (a blank line) before the connection is
+/// dropped. It bounds what is buffered; it is above [`MAX_EVENT_BYTES`] so that an event a
+/// little over that still ends, and is skipped with its id rather than replayed at every
+/// reconnect.
+pub const MAX_PENDING_BYTES: usize = 4 * MAX_EVENT_BYTES;
+
+/// Counts the bytes sent since the last blank line, across chunks. Lines end with CRLF, LF or CR
+/// (the SSE grammar); line ends themselves are not counted.
+struct EventBounds {
+    pending: usize,
+    line_empty: bool,
+    after_cr: bool,
+}
+
+impl EventBounds {
+    fn new() -> EventBounds {
+        EventBounds {
+            pending: 0,
+            line_empty: true,
+            after_cr: false,
+        }
+    }
+
+    /// Takes in one chunk; false once the event being sent has gone past [`MAX_PENDING_BYTES`].
+    fn take(&mut self, chunk: &[u8]) -> bool {
+        for &byte in chunk {
+            match byte {
+                // The LF of a CRLF: the line ended at the CR.
+                b'\n' if self.after_cr => self.after_cr = false,
+                b'\r' | b'\n' => {
+                    if self.line_empty {
+                        self.pending = 0;
+                    }
+                    self.line_empty = true;
+                    self.after_cr = byte == b'\r';
+                }
+                _ => {
+                    self.line_empty = false;
+                    self.after_cr = false;
+                    self.pending += 1;
+                }
+            }
+        }
+        self.pending <= MAX_PENDING_BYTES
+    }
+}
 
 /// What the store says changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -166,22 +216,33 @@ impl StoreClient {
         }
         let response = self.answer_for(request).await?;
         let bytes = response.bytes_stream();
-        // Every chunk, keep-alive comments included, proves the connection alive.
-        let watched = futures::stream::unfold(Some(bytes), |bytes| async move {
-            let mut bytes = bytes?;
-            match tokio::time::timeout(IDLE_LIMIT, bytes.next()).await {
-                Ok(Some(Ok(chunk))) => Some((Ok(chunk), Some(bytes))),
-                Ok(Some(Err(error))) => Some((Err(error.to_string()), None)),
-                Ok(None) => None,
-                Err(_) => Some((
-                    Err(format!(
-                        "the store sent nothing for {} s",
-                        IDLE_LIMIT.as_secs()
+        // Every chunk, keep-alive comments included, proves the connection alive; none may carry
+        // an event past its bound.
+        let watched =
+            futures::stream::unfold(Some((bytes, EventBounds::new())), |state| async move {
+                let (mut bytes, mut bounds) = state?;
+                match tokio::time::timeout(IDLE_LIMIT, bytes.next()).await {
+                    Ok(Some(Ok(chunk))) if bounds.take(&chunk) => {
+                        Some((Ok(chunk), Some((bytes, bounds))))
+                    }
+                    Ok(Some(Ok(_))) => Some((
+                        Err(format!(
+                            "the store sent over {} KB without ending an event",
+                            MAX_PENDING_BYTES / 1024
+                        )),
+                        None,
                     )),
-                    None,
-                )),
-            }
-        });
+                    Ok(Some(Err(error))) => Some((Err(error.to_string()), None)),
+                    Ok(None) => None,
+                    Err(_) => Some((
+                        Err(format!(
+                            "the store sent nothing for {} s",
+                            IDLE_LIMIT.as_secs()
+                        )),
+                        None,
+                    )),
+                }
+            });
         use eventsource_stream::Eventsource;
         Ok(watched.eventsource().map(|item| match item {
             Ok(event) => Ok(pushed(event)),
@@ -342,6 +403,60 @@ mod tests {
                 reason: "bad".into(),
                 versions: None
             }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_store_that_never_ends_an_event_is_dropped_before_it_fills_memory() {
+        let ready = b"event: ready\nid: 1\ndata: {}\n\n".to_vec();
+        let endless = b"event: updated\ndata: ".to_vec();
+        // 32 MB of one line at most, so the test stops by itself if nothing drops it.
+        let line = futures::stream::repeat(vec![b'x'; 16 * 1024]).take(2048);
+        let body = futures::stream::iter([ready, endless]).chain(line);
+        let (client, server) = serve(body).await;
+        let stream = client.events(None, None).await.unwrap();
+        let mut errors = std::pin::pin!(stream.filter_map(|item| async move { item.err() }));
+        let ended = tokio::time::timeout(Duration::from_secs(20), errors.next())
+            .await
+            .expect("dropped well before the line ends");
+        let error = ended.expect("an error, not the end of the stream");
+        assert!(
+            error.to_string().contains("without ending an event"),
+            "{error}"
+        );
+        server.abort();
+    }
+
+    #[test]
+    fn the_bound_counts_bytes_since_the_last_blank_line_across_chunks_and_line_ends() {
+        let mut bounds = EventBounds::new();
+        let half = vec![b'x'; MAX_PENDING_BYTES / 2];
+        // Many events, each ended: never past the bound.
+        for ending in ["\n\n", "\r\n\r\n", "\r\r"] {
+            for _ in 0..4 {
+                assert!(bounds.take(b"data: "));
+                assert!(bounds.take(&half));
+                assert!(bounds.take(ending.as_bytes()));
+            }
+        }
+        // One event split over lines (each ended, the event not): past the bound.
+        assert!(bounds.take(&half));
+        assert!(bounds.take(b"\r\n"));
+        assert!(bounds.take(&half));
+        assert!(!bounds.take(b"\r\nxx"));
+        // A CR and an LF in separate chunks are one line end, not a blank line.
+        let mut bounds = EventBounds::new();
+        assert!(bounds.take(&half));
+        assert!(bounds.take(b"\r"));
+        assert!(bounds.take(b"\n"));
+        assert!(
+            !bounds.take(
+                &half[..half.len() - 1]
+                    .iter()
+                    .chain(b"yy")
+                    .copied()
+                    .collect::<Vec<_>>()
+            )
         );
     }
 }
