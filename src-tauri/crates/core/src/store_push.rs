@@ -453,13 +453,17 @@ impl Connection<'_> {
         opened_at: &mut Option<Instant>,
     ) -> Ended {
         let url = self.client.base().to_string();
-        let (last, token) = match self.weak.upgrade() {
+        let (last, secrets) = match self.weak.upgrade() {
             Some(core) => (
                 core.db().store_cursors().get(&url).ok().flatten(),
-                core.store_token(),
+                core.secrets(),
             ),
             None => return Ended::Cancelled,
         };
+        let token = tokio::task::spawn_blocking(move || crate::store::read_store_token(&secrets))
+            .await
+            .ok()
+            .flatten();
         self.status.send_modify(|s| {
             s.store_url = Some(url.clone());
             s.last_event_id = last.clone();
