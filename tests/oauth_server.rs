@@ -1,11 +1,25 @@
 //! A loopback OAuth 2.0 authorization server for tests of app accounts, holding to the rules a
-//! real provider enforces: RFC 6749's authorization code grant (a code is single-use and bound
-//! to the client id and redirect URI it was issued for; a reused code is `invalid_grant` and
-//! revokes what it yielded, §4.1.2), RFC 7636's PKCE (S256 only; the verifier must hash to the
-//! challenge), RFC 8252's loopback redirects (`http://127.0.0.1:<any port>/oauth/callback`),
-//! the state echoed, and refresh tokens rotated on every use (a rotated-out or revoked refresh
-//! token is `invalid_grant`). Errors are RFC 6749 §5.2 JSON. Its sign-in page approves at once
-//! (a 302 back to the client), which is what a browser driving it sees after the person signed in.
+//! real provider enforces, so a client that passes here does not pass only because the server
+//! is lenient:
+//!
+//! - RFC 6749's authorization code grant: a code is single-use, expires (ten minutes by
+//!   default, [`OAuthServer::set_code_lifetime`]) and is bound to the client id and redirect
+//!   URI it was issued for; a reused code is `invalid_grant` and revokes what it yielded
+//!   (§4.1.2). Several clients can be registered ([`OAuthServer::add_client`]), so one client's
+//!   code or refresh token presented by another is refused (§4.1.3, §6).
+//! - The token endpoint takes `application/x-www-form-urlencoded` bodies only (§3.2, §4.1.3);
+//!   anything else is `invalid_request`.
+//! - RFC 7636's PKCE: S256 only; the verifier is 43 to 128 characters of `[A-Za-z0-9-._~]`
+//!   (§4.1, else `invalid_request`) and must hash to the challenge (§4.6, else
+//!   `invalid_grant`).
+//! - RFC 8252's loopback redirects (`http://127.0.0.1:<any port>/oauth/callback`), the state
+//!   echoed.
+//! - Refresh tokens rotated on every use: a rotated-out or revoked refresh token is
+//!   `invalid_grant`, and presenting a rotated-out one again revokes its whole family, the
+//!   tokens issued after it included (RFC 9700 §4.14.2: the replay means it was stolen).
+//!
+//! Errors are RFC 6749 §5.2 JSON. Its sign-in page approves at once (a 302 back to the client),
+//! which is what a browser driving it sees after the person signed in.
 //!
 //! Blocking std networking on its own thread, like [`crate::model_server`]; dropped, it stops.
 //! [`browse`] is the test's browser: it fetches the authorization URL, follows the provider's
@@ -16,7 +30,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use base64::Engine;
@@ -25,9 +39,14 @@ use sha2::Digest;
 
 /// The only redirect path the server accepts (Osprey's loopback listener).
 const CALLBACK_PATH: &str = "/oauth/callback";
+/// How long an authorization code can be redeemed unless a test says otherwise (RFC 6749
+/// §4.1.2 recommends ten minutes at most).
+pub const CODE_LIFETIME: Duration = Duration::from_secs(600);
 
 struct Code {
     client_id: String,
+    /// No longer redeemable from then on.
+    expires: Instant,
     redirect_uri: String,
     challenge: String,
     scope: String,
@@ -46,6 +65,8 @@ struct Refresh {
 
 #[derive(Default)]
 struct State {
+    /// The registered client ids.
+    clients: Vec<String>,
     codes: HashMap<String, Code>,
     refresh: HashMap<String, Refresh>,
     /// Access token -> (expires at, unix seconds; family).
@@ -63,8 +84,9 @@ struct State {
 /// The server; see the module docs.
 pub struct OAuthServer {
     port: u16,
-    client_id: String,
     lifetime: Arc<AtomicU64>,
+    /// An authorization code's lifetime, in milliseconds.
+    code_lifetime: Arc<AtomicU64>,
     state: Arc<Mutex<State>>,
     stop: Arc<AtomicBool>,
 }
@@ -98,21 +120,22 @@ fn fresh_token(kind: &str) -> String {
 }
 
 impl OAuthServer {
-    /// Listens on a free loopback port for the one client `client_id`; access tokens live
-    /// `lifetime` (whole seconds).
+    /// Listens on a free loopback port with the client `client_id` registered (more with
+    /// [`OAuthServer::add_client`]); access tokens live `lifetime` (whole seconds).
     pub fn start(client_id: &str, lifetime: Duration) -> Result<OAuthServer> {
         let listener = TcpListener::bind("127.0.0.1:0").context("binding a loopback port")?;
         let port = listener.local_addr()?.port();
         let server = OAuthServer {
             port,
-            client_id: client_id.to_string(),
             lifetime: Arc::new(AtomicU64::new(lifetime.as_secs())),
+            code_lifetime: Arc::new(AtomicU64::new(millis(CODE_LIFETIME))),
             state: Arc::default(),
             stop: Arc::new(AtomicBool::new(false)),
         };
+        server.add_client(client_id);
         let context = Provider {
-            client_id: server.client_id.clone(),
             lifetime: Arc::clone(&server.lifetime),
+            code_lifetime: Arc::clone(&server.code_lifetime),
             state: Arc::clone(&server.state),
         };
         let stop = Arc::clone(&server.stop);
@@ -142,6 +165,18 @@ impl OAuthServer {
     /// Access tokens issued from now on live this long.
     pub fn set_lifetime(&self, lifetime: Duration) {
         self.lifetime.store(lifetime.as_secs(), Ordering::Relaxed);
+    }
+
+    /// Authorization codes issued from now on can be redeemed for this long (zero: a code has
+    /// expired by the time anyone presents it).
+    pub fn set_code_lifetime(&self, lifetime: Duration) {
+        self.code_lifetime
+            .store(millis(lifetime), Ordering::Relaxed);
+    }
+
+    /// Registers another public client (another app of the same provider).
+    pub fn add_client(&self, client_id: &str) {
+        self.lock().clients.push(client_id.to_string());
     }
 
     /// The next sign-in is declined (`error=access_denied`), as when the person says no.
@@ -195,9 +230,21 @@ impl Drop for OAuthServer {
 
 #[derive(Clone)]
 struct Provider {
-    client_id: String,
     lifetime: Arc<AtomicU64>,
+    code_lifetime: Arc<AtomicU64>,
     state: Arc<Mutex<State>>,
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// RFC 7636 §4.1: `code-verifier = 43*128unreserved`, unreserved being `[A-Za-z0-9-._~]`.
+fn verifier_well_formed(verifier: &str) -> bool {
+    (43..=128).contains(&verifier.len())
+        && verifier
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
 }
 
 /// One HTTP/1.1 request as far as these servers need it.
@@ -315,6 +362,22 @@ impl Provider {
         match (request.method.as_str(), request.path.as_str()) {
             ("GET", "/authorize") => self.authorize(&mut stream, &request.query),
             ("POST", "/token") => {
+                // §4.1.3 and §6: the parameters come form-encoded, nothing else.
+                let media_type = request
+                    .headers
+                    .get("content-type")
+                    .and_then(|value| value.split(';').next())
+                    .map(str::trim);
+                if !media_type
+                    .is_some_and(|t| t.eq_ignore_ascii_case("application/x-www-form-urlencoded"))
+                {
+                    self.lock().refusals.push("invalid_request".into());
+                    return token_error(
+                        &mut stream,
+                        "invalid_request",
+                        "the token request must be application/x-www-form-urlencoded",
+                    );
+                }
                 let params = form(&request.body);
                 self.token(&mut stream, &params)
             }
@@ -329,7 +392,7 @@ impl Provider {
     ) -> std::io::Result<()> {
         let get = |name: &str| query.get(name).map(String::as_str).unwrap_or_default();
         // §4.1.2.1: a bad client or redirect URI is never redirected to.
-        if get("client_id") != self.client_id {
+        if !self.known_client(get("client_id")) {
             return respond(stream, "400 Bad Request", &[], "unknown client_id");
         }
         let redirect = get("redirect_uri");
@@ -358,11 +421,13 @@ impl Provider {
             ])
         } else {
             let code = fresh_token("code");
+            let lifetime = Duration::from_millis(self.code_lifetime.load(Ordering::Relaxed));
             let mut locked = self.lock();
             locked.codes.insert(
                 code.clone(),
                 Code {
-                    client_id: self.client_id.clone(),
+                    client_id: get("client_id").to_string(),
+                    expires: Instant::now() + lifetime,
                     redirect_uri: redirect.to_string(),
                     challenge: get("code_challenge").to_string(),
                     scope: get("scope").to_string(),
@@ -384,14 +449,15 @@ impl Provider {
     ) -> std::io::Result<()> {
         let get = |name: &str| params.get(name).map(String::as_str).unwrap_or_default();
         // A public client identifies itself in the body (it has no secret).
-        if get("client_id") != self.client_id {
+        let client_id = get("client_id");
+        if !self.known_client(client_id) {
             self.lock().refusals.push("invalid_client".into());
             return token_error(stream, "invalid_client", "unknown client_id");
         }
         let grant = get("grant_type").to_string();
         let issued = match grant.as_str() {
             "authorization_code" => self.redeem_code(params),
-            "refresh_token" => self.rotate_refresh(get("refresh_token")),
+            "refresh_token" => self.rotate_refresh(client_id, get("refresh_token")),
             _ => Err((
                 "unsupported_grant_type",
                 "only authorization_code and refresh_token",
@@ -399,7 +465,7 @@ impl Provider {
         };
         match issued {
             Ok((family, scope)) => {
-                let body = self.issue(family, &scope);
+                let body = self.issue(client_id, family, &scope);
                 self.lock().grants.push(grant);
                 respond(
                     stream,
@@ -418,8 +484,8 @@ impl Provider {
         }
     }
 
-    /// §4.1.3 and RFC 7636 §4.6: the code, once, for its client and redirect URI, with the
-    /// verifier that hashes to its challenge.
+    /// §4.1.3 and RFC 7636 §4.6: the code, once and before it expires, for its client and
+    /// redirect URI, with a well-formed verifier that hashes to its challenge.
     fn redeem_code(
         &self,
         params: &HashMap<String, String>,
@@ -431,18 +497,15 @@ impl Provider {
         };
         if code.used {
             // A replayed code: what it yielded is revoked too (§4.1.2).
-            let family = code.family;
-            if let Some(family) = family {
-                state.revoked_families.push(family);
-                for refresh in state.refresh.values_mut() {
-                    if refresh.family == family {
-                        refresh.dead = true;
-                    }
-                }
+            if let Some(family) = code.family {
+                state.revoke_family(family);
             }
             return Err(("invalid_grant", "the authorization code was already used"));
         }
         code.used = true;
+        if Instant::now() >= code.expires {
+            return Err(("invalid_grant", "the authorization code has expired"));
+        }
         if code.client_id != get("client_id") {
             return Err(("invalid_grant", "the code was issued to another client"));
         }
@@ -453,9 +516,15 @@ impl Provider {
             ));
         }
         let verifier = get("code_verifier");
+        if !verifier_well_formed(verifier) {
+            return Err((
+                "invalid_request",
+                "code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~",
+            ));
+        }
         let hashed = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .encode(sha2::Sha256::digest(verifier.as_bytes()));
-        if !(43..=128).contains(&verifier.len()) || hashed != code.challenge {
+        if hashed != code.challenge {
             return Err(("invalid_grant", "PKCE verification failed"));
         }
         let family = fresh_family();
@@ -463,9 +532,11 @@ impl Provider {
         Ok((family, code.scope.clone()))
     }
 
-    /// §6 with rotation: the old refresh token dies as the new one is issued.
+    /// §6 with rotation: the old refresh token dies as the new one is issued; presented again,
+    /// it takes its whole family with it (RFC 9700 §4.14.2).
     fn rotate_refresh(
         &self,
+        client_id: &str,
         token: &str,
     ) -> std::result::Result<(u64, String), (&'static str, &'static str)> {
         let mut state = self.lock();
@@ -473,12 +544,14 @@ impl Provider {
             return Err(("invalid_grant", "unknown refresh token"));
         };
         if refresh.dead {
+            let family = refresh.family;
+            state.revoke_family(family);
             return Err((
                 "invalid_grant",
                 "the refresh token was revoked or already used",
             ));
         }
-        if refresh.client_id != self.client_id {
+        if refresh.client_id != client_id {
             return Err((
                 "invalid_grant",
                 "the refresh token belongs to another client",
@@ -488,7 +561,11 @@ impl Provider {
         Ok((refresh.family, refresh.scope.clone()))
     }
 
-    fn issue(&self, family: u64, scope: &str) -> Value {
+    fn known_client(&self, client_id: &str) -> bool {
+        self.lock().clients.iter().any(|known| known == client_id)
+    }
+
+    fn issue(&self, client_id: &str, family: u64, scope: &str) -> Value {
         let lifetime = self.lifetime.load(Ordering::Relaxed);
         let access = fresh_token("access");
         let refresh = fresh_token("refresh");
@@ -499,7 +576,7 @@ impl Provider {
         state.refresh.insert(
             refresh.clone(),
             Refresh {
-                client_id: self.client_id.clone(),
+                client_id: client_id.to_string(),
                 scope: scope.to_string(),
                 family,
                 dead: false,
@@ -512,6 +589,18 @@ impl Provider {
             "refresh_token": refresh,
             "scope": scope,
         })
+    }
+}
+
+impl State {
+    /// Every token of `family` stops working: its refresh tokens and its access tokens.
+    fn revoke_family(&mut self, family: u64) {
+        self.revoked_families.push(family);
+        for refresh in self.refresh.values_mut() {
+            if refresh.family == family {
+                refresh.dead = true;
+            }
+        }
     }
 }
 
@@ -579,4 +668,207 @@ pub fn with_param(url: url::Url, name: &str, value: &str) -> url::Url {
     let mut changed = url;
     changed.query_pairs_mut().clear().extend_pairs(pairs);
     changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "client-a";
+    const B: &str = "client-b";
+    const REDIRECT: &str = "http://127.0.0.1:4321/oauth/callback";
+
+    /// A verifier of the allowed form and its S256 challenge.
+    fn pkce(seed: &str) -> (String, String) {
+        let verifier = format!("{seed}-{}", "v".repeat(50));
+        let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(sha2::Sha256::digest(verifier.as_bytes()));
+        (verifier, challenge)
+    }
+
+    /// Signs in as `client` with `challenge`: the code the provider redirects back with.
+    fn code_for(server: &OAuthServer, client: &str, challenge: &str) -> String {
+        let mut url = url::Url::parse(&server.authorize_url()).unwrap();
+        url.query_pairs_mut().extend_pairs([
+            ("response_type", "code"),
+            ("client_id", client),
+            ("redirect_uri", REDIRECT),
+            ("code_challenge", challenge),
+            ("code_challenge_method", "S256"),
+            ("state", "s"),
+        ]);
+        let (status, location, body) = http_get(&url).unwrap();
+        assert_eq!(status, 302, "{body}");
+        let back = url::Url::parse(&location.unwrap()).unwrap();
+        let code = back.query_pairs().find(|(name, _)| name == "code");
+        code.expect("a code").1.into_owned()
+    }
+
+    /// POSTs `params` to the token endpoint with `content_type`: the status and the JSON answer.
+    fn token(server: &OAuthServer, content_type: &str, params: &[(&str, &str)]) -> (u16, Value) {
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(params)
+            .finish();
+        let mut stream = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        write!(
+            stream,
+            "POST /token HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: {content_type}\r\n\
+             content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (status, serde_json::from_str(body).unwrap())
+    }
+
+    const FORM: &str = "application/x-www-form-urlencoded";
+
+    fn redeem(server: &OAuthServer, client: &str, code: &str, verifier: &str) -> (u16, Value) {
+        token(
+            server,
+            FORM,
+            &[
+                ("grant_type", "authorization_code"),
+                ("client_id", client),
+                ("code", code),
+                ("redirect_uri", REDIRECT),
+                ("code_verifier", verifier),
+            ],
+        )
+    }
+
+    fn refresh(server: &OAuthServer, client: &str, refresh_token: &str) -> (u16, Value) {
+        token(
+            server,
+            FORM,
+            &[
+                ("grant_type", "refresh_token"),
+                ("client_id", client),
+                ("refresh_token", refresh_token),
+            ],
+        )
+    }
+
+    fn error(answer: (u16, Value)) -> String {
+        assert_eq!(answer.0, 400, "{}", answer.1);
+        answer.1["error"].as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn a_well_formed_exchange_and_refresh_succeed() {
+        let server = OAuthServer::start(A, Duration::from_secs(60)).unwrap();
+        let (verifier, challenge) = pkce("ok");
+        let code = code_for(&server, A, &challenge);
+        let (status, tokens) = redeem(&server, A, &code, &verifier);
+        assert_eq!(status, 200, "{tokens}");
+        let (status, fresh) = refresh(&server, A, tokens["refresh_token"].as_str().unwrap());
+        assert_eq!(status, 200, "{fresh}");
+        assert!(server.access_valid(fresh["access_token"].as_str().unwrap()));
+        assert_eq!(server.grants(), ["authorization_code", "refresh_token"]);
+    }
+
+    #[test]
+    fn a_token_request_that_is_not_form_encoded_is_refused() {
+        let server = OAuthServer::start(A, Duration::from_secs(60)).unwrap();
+        let (verifier, challenge) = pkce("json");
+        let code = code_for(&server, A, &challenge);
+        let params = [
+            ("grant_type", "authorization_code"),
+            ("client_id", A),
+            ("code", code.as_str()),
+            ("redirect_uri", REDIRECT),
+            ("code_verifier", verifier.as_str()),
+        ];
+        assert_eq!(
+            error(token(&server, "application/json", &params)),
+            "invalid_request"
+        );
+        assert_eq!(
+            error(token(&server, "text/plain", &params)),
+            "invalid_request"
+        );
+        // The code was not spent on the refused request; a charset parameter is fine.
+        let (status, answer) = token(&server, &format!("{FORM}; charset=UTF-8"), &params);
+        assert_eq!(status, 200, "{answer}");
+    }
+
+    #[test]
+    fn one_clients_code_and_refresh_token_are_refused_to_another() {
+        let server = OAuthServer::start(A, Duration::from_secs(60)).unwrap();
+        server.add_client(B);
+        let (verifier, challenge) = pkce("a");
+        let code = code_for(&server, A, &challenge);
+        assert_eq!(error(redeem(&server, B, &code, &verifier)), "invalid_grant");
+
+        let code = code_for(&server, A, &challenge);
+        let (status, tokens) = redeem(&server, A, &code, &verifier);
+        assert_eq!(status, 200, "{tokens}");
+        let refresh_token = tokens["refresh_token"].as_str().unwrap();
+        assert_eq!(error(refresh(&server, B, refresh_token)), "invalid_grant");
+        // Still A's: B's attempt did not spend it.
+        assert_eq!(refresh(&server, A, refresh_token).0, 200);
+        // B is a client in its own right.
+        let (verifier, challenge) = pkce("b");
+        let code = code_for(&server, B, &challenge);
+        assert_eq!(redeem(&server, B, &code, &verifier).0, 200);
+        // And a client nobody registered is not.
+        let (verifier, _) = pkce("c");
+        let answer = redeem(&server, "client-c", &code, &verifier);
+        assert_eq!(answer.0, 401, "{}", answer.1);
+    }
+
+    #[test]
+    fn an_expired_code_is_refused() {
+        let server = OAuthServer::start(A, Duration::from_secs(60)).unwrap();
+        server.set_code_lifetime(Duration::ZERO);
+        let (verifier, challenge) = pkce("late");
+        let code = code_for(&server, A, &challenge);
+        assert_eq!(error(redeem(&server, A, &code, &verifier)), "invalid_grant");
+        server.set_code_lifetime(CODE_LIFETIME);
+        let code = code_for(&server, A, &challenge);
+        assert_eq!(redeem(&server, A, &code, &verifier).0, 200);
+    }
+
+    #[test]
+    fn a_rotated_out_refresh_token_presented_again_revokes_its_family() {
+        let server = OAuthServer::start(A, Duration::from_secs(60)).unwrap();
+        let (verifier, challenge) = pkce("family");
+        let code = code_for(&server, A, &challenge);
+        let (_, first) = redeem(&server, A, &code, &verifier);
+        let old = first["refresh_token"].as_str().unwrap();
+        let (status, second) = refresh(&server, A, old);
+        assert_eq!(status, 200, "{second}");
+        // The old one again (an attacker who stole it, or the legitimate client after theft).
+        assert_eq!(error(refresh(&server, A, old)), "invalid_grant");
+        // The whole family went with it: the newer refresh token and its access token too.
+        let newer = second["refresh_token"].as_str().unwrap();
+        assert_eq!(error(refresh(&server, A, newer)), "invalid_grant");
+        assert!(!server.access_valid(second["access_token"].as_str().unwrap()));
+    }
+
+    #[test]
+    fn a_verifier_of_the_wrong_length_or_characters_is_refused() {
+        let server = OAuthServer::start(A, Duration::from_secs(60)).unwrap();
+        let too_short = "a".repeat(42);
+        let too_long = "a".repeat(129);
+        let bad_character = format!("{}+/", "a".repeat(50));
+        for verifier in [too_short, too_long, bad_character] {
+            // Its challenge matches: only its form is wrong.
+            let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(sha2::Sha256::digest(verifier.as_bytes()));
+            let code = code_for(&server, A, &challenge);
+            assert_eq!(
+                error(redeem(&server, A, &code, &verifier)),
+                "invalid_request",
+                "{verifier}"
+            );
+        }
+        let (_, challenge) = pkce("right");
+        let code = code_for(&server, A, &challenge);
+        let (wrong, _) = pkce("wrong");
+        assert_eq!(error(redeem(&server, A, &code, &wrong)), "invalid_grant");
+    }
 }

@@ -625,7 +625,6 @@ fn check_skill_name(name: &str) -> Result<()> {
         .map_err(|why| Error::NotInstalled(format!("`{name}` is not a skill name: {why}")))
 }
 
-/// Why the store could not be reached, in one sentence.
 /// The whole body of `response`, refused with `too_large()` once it declares or sends more than
 /// `limit` bytes (counted as they arrive, so a lying or absent length cannot get past it).
 async fn read_capped(
@@ -654,6 +653,7 @@ async fn read_capped(
     Ok(body)
 }
 
+/// Why the store could not be reached, in one sentence.
 fn unreachable(base: &str, error: &reqwest::Error) -> String {
     if error.is_timeout() {
         format!("the store at {base} did not answer in time")

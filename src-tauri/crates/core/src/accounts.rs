@@ -340,11 +340,6 @@ impl Accounts {
         Some(retry.map_or(due, |retry| retry.max(due)))
     }
 
-    /// The store token, if the person set one.
-    fn store_token(&self) -> Option<String> {
-        self.secrets.get(STORE_TOKEN).ok().flatten()
-    }
-
     /// The hooks the app platform calls: the credentials pushed with `Configure`, the
     /// removal of an app's tokens, the refresh an app asks for.
     #[cfg(unix)]
@@ -402,11 +397,12 @@ impl osprey_apps::settings::Credentials for Accounts {
             }
             let (prefix, suffix) = USER_TOKEN_PERMISSION;
             if osprey_apps::permissions::allows(&manifest.permissions, prefix, suffix) {
-                let accounts = self.clone();
-                let token = tokio::task::spawn_blocking(move || accounts.store_token())
-                    .await
-                    .ok()
-                    .flatten();
+                let secrets = self.secrets.clone();
+                let token =
+                    tokio::task::spawn_blocking(move || crate::store::read_store_token(&secrets))
+                        .await
+                        .ok()
+                        .flatten();
                 object.insert(
                     "store_token".into(),
                     token.map_or(Value::Null, Value::String),

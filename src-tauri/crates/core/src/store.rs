@@ -78,17 +78,19 @@ fn page(value: &Value, installed: &Installed) -> CoreResult<StoreCatalogPage> {
 /// removals on other devices.
 pub const STORE_TOKEN_SECRET: &str = "store.token";
 
-impl Core {
-    /// The person's store token, when they gave one (`osprey config set store.token -`).
-    pub fn store_token(&self) -> Option<String> {
-        self.secrets()
-            .get(STORE_TOKEN_SECRET)
-            .ok()
-            .flatten()
-            .map(|token| token.trim().to_string())
-            .filter(|token| !token.is_empty())
-    }
+/// The person's store token, when they gave one (`osprey config set store.token -`): trimmed,
+/// and `None` when blank. It reads the secret store (the keyring may block): call it through
+/// `spawn_blocking`, as the store event follower and the apps' configuration do.
+pub(crate) fn read_store_token(secrets: &crate::secrets::Secrets) -> Option<String> {
+    secrets
+        .get(STORE_TOKEN_SECRET)
+        .ok()
+        .flatten()
+        .map(|token| token.trim().to_string())
+        .filter(|token| !token.is_empty())
+}
 
+impl Core {
     /// Stores (or, given `None` or an empty one, removes) the person's store token, reconnects
     /// the store's event stream with it (here, and in a running Osprey that reads the setting
     /// this writes) and passes it to the running apps that hold `user:token`. Returns where it

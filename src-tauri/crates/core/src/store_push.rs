@@ -3,8 +3,9 @@
 //! `osprey_apps::store_events`) and applies what it says, each through the path a person's own
 //! action takes, so the push adds no way around a check:
 //!
-//! - `revoked` wakes the revocation sweep now, with a freshly fetched list: the event itself is
-//!   only a wake-up, the store's signed-for list decides (and fails closed as the sweep does). A
+//! - `revoked` of an app or skill installed here wakes the revocation sweep now, with a freshly
+//!   fetched list: the event itself is only a wake-up, the store's signed-for list decides (and
+//!   fails closed as the sweep does); one of something not installed here fetches nothing. A
 //!   revoked running app is stopped and quarantined, a revoked store skill removed, each with a
 //!   [`CoreEvent`] the desktop turns into a notification.
 //! - `updated` of an installed store app installs the store's version through the one install
@@ -15,25 +16,32 @@
 //!   never applied silently: it is the agent's `store` install call, asked every time with the
 //!   app's name, publisher, version and permissions, run with origin `system` in the session
 //!   [`STORE_PUSH_SESSION`], and installs only on yes. With nobody to ask (`osprey daemon` has no
-//!   UI) it is refused.
+//!   UI) it is refused. One question per app at a time: an `installed` that arrives while it is
+//!   asked is asked after it, unless the app was installed meanwhile.
 //! - `uninstalled` removes the app through [`Core::uninstall_app`] and says so
-//!   ([`CoreEvent::AppRemoved`]); sideloaded apps are never touched.
+//!   ([`CoreEvent::AppRemoved`]); sideloaded apps are never touched. It runs on a task of its
+//!   own that a reconnect or a stop does not cut short.
 //! - `reset` (the store no longer has the events after our id) runs the full check: a fresh
 //!   sweep and an update check of every installed store app and skill.
+//! - An event this Osprey cannot read (a kind a newer store added, data that does not parse or
+//!   is over 64 KB) is logged and skipped with its id kept, so one bad event never stops the
+//!   events after it; the sweep and the update check cover what it may have said.
 //!
 //! The first connection to a store (no id kept for it) replays nothing, so it wakes a fresh
 //! revocation sweep instead. A person's token the store refuses does not stop the follower: it
 //! follows the public events (revocations, updates) and says the token was refused.
 //!
-//! The follower reconnects after 1 s, doubling to 5 min, with `Last-Event-ID`: the id of the
+//! The follower reconnects after 1 s, doubling to 5 min (back to 1 s once an event other than
+//! `ready` came through, or the connection held for a minute), with `Last-Event-ID`: the id of the
 //! last event applied, kept per store URL in the database (`store_cursors`), so a restart or a
 //! dropped connection misses nothing. A change of `store.url` or of the person's store token
 //! (`store.token` in the secret store, [`Core::set_store_token`]) reconnects at once. Installs and updates run on tasks of
 //! their own, so a question waiting for the person never delays a revocation.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use osprey_apps::store_events::{PushedEvent, StoreChange};
@@ -52,6 +60,10 @@ pub const STORE_PUSH_SESSION: &str = "store-push";
 /// The first wait before reconnecting; it doubles up to [`MAX_RETRY`] while connecting fails.
 pub const FIRST_RETRY: Duration = Duration::from_secs(1);
 pub const MAX_RETRY: Duration = Duration::from_secs(300);
+/// A connection that stayed up this long counts as working: the next reconnect waits
+/// [`FIRST_RETRY`] again. (A `ready` alone does not: a store that says `ready` and then drops
+/// the connection every time would otherwise be asked once a second forever.)
+pub const STABLE_AFTER: Duration = Duration::from_secs(60);
 
 /// Where the follower stands (tests and the settings page read it).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -67,6 +79,10 @@ pub struct StoreEventsStatus {
     /// How many connections were opened so far.
     pub connections: u64,
 }
+
+/// The apps whose pushed install is being asked, each with whether another `installed` for it
+/// came meanwhile.
+type Asking = Arc<Mutex<HashMap<String, bool>>>;
 
 /// The follower's handle in the app platform.
 pub(crate) struct PushSlot {
@@ -133,13 +149,23 @@ impl Core {
         &self,
         change: StoreChange,
         tasks: &mut JoinSet<()>,
-        asking: &Arc<Mutex<HashSet<String>>>,
+        asking: &Asking,
     ) {
         match change {
             StoreChange::Ready | StoreChange::Other { .. } => {}
+            // Only a revocation of something installed here is worth fetching the whole list
+            // for; the hourly sweep still covers everything.
             StoreChange::Revoked { kind, id, .. } => {
-                tracing::info!(?kind, %id, "the store revoked something: sweeping now");
-                self.apps().sweep_revocations_soon();
+                let installed = match kind {
+                    RevokedKind::App => self.installed_store_version(&id).await.is_some(),
+                    RevokedKind::Skill => self
+                        .skill_installer()
+                        .is_ok_and(|installer| installer.record(&id).is_some()),
+                };
+                if installed {
+                    tracing::info!(?kind, %id, "the store revoked something installed here: sweeping now");
+                    self.apps().sweep_revocations_soon();
+                }
             }
             StoreChange::Reset => {
                 tracing::info!(
@@ -172,46 +198,80 @@ impl Core {
                 }
             }
             StoreChange::Installed { id } => {
-                let installed = self
-                    .installed_apps()
-                    .await
-                    .iter()
-                    .any(|app| app.manifest.id == id);
-                let fresh = asking
+                if self.is_installed(&id).await {
+                    return;
+                }
+                // One question per app at a time. An `installed` that arrives while it is being
+                // asked is not dropped: it is asked once more after, unless the app got installed.
+                match asking
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .insert(id.clone());
-                if !installed && fresh {
-                    let asking = Arc::clone(asking);
-                    let core = self.clone();
-                    tasks.spawn(async move {
-                        core.ask_to_install(&id).await;
-                        asking.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                    });
-                } else if fresh {
-                    asking.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                }
-            }
-            StoreChange::Uninstalled { id } => {
-                let app = self
-                    .installed_apps()
-                    .await
-                    .into_iter()
-                    .find(|app| app.manifest.id == id && !app.sideloaded);
-                let Some(app) = app else { return };
-                match self.uninstall_app(&id).await {
-                    Ok(()) => self.emit(CoreEvent::AppRemoved {
-                        app_id: id,
-                        reason: format!(
-                            "You removed {} on another device or on the store's page, so Osprey \
-                             removed it here too, with its data.",
-                            app.manifest.name
-                        ),
-                    }),
-                    Err(error) => {
-                        tracing::warn!(app = %id, "the store says it was removed; removing it here failed: {}", error.message)
+                    .entry(id.clone())
+                {
+                    Entry::Occupied(mut again) => {
+                        again.insert(true);
+                        return;
+                    }
+                    Entry::Vacant(entry) => {
+                        entry.insert(false);
                     }
                 }
+                tasks.spawn(self.clone().ask_until_answered(id, Arc::clone(asking)));
+            }
+            // On a task of its own, like an install: a reconnect, or a stop, must not cut a
+            // removal half way (the inner task runs on even if the follower's tasks are ended).
+            StoreChange::Uninstalled { id } => {
+                let core = self.clone();
+                tasks.spawn(async move {
+                    let _ = tokio::spawn(core.remove_pushed(id)).await;
+                });
+            }
+        }
+    }
+
+    async fn is_installed(&self, id: &str) -> bool {
+        self.installed_apps()
+            .await
+            .iter()
+            .any(|app| app.manifest.id == id)
+    }
+
+    /// Asks to install `id` (see [`Core::ask_to_install`]), again for each `installed` that came
+    /// while it was asked, until it is installed or no such event is waiting.
+    async fn ask_until_answered(self, id: String, asking: Asking) {
+        loop {
+            self.ask_to_install(&id).await;
+            let installed = self.is_installed(&id).await;
+            let mut waiting = asking.lock().unwrap_or_else(|e| e.into_inner());
+            if !installed && waiting.get(&id) == Some(&true) {
+                waiting.insert(id.clone(), false);
+                continue;
+            }
+            waiting.remove(&id);
+            return;
+        }
+    }
+
+    /// Removes the store app `id` because the person removed it elsewhere (never a sideload),
+    /// and says so.
+    async fn remove_pushed(self, id: String) {
+        let app = self
+            .installed_apps()
+            .await
+            .into_iter()
+            .find(|app| app.manifest.id == id && !app.sideloaded);
+        let Some(app) = app else { return };
+        match self.uninstall_app(&id).await {
+            Ok(()) => self.emit(CoreEvent::AppRemoved {
+                app_id: id,
+                reason: format!(
+                    "You removed {} on another device or on the store's page, so Osprey removed \
+                     it here too, with its data.",
+                    app.manifest.name
+                ),
+            }),
+            Err(error) => {
+                tracing::warn!(app = %id, "the store says it was removed; removing it here failed: {}", error.message)
             }
         }
     }
@@ -308,7 +368,7 @@ enum Ended {
 async fn follow(weak: WeakCore, cancel: CancellationToken) {
     let mut retry = FIRST_RETRY;
     let mut tasks = JoinSet::new();
-    let asking = Arc::new(Mutex::new(HashSet::new()));
+    let asking = Asking::default();
     loop {
         let Some(core) = weak.upgrade() else { break };
         let reconnect = Arc::clone(&core.apps().push().reconnect);
@@ -369,21 +429,41 @@ struct Connection<'a> {
 
 impl Connection<'_> {
     /// Opens the stream (resuming after the last id kept for this store) and applies its events
-    /// until it ends. Only a `ready` resets the backoff.
+    /// until it ends. The backoff starts again from [`FIRST_RETRY`] once an event other than
+    /// `ready` was applied, or the connection stayed up for [`STABLE_AFTER`].
     async fn follow(
         &self,
         tasks: &mut JoinSet<()>,
-        asking: &Arc<Mutex<HashSet<String>>>,
+        asking: &Asking,
         retry: &mut Duration,
     ) -> Ended {
+        let mut opened_at = None;
+        let ended = self.read(tasks, asking, retry, &mut opened_at).await;
+        if opened_at.is_some_and(|at: Instant| at.elapsed() >= STABLE_AFTER) {
+            *retry = FIRST_RETRY;
+        }
+        ended
+    }
+
+    async fn read(
+        &self,
+        tasks: &mut JoinSet<()>,
+        asking: &Asking,
+        retry: &mut Duration,
+        opened_at: &mut Option<Instant>,
+    ) -> Ended {
         let url = self.client.base().to_string();
-        let (last, token) = match self.weak.upgrade() {
+        let (last, secrets) = match self.weak.upgrade() {
             Some(core) => (
                 core.db().store_cursors().get(&url).ok().flatten(),
-                core.store_token(),
+                core.secrets(),
             ),
             None => return Ended::Cancelled,
         };
+        let token = tokio::task::spawn_blocking(move || crate::store::read_store_token(&secrets))
+            .await
+            .ok()
+            .flatten();
         self.status.send_modify(|s| {
             s.store_url = Some(url.clone());
             s.last_event_id = last.clone();
@@ -409,6 +489,7 @@ impl Connection<'_> {
             Err(error) => return Ended::Dropped(error.to_string()),
         };
         self.status.send_modify(|s| s.connections += 1);
+        *opened_at = Some(Instant::now());
         let mut stream = std::pin::pin!(stream);
         loop {
             let item = tokio::select! {
@@ -424,7 +505,6 @@ impl Connection<'_> {
                 return Ended::Cancelled;
             };
             if event.change == StoreChange::Ready {
-                *retry = FIRST_RETRY;
                 self.status.send_modify(|s| {
                     s.connected = true;
                     s.error = note.clone();
@@ -434,11 +514,14 @@ impl Connection<'_> {
                 if last.is_none() {
                     core.apps().sweep_revocations_soon();
                 }
+            } else {
+                *retry = FIRST_RETRY;
             }
+            let id = event.id.clone();
             apply(&core, &url, event, tasks, asking).await;
-            self.status.send_modify(|s| {
-                s.last_event_id = core.db().store_cursors().get(&url).ok().flatten()
-            });
+            if !id.is_empty() {
+                self.status.send_modify(|s| s.last_event_id = Some(id));
+            }
         }
     }
 }
@@ -449,7 +532,7 @@ async fn apply(
     url: &str,
     event: PushedEvent,
     tasks: &mut JoinSet<()>,
-    asking: &Arc<Mutex<HashSet<String>>>,
+    asking: &Asking,
 ) {
     core.apply_store_change(event.change, tasks, asking).await;
     if !event.id.is_empty()

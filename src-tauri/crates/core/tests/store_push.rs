@@ -4,7 +4,8 @@
 //! loopback TCP relay the test can cut, as a network drop would.
 //!
 //! - A running app revoked through the store's admin API is stopped and quarantined through the
-//!   push, seconds after, not at the hourly sweep.
+//!   push, seconds after, not at the hourly sweep, even behind an event Osprey cannot read
+//!   (skipped, its id kept, the connection kept).
 //! - A new version with the same permissions updates the running app; one that adds a
 //!   permission, published while the connection is down, arrives on the reconnect (which sends
 //!   `Last-Event-ID`) and is staged, not applied, until approved.
@@ -194,6 +195,19 @@ impl Fixture {
             .unwrap();
     }
 
+    /// Writes an event straight into the store's log (as a newer or broken store would send
+    /// it), returning its id. The stream sends it with the next event the store records.
+    fn append_event(&self, name: &str, data: &str) -> i64 {
+        let db = rusqlite::Connection::open(self.store.dir.join("store.db")).unwrap();
+        db.busy_timeout(Duration::from_secs(10)).unwrap();
+        db.execute(
+            "INSERT INTO events (name, data, person, created_at) VALUES (?1, ?2, NULL, 0)",
+            [name, data],
+        )
+        .unwrap();
+        db.last_insert_rowid()
+    }
+
     /// Installs the store's `UNITS` into the data folder, as an earlier run would have.
     async fn install_units(&self) {
         std::fs::create_dir_all(self.data().join("apps")).unwrap();
@@ -294,6 +308,10 @@ async fn a_running_app_revoked_at_the_store_is_stopped_and_quarantined_through_t
     until("the app to run", async || pid(&core, UNITS).await.is_some()).await;
     connected(&core).await;
 
+    // First an event this Osprey cannot read (a kind a newer store might add): it is skipped,
+    // not left to stop the stream before the revocation after it.
+    let unreadable =
+        fixture.append_event("updated", r#"{"kind":"widget","id":"w","version":"1.0.0"}"#);
     let revoked_at = Instant::now();
     fixture
         .client()
@@ -307,6 +325,16 @@ async fn a_running_app_revoked_at_the_store_is_stopped_and_quarantined_through_t
     .await;
     assert_eq!(reason, "sends your files away");
     let took = revoked_at.elapsed();
+    let past_both = (unreadable + 1).to_string();
+    until("the cursor to pass the revocation", async || {
+        core.store_events_status().borrow().last_event_id.as_deref() == Some(past_both.as_str())
+    })
+    .await;
+    assert_eq!(
+        core.store_events_status().borrow().connections,
+        1,
+        "the unreadable event cost the connection"
+    );
     assert!(
         pid(&core, UNITS).await.is_none(),
         "a revoked app still runs"

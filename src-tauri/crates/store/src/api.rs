@@ -283,17 +283,19 @@ fn publish_blocking(store: &Store, body: &[u8], options: PublishOptions) -> Resu
         publisher: options.publisher.map(|p| p.trim().to_string()),
         reviews: 0,
     };
-    if let Err(error) = with_db(store, |db| catalog::upsert(db, &entry)) {
-        let _ = std::fs::remove_file(&blob);
-        return Err(error);
+    let event = json!({"kind": "app", "id": entry.id, "version": entry.version,
+        "permissions": entry.permissions});
+    let listed = store.change("updated", event, None, |db| {
+        catalog::upsert(db, &entry)?;
+        catalog::get(db, &entry.id)
+    });
+    match listed {
+        Ok((listed, _)) => Ok(listed),
+        Err(error) => {
+            let _ = std::fs::remove_file(&blob);
+            Err(error)
+        }
     }
-    store.record(
-        "updated",
-        json!({"kind": "app", "id": entry.id, "version": entry.version,
-            "permissions": entry.permissions}),
-        None,
-    )?;
-    with_db(store, |db| catalog::get(db, &entry.id))
 }
 
 /// How much of a package file each read of a download takes.
@@ -360,13 +362,11 @@ pub(crate) fn revoke_kind(
         reason: request.reason,
         kind,
     };
-    with_db(store, |db| catalog::revoke(db, &revocation, now()))?;
-    store.record(
-        "revoked",
-        json!({"kind": revocation.kind, "id": revocation.id, "reason": revocation.reason,
-            "versions": revocation.version.as_ref().map(|v| vec![v])}),
-        None,
-    )?;
+    let event = json!({"kind": revocation.kind, "id": revocation.id,
+        "reason": revocation.reason, "versions": revocation.version.as_ref().map(|v| vec![v])});
+    store.change("revoked", event, None, |db| {
+        catalog::revoke(db, &revocation, now())
+    })?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -4,8 +4,9 @@
 //! that person's `installed` / `uninstalled` (they installed or removed an app on another device or
 //! through the store's web page: `POST /api/v1/me/installs`, `DELETE /api/v1/me/installs/{id}`).
 //!
-//! Every event is written to the `events` table before anyone is told, and its row id is the
-//! event's `id:`. A client that reconnects with `Last-Event-ID` gets every event after that id it
+//! Every event is written to the `events` table before anyone is told, in the same transaction
+//! as the change it reports ([`Store::change`]): a change whose event cannot be logged is not
+//! made, so no install misses it. Its row id is the event's `id:`. A client that reconnects with `Last-Event-ID` gets every event after that id it
 //! may see, so nothing is missed while it was away. The log is bounded (the newest
 //! [`DEFAULT_EVENT_LOG_LIMIT`] events are kept); a `Last-Event-ID` older than the oldest kept (or
 //! newer than the newest: another store's, or a store whose database was replaced) gets a `reset`
@@ -183,10 +184,31 @@ impl Store {
     /// Writes an event to the log, then wakes the open streams. `person` limits it to that
     /// person's streams.
     pub(crate) fn record(&self, name: &str, data: Value, person: Option<i64>) -> Result<i64> {
+        self.change(name, data, person, |_| Ok(()))
+            .map(|(_, id)| id)
+    }
+
+    /// Makes a change with `write` and logs its event in the same transaction, then wakes the
+    /// open streams: the change and its event are committed together or not at all, so no change
+    /// is made that the installs never hear of (nor announced when it failed). Returns what
+    /// `write` returned and the event's id.
+    pub(crate) fn change<T>(
+        &self,
+        name: &str,
+        data: Value,
+        person: Option<i64>,
+        write: impl FnOnce(&Connection) -> Result<T>,
+    ) -> Result<(T, i64)> {
         let limit = self.inner.event_log_limit;
-        let id = with_db(self, |db| append(db, name, &data, person, limit))?;
+        let (value, id) = with_db(self, |db| {
+            let transaction = db.unchecked_transaction()?;
+            let value = write(&transaction)?;
+            let id = append(&transaction, name, &data, person, limit)?;
+            transaction.commit()?;
+            Ok((value, id))
+        })?;
         self.inner.head.send_replace(id);
-        Ok(id)
+        Ok((value, id))
     }
 
     /// How often idle streams opened from now on send a keep-alive comment (default

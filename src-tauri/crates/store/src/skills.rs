@@ -392,16 +392,18 @@ fn publish_blocking(store: &Store, body: &[u8], options: PublishOptions) -> Resu
     let temp = tempfile::NamedTempFile::new_in(&blobs)?;
     std::fs::write(temp.path(), &archive)?;
     temp.persist(&blob).map_err(|e| Error::Io(e.error))?;
-    if let Err(error) = with_db(store, |db| upsert(db, &entry)) {
-        let _ = std::fs::remove_file(&blob);
-        return Err(error);
+    let event = json!({"kind": "skill", "id": name, "version": entry.version});
+    let listed = store.change("updated", event, None, |db| {
+        upsert(db, &entry)?;
+        get_skill(db, &name)
+    });
+    match listed {
+        Ok((listed, _)) => Ok(listed),
+        Err(error) => {
+            let _ = std::fs::remove_file(&blob);
+            Err(error)
+        }
     }
-    store.record(
-        "updated",
-        json!({"kind": "skill", "id": name, "version": entry.version}),
-        None,
-    )?;
-    with_db(store, |db| get_skill(db, &name))
 }
 
 /// `POST /api/v1/skills/{name}/revoke` (admin; `{reason, version?}`): the skill goes on the

@@ -1,6 +1,6 @@
 //! The store's event stream over HTTP on a loopback port, read with Osprey's own client
 //! (`StoreClient::events`, eventsource-stream underneath): a publish, a revocation and a person's
-//! install elsewhere each arrive with an id; a reconnect with `Last-Event-ID` gets exactly what it
+//! install elsewhere each arrive with an id (a change whose event cannot be logged is not made); a reconnect with `Last-Event-ID` gets exactly what it
 //! missed, across a restart of the store on the same files; an id older than the bounded log
 //! gets `reset`; a person's events reach only their own streams; keep-alive comments flow.
 
@@ -125,6 +125,53 @@ async fn events_arrive_with_ids_and_a_reconnect_gets_exactly_what_it_missed() {
             .await
             .is_err(),
         "an event was sent twice"
+    );
+}
+
+#[tokio::test]
+async fn a_change_whose_event_cannot_be_logged_is_not_made() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("store");
+    let (store, client, _task) = serve(&dir, 1000).await;
+    // The event log refuses every write (as a full disk or a broken database would).
+    let db = rusqlite::Connection::open(dir.join("store.db")).unwrap();
+    db.busy_timeout(Duration::from_secs(10)).unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER no_events BEFORE INSERT ON events
+         BEGIN SELECT RAISE(ABORT, 'the event log is broken'); END;",
+    )
+    .unwrap();
+
+    let id = "com.example.units";
+    let refused = client
+        .publish(package(root.path(), id, "1.0.0"), TOKEN, false)
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert!(
+        client.app(id).await.is_err(),
+        "published though nobody was told"
+    );
+    let refused = client.revoke(id, None, "leaks keys", TOKEN).await;
+    assert!(refused.is_err(), "{refused:?}");
+    let list = reqwest::get(format!("{}/api/v1/apps/revocations", client.base()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !list.contains("leaks keys"),
+        "revoked though nobody was told: {list}"
+    );
+
+    // Mended: the same version publishes (nothing of the failed attempt was left) and is told.
+    db.execute_batch("DROP TRIGGER no_events;").unwrap();
+    publish(&client, root.path(), id, "1.0.0").await;
+    let told = store.events_after(0, None).unwrap();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(
+        (told[0].name.as_str(), &told[0].data["version"]),
+        ("updated", &json!("1.0.0"))
     );
 }
 
