@@ -4,4 +4,4 @@
  * Stable, machine-readable codes carried by refusals and errors. The UI and scripts branch on
  * these; the human message next to them may change wording at any time.
  */
-export type ErrorCode = "safeguard_blocked" | "policy_denied" | "origin_denied" | "role_denied" | "approval_denied" | "ssrf_blocked" | "sensitive_path" | "unknown_tool" | "invalid_input" | "timeout" | "cancelled" | "hook_rejected" | "tool_failed" | "permission_denied" | "platform_not_supported" | "not_configured" | "service_unavailable" | "paused";
+export type ErrorCode = "safeguard_blocked" | "policy_denied" | "origin_denied" | "role_denied" | "approval_denied" | "ssrf_blocked" | "sensitive_path" | "unknown_tool" | "invalid_input" | "timeout" | "cancelled" | "hook_rejected" | "tool_failed" | "permission_denied" | "platform_not_supported" | "not_configured" | "service_unavailable" | "paused" | "tool_disabled" | "quota_exceeded" | "circuit_open";

@@ -168,6 +168,7 @@ fn field(
         enum_values: Vec::new(),
         default: None,
         required_for: required,
+        aliases: Vec::new(),
     });
     domain
 }

@@ -1003,7 +1003,7 @@ fn calling(wire: Wire, id: &'static str, tool: &'static str, args: Value) -> Rep
     )
 }
 
-/// The fixture with the real file and shell tools beside the probe, and the packs and agent
+/// The fixture with the real file, shell and exec tools beside the probe, and the packs and agent
 /// types of `data` (built-in ones too) loaded against that registry.
 fn typed_fixture(config: SubAgentConfig, data: Option<&std::path::Path>) -> Fixture {
     let fx = fixture(Level::Full, config);
@@ -1017,6 +1017,9 @@ fn typed_fixture(config: SubAgentConfig, data: Option<&std::path::Path>) -> Fixt
         .register_domain(osprey_tools::shell::ShellTool::new(
             osprey_tools::shell::ShellConfig::default(),
         ));
+    fx.registry.register_domain(osprey_tools::ExecTool::new(
+        osprey_tools::shell::ShellConfig::default(),
+    ));
     // A stand-in for the web tool with the resources the research packs name.
     fx.registry.register_domain(Probe {
         domain: Domain::new("web", "The web")

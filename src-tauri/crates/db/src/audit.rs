@@ -41,15 +41,16 @@ pub struct AuditQuery {
     pub before_id: Option<i64>,
 }
 
-/// How a call ended, grouped: let through without asking, approved by the person, refused
-/// (by the person, a timeout, the policy, an origin rule or the safeguard), or let through but
-/// failed.
+/// How a call ended, grouped: let through without asking (autonomous mode's calls among them:
+/// no person answered), approved by the person, refused (by the person, a timeout, the policy,
+/// an origin rule, the safeguard or tool governance), or let through but failed.
 pub const OUTCOMES: [&str; 4] = ["allowed", "approved", "refused", "failed"];
 
 /// The SQL that sorts a row into one of [`OUTCOMES`] (one definition for the column and the
 /// filter).
 const OUTCOME_SQL: &str = "CASE
-    WHEN decision LIKE 'allow%' OR decision = 'hook' OR decision LIKE 'ask:%' THEN
+    WHEN decision LIKE 'allow%' OR decision = 'hook' OR decision LIKE 'ask:%'
+         OR decision = 'autonomous' THEN
         CASE WHEN code IS NOT NULL OR error IS NOT NULL THEN 'failed'
              WHEN decision LIKE 'ask:%' THEN 'approved'
              ELSE 'allowed' END

@@ -15,6 +15,7 @@ mod sessions;
 mod settings;
 mod store_cursors;
 mod subagent_tasks;
+mod tool_usage;
 mod work_tasks;
 
 use std::path::{Path, PathBuf};
@@ -40,6 +41,7 @@ pub use sessions::{
 pub use settings::Settings;
 pub use store_cursors::StoreCursors;
 pub use subagent_tasks::{NewSubAgentTask, SubAgentTask, SubAgentTasks};
+pub use tool_usage::ToolUsage;
 pub use work_tasks::{WorkStatus, WorkTask, WorkTaskChange, WorkTasks};
 
 /// Errors from opening or using the database.
@@ -264,6 +266,10 @@ impl Database {
 
     pub fn model_windows(&self) -> ModelWindows {
         ModelWindows::new(self.clone())
+    }
+
+    pub fn tool_usage(&self) -> ToolUsage {
+        ToolUsage::new(self.clone())
     }
 
     /// Runs `f` on the connection. Keep it short: every repository shares this lock.

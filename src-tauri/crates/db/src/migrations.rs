@@ -297,6 +297,21 @@ pub(crate) const STEPS: &[&str] = &[
         updated_ms     INTEGER NOT NULL
     );
     "#,
+    // 13: reserved for the reminders change being built on another branch at the same time;
+    // when the two meet, its SQL takes this place and the tool usage below stays 14.
+    "-- reserved",
+    // 14: how often each tool ran, per session and per day, for the quotas in
+    // `tools.quotas` (per-day counts must survive a restart). `scope` is `day:YYYY-MM-DD` (UTC)
+    // or `session:<id>`; `key` is a quota's subject (`shell`, `shell.bash.exec`).
+    r#"
+    CREATE TABLE IF NOT EXISTS tool_usage (
+        scope       TEXT NOT NULL,
+        key         TEXT NOT NULL,
+        count       INTEGER NOT NULL,
+        updated_ms  INTEGER NOT NULL,
+        PRIMARY KEY (scope, key)
+    ) WITHOUT ROWID;
+    "#,
 ];
 
 pub(crate) const LATEST: i64 = STEPS.len() as i64;

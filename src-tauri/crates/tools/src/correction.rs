@@ -150,6 +150,18 @@ pub fn unknown_tool_message(
     format!("There is no tool `{name}`. Available tools: {list}.")
 }
 
+/// The candidate `name` most likely misspells, when one is close enough to suggest (`comand`
+/// for `command`, `filepath` for `path` is not).
+pub fn closest<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
+    let lower = name.to_ascii_lowercase();
+    candidates
+        .into_iter()
+        .map(|c| (c, strsim::jaro_winkler(&lower, &c.to_ascii_lowercase())))
+        .filter(|(_, score)| *score >= 0.85)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, _)| c)
+}
+
 /// The tool a called name means: the name itself when a tool is registered under it (the MCP
 /// client registers other servers' tools as `mcp__<server>__<tool>`), else the name with an MCP
 /// prefix stripped (a model that saw Osprey's tools through an MCP client calls

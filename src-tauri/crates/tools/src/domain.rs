@@ -99,6 +99,9 @@ pub struct Field {
     /// The actions that need this field: `exec` (that action on any resource) or
     /// `process.kill` (that action on that resource only).
     pub required_for: Vec<String>,
+    /// Other names accepted for it (`old_string` for `old_text`): the input is rewritten to the
+    /// field's name before anything else looks at it.
+    pub aliases: Vec<String>,
 }
 
 impl Field {
@@ -263,8 +266,72 @@ impl Domain {
             enum_values: Vec::new(),
             default: None,
             required_for: Vec::new(),
+            aliases: Vec::new(),
         });
         self
+    }
+
+    /// Accepts `aliases` as other names of the last added field (the names other agents' tools
+    /// and the design use, so a model that learned them is understood).
+    pub fn field_alias(mut self, aliases: &[&str]) -> Self {
+        if let Some(f) = self.fields.last_mut() {
+            f.aliases.extend(aliases.iter().map(|a| a.to_string()));
+        }
+        self
+    }
+
+    /// Renames aliased fields to their names and refuses fields the table does not know, with
+    /// the accepted names (and the closest one, when a name looks like a typo).
+    fn known_fields(&self, input: &mut Map<String, Value>) -> Result<(), String> {
+        let mut unknown = Vec::new();
+        let given: Vec<String> = input.keys().cloned().collect();
+        for key in given {
+            if key == "resource" || key == "action" || self.fields.iter().any(|f| f.name == key) {
+                continue;
+            }
+            match self.fields.iter().find(|f| f.aliases.contains(&key)) {
+                Some(field) if input.contains_key(&field.name) => {
+                    return Err(format!(
+                        "{} got both `{}` and `{key}`, which is another name for it; give it once",
+                        self.name, field.name
+                    ));
+                }
+                Some(field) => {
+                    let value = input.remove(&key).unwrap_or(Value::Null);
+                    input.insert(field.name.clone(), value);
+                }
+                None => unknown.push(key),
+            }
+        }
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let mut accepted: Vec<&str> = vec!["resource", "action"];
+        accepted.extend(self.fields.iter().map(|f| f.name.as_str()));
+        let hints: Vec<String> = unknown
+            .iter()
+            .filter_map(|key| {
+                crate::correction::closest(key, accepted.iter().copied())
+                    .map(|near| format!("`{key}`: did you mean `{near}`?"))
+            })
+            .collect();
+        let listed: Vec<String> = unknown.iter().map(|k| format!("`{k}`")).collect();
+        Err(format!(
+            "{} does not take {} {}{}; its fields are: {}",
+            self.name,
+            if unknown.len() == 1 {
+                "the field"
+            } else {
+                "the fields"
+            },
+            listed.join(", "),
+            if hints.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", hints.join("; "))
+            },
+            accepted.join(", ")
+        ))
     }
 
     /// Sets the allowed values of the last added field.
@@ -418,6 +485,7 @@ impl Domain {
                 )),
             }
         };
+        self.known_fields(&mut input)?;
         let given_resource = text("resource", &input)?;
         let given_action = text("action", &input)?.map(|a| self.unalias(&a).to_string());
 

@@ -280,6 +280,7 @@ fn file_domain() -> Domain {
         "The file (read, write, edit), or the directory or file to search (glob, grep; default: the working directory)",
     )
     .required_for(&["read", "write", "edit"])
+    .field_alias(&["file_path", "filepath", "file"])
     .field(
         "cwd",
         FieldType::String,
@@ -297,6 +298,7 @@ fn file_domain() -> Domain {
     )
     .field("content", FieldType::String, "write: the text to write")
     .required_for(&["write"])
+    .field_alias(&["contents", "text"])
     .field(
         "append",
         FieldType::Boolean,
@@ -309,8 +311,10 @@ fn file_domain() -> Domain {
         "edit: the exact text to replace, including whitespace; include enough surrounding lines to make it unique",
     )
     .required_for(&["edit"])
+    .field_alias(&["old_string", "old_str"])
     .field("new_text", FieldType::String, "edit: the replacement text")
     .required_for(&["edit"])
+    .field_alias(&["new_string", "new_str"])
     .field(
         "replace_all",
         FieldType::Boolean,

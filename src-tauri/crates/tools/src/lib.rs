@@ -1,7 +1,8 @@
 //! Osprey's tool layer: the [`Tool`] and [`DomainTool`] traits, the [`Registry`] that is the
 //! single choke point every call passes (name resolution, validation, hooks, origin rules, the
 //! approval policy, the unconditional safeguard, execution with a deadline, audit), the JSON
-//! Schema builder for domain tables, and the built-in `file`, `shell` and `web` tools.
+//! Schema builder for domain tables, tool governance ([`governance`]), and the built-in `file`,
+//! `shell`, `exec` and `web` tools.
 //!
 //! It must not know about Tauri, the agent loop or the app platform: hooks arrive through the
 //! [`HookDispatcher`] trait and approvals through the [`Approver`] trait.
@@ -10,7 +11,9 @@ pub mod audit;
 pub mod call;
 pub mod correction;
 pub mod domain;
+pub mod exec;
 pub mod file;
+pub mod governance;
 pub mod hooks;
 pub mod registry;
 pub mod scope;
@@ -23,6 +26,8 @@ pub mod web;
 pub use audit::AuditSink;
 pub use call::{ApprovalNeed, Call, CallFacts};
 pub use domain::{Domain, FieldType};
+pub use exec::ExecTool;
+pub use governance::{BreakerConfig, Governance, GovernanceConfig, Quota};
 pub use hooks::{FilterOutcome, HookDispatcher, NoHooks};
 pub use registry::{CheckOutcome, Registry, RegistryChange, RegistryConfig};
 pub use scope::ToolScope;

@@ -3,15 +3,22 @@
 //!
 //! 0. the pause: while automation is paused ([`Registry::set_paused`]) a call waits here;
 //! 1. resolve the name (a registered name as is, else strip an MCP prefix; an unknown name gets
-//!    the right call and the list);
-//! 2. validate `resource`/`action` against the domain table (aliases, inference, defaults);
+//!    the right call and the list); a tool the person switched off is refused here
+//!    (`tool_disabled`, [`crate::governance`]);
+//! 2. validate `resource`/`action` and the fields against the domain table (aliases, inference,
+//!    defaults; an unknown field is refused with the accepted names); then the tool's circuit
+//!    breaker (`circuit_open` while it is open);
 //! 3. the `tool.pre_execute` filter (may rewrite the input, which is validated again, or handle
 //!    the call);
-//! 4. origin rules;
-//! 5. the approval policy (asking the approver when it says so);
-//! 6. the safeguard, unconditional: it runs after an approval too, and under `full`;
+//! 4. origin rules, then the tool's quotas (`quota_exceeded`, checked before anyone is asked);
+//! 5. the approval policy (asking the approver when it says so; in autonomous mode what it would
+//!    ask is allowed instead, audited as `autonomous`, except what only a person's answer to
+//!    that very call may let run);
+//! 6. the safeguard, unconditional: it runs after an approval too, under `full` and in
+//!    autonomous mode, with the person's denied paths and command blocklist; then the call is
+//!    counted against its quotas;
 //! 7. execution with the call's deadline and cancellation, output capped, the
-//!    `tool.post_execute` filter, and an audit row.
+//!    `tool.post_execute` filter, the outcome counted by the circuit breaker, and an audit row.
 //!
 //! As a courtesy the safeguard is also consulted before asking, so nobody is asked to approve a
 //! call that would be refused anyway; the check in step 6 runs regardless.
@@ -31,6 +38,7 @@ use crate::audit::AuditSink;
 use crate::call::{ApprovalNeed, Call, CallFacts};
 use crate::correction::{resolve_tool_name, unknown_tool_message};
 use crate::domain::Domain;
+use crate::governance::Governance;
 use crate::hooks::{HookDispatcher, NoHooks, TOOL_POST_EXECUTE, TOOL_PRE_EXECUTE};
 use crate::scope::ToolScope;
 use crate::security::Refusal;
@@ -110,6 +118,8 @@ struct Inner {
     safeguard: Safeguard,
     audit: AuditSink,
     output_cap: usize,
+    /// What the person set about the tools as a whole (off, autonomous, quotas, ...).
+    governance: RwLock<Governance>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -169,6 +179,12 @@ impl Registry {
                 safeguard: config.safeguard,
                 audit: config.audit,
                 output_cap: config.output_cap,
+                governance: RwLock::new(Governance::new(
+                    osprey_db::Database::open_in_memory()
+                        .expect("an in-memory SQLite database opens")
+                        .tool_usage(),
+                    None,
+                )),
             }),
         }
     }
@@ -266,9 +282,14 @@ impl Registry {
                 ToolSpec::portable(name, &domain.description, full)
             }
         };
+        let governance = self.governance();
         lock_read(&self.inner.tools)
             .values()
             .filter_map(|t| {
+                // A tool the person switched off is not offered at all.
+                if governance.is_disabled(t.name()) {
+                    return None;
+                }
                 if let Some(scope) = scope
                     && !scope.allows_tool(t.name())
                 {
@@ -315,6 +336,17 @@ impl Registry {
 
     pub fn policy(&self) -> &Policy {
         &self.inner.policy
+    }
+
+    /// Tool governance now in force (a handle: its settings can be changed through it).
+    pub fn governance(&self) -> Governance {
+        lock_read(&self.inner.governance).clone()
+    }
+
+    /// Replaces the governance (the core's counts its quotas in the data folder's database;
+    /// a new registry's counts live in memory).
+    pub fn set_governance(&self, governance: Governance) {
+        *lock_write(&self.inner.governance) = governance;
     }
 
     /// Pauses (or resumes) every tool call: while paused, [`Registry::execute`] holds each call
@@ -397,6 +429,8 @@ impl Registry {
                 decision,
             } => {
                 let result = self.run(ctx, &tool, call.clone()).await;
+                // The tool's own outcome, before any hook rewrites it.
+                self.governance().record_outcome(tool.name(), &result);
                 (
                     self.post_execute(ctx, &trail, &call, result).await,
                     decision,
@@ -458,6 +492,10 @@ impl Registry {
         if let Some(scope) = scope.filter(|s| !s.allows_tool(name)) {
             return refuse(role_refusal(scope, &describe(name, &Call::default()), name));
         }
+        let governance = self.governance();
+        if let Err(refusal) = governance.check_enabled(name) {
+            return refuse(refusal);
+        }
 
         // 2. Resource and action.
         let mut call = match self.resolve_checked(name, &*tool, input) {
@@ -466,6 +504,9 @@ impl Registry {
         };
         trail.resource = call.resource.clone();
         trail.action = call.action.clone();
+        if let Err(refusal) = governance.check_breaker(name) {
+            return refuse(refusal);
+        }
 
         // 3. Pre-execute filter.
         let hooks = lock_read(&self.inner.hooks).clone();
@@ -543,6 +584,16 @@ impl Registry {
                 ),
             ));
         }
+        // Quotas, before anyone is asked about a call that could not run anyway.
+        if let Err(refusal) = governance.check_quota(
+            ctx.session_id.as_deref(),
+            name,
+            call.resource.as_deref(),
+            call.action.as_deref(),
+            false,
+        ) {
+            return refuse(refusal);
+        }
 
         // 5. Approval policy.
         let analysis = facts
@@ -568,6 +619,17 @@ impl Registry {
             Verdict::Allow(reason) => reason.as_str().to_string(),
             Verdict::Deny(message) => {
                 return refuse(Refusal::new(ErrorCode::PolicyDenied, message));
+            }
+            // Autonomous mode answers what the policy would ask, but never what only a
+            // person's answer to this very call may let run: a command outside the kernel
+            // sandbox (or on a machine without one) and what the safeguard leaves to a person
+            // (a credential read, a target only known at run time).
+            Verdict::Ask(_)
+                if governance.autonomous()
+                    && facts.ask_every_time.is_none()
+                    && sensitive_read.is_none() =>
+            {
+                "autonomous".to_string()
             }
             Verdict::Ask(reason) if check_only => return Gate::WouldAsk(reason),
             Verdict::Ask(reason) => {
@@ -639,6 +701,19 @@ impl Registry {
         if let Err(refusal) = self.safeguard_check(&facts, analysis.as_ref()) {
             return refuse(refusal);
         }
+        // The call will run: it counts against its quotas now (a racing call may have taken
+        // the last one since the check above).
+        if !check_only
+            && let Err(refusal) = governance.check_quota(
+                ctx.session_id.as_deref(),
+                name,
+                call.resource.as_deref(),
+                call.action.as_deref(),
+                true,
+            )
+        {
+            return refuse(refusal);
+        }
         Gate::Run {
             tool,
             call,
@@ -652,9 +727,20 @@ impl Registry {
         analysis: Option<&CommandAnalysis>,
     ) -> Result<(), Refusal> {
         let safeguard = &self.inner.safeguard;
+        let governance = self.governance();
         if let Some(analysis) = analysis {
             safeguard.check_command_in(analysis, facts.cwd.as_deref())?;
+            // The person's blocklist and denied paths, at the same step.
+            governance.check_command(analysis, facts.cwd.as_deref())?;
         }
+        governance.check_paths(
+            facts
+                .write_paths
+                .iter()
+                .chain(&facts.read_paths)
+                .map(|p| p.as_path()),
+            facts.cwd.as_deref(),
+        )?;
         for path in &facts.write_paths {
             safeguard.check_write_path(path)?;
         }
@@ -865,7 +951,8 @@ fn describe(tool: &str, call: &Call) -> String {
     }
 }
 
-fn truncate(text: &str, max: usize) -> String {
+/// `text` cut to at most `max` bytes on a character boundary, with `…` when cut.
+pub(crate) fn truncate(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }

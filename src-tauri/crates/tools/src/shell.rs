@@ -7,10 +7,10 @@
 //! dropped call stop the whole process group, so nothing a command started outlives it by
 //! accident; long-running work is meant for `background: true`.
 
-mod dirs;
+pub(crate) mod dirs;
 pub(crate) mod env;
 #[cfg(unix)]
-mod exec;
+pub(crate) mod exec;
 mod input;
 #[cfg(unix)]
 mod job;
@@ -155,11 +155,42 @@ impl ShellTool {
 
     /// The home directory children see, for `~` in `cwd`.
     #[cfg_attr(not(unix), allow(dead_code))]
-    fn home(&self) -> Option<PathBuf> {
+    pub(crate) fn home(&self) -> Option<PathBuf> {
         self.parent_env()
             .into_iter()
             .find(|(name, _)| name == "HOME")
             .map(|(_, value)| PathBuf::from(value))
+    }
+
+    /// The facts of a command that runs in the sandbox (a shell line, or the `exec` tool's
+    /// argv), judged on its `analysis` from `facts.cwd`: every command needs a person's answer
+    /// on a machine without the sandbox, and what it reads outside the workspace folders is
+    /// asked under the default policy, as the file tool's reads are (no safe bin covers it).
+    pub(crate) fn sandboxed_facts(
+        &self,
+        facts: &mut CallFacts,
+        analysis: crate::security::shell_syntax::CommandAnalysis,
+    ) {
+        #[cfg(unix)]
+        if let Some(why) = self.sandbox_lacking() {
+            facts.ask_every_time = Some(format!("no sandbox can hold it on this machine: {why}"));
+        }
+        facts.needs_approval = facts.cwd.as_deref().and_then(|start| {
+            let home = self.home();
+            let folders = workspace::folders(
+                &self.config.sandbox.workspaces,
+                &dirs::start_dir(self, None).unwrap_or_else(|| start.to_path_buf()),
+                home.as_deref(),
+            );
+            let outside =
+                workspace::first_read_outside(&analysis, start, home.as_deref(), &folders)?;
+            Some(format!(
+                "it reads {}, outside the workspace folders",
+                outside.display()
+            ))
+        });
+        // Parsed once: the registry judges the call on this analysis.
+        facts.analysis = Some(analysis);
     }
 
     async fn dispatch(&self, ctx: &ToolContext, call: Call) -> ToolResult {
@@ -234,34 +265,7 @@ impl DomainTool for ShellTool {
                     ));
                     format!("[outside the sandbox] {}", exec.command)
                 } else {
-                    #[cfg(unix)]
-                    if let Some(why) = self.sandbox_lacking() {
-                        facts.ask_every_time =
-                            Some(format!("no sandbox can hold it on this machine: {why}"));
-                    }
-                    // What it reads outside the workspace folders is asked under the default
-                    // policy, as the file tool's reads are: no safe bin covers it.
-                    let analysis = analyze(&exec.command);
-                    facts.needs_approval = facts.cwd.as_deref().and_then(|start| {
-                        let home = self.home();
-                        let folders = workspace::folders(
-                            &self.config.sandbox.workspaces,
-                            &dirs::start_dir(self, None).unwrap_or_else(|| start.to_path_buf()),
-                            home.as_deref(),
-                        );
-                        let outside = workspace::first_read_outside(
-                            &analysis,
-                            start,
-                            home.as_deref(),
-                            &folders,
-                        )?;
-                        Some(format!(
-                            "it reads {}, outside the workspace folders",
-                            outside.display()
-                        ))
-                    });
-                    // Parsed once: the registry judges the call on this analysis.
-                    facts.analysis = Some(analysis);
+                    self.sandboxed_facts(&mut facts, analyze(&exec.command));
                     exec.command
                 }
             }
@@ -344,6 +348,7 @@ fn shell_domain(config: &ShellConfig) -> Domain {
     )
     .field("command", FieldType::String, "exec: the bash command to run")
     .required_for(&["exec"])
+    .field_alias(&["cmd", "script"])
     .field(
         "timeout",
         FieldType::Integer,

@@ -123,6 +123,12 @@ pub enum ErrorCode {
     /// Automation is paused (tray or window): the call was held and its deadline passed before
     /// the person resumed.
     Paused,
+    /// The person switched the tool (or its category) off in Settings.
+    ToolDisabled,
+    /// The tool's per-session or per-day quota is used up; the message says when it resets.
+    QuotaExceeded,
+    /// The tool failed repeatedly and its circuit breaker is open; the message says when to retry.
+    CircuitOpen,
 }
 
 impl ErrorCode {
@@ -146,6 +152,9 @@ impl ErrorCode {
             ErrorCode::NotConfigured => "not_configured",
             ErrorCode::ServiceUnavailable => "service_unavailable",
             ErrorCode::Paused => "paused",
+            ErrorCode::ToolDisabled => "tool_disabled",
+            ErrorCode::QuotaExceeded => "quota_exceeded",
+            ErrorCode::CircuitOpen => "circuit_open",
         }
     }
 
@@ -160,6 +169,9 @@ impl ErrorCode {
                     | ErrorCode::PlatformNotSupported
                     | ErrorCode::NotConfigured
                     | ErrorCode::Paused
+                    | ErrorCode::ToolDisabled
+                    | ErrorCode::QuotaExceeded
+                    | ErrorCode::CircuitOpen
             )
     }
 
@@ -210,6 +222,18 @@ impl ErrorCode {
                 "if it is still unavailable, tell the person which service is down",
             ],
             ErrorCode::Paused => &["wait: the person paused automation; do not retry now"],
+            ErrorCode::ToolDisabled => &[
+                "do not retry it: the person switched this tool off",
+                "use the tools you have, or tell the person which tool the step needs",
+            ],
+            ErrorCode::QuotaExceeded => &[
+                "do not retry it before the quota resets (the message says when)",
+                "use another way, or tell the person the quota was reached",
+            ],
+            ErrorCode::CircuitOpen => &[
+                "do not call this tool again before the time the message gives",
+                "do the step another way, or tell the person the tool keeps failing",
+            ],
         }
     }
 
@@ -224,6 +248,8 @@ impl ErrorCode {
                 | ErrorCode::ApprovalDenied
                 | ErrorCode::SsrfBlocked
                 | ErrorCode::SensitivePath
+                | ErrorCode::ToolDisabled
+                | ErrorCode::QuotaExceeded
         )
     }
 }

@@ -1036,7 +1036,7 @@ fn absolute(path: &Path) -> PathBuf {
 }
 
 /// Folds `.` and `..` lexically.
-fn fold(path: &Path) -> PathBuf {
+pub(crate) fn fold(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {

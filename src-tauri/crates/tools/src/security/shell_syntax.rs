@@ -86,6 +86,22 @@ pub fn analyze(command: &str) -> CommandAnalysis {
     analyzer.finish()
 }
 
+/// Lists what an argv runs, with no shell parsing at all (the `exec` tool): the words are the
+/// program and its arguments exactly as given, judged as one simple command of a shell line
+/// would be, so wrappers are seen through (`sudo X`, `env X`, `bash -c CODE`, `find -exec`).
+/// `stdin` is the text the program reads, when given: a shell or interpreter fed a script is
+/// judged on the script.
+pub fn analyze_argv(argv: &[String], stdin: Option<&str>) -> CommandAnalysis {
+    let mut analyzer = Analyzer::default();
+    let fields: Vec<Field> = argv.iter().map(|word| Field::literal(word)).collect();
+    let input = Input {
+        text: stdin.map(|text| (text.to_string(), false)),
+        ..Default::default()
+    };
+    analyzer.run_fields(fields, Vec::new(), &input, &[], 0);
+    analyzer.finish()
+}
+
 /// The file name of a program path, without a `.exe`/`.com` suffix.
 pub fn program_name(program: &str) -> &str {
     let name = program.rsplit(['/', '\\']).next().unwrap_or(program);

@@ -22,7 +22,7 @@ pub(super) fn default_dir(tool: &ShellTool) -> Result<PathBuf, ToolResult> {
 
 /// Where a command with this `cwd` field starts, for judging its relative paths before it
 /// runs; `None` when that cannot be told (the call then fails in [`working_dir`] anyway).
-pub(super) fn start_dir(tool: &ShellTool, raw: Option<&str>) -> Option<PathBuf> {
+pub(crate) fn start_dir(tool: &ShellTool, raw: Option<&str>) -> Option<PathBuf> {
     working_dir(tool, raw).ok()
 }
 

@@ -1,5 +1,7 @@
 //! `shell bash exec`: run a command in the foreground (with a timeout, cancellation and an
-//! optional yield into a session) or in the background as a session.
+//! optional yield into a session) or in the background as a session. The `exec` tool's runs
+//! ([`run_argv`]) share the spawn, the sandbox and the foreground wait, with an argv in place
+//! of `bash -c`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,7 +13,7 @@ use super::dirs::{default_dir, working_dir};
 use super::env::child_env;
 use super::input::Exec;
 use super::job::{Job, JobGuard, Spec};
-use super::sandbox::{Availability, Confined, availability, confine, refusal_note};
+use super::sandbox::{Availability, Confined, Run, availability, confine, refusal_note};
 use super::sessions::{duration_words, status_line};
 use crate::tool::ToolContext;
 
@@ -59,30 +61,21 @@ pub(crate) async fn exec(tool: &ShellTool, ctx: &ToolContext, call: &Exec) -> To
     }
 
     let mut env = child_env(tool.parent_env(), &config.extra_env);
-    let confined = match confinement(tool, call, command, &mut env) {
+    let confined = match confinement(tool, call.sandbox, Run::Bash(command), &mut env) {
         Ok(confined) => confined,
         Err(result) => return result,
     };
-    let spec = Spec {
-        id: tool.sessions.next_id(),
-        command: command.to_string(),
+    let job = match spawn(
+        tool,
+        command.to_string(),
+        None,
         cwd,
         env,
-        piped_stdin: background,
-        head_limit: config.output_cap / 2,
-        log_capacity: config.session_buffer.max(config.output_cap),
-        grace: config.kill_grace,
-        sandboxed: confined.is_some(),
-        sandbox: confined,
-    };
-    let job = match Job::spawn(spec) {
+        background,
+        confined,
+    ) {
         Ok(job) => job,
-        Err(err) => {
-            return ToolResult::error(
-                ErrorCode::ToolFailed,
-                format!("could not start bash: {err}"),
-            );
-        }
+        Err(result) => return result,
     };
 
     if background {
@@ -95,7 +88,129 @@ pub(crate) async fn exec(tool: &ShellTool, ctx: &ToolContext, call: &Exec) -> To
         }
         return started_session(&job, config.output_cap, true);
     }
+    foreground(
+        tool,
+        ctx,
+        &job,
+        timeout,
+        yield_after,
+        "For long-running commands use background: true, or raise timeout.",
+    )
+    .await
+}
 
+/// What the `exec` tool runs: a program and its arguments, passed as they are.
+pub(crate) struct ArgvRun<'a> {
+    pub argv: &'a [String],
+    /// Variables set on top of the sanitised environment (names a loader or shell would act
+    /// on are refused before this, see [`super::env::is_denied`]).
+    pub env: &'a [(String, String)],
+    pub cwd: Option<&'a str>,
+    pub timeout: Duration,
+    /// Text written to its standard input, which is then closed (else /dev/null).
+    pub stdin: Option<&'a str>,
+    /// Shown in results: the argv quoted as a shell would need it.
+    pub display: String,
+}
+
+/// Runs one program with its argv in the shell tool's sandbox, environment and process group,
+/// in the foreground only, and returns its output like a foreground shell command.
+pub(crate) async fn run_argv(tool: &ShellTool, ctx: &ToolContext, run: &ArgvRun<'_>) -> ToolResult {
+    let config = &tool.config;
+    if run.argv.first().is_none_or(|p| p.is_empty()) {
+        return ToolResult::error(ErrorCode::InvalidInput, "exec needs `program`");
+    }
+    let cwd = match working_dir(tool, run.cwd) {
+        Ok(cwd) => cwd,
+        Err(result) => return result,
+    };
+    let mut env = child_env(tool.parent_env(), &config.extra_env);
+    for (name, value) in run.env {
+        env.retain(|(k, _)| k != name.as_str());
+        env.push((name.into(), value.into()));
+    }
+    let confined = match confinement(tool, true, Run::Argv(run.argv), &mut env) {
+        Ok(confined) => confined,
+        Err(result) => return result,
+    };
+    let argv = Some(run.argv.to_vec());
+    let piped = run.stdin.is_some();
+    let job = match spawn(tool, run.display.clone(), argv, cwd, env, piped, confined) {
+        Ok(job) => job,
+        Err(result) => return result,
+    };
+    if let Some(text) = run.stdin {
+        use tokio::io::AsyncWriteExt;
+        let stdin = job.stdin.lock().await.take();
+        if let Some(mut stdin) = stdin {
+            let text = text.to_string();
+            // Written beside the wait, so a program that prints before it reads cannot
+            // deadlock with us; dropping it closes the pipe.
+            tokio::spawn(async move {
+                let _ = stdin.write_all(text.as_bytes()).await;
+                let _ = stdin.shutdown().await;
+            });
+        }
+    }
+    foreground(
+        tool,
+        ctx,
+        &job,
+        run.timeout.min(LONGEST),
+        None,
+        "Raise timeout_ms if it needs longer.",
+    )
+    .await
+}
+
+/// Starts a job with the tool's output and kill settings: `command` through bash, or `argv`
+/// as it is.
+fn spawn(
+    tool: &ShellTool,
+    command: String,
+    argv: Option<Vec<String>>,
+    cwd: std::path::PathBuf,
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    piped_stdin: bool,
+    confined: Option<Confined>,
+) -> Result<Arc<Job>, ToolResult> {
+    let config = &tool.config;
+    let program = argv
+        .as_ref()
+        .and_then(|argv| argv.first().cloned())
+        .unwrap_or_else(|| "bash".into());
+    Job::spawn(Spec {
+        id: tool.sessions.next_id(),
+        command,
+        argv,
+        cwd,
+        env,
+        piped_stdin,
+        head_limit: config.output_cap / 2,
+        log_capacity: config.session_buffer.max(config.output_cap),
+        grace: config.kill_grace,
+        sandboxed: confined.is_some(),
+        sandbox: confined,
+    })
+    .map_err(|err| {
+        ToolResult::error(
+            ErrorCode::ToolFailed,
+            format!("could not start {program}: {err}"),
+        )
+    })
+}
+
+/// Waits for a foreground job: to its end, its timeout (or the call's deadline), cancellation,
+/// or (shell only) `yield_after`, when it goes on as a session.
+async fn foreground(
+    tool: &ShellTool,
+    ctx: &ToolContext,
+    job: &Arc<Job>,
+    timeout: Duration,
+    yield_after: Option<Duration>,
+    timeout_hint: &str,
+) -> ToolResult {
+    let config = &tool.config;
     // From here until the job ends or becomes a session, dropping this future stops it.
     let mut guard = JobGuard::new(job.clone());
     let started = Instant::now();
@@ -131,12 +246,12 @@ pub(crate) async fn exec(tool: &ShellTool, ctx: &ToolContext, call: &Exec) -> To
     match ending {
         Ending::Done => {
             guard.disarm();
-            finished(&job, config.output_cap)
+            finished(job, config.output_cap)
         }
         Ending::Yielded => {
             guard.disarm();
             tool.sessions.adopt(job.clone());
-            started_session(&job, config.output_cap, false)
+            started_session(job, config.output_cap, false)
         }
         Ending::TimedOut | Ending::Cancelled => {
             job.terminate();
@@ -160,13 +275,15 @@ pub(crate) async fn exec(tool: &ShellTool, ctx: &ToolContext, call: &Exec) -> To
                 ToolResult::error(ErrorCode::Cancelled, text)
             } else {
                 let which = if limit_is_ours {
-                    format!("the {} s timeout", timeout.as_secs())
+                    match timeout.subsec_millis() {
+                        0 => format!("the {} s timeout", timeout.as_secs()),
+                        _ => format!("the {} ms timeout", timeout.as_millis()),
+                    }
                 } else {
                     "the call's deadline".to_string()
                 };
                 text.push_str(&format!(
-                    "[timed out: still running after {} ({which}); {stopped}. For long-running \
-                     commands use background: true, or raise timeout.]\n",
+                    "[timed out: still running after {} ({which}); {stopped}. {timeout_hint}]\n",
                     duration_words(started.elapsed())
                 ));
                 ToolResult::error(ErrorCode::Timeout, text)
@@ -258,12 +375,12 @@ fn output_block(output: &str) -> String {
 /// `facts`). Sandboxed commands get the private temp dir as `TMPDIR`.
 fn confinement(
     tool: &ShellTool,
-    call: &Exec,
-    command: &str,
+    sandbox: bool,
+    run: Run<'_>,
     env: &mut Vec<(std::ffi::OsString, std::ffi::OsString)>,
 ) -> Result<Option<Confined>, ToolResult> {
     let config = &tool.config.sandbox;
-    if !config.enabled || !call.sandbox {
+    if !config.enabled || !sandbox {
         return Ok(None);
     }
     let Availability::Ready { launcher, .. } = availability(config, &tool.sandbox) else {
@@ -279,7 +396,7 @@ fn confinement(
     Ok(Some(confine(
         config,
         &launcher,
-        command,
+        run,
         &default,
         home.as_deref(),
         env,

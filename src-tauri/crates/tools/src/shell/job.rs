@@ -52,7 +52,11 @@ pub(crate) struct Progress {
 /// What to run.
 pub(crate) struct Spec {
     pub id: String,
+    /// The bash command, or for an argv ([`Spec::argv`]) how it is shown.
     pub command: String,
+    /// Run this program with these arguments instead of `bash -c command` (the `exec` tool):
+    /// no shell parses anything.
+    pub argv: Option<Vec<String>>,
     pub cwd: PathBuf,
     pub env: Vec<(OsString, OsString)>,
     /// Pipe stdin so the session `write` action can feed it; foreground jobs get /dev/null,
@@ -91,6 +95,12 @@ impl Job {
             Some(confined) => {
                 let mut command = Command::new(&confined.launcher);
                 command.args(&confined.arguments);
+                command
+            }
+            None if spec.argv.is_some() => {
+                let argv = spec.argv.as_deref().unwrap_or_default();
+                let mut command = Command::new(&argv[0]);
+                command.args(&argv[1..]);
                 command
             }
             None => {

@@ -152,11 +152,18 @@ pub(crate) struct Confined {
     pub arguments: Vec<String>,
 }
 
+/// What runs in the sandbox: a bash command (the `shell` tool) or a program with its
+/// arguments, unparsed (the `exec` tool).
+pub(crate) enum Run<'a> {
+    Bash(&'a str),
+    Argv(&'a [String]),
+}
+
 /// What a command may reach: `workspaces` (or the fallback), the private `tmp`, the caches.
 pub(crate) fn confine(
     config: &ShellSandbox,
     launcher: &Path,
-    command: &str,
+    run: Run<'_>,
     default_dir: &Path,
     home: Option<&Path>,
     env: &[(OsString, OsString)],
@@ -183,14 +190,21 @@ pub(crate) fn confine(
     }
     let mut hidden = crate::security::paths::secret_paths(home);
     hidden.extend(config.hidden.iter().cloned());
+    let (program, args) = match run {
+        Run::Bash(command) => (
+            bash(env),
+            vec![
+                "--noprofile".into(),
+                "--norc".into(),
+                "-c".into(),
+                command.into(),
+            ],
+        ),
+        Run::Argv(argv) => (program_path(&argv[0], env), argv[1..].to_vec()),
+    };
     let policy = Policy::for_shell(&ShellScope {
-        program: bash(env),
-        args: vec![
-            "--noprofile".into(),
-            "--norc".into(),
-            "-c".into(),
-            command.into(),
-        ],
+        program,
+        args,
         writable,
         hidden,
         kept,
@@ -205,6 +219,15 @@ pub(crate) fn confine(
 /// `bash` on the child's `PATH` (the launcher execs a path, not a name).
 fn bash(env: &[(OsString, OsString)]) -> PathBuf {
     find_program("bash", env).unwrap_or_else(|| PathBuf::from("/bin/bash"))
+}
+
+/// The program an argv names, as the launcher needs it: a path as given, a bare name looked up
+/// on the child's `PATH` (left as is when absent, so the launcher's error names it).
+pub(crate) fn program_path(name: &str, env: &[(OsString, OsString)]) -> PathBuf {
+    if name.contains('/') {
+        return PathBuf::from(name);
+    }
+    find_program(name, env).unwrap_or_else(|| PathBuf::from(name))
 }
 
 /// `name` on the child's `PATH`.
