@@ -79,7 +79,7 @@ impl TrayAction {
     }
 }
 
-/// The tray's status line: paused, idle, or what runs.
+/// The tray's status line: autonomous mode (first, while it is on), paused, idle, or what runs.
 pub fn status_line(status: &AutomationStatus) -> String {
     let mut parts = Vec::new();
     let chats = status
@@ -112,8 +112,13 @@ pub fn status_line(status: &AutomationStatus) -> String {
     } else {
         parts.join(" · ")
     };
-    if status.paused {
+    let work = if status.paused {
         format!("Paused · {work}")
+    } else {
+        work
+    };
+    if status.autonomous {
+        format!("AUTONOMOUS (runs unasked) · {work}")
     } else {
         work
     }
@@ -321,6 +326,7 @@ fn follow<R: Runtime>(app: AppHandle<R>, core: Core, items: LiveItems<R>) {
                         | CoreEvent::ChatTurnFinished { .. }
                         | CoreEvent::ChatTurnFailed { .. }
                         | CoreEvent::AutomationPaused { .. }
+                        | CoreEvent::AutonomousMode { .. }
                         | CoreEvent::AppStateChanged { .. },
                     )
                     | Err(RecvError::Lagged(_)) => break,
@@ -502,6 +508,7 @@ mod tests {
         };
         let mut status = AutomationStatus {
             paused: false,
+            autonomous: false,
             turns: vec![],
             apps_running: 0,
             apps_total: 0,
@@ -518,5 +525,10 @@ mod tests {
         status.turns.clear();
         status.apps_total = 0;
         assert_eq!(status_line(&status), "Paused · Idle");
+        status.autonomous = true;
+        assert_eq!(
+            status_line(&status),
+            "AUTONOMOUS (runs unasked) · Paused · Idle"
+        );
     }
 }

@@ -4,4 +4,9 @@ import type { RunningTurn } from "./RunningTurn";
 /**
  * The state of running work (the tray's status line and the window's banner).
  */
-export type AutomationStatus = { paused: boolean, turns: Array<RunningTurn>, apps_running: number, apps_total: number, };
+export type AutomationStatus = { paused: boolean, 
+/**
+ * Autonomous mode is on: what the policy would ask runs without a question (shown
+ * everywhere while on).
+ */
+autonomous: boolean, turns: Array<RunningTurn>, apps_running: number, apps_total: number, };

@@ -5,6 +5,7 @@ import type { Persona } from "./Persona";
 import type { PolicySettings } from "./PolicySettings";
 import type { SkillView } from "./SkillView";
 import type { Theme } from "./Theme";
+import type { ToolGovernanceView } from "./ToolGovernanceView";
 
 /**
  * Everything the settings page shows besides the model providers.
@@ -17,4 +18,9 @@ origin_deny: { [key in Origin]?: Array<string> }, approval_timeout_seconds: numb
 /**
  * `OSPREY_STORE_URL` is set and wins over the stored URL.
  */
-store_url_from_environment: boolean, data_dir: string, theme: Theme, persona: Persona, paused: boolean, };
+store_url_from_environment: boolean, data_dir: string, theme: Theme, persona: Persona, paused: boolean, 
+/**
+ * Tool governance: what is switched off, autonomous mode, denied paths, the blocklist,
+ * quotas and the circuit breaker.
+ */
+tools: ToolGovernanceView, };

@@ -1101,7 +1101,7 @@ async fn a_researcher_child_sees_and_may_call_only_its_packs_tools() {
         everything.sort();
         assert_eq!(
             everything,
-            ["agent", "file", "probe", "shell", "web"],
+            ["agent", "exec", "file", "probe", "shell", "web"],
             "{wire:?}"
         );
         let child = server.seen(1);
@@ -1292,7 +1292,7 @@ async fn a_bad_pack_file_is_refused_clearly_and_the_others_still_load() {
     };
     assert!(
         problem("typo.json").contains(
-            "names the tool `shel`, which is not registered here (tools: agent, file, probe, shell, web)"
+            "names the tool `shel`, which is not registered here (tools: agent, exec, file, probe, shell, web)"
         ),
         "{}",
         problem("typo.json")

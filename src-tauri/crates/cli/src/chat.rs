@@ -117,6 +117,9 @@ pub async fn run(data_dir: Option<PathBuf>, args: ChatArgs) -> anyhow::Result<Ex
         report_mcp(&statuses);
     }
     let runner = core.chat_runner(&options)?;
+    if let Some(warning) = autonomous_warning(&core) {
+        eprintln!("{warning}");
+    }
     let session = args.session.clone().unwrap_or_else(new_session_id);
     let code = match args.prompt {
         Some(message) => one_shot(&runner, &session, message, args.output_format).await,
@@ -125,6 +128,15 @@ pub async fn run(data_dir: Option<PathBuf>, args: ChatArgs) -> anyhow::Result<Ex
     // Stdio MCP servers and apps are child processes: stop them rather than leave them to exit.
     services.shutdown().await;
     code
+}
+
+/// The line printed before a chat while autonomous mode is on: what would be asked runs unasked.
+pub(crate) fn autonomous_warning(core: &Core) -> Option<&'static str> {
+    core.autonomous().then_some(
+        "osprey: WARNING: autonomous mode is on (tools.autonomous): tool calls the approval \
+         policy would ask about run without asking you; the safeguard still refuses what it \
+         refuses. Turn it off with `osprey config set tools.autonomous false`.",
+    )
 }
 
 /// One line on stderr for each configured MCP server that is not there for this turn.

@@ -509,3 +509,169 @@ fn a_server_added_with_mcp_add_brings_its_tools_to_the_first_turn() {
         again.stderr
     );
 }
+
+/// The tool results the model was sent, in order (the `tool` messages of the last request).
+fn tool_results(server: &ModelServer) -> Vec<String> {
+    let bodies = server.bodies.lock().unwrap().clone();
+    bodies
+        .last()
+        .and_then(|body| body["messages"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn autonomous_mode_runs_what_would_be_asked_and_never_what_the_safeguard_refuses() {
+    #[cfg(target_os = "linux")]
+    osprey_tests::build_sandbox_launcher();
+    let data = tempfile::tempdir().unwrap();
+    // In the folder the chat starts in: the workspace commands may write.
+    let work = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let made = work.path().join("made-by-the-model");
+    for (key, value) in [
+        ("tools.autonomous", "true"),
+        ("tools.blocklist", r#"["git push"]"#),
+    ] {
+        let set = osprey(data.path(), &["config", "set", key, value]);
+        assert_eq!(set.code, 0, "{}", set.stderr);
+    }
+    let server = serve(vec![
+        tool_call_turn(
+            "call_1",
+            "shell",
+            json!({"command": format!("touch {}", made.display()), "yield_ms": 0}),
+        ),
+        tool_call_turn("call_2", "shell", json!({"command": "rm -rf ~"})),
+        tool_call_turn(
+            "call_3",
+            "exec",
+            json!({"program": "git", "args": ["push"]}),
+        ),
+        tool_call_turn(
+            "call_4",
+            "exec",
+            json!({"program": "rm", "args": ["-rf", "/"]}),
+        ),
+        text_turn("One file made; the rest was refused."),
+    ]);
+    // Allowlist with asking on, and nobody answering: only autonomy lets the first call run.
+    let run = chat(
+        data.path(),
+        &server,
+        &["-p", "go", "--policy", "allowlist", "--ask", "on-miss"],
+        "",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("WARNING: autonomous mode is on"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("Approval needed"), "{}", run.stderr);
+    assert!(made.exists(), "{}", run.stderr);
+    let results = tool_results(&server);
+    assert_eq!(results.len(), 4, "{results:?}");
+    assert!(
+        results[1].contains("the safeguard blocked"),
+        "{}",
+        results[1]
+    );
+    assert!(results[2].contains("command blocklist"), "{}", results[2]);
+    assert!(
+        results[3].contains("the safeguard blocked"),
+        "{}",
+        results[3]
+    );
+    let db = osprey_db::Database::open_in(data.path()).unwrap();
+    let rows = db.audit().list(&osprey_db::AuditQuery::default()).unwrap();
+    let decisions: Vec<&str> = rows.iter().map(|r| r.decision.as_str()).collect();
+    assert_eq!(
+        decisions.iter().filter(|d| **d == "autonomous").count(),
+        1,
+        "{decisions:?}"
+    );
+    assert_eq!(
+        decisions
+            .iter()
+            .filter(|d| **d == "safeguard_blocked")
+            .count(),
+        3,
+        "{decisions:?}"
+    );
+
+    // Turned off, the warning goes and the same call is asked again (and refused unanswered).
+    let off = osprey(data.path(), &["config", "set", "tools.autonomous", "false"]);
+    assert_eq!(off.code, 0, "{}", off.stderr);
+    let server = serve(vec![
+        tool_call_turn(
+            "call_1",
+            "shell",
+            json!({"command": format!("touch {}.2", made.display())}),
+        ),
+        text_turn("Not made."),
+    ]);
+    let run = chat(
+        data.path(),
+        &server,
+        &["-p", "go", "--policy", "allowlist", "--ask", "on-miss"],
+        "n\n",
+    );
+    assert!(
+        !run.stderr.contains("autonomous mode is on"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("Approval needed"), "{}", run.stderr);
+}
+
+#[test]
+fn quotas_and_the_circuit_breaker_stop_a_tool_and_tell_the_model_why() {
+    #[cfg(target_os = "linux")]
+    osprey_tests::build_sandbox_launcher();
+    let data = tempfile::tempdir().unwrap();
+    let notes = notes();
+    for (key, value) in [
+        ("tools.quotas", r#"{"file": {"per_session": 1}}"#),
+        (
+            "tools.breaker",
+            r#"{"failures": 2, "window_seconds": 60, "cooldown_seconds": 600}"#,
+        ),
+    ] {
+        let set = osprey(data.path(), &["config", "set", key, value]);
+        assert_eq!(set.code, 0, "{}", set.stderr);
+    }
+    let slow = json!({"program": "sleep", "args": ["5"], "timeout_ms": 200});
+    let server = serve(vec![
+        notes.read_turn("call_1"),
+        notes.read_turn("call_2"),
+        tool_call_turn("call_3", "exec", slow.clone()),
+        tool_call_turn("call_4", "exec", slow),
+        tool_call_turn("call_5", "exec", json!({"program": "true"})),
+        text_turn("Stopped."),
+    ]);
+    let run = chat(
+        data.path(),
+        &server,
+        &["-p", "go", "--policy", "full", "--session", "q1"],
+        "",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let results = tool_results(&server);
+    assert_eq!(results.len(), 5, "{results:?}");
+    assert!(results[0].contains("alpha"), "{}", results[0]);
+    assert!(
+        results[1].contains("the quota for `file` is 1 calls per session and 1 have run"),
+        "{}",
+        results[1]
+    );
+    assert!(results[2].contains("timed out"), "{}", results[2]);
+    assert!(results[3].contains("timed out"), "{}", results[3]);
+    assert!(
+        results[4].contains("`exec` failed 2 times in a row") && results[4].contains("retry after"),
+        "{}",
+        results[4]
+    );
+}

@@ -49,12 +49,19 @@ impl Core {
         self.registry().is_paused()
     }
 
+    /// Whether autonomous mode is on (`tools.autonomous`): what the approval policy would ask
+    /// runs without a question. Front ends show it for as long as it is on.
+    pub fn autonomous(&self) -> bool {
+        self.registry().governance().autonomous()
+    }
+
     /// Whether automation is paused, the turns running, and how many apps run.
     pub async fn automation_status(&self) -> AutomationStatus {
         let apps = self.app_statuses().await;
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         AutomationStatus {
             paused: self.automation_paused(),
+            autonomous: self.autonomous(),
             turns: self.inner.turns.lock().values().cloned().collect(),
             apps_running: count(
                 apps.iter()

@@ -49,7 +49,7 @@ use osprey_tools::file::FileTool;
 use osprey_tools::shell::{ShellConfig, ShellSandbox, ShellTool};
 use osprey_tools::web::{WebConfig, WebTool};
 use osprey_tools::{
-    AskMode, AuditSink, Level, OriginRules, PathGuard, Policy, PolicyConfig, Registry,
+    AskMode, AuditSink, ExecTool, Level, OriginRules, PathGuard, Policy, PolicyConfig, Registry,
     RegistryConfig, Safeguard, ToolContext,
 };
 use osprey_types::{CoreInfo, Origin, ToolResult};
@@ -253,7 +253,7 @@ impl Core {
     }
 }
 
-/// Registers the built-in tools (`file`, `shell`, `web`, `screenshot`, `desktop`, `os`) with their
+/// Registers the built-in tools (`file`, `shell`, `exec`, `web`, `screenshot`, `desktop`, `os`) with their
 /// stored settings. The screen tools connect to the display on first use, so registering them
 /// on a machine without one costs nothing; their calls then say no display is available.
 fn register_builtin_tools(
@@ -284,7 +284,7 @@ fn register_builtin_tools(
         })
         .collect();
     registry.register_domain(FileTool::new(paths.clone()).with_workspaces(workspaces.clone()));
-    registry.register_domain(ShellTool::new(ShellConfig {
+    let shell = ShellConfig {
         extra_env: settings::read(stored, settings::SHELL_EXTRA_ENV),
         sandbox: ShellSandbox {
             workspaces,
@@ -295,7 +295,10 @@ fn register_builtin_tools(
             ..ShellSandbox::default()
         },
         ..ShellConfig::default()
-    }));
+    };
+    // `exec` runs programs with the shell tool's sandbox, environment and limits.
+    registry.register_domain(ExecTool::new(shell.clone()));
+    registry.register_domain(ShellTool::new(shell));
     let allow_loopback: bool = settings::read(stored, settings::WEB_ALLOW_LOOPBACK);
     let browsing = web_browsing(stored, paths.data_dir(), allow_loopback, secrets);
     let browser = browsing.browser().clone();
@@ -369,6 +372,14 @@ impl Core {
             audit: AuditSink::new(db.audit()),
             output_cap: osprey_tools::registry::DEFAULT_OUTPUT_CAP,
         });
+        // Tool governance (`tools.*`), its quotas counted in the database so a day's count
+        // survives a restart.
+        let governance =
+            osprey_tools::Governance::new(db.tool_usage(), paths.home().map(Path::to_path_buf));
+        if let Err(why) = governance.set_config(settings::governance(&stored)) {
+            tracing::warn!(%why, "ignoring the tools settings; using the defaults");
+        }
+        registry.set_governance(governance);
         let secrets = options
             .secrets
             .unwrap_or_else(secrets::Backend::from_environment);

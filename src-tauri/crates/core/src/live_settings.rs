@@ -8,7 +8,8 @@
 use osprey_agent::mcp::ServerState;
 use osprey_tools::{OriginRules, PolicyConfig};
 use osprey_types::{
-    CoreEvent, McpServerView, PolicySettings, SettingsOverview, SkillView, UiErrorCode,
+    CoreEvent, McpServerView, PolicySettings, SettingsOverview, SkillView, ToolBreakerView,
+    ToolCategoryView, ToolGovernanceView, ToolQuotaView, UiErrorCode,
 };
 use serde_json::Value;
 
@@ -43,6 +44,48 @@ impl Core {
             theme: settings::read(&stored, settings::UI_THEME),
             persona: settings::read(&stored, settings::PERSONA),
             paused: self.automation_paused(),
+            tools: self.governance_view(),
+        }
+    }
+
+    /// The `tools.*` settings in force, with the categories and the tools registered in each.
+    fn governance_view(&self) -> ToolGovernanceView {
+        let config = self.registry().governance().config();
+        let small = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        let names = self.registry().names();
+        ToolGovernanceView {
+            disabled: config.disabled,
+            autonomous: config.autonomous,
+            denied_paths: config.denied_paths,
+            blocklist: config.blocklist,
+            quotas: config
+                .quotas
+                .into_iter()
+                .map(|(key, quota)| {
+                    let view = ToolQuotaView {
+                        per_session: quota.per_session.map(small),
+                        per_day: quota.per_day.map(small),
+                    };
+                    (key, view)
+                })
+                .collect(),
+            breaker: ToolBreakerView {
+                failures: config.breaker.failures,
+                window_seconds: small(config.breaker.window_seconds),
+                cooldown_seconds: small(config.breaker.cooldown_seconds),
+            },
+            categories: osprey_tools::governance::CATEGORIES
+                .iter()
+                .map(|(name, _, description)| ToolCategoryView {
+                    name: name.to_string(),
+                    description: description.to_string(),
+                    tools: names
+                        .iter()
+                        .filter(|tool| osprey_tools::governance::category_of(tool) == *name)
+                        .cloned()
+                        .collect(),
+                })
+                .collect(),
         }
     }
 
@@ -139,6 +182,18 @@ impl Core {
                 .approvals()
                 .set_timeout(crate::approvals::stored_timeout(&stored)),
             settings::SKILLS_DISABLED => self.apply_disabled_skills(),
+            key if settings::TOOLS_KEYS.contains(&key) => {
+                let was = self.autonomous();
+                let governance = self.registry().governance();
+                if let Err(why) = governance.set_config(settings::governance(&stored)) {
+                    tracing::warn!(%why, "the tools settings could not be put in force");
+                }
+                let now = self.autonomous();
+                if now != was {
+                    tracing::warn!(on = now, "autonomous mode changed");
+                    self.emit(CoreEvent::AutonomousMode { on: now });
+                }
+            }
             // Connected servers are reconnected from the new setting; before the background
             // services start there is nothing to restart.
             settings::MCP_SERVERS if self.mcp_started() => {

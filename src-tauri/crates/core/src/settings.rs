@@ -4,7 +4,7 @@
 
 use anyhow::{Context, bail};
 use osprey_db::Settings;
-use osprey_tools::{OriginRules, PolicyConfig};
+use osprey_tools::{GovernanceConfig, OriginRules, PolicyConfig};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -78,6 +78,44 @@ pub const DAV_ACCOUNTS: &str = osprey_platform::dav::ACCOUNTS_SETTING;
 /// "work", "email": ..., "imap": {"host": ...}, "smtp": {"host": ..., "port": 587, "tls":
 /// "starttls"}}]}`; each password lives in the secret store (`osprey os mail-password <name>`).
 pub const OS_MAIL: &str = osprey_platform::mail::SETTING;
+
+/// Tools and tool categories switched off: `["desktop", "web", "exec"]` (categories: files,
+/// shell, web, desktop, os, apps, store, agent, mcp). They leave the model's list and are refused.
+pub const TOOLS_DISABLED: &str = "tools.disabled";
+/// Autonomous mode: `true` lets what the approval policy would ask run without a question
+/// (never what the safeguard refuses). Off by default; only the person turns it on.
+pub const TOOLS_AUTONOMOUS: &str = "tools.autonomous";
+/// Globs no tool may read or write: `["~/private", "/srv/**/*.key"]`.
+pub const TOOLS_DENIED_PATHS: &str = "tools.denied_paths";
+/// Commands never run, as a program or an argv prefix: `["git push", "rsync"]`.
+pub const TOOLS_BLOCKLIST: &str = "tools.blocklist";
+/// Quotas by `tool`, `tool.resource` or `tool.resource.action`:
+/// `{"shell": {"per_session": 50, "per_day": 500}}`.
+pub const TOOLS_QUOTAS: &str = "tools.quotas";
+/// The circuit breaker: `{"failures": 5, "window_seconds": 60, "cooldown_seconds": 60}`.
+pub const TOOLS_BREAKER: &str = "tools.breaker";
+
+/// The `tools.*` keys, which together make the registry's [`GovernanceConfig`].
+pub const TOOLS_KEYS: &[&str] = &[
+    TOOLS_DISABLED,
+    TOOLS_AUTONOMOUS,
+    TOOLS_DENIED_PATHS,
+    TOOLS_BLOCKLIST,
+    TOOLS_QUOTAS,
+    TOOLS_BREAKER,
+];
+
+/// The tool governance the stored `tools.*` settings make.
+pub fn governance(settings: &Settings) -> GovernanceConfig {
+    GovernanceConfig {
+        disabled: read(settings, TOOLS_DISABLED),
+        autonomous: read(settings, TOOLS_AUTONOMOUS),
+        denied_paths: read(settings, TOOLS_DENIED_PATHS),
+        blocklist: read(settings, TOOLS_BLOCKLIST),
+        quotas: read(settings, TOOLS_QUOTAS),
+        breaker: read(settings, TOOLS_BREAKER),
+    }
+}
 
 /// Every known key with a one-line description.
 pub const KNOWN: &[(&str, &str)] = &[
@@ -155,6 +193,30 @@ pub const KNOWN: &[(&str, &str)] = &[
         "sub-agent limits: {\"max_depth\": 2, \"timeout_seconds\": 300, \"max_timeout_seconds\": 3600, \"max_running\": 8} (max_depth 0 turns them off; read at start-up)",
     ),
     (
+        TOOLS_DISABLED,
+        "tools or tool categories switched off: [\"desktop\", \"exec\"] (categories: files, shell, web, desktop, os, apps, store, agent, mcp)",
+    ),
+    (
+        TOOLS_AUTONOMOUS,
+        "autonomous mode: true runs what the approval policy would ask without a question (never what the safeguard refuses); off by default",
+    ),
+    (
+        TOOLS_DENIED_PATHS,
+        "paths no tool may read or write, as globs: [\"~/private\", \"/srv/**/*.key\"]",
+    ),
+    (
+        TOOLS_BLOCKLIST,
+        "commands never run, a program or an argv prefix: [\"git push\", \"rsync\"]",
+    ),
+    (
+        TOOLS_QUOTAS,
+        "tool quotas: {\"shell\": {\"per_session\": 50, \"per_day\": 500}} (by tool, tool.resource or tool.resource.action)",
+    ),
+    (
+        TOOLS_BREAKER,
+        "circuit breaker: {\"failures\": 5, \"window_seconds\": 60, \"cooldown_seconds\": 60} (failures 0 turns it off)",
+    ),
+    (
         AGENTS,
         "tool packs and agent types: {\"trust\": \"read-only\"|\"standard\"|\"privileged\" (the riskiest pack loaded, default privileged), \"models\": {\"summarizer\": \"a cheaper model\"}} (read at start-up)",
     ),
@@ -226,6 +288,26 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
                 .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
         }
         SKILLS_DISABLED => check::<Vec<String>>(key, value),
+        TOOLS_DISABLED => {
+            let names: Vec<String> = typed(key, value)?;
+            if let Some(empty) = names.iter().find(|n| n.trim().is_empty()) {
+                bail!("`{key}` lists an empty name ({empty:?})");
+            }
+            Ok(())
+        }
+        TOOLS_AUTONOMOUS => check::<bool>(key, value),
+        TOOLS_DENIED_PATHS | TOOLS_BLOCKLIST | TOOLS_QUOTAS | TOOLS_BREAKER => {
+            let mut config = GovernanceConfig::default();
+            match key {
+                TOOLS_DENIED_PATHS => config.denied_paths = typed(key, value)?,
+                TOOLS_BLOCKLIST => config.blocklist = typed(key, value)?,
+                TOOLS_QUOTAS => config.quotas = typed(key, value)?,
+                _ => config.breaker = typed(key, value)?,
+            }
+            config
+                .validate()
+                .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
+        }
         OS_MAIL => {
             check::<osprey_platform::mail::MailSettings>(key, value)?;
             let mail: osprey_platform::mail::MailSettings = serde_json::from_value(value.clone())?;
@@ -272,6 +354,11 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
                 .join(", ")
         ),
     }
+}
+
+fn typed<T: DeserializeOwned>(key: &str, value: &Value) -> anyhow::Result<T> {
+    serde_json::from_value::<T>(value.clone())
+        .with_context(|| format!("invalid value for `{key}`: {value}"))
 }
 
 fn check<T: DeserializeOwned>(key: &str, value: &Value) -> anyhow::Result<()> {
@@ -342,6 +429,22 @@ mod tests {
             .to_string();
         assert!(err.contains("give `command`"), "{err}");
         validate(MCP_SERVERS, &json!({"w": {"comand": "x"}})).unwrap_err();
+        validate(TOOLS_DISABLED, &json!(["desktop", "exec"])).unwrap();
+        validate(TOOLS_AUTONOMOUS, &json!("yes")).unwrap_err();
+        validate(TOOLS_BLOCKLIST, &json!(["git push"])).unwrap();
+        validate(TOOLS_BLOCKLIST, &json!(["  "])).unwrap_err();
+        let err = validate(TOOLS_DENIED_PATHS, &json!(["notes/private"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("must be absolute"), "{err}");
+        validate(TOOLS_DENIED_PATHS, &json!(["~/private", "/srv/**/*.key"])).unwrap();
+        validate(TOOLS_QUOTAS, &json!({"shell.bash.exec": {"per_day": 5}})).unwrap();
+        validate(TOOLS_QUOTAS, &json!({"shell": {"per_week": 5}})).unwrap_err();
+        validate(
+            TOOLS_BREAKER,
+            &json!({"failures": 3, "window_seconds": 30, "cooldown_seconds": 10}),
+        )
+        .unwrap();
         let err = validate("colour", &json!(1)).unwrap_err().to_string();
         assert!(err.contains("known settings: policy"), "{err}");
     }

@@ -2,7 +2,8 @@
 //! next call without a restart and kept after one; invalid values are refused with the reason
 //! and nothing is stored; skills turn off and on; and pausing automation holds tool calls at the
 //! registry until resumed (a call whose deadline passes first ends with `paused`, a cancelled one
-//! with `cancelled`).
+//! with `cancelled`); tool governance (`tools.*`) is in force at once, autonomous mode is
+//! announced to the front ends, and both survive a restart.
 
 use std::path::Path;
 use std::time::Duration;
@@ -308,4 +309,68 @@ async fn a_setting_stored_by_another_process_applies_when_it_says_so() {
     let answer = told("no.such.setting").await;
     assert_eq!(answer["ok"], false);
     assert_eq!(answer["code"], "invalid_setting", "{answer}");
+}
+
+#[tokio::test]
+async fn tool_governance_applies_at_once_and_autonomous_mode_is_announced() {
+    // Autonomy never covers a command on a machine without the sandbox: build the launcher.
+    osprey_tests::build_sandbox_launcher();
+    let dir = tempfile::tempdir().unwrap();
+    let core = open(dir.path());
+    let mut events = core.subscribe();
+    let view = core.settings_overview().tools;
+    assert!(!view.autonomous, "never on by default");
+    assert!(!core.automation_status().await.autonomous);
+    let shell = view.categories.iter().find(|c| c.name == "shell").unwrap();
+    assert_eq!(shell.tools, ["exec", "shell"]);
+    assert_eq!(view.breaker.failures, 5);
+
+    // Autonomous: what was asked is allowed, and the front ends hear of it.
+    assert_eq!(decision(&core).await, "ask");
+    core.set_setting("tools.autonomous", json!(true))
+        .await
+        .unwrap();
+    assert_eq!(decision(&core).await, "allow");
+    assert!(core.automation_status().await.autonomous);
+    let mut heard = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        heard.push(event);
+    }
+    assert!(
+        heard.contains(&CoreEvent::AutonomousMode { on: true }),
+        "{heard:?}"
+    );
+
+    // Switched off: refused at the next call, the reason naming Settings.
+    core.set_setting("tools.disabled", json!(["shell"]))
+        .await
+        .unwrap();
+    let ctx = ToolContext::new(Origin::User, Duration::from_secs(30));
+    match core
+        .check_tool(&ctx, "exec", json!({"program": "true"}))
+        .await
+    {
+        CheckOutcome::Refused { code, message } => {
+            assert_eq!(code, ErrorCode::ToolDisabled);
+            assert!(message.contains("Settings"), "{message}");
+        }
+        other => panic!("unexpected outcome {other:?}"),
+    }
+    // A bad value is refused whole; what is in force stays.
+    let refused = core
+        .set_setting("tools.denied_paths", json!(["relative/path"]))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, UiErrorCode::InvalidSetting);
+    assert!(refused.message.contains("absolute"), "{}", refused.message);
+    drop(core);
+
+    // A restart keeps it all.
+    let core = open(dir.path());
+    assert!(core.automation_status().await.autonomous);
+    assert_eq!(core.settings_overview().tools.disabled, ["shell"]);
+    core.set_setting("tools.autonomous", json!(false))
+        .await
+        .unwrap();
+    assert!(!core.settings_overview().tools.autonomous);
 }

@@ -743,6 +743,8 @@ pub enum CoreEvent {
     },
     /// Automation was paused (no tool runs; reminder and comm turns wait) or resumed.
     AutomationPaused { paused: bool },
+    /// Autonomous mode was turned on or off (`tools.autonomous`).
+    AutonomousMode { on: bool },
     /// A setting changed and is in force (the settings page reloads what it shows).
     SettingChanged { key: String },
     /// An app's account was connected, refreshed, disconnected by the person, or dropped
@@ -1079,6 +1081,52 @@ pub struct SettingsOverview {
     pub theme: Theme,
     pub persona: Persona,
     pub paused: bool,
+    /// Tool governance: what is switched off, autonomous mode, denied paths, the blocklist,
+    /// quotas and the circuit breaker.
+    pub tools: ToolGovernanceView,
+}
+
+/// Tool governance as the settings page edits it (the `tools.*` settings).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ToolGovernanceView {
+    /// Tool and category names switched off (`tools.disabled`).
+    pub disabled: Vec<String>,
+    /// Autonomous mode (`tools.autonomous`): what the policy would ask is allowed.
+    pub autonomous: bool,
+    /// Globs no tool may read or write (`tools.denied_paths`).
+    pub denied_paths: Vec<String>,
+    /// Commands never run: a program, or a program and its first arguments (`tools.blocklist`).
+    pub blocklist: Vec<String>,
+    /// By `tool`, `tool.resource` or `tool.resource.action` (`tools.quotas`).
+    pub quotas: std::collections::BTreeMap<String, ToolQuotaView>,
+    pub breaker: ToolBreakerView,
+    /// The categories tools can be switched off by, with the registered tools in each.
+    pub categories: Vec<ToolCategoryView>,
+}
+
+/// Caps on how often one tool runs; `None`: no cap.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ToolQuotaView {
+    pub per_session: Option<u32>,
+    pub per_day: Option<u32>,
+}
+
+/// When a tool's circuit breaker opens (`tools.breaker`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ToolBreakerView {
+    /// Consecutive failures that open it (0: off).
+    pub failures: u32,
+    pub window_seconds: u32,
+    pub cooldown_seconds: u32,
+}
+
+/// One category of tools.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ToolCategoryView {
+    pub name: String,
+    pub description: String,
+    /// The registered tools in it.
+    pub tools: Vec<String>,
 }
 
 /// A turn running now.
@@ -1094,6 +1142,9 @@ pub struct RunningTurn {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct AutomationStatus {
     pub paused: bool,
+    /// Autonomous mode is on: what the policy would ask runs without a question (shown
+    /// everywhere while on).
+    pub autonomous: bool,
     pub turns: Vec<RunningTurn>,
     pub apps_running: u32,
     pub apps_total: u32,

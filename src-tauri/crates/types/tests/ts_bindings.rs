@@ -85,6 +85,10 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<osprey_types::SettingsOverview>(&config, &mut index);
     export::<osprey_types::RunningTurn>(&config, &mut index);
     export::<osprey_types::AutomationStatus>(&config, &mut index);
+    export::<osprey_types::ToolGovernanceView>(&config, &mut index);
+    export::<osprey_types::ToolQuotaView>(&config, &mut index);
+    export::<osprey_types::ToolBreakerView>(&config, &mut index);
+    export::<osprey_types::ToolCategoryView>(&config, &mut index);
     export::<osprey_types::WindowSnapshot>(&config, &mut index);
     // The store and the approvals page.
     export::<PermissionExplained>(&config, &mut index);

@@ -14,6 +14,13 @@ describe("automation status", () => {
     expect(status.paused).toBe(false);
   });
 
+  it("follows autonomous mode on and off", () => {
+    const on = applyAutomationEvent(IDLE, { type: "autonomous_mode", on: true });
+    expect(on.autonomous).toBe(true);
+    expect(applyAutomationEvent(on, { type: "autonomous_mode", on: true })).toBe(on);
+    expect(applyAutomationEvent(on, { type: "autonomous_mode", on: false }).autonomous).toBe(false);
+  });
+
   it("keeps the same object when nothing shown changes", () => {
     expect(applyAutomationEvent(IDLE, { type: "automation_paused", paused: false })).toBe(IDLE);
     expect(applyAutomationEvent(IDLE, { type: "chat_text_delta", session_id: "a", text: "x" })).toBe(IDLE);
