@@ -779,12 +779,10 @@ impl BrowserActions {
                 Ok(ToolResult::text(out))
             }
             "evaluate" => {
-                let source = call
-                    .str("script")
-                    .or_else(|| call.str("expression"))
-                    .ok_or_else(|| {
-                        BrowserError::Invalid("browser evaluate needs `script`".into())
-                    })?;
+                // `expression` is an alias the domain table renames to `script`.
+                let source = call.str("script").ok_or_else(|| {
+                    BrowserError::Invalid("browser evaluate needs `script`".into())
+                })?;
                 let timeout = timeout_of(call, Duration::from_secs(10));
                 let expression = format!(
                     "(async () => {{ const __value = await (0, eval)({}); return __value === undefined ? null : __value; }})()",

@@ -227,6 +227,7 @@ impl WebExtension for WebBrowsing {
             .field("timeout", FieldType::Integer, "browser: milliseconds to wait at most (default 30000; evaluate 10000)")
             .field("script", FieldType::String, "evaluate: a JavaScript expression")
             .required_for(&["evaluate"])
+            .field_alias(&["expression"])
             .field("full_page", FieldType::Boolean, "screenshot: the whole page, not only the viewport")
             .field("path", FieldType::String, "screenshot: save as this file name in the screenshots folder instead of returning the image")
             .field("query", FieldType::String, "search: what to search for")

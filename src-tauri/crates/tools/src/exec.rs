@@ -139,13 +139,13 @@ impl ExecTool {
         if input.program.trim().is_empty() {
             return ToolResult::error(ErrorCode::InvalidInput, "exec needs `program`");
         }
+        let timeout = match input.timeout_ms {
+            Some(0) | None => DEFAULT_TIMEOUT,
+            Some(ms) => Duration::from_millis(ms),
+        };
         #[cfg(unix)]
         {
             let argv = input.argv();
-            let timeout = match input.timeout_ms {
-                Some(0) | None => DEFAULT_TIMEOUT,
-                Some(ms) => Duration::from_millis(ms),
-            };
             crate::shell::exec::run_argv(
                 &self.shell,
                 ctx,
@@ -162,7 +162,7 @@ impl ExecTool {
         }
         #[cfg(not(unix))]
         {
-            let _ = (ctx, env, DEFAULT_TIMEOUT);
+            let _ = (ctx, env, timeout);
             ToolResult::error(
                 ErrorCode::PlatformNotSupported,
                 "running programs is not supported on this platform yet",
