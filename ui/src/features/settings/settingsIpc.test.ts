@@ -21,6 +21,18 @@ describe("settings IPC", () => {
     expect(next).toEqual({ theme: "dark" });
   });
 
+  it("writes the tools settings as the core validates them", async () => {
+    invoke.mockResolvedValue({});
+    await ipc.setSetting("tools.disabled", ["desktop", "exec"]);
+    await ipc.setSetting("tools.autonomous", true);
+    await ipc.setSetting("tools.quotas", { shell: { per_session: 5, per_day: null } });
+    expect(invoke.mock.calls).toEqual([
+      ["set_setting", { key: "tools.disabled", value: ["desktop", "exec"] }],
+      ["set_setting", { key: "tools.autonomous", value: true }],
+      ["set_setting", { key: "tools.quotas", value: { shell: { per_session: 5, per_day: null } } }],
+    ]);
+  });
+
   it("adds and removes MCP servers, toggles skills and the pause", async () => {
     invoke.mockResolvedValue({});
     await ipc.saveMcpServer("echo", { command: "/bin/echo-mcp" });
