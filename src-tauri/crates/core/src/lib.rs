@@ -365,6 +365,15 @@ impl Core {
             Policy::new(policy_config, Some(db.grants())).context("loading approval grants")?;
         let origin_rules: OriginRules = settings::read(&stored, settings::ORIGIN_RULES);
         let paths = PathGuard::for_current_user(data_dir.clone());
+        // Tool governance (`tools.*`), its quotas counted in the database so a day's count
+        // survives a restart. Its denied paths are shared with every path guard, so the file
+        // tool's own reads, writes and directory walks refuse them too.
+        let governance =
+            osprey_tools::Governance::new(db.tool_usage(), paths.home().map(Path::to_path_buf));
+        if let Err(why) = governance.set_config(settings::governance(&stored)) {
+            tracing::warn!(%why, "ignoring the tools settings; using the defaults");
+        }
+        let paths = paths.with_denied(governance.denied_paths());
         let registry = Registry::new(RegistryConfig {
             policy,
             origin_rules,
@@ -372,13 +381,6 @@ impl Core {
             audit: AuditSink::new(db.audit()),
             output_cap: osprey_tools::registry::DEFAULT_OUTPUT_CAP,
         });
-        // Tool governance (`tools.*`), its quotas counted in the database so a day's count
-        // survives a restart.
-        let governance =
-            osprey_tools::Governance::new(db.tool_usage(), paths.home().map(Path::to_path_buf));
-        if let Err(why) = governance.set_config(settings::governance(&stored)) {
-            tracing::warn!(%why, "ignoring the tools settings; using the defaults");
-        }
         registry.set_governance(governance);
         let secrets = options
             .secrets

@@ -150,8 +150,64 @@ impl GovernanceConfig {
 
 struct Compiled {
     config: GovernanceConfig,
-    denied: GlobSet,
     blocklist: Vec<Vec<String>>,
+}
+
+/// The person's denied paths, compiled, in a handle every holder shares: the registry's checks
+/// and the [`crate::PathGuard`]s given it ([`crate::PathGuard::with_denied`]), so the file
+/// tool's own reads, writes and directory walks refuse them too, and a change is seen by all at
+/// once.
+#[derive(Clone, Default)]
+pub struct DeniedPaths {
+    inner: Arc<RwLock<Arc<DeniedSet>>>,
+}
+
+#[derive(Default)]
+struct DeniedSet {
+    set: GlobSet,
+    patterns: Vec<String>,
+}
+
+impl std::fmt::Debug for DeniedPaths {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(&self.current().patterns).finish()
+    }
+}
+
+impl DeniedPaths {
+    fn current(&self) -> Arc<DeniedSet> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn replace(&self, set: GlobSet, patterns: Vec<String>) {
+        *self.inner.write().unwrap_or_else(|e| e.into_inner()) =
+            Arc::new(DeniedSet { set, patterns });
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.current().set.is_empty()
+    }
+
+    /// Refuses an absolute, tidied `path` under a denied path; `shown` is how the call named it.
+    pub fn check(&self, path: &Path, shown: &Path) -> Result<(), Refusal> {
+        let denied = self.current();
+        if denied.set.is_empty() {
+            return Ok(());
+        }
+        let Some(index) = denied.set.matches(path).first().copied() else {
+            return Ok(());
+        };
+        let pattern = denied.patterns.get(index / 2).cloned().unwrap_or_default();
+        Err(Refusal::new(
+            ErrorCode::SafeguardBlocked,
+            format!(
+                "{} is under a denied path (`{pattern}`, setting `tools.denied_paths`): the \
+                 person does not let any tool read or write it. This applies at every approval \
+                 level and in autonomous mode",
+                shown.display()
+            ),
+        ))
+    }
 }
 
 /// The live governance state of one registry. Cheap to clone.
@@ -162,6 +218,7 @@ pub struct Governance {
 
 struct GovernanceInner {
     compiled: RwLock<Arc<Compiled>>,
+    denied: DeniedPaths,
     home: Option<PathBuf>,
     usage: ToolUsage,
     breakers: Mutex<HashMap<String, Breaker>>,
@@ -185,9 +242,9 @@ impl Governance {
             inner: Arc::new(GovernanceInner {
                 compiled: RwLock::new(Arc::new(Compiled {
                     config: GovernanceConfig::default(),
-                    denied: GlobSet::empty(),
                     blocklist: Vec::new(),
                 })),
+                denied: DeniedPaths::default(),
                 home,
                 usage,
                 breakers: Mutex::new(HashMap::new()),
@@ -204,6 +261,7 @@ impl Governance {
     /// Puts new settings in force; an invalid one is refused whole, the old ones stay.
     pub fn set_config(&self, config: GovernanceConfig) -> Result<(), String> {
         let denied = denied_set(&config.denied_paths, self.inner.home.as_deref())?;
+        let patterns = config.denied_paths.clone();
         let blocklist = config
             .blocklist
             .iter()
@@ -214,12 +272,14 @@ impl Governance {
             .inner
             .compiled
             .write()
-            .unwrap_or_else(|e| e.into_inner()) = Arc::new(Compiled {
-            config,
-            denied,
-            blocklist,
-        });
+            .unwrap_or_else(|e| e.into_inner()) = Arc::new(Compiled { config, blocklist });
+        self.inner.denied.replace(denied, patterns);
         Ok(())
+    }
+
+    /// The denied paths' shared handle, for the path guards that must refuse them too.
+    pub fn denied_paths(&self) -> DeniedPaths {
+        self.inner.denied.clone()
     }
 
     fn compiled(&self) -> Arc<Compiled> {
@@ -279,22 +339,16 @@ impl Governance {
         paths: impl IntoIterator<Item = &'p Path>,
         cwd: Option<&Path>,
     ) -> Result<(), Refusal> {
-        let compiled = self.compiled();
-        if compiled.denied.is_empty() {
+        if self.inner.denied.is_empty() {
             return Ok(());
         }
         for path in paths {
-            self.check_path(&compiled, path, cwd)?;
+            self.check_path(path, cwd)?;
         }
         Ok(())
     }
 
-    fn check_path(
-        &self,
-        compiled: &Compiled,
-        path: &Path,
-        cwd: Option<&Path>,
-    ) -> Result<(), Refusal> {
+    fn check_path(&self, path: &Path, cwd: Option<&Path>) -> Result<(), Refusal> {
         let text = path.to_string_lossy();
         let expanded = match (text.strip_prefix("~/"), &self.inner.home) {
             (Some(rest), Some(home)) => home.join(rest),
@@ -313,24 +367,7 @@ impl Governance {
         // Links are followed too: a link inside the workspace to a denied folder is that folder.
         let resolved = std::fs::canonicalize(&lexical).ok();
         for candidate in std::iter::once(&lexical).chain(resolved.as_ref()) {
-            if compiled.denied.is_match(candidate) {
-                let pattern = compiled
-                    .denied
-                    .matches(candidate)
-                    .first()
-                    .and_then(|i| compiled.config.denied_paths.get(*i / 2))
-                    .cloned()
-                    .unwrap_or_default();
-                return Err(Refusal::new(
-                    ErrorCode::SafeguardBlocked,
-                    format!(
-                        "{} is under a denied path (`{pattern}`, setting `tools.denied_paths`): \
-                         the person does not let any tool read or write it. This applies at \
-                         every approval level and in autonomous mode",
-                        path.display()
-                    ),
-                ));
-            }
+            self.inner.denied.check(candidate, path)?;
         }
         Ok(())
     }
@@ -356,7 +393,7 @@ impl Governance {
                     ),
                 ));
             }
-            if compiled.denied.is_empty() {
+            if self.inner.denied.is_empty() {
                 continue;
             }
             let operands = command
@@ -373,7 +410,7 @@ impl Governance {
                 let path_like =
                     arg.contains('/') || arg.starts_with('~') || arg == "." || arg == "..";
                 if path_like || cwd.is_some_and(|dir| dir.join(arg).exists()) {
-                    self.check_path(&compiled, Path::new(arg), cwd)?;
+                    self.check_path(Path::new(arg), cwd)?;
                 }
             }
         }

@@ -27,7 +27,7 @@ pub use audit::AuditSink;
 pub use call::{ApprovalNeed, Call, CallFacts};
 pub use domain::{Domain, FieldType};
 pub use exec::ExecTool;
-pub use governance::{BreakerConfig, Governance, GovernanceConfig, Quota};
+pub use governance::{BreakerConfig, DeniedPaths, Governance, GovernanceConfig, Quota};
 pub use hooks::{FilterOutcome, HookDispatcher, NoHooks};
 pub use registry::{CheckOutcome, Registry, RegistryChange, RegistryConfig};
 pub use scope::ToolScope;

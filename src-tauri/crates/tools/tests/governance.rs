@@ -65,14 +65,16 @@ fn fixture(level: Level, config: GovernanceConfig) -> Fixture {
     std::fs::create_dir_all(workspace.join("private")).unwrap();
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     std::fs::write(home.join(".ssh/id_rsa"), "PLANTED-PRIVATE-KEY").unwrap();
-    let paths = PathGuard::new(Some(home.clone()), dir.path().join("data"));
+    let governance = Governance::new(db.tool_usage(), Some(home.clone()));
+    governance.set_config(config).unwrap();
+    // As the core wires it: every path guard refuses the denied paths too.
+    let paths = PathGuard::new(Some(home.clone()), dir.path().join("data"))
+        .with_denied(governance.denied_paths());
     let registry = Registry::new(RegistryConfig {
         safeguard: Safeguard::new(paths.clone()),
         audit: AuditSink::new(db.audit()),
         ..RegistryConfig::new(Policy::at_level(level), dir.path().join("data"))
     });
-    let governance = Governance::new(db.tool_usage(), Some(home.clone()));
-    governance.set_config(config).unwrap();
     registry.set_governance(governance);
     let failing = Arc::new(AtomicBool::new(false));
     let runs = Arc::new(AtomicUsize::new(0));
@@ -484,4 +486,66 @@ async fn autonomous_mode_allows_what_the_policy_would_ask_and_never_what_the_saf
     )
     .await;
     assert_eq!(refused.code, Some(ErrorCode::PolicyDenied), "{refused:?}");
+}
+
+#[tokio::test]
+async fn denied_paths_hold_inside_the_file_tools_walks_and_through_links() {
+    let f = fixture(
+        Level::Full,
+        GovernanceConfig {
+            denied_paths: vec!["~/project/private".into()],
+            ..Default::default()
+        },
+    );
+    let workspace = f.dir.path().join("home/project");
+    std::fs::write(workspace.join("private/plan.txt"), "SECRET-PLAN").unwrap();
+    std::fs::write(workspace.join("open.txt"), "SECRET-PLAN is public here").unwrap();
+    let found = call(
+        &f,
+        "s",
+        "file",
+        json!({"action": "grep", "pattern": "SECRET-PLAN", "path": workspace.display().to_string()}),
+    )
+    .await;
+    let text = found.text_content();
+    assert!(text.contains("open.txt"), "{text}");
+    assert!(
+        !text.contains("plan.txt"),
+        "the walk went into the denied folder: {text}"
+    );
+    let listed = call(
+        &f,
+        "s",
+        "file",
+        json!({"action": "glob", "pattern": "**/*.txt", "path": workspace.display().to_string()}),
+    )
+    .await;
+    assert!(!listed.text_content().contains("plan.txt"), "{listed:?}");
+    // A link in the workspace to the denied folder is the denied folder.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(workspace.join("private"), workspace.join("shortcut")).unwrap();
+        let read = call(
+            &f,
+            "s",
+            "file",
+            json!({"action": "read", "path": workspace.join("shortcut/plan.txt").display().to_string()}),
+        )
+        .await;
+        assert_eq!(read.code, Some(ErrorCode::SafeguardBlocked), "{read:?}");
+        assert!(!read.text_content().contains("SECRET-PLAN"));
+    }
+    // Lifted in Settings: the same guards see it at once.
+    f.registry
+        .governance()
+        .set_config(GovernanceConfig::default())
+        .unwrap();
+    let found = call(
+        &f,
+        "s",
+        "file",
+        json!({"action": "grep", "pattern": "SECRET-PLAN", "path": workspace.display().to_string()}),
+    )
+    .await;
+    assert!(found.text_content().contains("plan.txt"), "{found:?}");
 }

@@ -451,6 +451,9 @@ pub struct PathGuard {
     data_dir: PathBuf,
     rules: Vec<Rule>,
     exceptions: Vec<String>,
+    /// The person's denied paths (`tools.denied_paths`), refused like the rules; shared with
+    /// the registry's governance, so a change applies to every clone at once.
+    denied: crate::governance::DeniedPaths,
 }
 
 /// Everything no shell command may read: the credential stores under `home`, the password
@@ -606,7 +609,16 @@ impl PathGuard {
             data_dir,
             rules,
             exceptions: WRITABLE_EXCEPTIONS.iter().map(|p| key_str(p)).collect(),
+            denied: Default::default(),
         }
+    }
+
+    /// The guard refusing the person's denied paths too (the handle from
+    /// [`crate::Governance::denied_paths`]): reads, writes and deletes, and every directory the
+    /// file tool's glob and grep would walk into.
+    pub fn with_denied(mut self, denied: crate::governance::DeniedPaths) -> Self {
+        self.denied = denied;
+        self
     }
 
     /// A guard for the current user's home and the given data directory.
@@ -677,6 +689,7 @@ impl PathGuard {
         if let Some(rule) = self.matching(&lexical_key, access) {
             return Err(self.refusal(path, None, access, rule));
         }
+        self.denied.check(&lexical, path)?;
         // Links are followed where they stand, before any `..` is applied: `l/../.bashrc`
         // with `l` a link into the home reaches the home's `.bashrc`, which the tidied
         // `./.bashrc` would hide.
@@ -685,6 +698,9 @@ impl PathGuard {
             && let Some(rule) = self.matching(&key_of(&resolved), access)
         {
             return Err(self.refusal(path, Some(&resolved), access, rule));
+        }
+        if resolved != lexical {
+            self.denied.check(&resolved, path)?;
         }
         Ok(resolved)
     }
