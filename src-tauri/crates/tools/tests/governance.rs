@@ -500,14 +500,15 @@ async fn denied_paths_hold_inside_the_file_tools_walks_and_through_links() {
     let workspace = f.dir.path().join("home/project");
     std::fs::write(workspace.join("private/plan.txt"), "SECRET-PLAN").unwrap();
     std::fs::write(workspace.join("open.txt"), "SECRET-PLAN is public here").unwrap();
-    let found = call(
-        &f,
-        "s",
-        "file",
-        json!({"action": "grep", "pattern": "SECRET-PLAN", "path": workspace.display().to_string()}),
-    )
-    .await;
-    let text = found.text_content();
+    let grep = || {
+        call(
+            &f,
+            "s",
+            "file",
+            json!({"action": "grep", "pattern": "SECRET-PLAN", "path": workspace.display().to_string()}),
+        )
+    };
+    let text = grep().await.text_content();
     assert!(text.contains("open.txt"), "{text}");
     assert!(
         !text.contains("plan.txt"),
@@ -540,12 +541,6 @@ async fn denied_paths_hold_inside_the_file_tools_walks_and_through_links() {
         .governance()
         .set_config(GovernanceConfig::default())
         .unwrap();
-    let found = call(
-        &f,
-        "s",
-        "file",
-        json!({"action": "grep", "pattern": "SECRET-PLAN", "path": workspace.display().to_string()}),
-    )
-    .await;
+    let found = grep().await;
     assert!(found.text_content().contains("plan.txt"), "{found:?}");
 }
