@@ -46,6 +46,7 @@ function grant(id: number, expires_ms: number | null, session_id: string | null 
 describe("audit rows", () => {
   it("read as words", () => {
     expect(decisionLabel("ask:grant")).toBe("you granted a scope");
+    expect(decisionLabel("autonomous")).toBe("run unasked: autonomous mode was on");
     expect(decisionLabel("something_new")).toBe("something new");
     expect(callLabel({ tool: "web", resource: null, action: "fetch" })).toBe("web fetch");
     expect(callLabel({ tool: "file", resource: "file", action: "write" })).toBe("file write");
