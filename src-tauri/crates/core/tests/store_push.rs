@@ -616,3 +616,83 @@ async fn an_install_elsewhere_is_asked_and_installs_only_on_yes_and_a_removal_el
     );
     services.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pushed_install_still_asked_when_osprey_stops_is_asked_again_at_the_next_start() {
+    let fixture = Fixture::new();
+    fixture.publish_units("1.0.0", &[]).await;
+    let person = fixture.client().add_person("ana", TOKEN).await.unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let asked = async |core: &Core, events: &mut Receiver<CoreEvent>| {
+        event(events, |e| match e {
+            CoreEvent::ApprovalRequested { request, .. }
+                if request
+                    .details
+                    .as_ref()
+                    .is_some_and(|details| details.name == "Units") =>
+            {
+                Some(request)
+            }
+            _ => None,
+        })
+        .await;
+        core.store_events_status()
+            .borrow()
+            .store_url
+            .clone()
+            .unwrap()
+    };
+
+    // Ana installs it elsewhere; Osprey stops while the question waits.
+    let core = fixture.core(&fixture.store.url);
+    core.set_store_token(Some(&person)).await.unwrap();
+    core.attach_approvals();
+    let mut events = core.subscribe();
+    let services = start(&core).await;
+    connected(&core).await;
+    fixture
+        .client()
+        .record_install(UNITS, true, &person)
+        .await
+        .unwrap();
+    let store_url = asked(&core, &mut events).await;
+    services.shutdown().await;
+    drop(core);
+    let pending = || {
+        osprey_db::Database::open_in(&fixture.data())
+            .unwrap()
+            .store_cursors()
+            .pending_installs(&store_url)
+            .unwrap()
+    };
+    assert_eq!(pending(), [UNITS], "the unanswered question is kept");
+
+    // The next start asks it again (the event itself is not replayed), and yes installs it.
+    let core = fixture.core(&fixture.store.url);
+    core.attach_approvals();
+    let mut events = core.subscribe();
+    let services = start(&core).await;
+    let request = event(&mut events, |e| match e {
+        CoreEvent::ApprovalRequested { request, .. } => Some(request),
+        _ => None,
+    })
+    .await;
+    assert_eq!(
+        request.details.as_ref().map(|d| d.name.as_str()),
+        Some("Units")
+    );
+    core.approvals()
+        .answer(&request.id, ApprovalAnswer::Once)
+        .unwrap();
+    until("the approved app to run", async || {
+        pid(&core, UNITS).await.is_some()
+    })
+    .await;
+    until("the answered question to be forgotten", async || {
+        pending().is_empty()
+    })
+    .await;
+    services.shutdown().await;
+}

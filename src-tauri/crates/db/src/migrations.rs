@@ -297,6 +297,16 @@ pub(crate) const STEPS: &[&str] = &[
         updated_ms     INTEGER NOT NULL
     );
     "#,
+    // 13: installs the store pushed (the person installed an app elsewhere) whose question has
+    // not been answered yet, so a stop while it is asked asks it again at the next start.
+    r#"
+    CREATE TABLE store_pending_installs (
+        store_url   TEXT NOT NULL,
+        app_id      TEXT NOT NULL,
+        created_ms  INTEGER NOT NULL,
+        PRIMARY KEY (store_url, app_id)
+    );
+    "#,
 ];
 
 pub(crate) const LATEST: i64 = STEPS.len() as i64;
