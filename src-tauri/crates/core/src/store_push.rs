@@ -305,7 +305,7 @@ impl Core {
             .into_iter()
             .find(|app| app.manifest.id == id && !app.sideloaded);
         let Some(app) = app else { return };
-        match self.uninstall_app(&id).await {
+        match self.remove_app(&id, false).await {
             Ok(()) => self.emit(CoreEvent::AppRemoved {
                 app_id: id,
                 reason: format!(

@@ -13,7 +13,9 @@
 //!   connection to the store sweeps afresh); one revoked while Osprey runs leaves the catalog
 //!   through the push and cannot be loaded.
 //! - The person's install elsewhere (`installed`) is asked, with the app's name, version and
-//!   permissions, and installs only on yes; their removal elsewhere removes it here.
+//!   permissions, and installs only on yes; their removal elsewhere removes it here. Neither is
+//!   told back to the store; an install or removal the person makes here is.
+//! - A pushed install still asked when Osprey stops is asked again at the next start.
 //! - Changing `store.url` follows the new store.
 #![cfg(unix)]
 
@@ -206,6 +208,18 @@ impl Fixture {
         )
         .unwrap();
         db.last_insert_rowid()
+    }
+
+    /// How many of the person's `name` events (`installed`, `uninstalled`) the store logged.
+    fn person_events(&self, name: &str) -> i64 {
+        let db = rusqlite::Connection::open(self.store.dir.join("store.db")).unwrap();
+        db.busy_timeout(Duration::from_secs(10)).unwrap();
+        db.query_row(
+            "SELECT COUNT(*) FROM events WHERE name = ?1 AND person IS NOT NULL",
+            [name],
+            |row| row.get(0),
+        )
+        .unwrap()
     }
 
     /// Installs the store's `UNITS` into the data folder, as an earlier run would have.
@@ -592,6 +606,17 @@ async fn an_install_elsewhere_is_asked_and_installs_only_on_yes_and_a_removal_el
     assert!(removed.contains("Units"), "{removed}");
     assert_eq!(installed_version(&core, UNITS), None);
     assert!(pid(&core, UNITS).await.is_none());
+    // What the push did here was not told back to the store (her other devices would be asked
+    // again): only the test's own two installs and one removal are in its log.
+    assert_eq!(fixture.person_events("installed"), 2);
+    assert_eq!(fixture.person_events("uninstalled"), 1);
+
+    // Ana installs it here herself, then removes it: the store hears of both, so her other
+    // devices do.
+    core.install_store_app(UNITS).await.unwrap();
+    assert_eq!(fixture.person_events("installed"), 3);
+    core.uninstall_app(UNITS).await.unwrap();
+    assert_eq!(fixture.person_events("uninstalled"), 2);
 
     // Another store (which does not know Ana's token): the follower moves to it and follows its
     // public events.
