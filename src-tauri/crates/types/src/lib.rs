@@ -17,7 +17,8 @@ mod store;
 pub use audit::{AuditFilter, AuditOutcome, AuditRow, GrantRow};
 pub use store::{
     InstallStage, PermissionExplained, PermissionSensitivity, StoreAppDetails, StoreAppSummary,
-    StoreCatalogPage, StoreCategory, StoreHome, StoreInstallState, StoreReview,
+    StoreCatalogPage, StoreCategory, StoreHome, StoreInstallState, StoreReview, StoreSkillPage,
+    StoreSkillReport, StoreSkillSummary,
 };
 
 /// Where a tool call came from. Travels in every call's context and decides which origin rules
