@@ -192,8 +192,9 @@ export function sendMessage(
   text: string,
   provider: string | null = null,
   model: string | null = null,
+  image: string | null = null,
 ): Promise<string> {
-  return call<string>("send_message", { sessionId, text, provider, model });
+  return call<string>("send_message", { sessionId, text, provider, model, image });
 }
 
 /** Stops the session's running turn; false when none was running. */

@@ -23,7 +23,9 @@ pub mod subagent;
 use std::time::Duration;
 
 pub use agent_tool::AgentTool;
-pub use message::{ChatRequest, Message, Part, Role, StopReason, StreamEvent, ToolSpec, Usage};
+pub use message::{
+    ChatRequest, InputImage, Message, Part, Role, StopReason, StreamEvent, ToolSpec, Usage,
+};
 pub use provider::anthropic::Anthropic;
 pub use provider::ollama::Ollama;
 pub use provider::openai::OpenAi;

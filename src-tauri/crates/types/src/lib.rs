@@ -568,6 +568,7 @@ codes! {
         // Chat.
         TurnRunning = "turn_running",
         EmptyMessage = "empty_message",
+        InvalidImage = "invalid_image",
         InvalidSessionId = "invalid_session_id",
         /// No stored session has that id (deleted, or never written).
         UnknownSession = "unknown_session",
@@ -917,6 +918,10 @@ pub struct ChatUsage {
 pub enum TranscriptItem {
     User {
         text: String,
+    },
+    /// An image the person attached to their message, as a `data:` URL.
+    UserImage {
+        image: String,
     },
     Assistant {
         text: String,
