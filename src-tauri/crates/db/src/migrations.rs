@@ -297,6 +297,11 @@ pub(crate) const STEPS: &[&str] = &[
         updated_ms     INTEGER NOT NULL
     );
     "#,
+    // 13: where a reminder's output is delivered besides its session (a channel or comm bridge,
+    // a recipient, a thread), as JSON; approved by the person when it was set.
+    r#"
+    ALTER TABLE reminders ADD COLUMN deliver TEXT;
+    "#,
 ];
 
 pub(crate) const LATEST: i64 = STEPS.len() as i64;
