@@ -912,3 +912,74 @@ pub(crate) async fn follow<M, T>(
         delay = (delay * 2).min(MAX_RECONNECT_DELAY);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> CommLimits {
+        CommLimits {
+            max_id_bytes: 8,
+            max_actions: 2,
+            max_payload_bytes: 32,
+            ..CommLimits::default()
+        }
+    }
+
+    #[test]
+    fn the_structured_envelope_is_kept_within_the_limits() {
+        let message = CommMessage {
+            conversation_id: "room".into(),
+            text: "hi".into(),
+            author: Some(Sender {
+                id: "a-very-long-sender-id".into(),
+                display_name: "Ana Lima de Souza".into(),
+                is_bot: true,
+                kind: "agent".into(),
+            }),
+            actions: (0..5)
+                .map(|n| MessageAction {
+                    id: format!("action-number-{n}"),
+                    label: "Yes".into(),
+                    ..MessageAction::default()
+                })
+                .collect(),
+            thread_id: "thread-123456".into(),
+            topic: "news".into(),
+            message_type: "request".into(),
+            payload_json: r#"{"n": 1}"#.into(),
+            ..CommMessage::default()
+        };
+        let incoming = bounded("bridge", message.clone(), &limits()).unwrap();
+        let author = incoming.author.unwrap();
+        assert_eq!(author.id, "a-very-l");
+        assert_eq!(author.display_name, "Ana Lima");
+        assert!(author.is_bot);
+        assert_eq!(incoming.actions.len(), 2, "only max_actions are kept");
+        assert_eq!(incoming.actions[0].id, "action-n");
+        assert_eq!(incoming.thread_id, "thread-1");
+        assert_eq!(incoming.topic, "news");
+        assert_eq!(incoming.payload_json, r#"{"n": 1}"#);
+        assert_eq!(incoming.payload_dropped, None);
+
+        // A payload over the cap, or not JSON, is dropped and said so, never cut.
+        let mut big = message.clone();
+        big.payload_json = format!(r#"{{"text": "{}"}}"#, "x".repeat(64));
+        let incoming = bounded("bridge", big, &limits()).unwrap();
+        assert!(incoming.payload_json.is_empty());
+        assert_eq!(
+            incoming.payload_dropped.as_deref(),
+            Some("payload over 32 bytes")
+        );
+        let mut broken = message;
+        broken.payload_json = "{not json".into();
+        let incoming = bounded("bridge", broken, &limits()).unwrap();
+        assert!(incoming.payload_json.is_empty());
+        assert!(
+            incoming
+                .payload_dropped
+                .unwrap()
+                .starts_with("payload is not JSON")
+        );
+    }
+}

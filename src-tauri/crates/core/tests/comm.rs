@@ -1007,6 +1007,57 @@ async fn the_comm_resource_registers_subscribes_and_talks_to_other_agents_on_top
     assert_eq!(session.origin, "comm");
     assert_eq!(session.title.as_deref(), Some("Agent B via bridge"));
 
+    // A relaunched bridge is registered and subscribed again without being asked.
+    parsed(
+        &agent_call(
+            core,
+            &yes(),
+            json!({"resource": "comm", "action": "subscribe", "app": APP, "topic": "jobs"}),
+        )
+        .await,
+    );
+    let before = records(&lifecycle).len();
+    core.test_apps().supervisor().stop(APP).await.unwrap();
+    core.test_apps().supervisor().launch(APP).await.unwrap();
+    let again = until("the bridge to join again", async || {
+        let calls = records(&lifecycle);
+        let after: Vec<String> = calls[before..]
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {}",
+                    c["call"].as_str().unwrap_or_default(),
+                    c["topic"]
+                        .as_str()
+                        .or(c["agent_id"].as_str())
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        (after.len() >= 6).then_some(after)
+    })
+    .await;
+    assert_eq!(
+        again,
+        [
+            format!("deregister {agent_id}"),
+            "disconnect ".to_string(),
+            "connect ".to_string(),
+            format!("register {agent_id}"),
+            "subscribe jobs".to_string(),
+            "subscribe news".to_string(),
+        ]
+    );
+    parsed(
+        &core
+            .call_tool(
+                Origin::User,
+                "agent",
+                json!({"resource": "comm", "action": "unsubscribe", "app": APP, "topic": "jobs"}),
+            )
+            .await,
+    );
+
     // Unsubscribing is free and reaches the app.
     parsed(
         &core
