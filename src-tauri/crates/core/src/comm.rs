@@ -275,6 +275,18 @@ fn who(message: &Incoming) -> String {
     name
 }
 
+/// "\n[Actions offered: Yes (yes), No (no)]", or nothing without actions.
+fn offered(actions: &[osprey_rpc::v1::MessageAction]) -> String {
+    if actions.is_empty() {
+        return String::new();
+    }
+    let offered: Vec<String> = actions
+        .iter()
+        .map(|a| format!("{} ({})", a.label, a.id))
+        .collect();
+    format!("\n[Actions offered: {}]", offered.join(", "))
+}
+
 /// What the agent reads: who wrote, through which app, the text, and what was left out.
 fn turn_input(queued: &Queued) -> String {
     let message = &queued.message;
@@ -315,14 +327,7 @@ fn turn_input(queued: &Queued) -> String {
     if let Some(reason) = &message.payload_dropped {
         input.push_str(&format!("\n[payload dropped: {reason}]"));
     }
-    if !message.actions.is_empty() {
-        let offered: Vec<String> = message
-            .actions
-            .iter()
-            .map(|a| format!("{} ({})", a.label, a.id))
-            .collect();
-        input.push_str(&format!("\n[Actions offered: {}]", offered.join(", ")));
-    }
+    input.push_str(&offered(&message.actions));
     if message.truncated {
         input.push_str("\n[The message was longer; the rest was cut.]");
     }
@@ -518,14 +523,7 @@ fn store_channel_event(core: &Core, session: &str, event: &ChannelEventIn) -> an
             event.thread_id, event.reply_to_id
         ));
     }
-    if !event.actions.is_empty() {
-        let offered: Vec<String> = event
-            .actions
-            .iter()
-            .map(|a| format!("{} ({})", a.label, a.id))
-            .collect();
-        text.push_str(&format!("\n[Actions offered: {}]", offered.join(", ")));
-    }
+    text.push_str(&offered(&event.actions));
     if event.truncated {
         text.push_str("\n[The text was longer; the rest was cut.]");
     }

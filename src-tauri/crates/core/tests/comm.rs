@@ -780,53 +780,32 @@ async fn message_send_goes_out_through_a_channel_app_asked_and_within_its_permis
     assert!(refused.is_error, "{refused:?}");
     assert!(!sent(&setup.app_data).iter().any(|m| m["text"] == "unasked"));
 
-    // An app without the send or write permission refuses, saying which permission.
-    let no_send = agent_call(
-        core,
-        &yes(),
-        json!({"resource": "message", "action": "send", "channel": MUTE, "to": "x", "text": "hi"}),
-    )
-    .await;
-    assert!(
-        no_send.text_content().contains("`comm:send`"),
-        "{no_send:?}"
-    );
-    let no_write = agent_call(
-        core,
-        &yes(),
-        json!({"resource": "message", "action": "send", "channel": "mute-bridge/feed", "text": "hi"}),
-    )
-    .await;
-    assert!(
-        no_write.text_content().contains("`channel:write`"),
-        "{no_write:?}"
-    );
+    // An app without the send or write permission refuses, saying which permission; an unknown
+    // name says what is connected; a stopped app says it is stopped.
+    let refusal = async |channel: &str| {
+        let result = agent_call(
+            core,
+            &yes(),
+            json!({"resource": "message", "action": "send", "channel": channel, "to": "x", "text": "hi"}),
+        )
+        .await;
+        assert!(result.is_error, "{channel}: {result:?}");
+        result.text_content()
+    };
+    let no_send = refusal(MUTE).await;
+    assert!(no_send.contains("`comm:send`"), "{no_send}");
+    let no_write = refusal("mute-bridge/feed").await;
+    assert!(no_write.contains("`channel:write`"), "{no_write}");
     let mute_data = setup.root.join("data/apps").join(MUTE).join("data");
     assert!(sent(&mute_data).is_empty());
     assert!(records(&mute_data.join("channel-sent.jsonl")).is_empty());
-
-    // An unknown name says what is connected; a stopped app says it is stopped.
-    let unknown = agent_call(
-        core,
-        &yes(),
-        json!({"resource": "message", "action": "send", "channel": "nowhere", "text": "hi"}),
-    )
-    .await;
-    let why = unknown.text_content();
+    let why = refusal("nowhere").await;
     assert!(why.contains("no connected channel `nowhere`"), "{why}");
     assert!(why.contains("bridge (comm, can send)"), "{why}");
     assert!(why.contains("bridge/feed (channel, can send)"), "{why}");
     core.test_apps().supervisor().stop(PLAIN).await.unwrap();
-    let stopped = agent_call(
-        core,
-        &yes(),
-        json!({"resource": "message", "action": "send", "channel": PLAIN, "to": "x", "text": "hi"}),
-    )
-    .await;
-    assert!(
-        stopped.text_content().contains("installed but stopped"),
-        "{stopped:?}"
-    );
+    let stopped = refusal(PLAIN).await;
+    assert!(stopped.contains("installed but stopped"), "{stopped}");
     let listed = parsed(
         &core
             .call_tool(
