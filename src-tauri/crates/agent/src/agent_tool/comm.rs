@@ -55,7 +55,16 @@ pub(super) fn table(domain: Domain) -> Domain {
         "topic",
         FieldType::String,
         "comm: the topic",
-        &["comm.subscribe", "comm.unsubscribe"],
+        &["comm.send", "comm.subscribe", "comm.unsubscribe"],
+    );
+    // Declared by `message` (its recipient); required here, so a bare `send` with a session or
+    // a channel is still inferred to be a message.
+    let domain = field(
+        domain,
+        "to",
+        FieldType::String,
+        "comm: the other agent's id",
+        &["comm.send"],
     );
     let domain = field(
         domain,
