@@ -174,6 +174,9 @@ struct Setup {
     root: PathBuf,
     /// What the supervisor reported, for failure messages.
     supervisor: Arc<Mutex<Vec<String>>>,
+    /// The model's requests, for failure messages (a turn that never reached the model, or one
+    /// whose answer never came back).
+    model_requests: Option<Arc<Mutex<Vec<Value>>>>,
 }
 
 /// A core with the bridge sideloaded and the model configured (unless `model` is `None`), apps
@@ -227,6 +230,7 @@ async fn setup_with(model: Option<&Model>, others: &[(&str, &[&str])]) -> Setup 
         app_data,
         root: path,
         supervisor,
+        model_requests: model.map(|m| Arc::clone(&m.bodies)),
     }
 }
 
@@ -260,8 +264,21 @@ impl Setup {
             }
             if started.elapsed() > WAIT {
                 let log = self.app_data.parent().unwrap().join("logs/stderr.log");
+                let asked: Vec<String> = self
+                    .model_requests
+                    .as_ref()
+                    .map(|bodies| {
+                        bodies
+                            .lock()
+                            .unwrap()
+                            .iter()
+                            .filter_map(|b| b["messages"].as_array()?.last().map(text_of))
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 panic!(
-                    "no reply to {id}; sent so far: {:?}; supervisor: {:?}; app stderr: {}",
+                    "no reply to {id}; sent so far: {:?}; the model was asked (last messages): \
+                     {asked:?}; supervisor: {:?}; app stderr: {}",
                     sent(&self.app_data),
                     self.supervisor.lock().unwrap(),
                     std::fs::read_to_string(log).unwrap_or_default()
