@@ -11,6 +11,7 @@ pub mod agent_tool;
 pub mod embedding;
 pub mod mcp;
 pub mod message;
+pub mod outbox;
 pub mod persona;
 pub mod provider;
 pub mod roles;

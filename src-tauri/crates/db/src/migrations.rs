@@ -297,7 +297,12 @@ pub(crate) const STEPS: &[&str] = &[
         updated_ms     INTEGER NOT NULL
     );
     "#,
-    // 13: installs the store pushed (the person installed an app elsewhere) whose question has
+    // 13: where a reminder's output is delivered besides its session (a channel or comm bridge,
+    // a recipient, a thread), as JSON; approved by the person when it was set.
+    r#"
+    ALTER TABLE reminders ADD COLUMN deliver TEXT;
+    "#,
+    // 14: installs the store pushed (the person installed an app elsewhere) whose question has
     // not been answered yet, so a stop while it is asked asks it again at the next start.
     r#"
     CREATE TABLE store_pending_installs (
