@@ -47,6 +47,9 @@ const COMMANDS: &[&str] = &[
     "store_catalog",
     "store_app",
     "install_store_app",
+    "store_skills",
+    "install_store_skill",
+    "uninstall_store_skill",
     "explain_permissions",
 ];
 

@@ -17,6 +17,9 @@
 //! - Refresh tokens rotated on every use: a rotated-out or revoked refresh token is
 //!   `invalid_grant`, and presenting a rotated-out one again revokes its whole family, the
 //!   tokens issued after it included (RFC 9700 §4.14.2: the replay means it was stolen).
+//! - RFC 7009's revocation endpoint: form-encoded, the client identified, a refresh token
+//!   revokes its whole grant (its access tokens too), another client's token is refused
+//!   (`unauthorized_client`), and a token the server does not know is answered 200 (§2.2).
 //!
 //! Errors are RFC 6749 §5.2 JSON. Its sign-in page approves at once (a 302 back to the client),
 //! which is what a browser driving it sees after the person signed in.
@@ -78,6 +81,8 @@ struct State {
     grants: Vec<String>,
     /// `error` of each token request refused, in order.
     refusals: Vec<String>,
+    /// What each successful revocation request named: `refresh`, `access` or `unknown`.
+    revocations: Vec<String>,
     deny_next: bool,
 }
 
@@ -162,6 +167,10 @@ impl OAuthServer {
         format!("http://127.0.0.1:{}/token", self.port)
     }
 
+    pub fn revocation_url(&self) -> String {
+        format!("http://127.0.0.1:{}/revoke", self.port)
+    }
+
     /// Access tokens issued from now on live this long.
     pub fn set_lifetime(&self, lifetime: Duration) {
         self.lifetime.store(lifetime.as_secs(), Ordering::Relaxed);
@@ -214,6 +223,11 @@ impl OAuthServer {
     /// The `error` of each refused token request, in order.
     pub fn refusals(&self) -> Vec<String> {
         self.lock().refusals.clone()
+    }
+
+    /// What each successful revocation named (`refresh`, `access`, `unknown`), in order.
+    pub fn revocations(&self) -> Vec<String> {
+        self.lock().revocations.clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -361,8 +375,9 @@ impl Provider {
         let request = read_request(&stream)?;
         match (request.method.as_str(), request.path.as_str()) {
             ("GET", "/authorize") => self.authorize(&mut stream, &request.query),
-            ("POST", "/token") => {
-                // §4.1.3 and §6: the parameters come form-encoded, nothing else.
+            ("POST", path @ ("/token" | "/revoke")) => {
+                // RFC 6749 §4.1.3 and §6, RFC 7009 §2.1: the parameters come form-encoded,
+                // nothing else.
                 let media_type = request
                     .headers
                     .get("content-type")
@@ -375,14 +390,63 @@ impl Provider {
                     return token_error(
                         &mut stream,
                         "invalid_request",
-                        "the token request must be application/x-www-form-urlencoded",
+                        "the request must be application/x-www-form-urlencoded",
                     );
                 }
                 let params = form(&request.body);
-                self.token(&mut stream, &params)
+                // A public client identifies itself in the body (it has no secret).
+                let client_id = params.get("client_id").map_or("", String::as_str);
+                if !self.known_client(client_id) {
+                    self.lock().refusals.push("invalid_client".into());
+                    return token_error(&mut stream, "invalid_client", "unknown client_id");
+                }
+                if path == "/token" {
+                    self.token(&mut stream, &params)
+                } else {
+                    self.revoke(&mut stream, &params)
+                }
             }
             _ => respond(&mut stream, "404 Not Found", &[], "not found"),
         }
+    }
+
+    /// RFC 7009 §2.1-2.2: the client must be known and the token its own; a refresh token
+    /// revokes its grant (the access tokens issued with it too), an access token only itself;
+    /// a token the server does not know (or revoked already) is answered 200 all the same.
+    fn revoke(
+        &self,
+        stream: &mut TcpStream,
+        params: &HashMap<String, String>,
+    ) -> std::io::Result<()> {
+        let get = |name: &str| params.get(name).map(String::as_str).unwrap_or_default();
+        let client_id = get("client_id");
+        let token = get("token");
+        if token.is_empty() {
+            self.lock().refusals.push("invalid_request".into());
+            return token_error(stream, "invalid_request", "`token` is required");
+        }
+        let mut state = self.lock();
+        let what = if let Some(refresh) = state.refresh.get(token) {
+            if refresh.client_id != client_id {
+                state.refusals.push("unauthorized_client".into());
+                drop(state);
+                return token_error(
+                    stream,
+                    "unauthorized_client",
+                    "the token was issued to another client",
+                );
+            }
+            let family = refresh.family;
+            state.revoke_family(family);
+            "refresh"
+        } else if state.access.remove(token).is_some() {
+            "access"
+        } else {
+            "unknown"
+        };
+        state.revocations.push(what.to_string());
+        drop(state);
+        respond(stream, "200 OK", &[("cache-control", "no-store")], "")
     }
 
     fn authorize(
@@ -448,12 +512,7 @@ impl Provider {
         params: &HashMap<String, String>,
     ) -> std::io::Result<()> {
         let get = |name: &str| params.get(name).map(String::as_str).unwrap_or_default();
-        // A public client identifies itself in the body (it has no secret).
         let client_id = get("client_id");
-        if !self.known_client(client_id) {
-            self.lock().refusals.push("invalid_client".into());
-            return token_error(stream, "invalid_client", "unknown client_id");
-        }
         let grant = get("grant_type").to_string();
         let issued = match grant.as_str() {
             "authorization_code" => self.redeem_code(params),
@@ -706,13 +765,23 @@ mod tests {
 
     /// POSTs `params` to the token endpoint with `content_type`: the status and the JSON answer.
     fn token(server: &OAuthServer, content_type: &str, params: &[(&str, &str)]) -> (u16, Value) {
+        post(server, "/token", content_type, params)
+    }
+
+    /// POSTs `params` to `path`: the status and the JSON answer (`null` for an empty body).
+    fn post(
+        server: &OAuthServer,
+        path: &str,
+        content_type: &str,
+        params: &[(&str, &str)],
+    ) -> (u16, Value) {
         let body = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(params)
             .finish();
         let mut stream = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
         write!(
             stream,
-            "POST /token HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: {content_type}\r\n\
+            "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: {content_type}\r\n\
              content-length: {}\r\nconnection: close\r\n\r\n{body}",
             body.len()
         )
@@ -721,7 +790,25 @@ mod tests {
         stream.read_to_string(&mut answer).unwrap();
         let (head, body) = answer.split_once("\r\n\r\n").unwrap();
         let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-        (status, serde_json::from_str(body).unwrap())
+        let value = if body.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(body).unwrap()
+        };
+        (status, value)
+    }
+
+    fn revoke(server: &OAuthServer, client: &str, token: &str) -> (u16, Value) {
+        post(
+            server,
+            "/revoke",
+            FORM,
+            &[
+                ("token", token),
+                ("token_type_hint", "refresh_token"),
+                ("client_id", client),
+            ],
+        )
     }
 
     const FORM: &str = "application/x-www-form-urlencoded";
@@ -847,6 +934,28 @@ mod tests {
         let newer = second["refresh_token"].as_str().unwrap();
         assert_eq!(error(refresh(&server, A, newer)), "invalid_grant");
         assert!(!server.access_valid(second["access_token"].as_str().unwrap()));
+    }
+
+    #[test]
+    fn revoking_a_refresh_token_ends_its_grant_and_only_its_client_may() {
+        let server = OAuthServer::start(A, Duration::from_secs(60)).unwrap();
+        server.add_client(B);
+        let (verifier, challenge) = pkce("revoke");
+        let code = code_for(&server, A, &challenge);
+        let (_, tokens) = redeem(&server, A, &code, &verifier);
+        let refresh_token = tokens["refresh_token"].as_str().unwrap();
+        assert_eq!(
+            error(revoke(&server, B, refresh_token)),
+            "unauthorized_client"
+        );
+        assert_eq!(revoke(&server, A, refresh_token).0, 200);
+        assert_eq!(error(refresh(&server, A, refresh_token)), "invalid_grant");
+        assert!(!server.access_valid(tokens["access_token"].as_str().unwrap()));
+        // A token it does not know is answered 200 too (RFC 7009 §2.2).
+        assert_eq!(revoke(&server, A, "never-issued").0, 200);
+        assert_eq!(server.revocations(), ["refresh", "unknown"]);
+        let (status, _) = post(&server, "/revoke", "application/json", &[("token", "x")]);
+        assert_eq!(status, 400);
     }
 
     #[test]

@@ -329,6 +329,8 @@ pub struct DesktopApp {
     display: VirtualDisplay,
     data_dir: PathBuf,
     _temp: Option<TempDir>,
+    /// The XDG data and cache folders of this launch (the webview's storage).
+    _webview: TempDir,
     artifacts: PathBuf,
 }
 
@@ -364,6 +366,15 @@ impl DesktopApp {
             }
         };
         let data_dir_text = data_dir.to_string_lossy().into_owned();
+        // WebKit keeps the page's storage (localStorage: the chat's drafts) under the XDG data
+        // and cache folders, by app identifier: one per launch, so apps running side by side
+        // (or a test after another) never share it.
+        let webview = tempfile::Builder::new()
+            .prefix("osprey-e2e-webview-")
+            .tempdir()
+            .context("creating a temporary webview folder")?;
+        let xdg_data = webview.path().join("data").to_string_lossy().into_owned();
+        let xdg_cache = webview.path().join("cache").to_string_lossy().into_owned();
         let mut removed_env = vec![];
         if display.is_private() {
             // Our Xvfb, not a Wayland session the caller may have.
@@ -376,6 +387,8 @@ impl DesktopApp {
             // Also through the environment, so even an argument mix-up cannot reach the
             // real data directory of the person running the tests.
             ("OSPREY_DATA_DIR", &data_dir_text),
+            ("XDG_DATA_HOME", &xdg_data),
+            ("XDG_CACHE_HOME", &xdg_cache),
         ];
         env.extend(
             options
@@ -403,6 +416,7 @@ impl DesktopApp {
             display,
             data_dir,
             _temp: temp,
+            _webview: webview,
             artifacts,
         })
     }

@@ -4,7 +4,8 @@
 //!
 //! - Anthropic Messages (`/v1/messages`): a tool's `input_schema` must be an object schema with
 //!   `type: object` and no `oneOf`, `allOf` or `anyOf` at its top level; tool names match
-//!   `^[a-zA-Z0-9_-]{1,128}$`.
+//!   `^[a-zA-Z0-9_-]{1,128}$`; an image block (in a message or a tool result) is base64 of
+//!   `image/jpeg`, `image/png`, `image/gif` or `image/webp`, and the data must decode.
 //! - OpenAI Chat Completions (`/chat/completions`): a function's `parameters` must have
 //!   `type: object` at the top; names match `^[a-zA-Z0-9_-]{1,64}$`.
 
@@ -42,6 +43,54 @@ fn name_ok(name: &str, max: usize) -> bool {
 }
 
 fn anthropic(body: &Value) -> Option<String> {
+    anthropic_tools(body).or_else(|| anthropic_images(body))
+}
+
+/// Every image block of the messages (a tool result's included) against the documented rules.
+fn anthropic_images(body: &Value) -> Option<String> {
+    use base64::Engine;
+    const TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+    let messages = body.get("messages")?.as_array()?;
+    for (i, message) in messages.iter().enumerate() {
+        let blocks = message["content"].as_array().into_iter().flatten();
+        for (j, block) in blocks.enumerate() {
+            let nested = block["content"].as_array().into_iter().flatten();
+            for (path, image) in std::iter::once((format!("messages.{i}.content.{j}"), block))
+                .chain(nested.enumerate().map(|(k, inner)| {
+                    (
+                        format!("messages.{i}.content.{j}.tool_result.content.{k}"),
+                        inner,
+                    )
+                }))
+                .filter(|(_, b)| b["type"] == "image")
+            {
+                let source = &image["source"];
+                if source["type"] != "base64" {
+                    continue;
+                }
+                let media = source["media_type"].as_str().unwrap_or_default();
+                if !TYPES.contains(&media) {
+                    return Some(format!(
+                        "{path}.image.source.base64.media_type: Input should be 'image/jpeg', \
+                         'image/png', 'image/gif' or 'image/webp'"
+                    ));
+                }
+                let data = source["data"].as_str().unwrap_or_default();
+                if base64::engine::general_purpose::STANDARD
+                    .decode(data)
+                    .is_err()
+                {
+                    return Some(format!(
+                        "{path}.image.source.base64.data: invalid base64 data"
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+fn anthropic_tools(body: &Value) -> Option<String> {
     let tools = body.get("tools")?.as_array()?;
     for (i, tool) in tools.iter().enumerate() {
         let name = tool["name"].as_str().unwrap_or_default();
@@ -106,6 +155,29 @@ fn openai(body: &Value) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn anthropic_refuses_images_of_other_types_or_damaged_data() {
+        let with = |media: &str, data: &str| {
+            json!({"messages": [{"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}},
+                {"type": "text", "text": "what is this?"},
+            ]}]})
+        };
+        assert!(refusal("/v1/messages", &with("image/png", "iVBORw0KGgo=")).is_none());
+        let (_, body) = refusal("/v1/messages", &with("image/bmp", "iVBORw0KGgo=")).unwrap();
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("messages.0.content.0.image.source.base64.media_type")
+        );
+        assert!(refusal("/v1/messages", &with("image/png", "not base64!")).is_some());
+        let in_result = json!({"messages": [{"role": "user", "content": [{"type": "tool_result",
+            "tool_use_id": "t1", "content": [{"type": "image",
+            "source": {"type": "base64", "media_type": "text/html", "data": ""}}]}]}]});
+        assert!(refusal("/v1/messages", &in_result).is_some());
+    }
 
     #[test]
     fn anthropic_refuses_a_top_level_all_of_with_its_message() {

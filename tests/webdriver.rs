@@ -324,6 +324,21 @@ impl WebDriver {
         self.session_command("POST", "/execute/async", Some(&body))
     }
 
+    /// Runs a Tauri command from the page, as the UI does (what the tray's menu handler runs,
+    /// for instance, which no WebDriver click can reach).
+    pub fn invoke(&self, command: &str, args: Value) -> Result<Value> {
+        let value = self.execute_async(
+            "const done = arguments[arguments.length - 1]; \
+             window.__TAURI_INTERNALS__.invoke(arguments[0], arguments[1]) \
+               .then((v) => done({ok: v ?? null}), (e) => done({error: e}));",
+            vec![command.into(), args],
+        )?;
+        match value.get("error") {
+            Some(error) => bail!("{command} failed: {error}"),
+            None => Ok(value.get("ok").cloned().unwrap_or(Value::Null)),
+        }
+    }
+
     /// Waits until the page has painted its current DOM: two animation frames, since the first
     /// callback runs before the frame that contains the latest changes is drawn.
     pub fn wait_for_paint(&self) -> Result<()> {

@@ -193,6 +193,9 @@ pub fn run() {
             commands::store::store_catalog,
             commands::store::store_app,
             commands::store::install_store_app,
+            commands::store::store_skills,
+            commands::store::install_store_skill,
+            commands::store::uninstall_store_skill,
             commands::store::explain_permissions,
         ]);
     #[cfg(unix)]

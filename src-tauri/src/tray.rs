@@ -166,14 +166,15 @@ pub fn handle_menu_event(shell: &impl TrayShell, id: &str) -> Option<Result<(), 
     })
 }
 
-/// The end of "Ask about the current window": the window comes forward on a new chat that has
-/// the snapshot attached (or says why there is none).
+/// The end of "Ask about the current window": the window comes forward on the chat, which
+/// starts a new chat with the snapshot attached (or says why there is none) when it takes it.
+/// Not `chat?new`: that route's own new chat could land after the snapshot and clear it.
 pub fn deliver_snapshot(
     shell: &impl TrayShell,
     snapshot: Result<WindowSnapshot, UiError>,
 ) -> Result<(), String> {
     shell.show_main_window()?;
-    shell.navigate("chat?new")?;
+    shell.navigate("chat")?;
     shell.send_snapshot(&snapshot)
 }
 
@@ -448,7 +449,7 @@ mod tests {
     }
 
     #[test]
-    fn a_snapshot_opens_a_new_chat_with_it_or_with_the_reason() {
+    fn a_snapshot_opens_the_chat_with_it_or_with_the_reason() {
         let shell = FakeShell::default();
         let snapshot = WindowSnapshot {
             snapshot_id: "s1".into(),
@@ -469,10 +470,10 @@ mod tests {
             *shell.calls.borrow(),
             [
                 "show",
-                "navigate chat?new",
+                "navigate chat",
                 "send s1",
                 "show",
-                "navigate chat?new",
+                "navigate chat",
                 "send error not_supported"
             ]
         );

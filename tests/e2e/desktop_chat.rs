@@ -266,3 +266,55 @@ fn without_a_model_provider_the_chat_says_how_to_set_one_up() -> Result<()> {
     app.save_screenshot("no-provider")?;
     Ok(())
 }
+
+/// The tray's "Ask about the current window": the snapshot is attached to a new chat, and
+/// sending sends its image to the model in the person's message (checked at the loopback
+/// Anthropic server, which refuses a malformed image as the real API does), shown above the
+/// question in the transcript.
+#[test]
+fn asking_about_the_current_window_sends_its_snapshot_image_to_the_model() -> Result<()> {
+    let data = tempfile::Builder::new()
+        .prefix("osprey-e2e-ask-")
+        .tempdir()?;
+    let work = tempfile::Builder::new()
+        .prefix("osprey-e2e-work-")
+        .tempdir()?;
+    let server = AnthropicServer::start(vec![ScriptedReply::text(
+        "That is Osprey's own chat window.",
+    )])?;
+    configure(data.path(), &server, work.path())?;
+    let app = DesktopApp::launch_with(
+        "desktop_chat_ask_window",
+        LaunchOptions::with_test_model(data.path()),
+    )?;
+    let driver = &app.driver;
+    driver.wait_for_text("main h1", UI_TIMEOUT, |text| text == "Chat")?;
+
+    driver.invoke("tray_action", json!({"id": "ask-about-window"}))?;
+    driver.wait_for("[data-testid='chat-attachment'] img", UI_TIMEOUT)?;
+    app.save_screenshot("snapshot-attached")?;
+    let button = driver.wait_for("[data-testid='chat-send']", UI_TIMEOUT)?;
+    driver.click(&button)?;
+    driver.wait_for_text("[data-testid='chat-assistant']", UI_TIMEOUT, |t| {
+        t.contains("Osprey's own chat window")
+    })?;
+    driver.wait_for("[data-testid='chat-user-image']", UI_TIMEOUT)?;
+    app.save_screenshot("snapshot-sent")?;
+
+    let request = server.seen().pop().context("the model was not asked")?;
+    let messages = request["messages"].as_array().context("no messages")?;
+    let content = &messages.last().context("no message")?["content"];
+    ensure!(
+        content[0]["type"] == "image"
+            && content[0]["source"]["media_type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("image/")),
+        "the question went without the image: {content}"
+    );
+    let text = content[1]["text"].as_str().unwrap_or_default();
+    ensure!(
+        text.contains("snapshot") && text.contains("What can you tell me about"),
+        "the question's text: {text}"
+    );
+    Ok(())
+}

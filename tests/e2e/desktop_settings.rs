@@ -84,20 +84,6 @@ fn script(driver: &WebDriver, body: &str) -> Result<Value> {
     driver.execute(body, vec![])
 }
 
-/// Runs a Tauri command from the page, as the UI does.
-fn invoke(driver: &WebDriver, command: &str, args: Value) -> Result<Value> {
-    let value = driver.execute_async(
-        "const done = arguments[arguments.length - 1]; \
-         window.__TAURI_INTERNALS__.invoke(arguments[0], arguments[1]) \
-           .then((v) => done({ok: v ?? null}), (e) => done({error: e}));",
-        vec![command.into(), args],
-    )?;
-    match value.get("error") {
-        Some(error) => bail!("{command} failed: {error}"),
-        None => Ok(value.get("ok").cloned().unwrap_or(Value::Null)),
-    }
-}
-
 fn tool_status(driver: &WebDriver) -> Result<String> {
     Ok(script(
         driver,
@@ -226,7 +212,7 @@ fn an_mcp_server_added_in_settings_shows_its_tools() -> Result<()> {
         |t| t.starts_with("Connected"),
     )?;
     ensure!(state.contains("tool"), "state reads {state:?}");
-    let names = invoke(driver, "app_info", json!({}))?;
+    let names = driver.invoke("app_info", json!({}))?;
     let registered: Vec<String> = names["tools"]
         .as_array()
         .into_iter()
@@ -253,7 +239,7 @@ fn an_mcp_server_added_in_settings_shows_its_tools() -> Result<()> {
         Ok(driver.find("[data-testid='mcp-server-echo']")?.is_none())
     })?;
     wait_until("its tools to go", || {
-        let info = invoke(driver, "app_info", json!({}))?;
+        let info = driver.invoke("app_info", json!({}))?;
         Ok(!info["tools"]
             .as_array()
             .into_iter()
@@ -287,11 +273,11 @@ fn pausing_from_the_tray_holds_a_turn_until_resumed() -> Result<()> {
     let driver = &app.driver;
     driver.wait_for_text("main h1", UI_TIMEOUT, |t| t == "Chat")?;
 
-    invoke(driver, "tray_action", json!({"id": "pause"}))?;
+    driver.invoke("tray_action", json!({"id": "pause"}))?;
     driver.wait_for_text("[data-testid='paused-banner']", UI_TIMEOUT, |t| {
         t.contains("Automation is paused")
     })?;
-    let status = invoke(driver, "automation_status", json!({}))?;
+    let status = driver.invoke("automation_status", json!({}))?;
     ensure!(status["paused"] == true, "status: {status}");
 
     send(driver, "Make the file")?;
@@ -302,7 +288,7 @@ fn pausing_from_the_tray_holds_a_turn_until_resumed() -> Result<()> {
         let _ = app.save_screenshot("pause-no-waiting-call");
     })?;
     ensure!(!target.exists(), "the tool ran while automation was paused");
-    let status = invoke(driver, "automation_status", json!({}))?;
+    let status = driver.invoke("automation_status", json!({}))?;
     ensure!(
         status["turns"].as_array().is_some_and(|t| t.len() == 1),
         "the waiting turn is listed as running work: {status}"
@@ -310,7 +296,7 @@ fn pausing_from_the_tray_holds_a_turn_until_resumed() -> Result<()> {
     app.save_screenshot("paused-turn-waiting")?;
 
     // Resume from the tray: the call runs and the turn ends.
-    invoke(driver, "tray_action", json!({"id": "pause"}))?;
+    driver.invoke("tray_action", json!({"id": "pause"}))?;
     wait_until("the final answer", || {
         Ok(script(
             driver,
@@ -441,7 +427,7 @@ fn the_dark_theme_renders_and_is_kept() -> Result<()> {
     open_page(driver, "chat", "Chat")?;
     app.save_screenshot("chat-dark")?;
     // Stored in the core, not only in the page.
-    let overview = invoke(driver, "settings_overview", json!({}))?;
+    let overview = driver.invoke("settings_overview", json!({}))?;
     ensure!(
         overview["theme"] == "dark",
         "theme stored as {}",

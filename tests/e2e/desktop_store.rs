@@ -6,6 +6,8 @@
 //! Approvals page and sees the next matching call asked again; the last has the agent install an
 //! app from chat, where the approval dialog shows what the Store page's prompt shows (name,
 //! version, publisher, signer, permissions in plain words) and offers only Allow once and Deny.
+//! The store's Skills tab installs a skill after naming its files, shows the newer version the
+//! store pushed, and removes it.
 //! Linux only (tauri-driver drives WebKitGTK).
 #![cfg(target_os = "linux")]
 
@@ -93,6 +95,30 @@ impl ServedStore {
         osprey_apps::napp::pack(&project, &mut package)?;
         self.runtime
             .block_on(StoreClient::new(&self.url).publish_listed(package, TOKEN, &listing))?;
+        Ok(())
+    }
+
+    /// Publishes a skill `name` at `version` (a SKILL.md and one script; the store signs it).
+    fn publish_skill(&self, name: &str, version: &str) -> Result<()> {
+        let folder = self._dir.path().join(format!("skill-{version}")).join(name);
+        std::fs::create_dir_all(folder.join("scripts"))?;
+        std::fs::write(
+            folder.join("SKILL.md"),
+            format!(
+                "---\nname: {name}\ndescription: Fills in PDF forms from a table\nlicense: MIT\n\
+                 metadata:\n  author: Ana Lopez\n  version: \"{version}\"\n---\n# {name}\n\
+                 Run scripts/fill.py with the form and the table.\n"
+            ),
+        )?;
+        std::fs::write(folder.join("scripts/fill.py"), "print('filled')\n")?;
+        let (archive, _) = osprey_apps::skill_package::pack_skill(&folder)?;
+        self.runtime
+            .block_on(StoreClient::new(&self.url).publish_skill(
+                archive,
+                TOKEN,
+                &Listing::default(),
+                None,
+            ))?;
         Ok(())
     }
 }
@@ -537,5 +563,92 @@ fn the_agent_installs_from_the_store_only_after_a_dialog_showing_what_the_app_ma
     click(driver, "[data-testid='nav-apps']")?;
     driver.wait_for_text("main", UI_TIMEOUT, |t| t.contains("Unit Converter"))?;
     app.save_screenshot("installed-from-chat")?;
+    Ok(())
+}
+
+#[test]
+fn a_skill_installs_from_the_stores_skills_tab_after_showing_its_files_and_is_removed() -> Result<()>
+{
+    let store = ServedStore::start()?;
+    store.publish_skill("pdf-forms", "1.0.0")?;
+    let app = DesktopApp::launch_with(
+        "desktop_store_skills",
+        LaunchOptions {
+            data_dir: None,
+            env: vec![
+                ("OSPREY_STORE_URL".into(), store.url.clone()),
+                ("OSPREY_SECRETS".into(), "file".into()),
+            ],
+        },
+    )?;
+    let driver = &app.driver;
+    let card = "[data-testid='store-skill'][data-skill='pdf-forms']";
+    let installed = app.data_dir().join("skills/pdf-forms");
+
+    click(driver, "[data-testid='nav-store']")?;
+    click(driver, "[data-testid='store-tab-skills']")?;
+    driver.wait_for_text(card, UI_TIMEOUT, |t| {
+        t.contains("Fills in PDF forms") && t.contains("Ana Lopez")
+    })?;
+
+    // Install asks first, naming the files it adds; Cancel installs nothing.
+    click(
+        driver,
+        &format!("{card} [data-testid='store-skill-install']"),
+    )?;
+    let files = driver.wait_for_text("[data-testid='skill-install-files']", UI_TIMEOUT, |t| {
+        !t.is_empty()
+    })?;
+    ensure!(
+        files.contains("SKILL.md") && files.contains("scripts/fill.py"),
+        "the question lists {files:?}"
+    );
+    app.save_screenshot("skill-install-question")?;
+    click(driver, "[data-testid='skill-install-cancel']")?;
+    ensure!(!installed.exists(), "cancelled, yet installed");
+
+    click(
+        driver,
+        &format!("{card} [data-testid='store-skill-install']"),
+    )?;
+    click(driver, "[data-testid='skill-install-confirm']")?;
+    driver.wait_for_text("[data-testid='store-skill-notice']", UI_TIMEOUT, |t| {
+        t.contains("Installed the skill pdf-forms 1.0.0")
+    })?;
+    driver.wait_for(
+        &format!("{card} [data-testid='store-skill-remove']"),
+        UI_TIMEOUT,
+    )?;
+    ensure!(
+        installed.join("scripts/fill.py").is_file(),
+        "the skill's files are not in the skills folder"
+    );
+    app.save_screenshot("skill-installed")?;
+
+    // A new version in the store reaches this computer through the store's push; the tab,
+    // opened again, shows it installed at that version.
+    store.publish_skill("pdf-forms", "1.1.0")?;
+    wait_until("the pushed update of the skill", || {
+        Ok(std::fs::read_to_string(installed.join("SKILL.md"))?.contains("\"1.1.0\""))
+    })?;
+    click(driver, "[data-testid='store-tab-apps']")?;
+    click(driver, "[data-testid='store-tab-skills']")?;
+    driver.wait_for_text(card, UI_TIMEOUT, |t| {
+        t.contains("1.1.0") && t.contains("Installed") && !t.contains("available")
+    })?;
+
+    // Remove takes it off this computer.
+    click(
+        driver,
+        &format!("{card} [data-testid='store-skill-remove']"),
+    )?;
+    driver.wait_for_text("[data-testid='store-skill-notice']", UI_TIMEOUT, |t| {
+        t.contains("Removed the skill pdf-forms")
+    })?;
+    wait_until("the skill's folder to go", || Ok(!installed.exists()))?;
+    driver.wait_for(
+        &format!("{card} [data-testid='store-skill-install']"),
+        UI_TIMEOUT,
+    )?;
     Ok(())
 }

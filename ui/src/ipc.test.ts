@@ -95,3 +95,22 @@ describe("the apps' account commands", () => {
     ]);
   });
 });
+
+describe("the store's skill commands", () => {
+  beforeEach(() => {
+    invoke.mockReset();
+    invoke.mockResolvedValue(null);
+  });
+
+  it("name their commands and arguments as the shell declares them", async () => {
+    const { installStoreSkill, storeSkills, uninstallStoreSkill } = await import("./ipc");
+    await storeSkills("pdf", null, 2);
+    await installStoreSkill("pdf", "1.0.0", "ab12");
+    await uninstallStoreSkill("pdf");
+    expect(invoke.mock.calls).toEqual([
+      ["store_skills", { query: "pdf", category: null, page: 2 }],
+      ["install_store_skill", { name: "pdf", version: "1.0.0", sha256: "ab12" }],
+      ["uninstall_store_skill", { name: "pdf" }],
+    ]);
+  });
+});

@@ -13,6 +13,9 @@ import type {
   StoreAppDetails,
   StoreCatalogPage,
   StoreHome,
+  StoreSkillPage,
+  StoreSkillReport,
+  StoreSkillSummary,
 } from "./gen";
 import type {
   AppAccount,
@@ -49,6 +52,9 @@ export type {
   StoreAppDetails,
   StoreCatalogPage,
   StoreHome,
+  StoreSkillPage,
+  StoreSkillReport,
+  StoreSkillSummary,
 };
 export type {
   AppAccount,
@@ -186,8 +192,9 @@ export function sendMessage(
   text: string,
   provider: string | null = null,
   model: string | null = null,
+  image: string | null = null,
 ): Promise<string> {
-  return call<string>("send_message", { sessionId, text, provider, model });
+  return call<string>("send_message", { sessionId, text, provider, model, image });
 }
 
 /** Stops the session's running turn; false when none was running. */
@@ -380,6 +387,24 @@ export function storeApp(appId: string): Promise<StoreAppDetails> {
  */
 export function installStoreApp(appId: string): Promise<AppInstallReport> {
   return call<AppInstallReport>("install_store_app", { appId });
+}
+
+/** One page of the store's skills (searched, within a category), each with its installed version. */
+export function storeSkills(query: string, category: string | null, page: number): Promise<StoreSkillPage> {
+  return call<StoreSkillPage>("store_skills", { query, category, page });
+}
+
+/**
+ * Installs (or updates) the store skill the person was shown; refused (`store_unavailable`,
+ * `signature_invalid`, ...) when the store now serves another version or archive.
+ */
+export function installStoreSkill(name: string, version: string, sha256: string): Promise<StoreSkillReport> {
+  return call<StoreSkillReport>("install_store_skill", { name, version, sha256 });
+}
+
+/** Removes a skill the store installed. */
+export function uninstallStoreSkill(name: string): Promise<StoreSkillReport> {
+  return call<StoreSkillReport>("uninstall_store_skill", { name });
 }
 
 /** What each permission lets an app do, in plain words. */

@@ -18,7 +18,8 @@ fn chats(state: &CoreState) -> Result<&Chats, UiError> {
 }
 
 /// Starts a turn and returns its session id (a new session when `session_id` is null), with the
-/// model picker's provider and model when given.
+/// model picker's provider and model when given, and the image the person attached (a `data:`
+/// URL) when there is one.
 #[tauri::command]
 pub async fn send_message(
     state: State<'_, CoreState>,
@@ -26,9 +27,12 @@ pub async fn send_message(
     text: String,
     provider: Option<String>,
     model: Option<String>,
+    image: Option<String>,
 ) -> Result<String, UiError> {
     let pick = ModelPick { provider, model };
-    Ok(chats(&state)?.send_with(session_id, &text, &pick).await?)
+    Ok(chats(&state)?
+        .send_with_image(session_id, &text, &pick, image.as_deref())
+        .await?)
 }
 
 /// Stops the session's running turn; false when none was running.

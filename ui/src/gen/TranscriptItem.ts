@@ -6,4 +6,4 @@ import type { JsonValue } from "./serde_json/JsonValue";
  * One entry of a chat transcript, as stored history is shown (streaming builds the same entries
  * from [`CoreEvent`]s).
  */
-export type TranscriptItem = { "kind": "user", text: string, } | { "kind": "assistant", text: string, } | { "kind": "thinking", text: string, } | { "kind": "tool_call", call_id: string, name: string, input: JsonValue, result: ToolResult | null, };
+export type TranscriptItem = { "kind": "user", text: string, } | { "kind": "user_image", image: string, } | { "kind": "assistant", text: string, } | { "kind": "thinking", text: string, } | { "kind": "tool_call", call_id: string, name: string, input: JsonValue, result: ToolResult | null, };

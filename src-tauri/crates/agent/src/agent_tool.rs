@@ -22,6 +22,7 @@
 //! session_id}` before `recall` and `search` and may rewrite them or answer itself (an app with
 //! embeddings, for instance). Both are only called when someone subscribes.
 
+mod comm;
 mod graph;
 mod memory;
 mod message;
@@ -41,6 +42,7 @@ use osprey_tools::{Call, CallFacts, Domain, DomainTool, FieldType, ToolContext};
 use osprey_types::{ErrorCode, ToolResult};
 use serde_json::Value;
 
+use crate::outbox::OutboxSlot;
 use crate::scheduler::ScheduleSlot;
 
 pub use memory::{DEFAULT_LIMIT, MAX_LIMIT};
@@ -61,6 +63,8 @@ pub struct AgentTool {
     subagents: Option<SubAgents>,
     /// Where the reminder resource finds the scheduler (empty until core starts one).
     schedule: ScheduleSlot,
+    /// Where `message send` to a channel and `comm` go (empty until core fills it).
+    outbox: OutboxSlot,
     hooks: Option<Arc<dyn HookDispatcher>>,
     /// When set, memory search fuses full-text and vector results.
     embedder: Option<Arc<dyn crate::embedding::Embedder>>,
@@ -77,6 +81,7 @@ impl AgentTool {
             subagent_tasks: db.subagent_tasks(),
             subagents: None,
             schedule: ScheduleSlot::new(),
+            outbox: OutboxSlot::default(),
             hooks: None,
             embedder: None,
         }
@@ -91,6 +96,12 @@ impl AgentTool {
     /// Reminders go to whichever scheduler this slot holds.
     pub fn with_schedule(mut self, schedule: ScheduleSlot) -> Self {
         self.schedule = schedule;
+        self
+    }
+
+    /// Messages to channels and the `comm` resource go through whatever this slot holds.
+    pub fn with_outbox(mut self, outbox: OutboxSlot) -> Self {
+        self.outbox = outbox;
         self
     }
 
@@ -115,6 +126,7 @@ impl AgentTool {
             graph::SUMMARY,
             work::SUMMARY,
             message::SUMMARY,
+            comm::SUMMARY,
             session::SUMMARY,
             profile::SUMMARY,
         ];
@@ -124,7 +136,7 @@ impl AgentTool {
         );
         let domain = reminder::table(memory::table(domain));
         let domain = graph::table(task::table(work::table(domain)));
-        profile::table(session::table(message::table(domain)))
+        profile::table(session::table(comm::table(message::table(domain))))
     }
 
     fn hooks_for(&self, hook: &str) -> Option<&Arc<dyn HookDispatcher>> {
@@ -231,10 +243,28 @@ impl DomainTool for AgentTool {
                 .to_string(),
             ..Default::default()
         };
-        match (call.resource(), call.str("command").map(str::trim)) {
-            ("reminder", Some(command)) if !command.is_empty() => {
-                reminder::command_facts(facts, call, command)
+        match call.resource() {
+            "reminder" => {
+                let facts = match call.str("command").map(str::trim) {
+                    Some(command) if !command.is_empty() => {
+                        reminder::command_facts(facts, call, command)
+                    }
+                    _ => facts,
+                };
+                match call.input.get("deliver") {
+                    Some(delivery) if delivery.is_object() => {
+                        reminder::deliver_facts(facts, delivery)
+                    }
+                    _ => facts,
+                }
             }
+            "message" => match call.str("channel").map(str::trim) {
+                Some(channel) if !channel.is_empty() => {
+                    message::channel_facts(facts, call, channel)
+                }
+                _ => facts,
+            },
+            "comm" => comm::facts(facts, call),
             _ => facts,
         }
     }
@@ -247,6 +277,7 @@ impl DomainTool for AgentTool {
                 "graph" => graph::run(self, ctx, call).await,
                 "work" => work::run(self, ctx, call).await,
                 "message" => message::run(self, ctx, call).await,
+                "comm" => comm::run(self, call).await,
                 "session" => session::run(self, ctx, call).await,
                 "profile" => profile::run(self, ctx, call).await,
                 "reminder" => reminder::run(self, ctx, call).await,

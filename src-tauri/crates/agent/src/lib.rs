@@ -11,6 +11,7 @@ pub mod agent_tool;
 pub mod embedding;
 pub mod mcp;
 pub mod message;
+pub mod outbox;
 pub mod persona;
 pub mod provider;
 pub mod roles;
@@ -23,7 +24,9 @@ pub mod subagent;
 use std::time::Duration;
 
 pub use agent_tool::AgentTool;
-pub use message::{ChatRequest, Message, Part, Role, StopReason, StreamEvent, ToolSpec, Usage};
+pub use message::{
+    ChatRequest, InputImage, Message, Part, Role, StopReason, StreamEvent, ToolSpec, Usage,
+};
 pub use provider::anthropic::Anthropic;
 pub use provider::ollama::Ollama;
 pub use provider::openai::OpenAi;

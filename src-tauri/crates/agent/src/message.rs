@@ -60,11 +60,35 @@ pub struct Message {
     pub content: Vec<Part>,
 }
 
+/// An image the person attached to their message (a window snapshot), base64.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputImage {
+    pub mime_type: String,
+    pub data: String,
+}
+
 impl Message {
     pub fn user_text(text: impl Into<String>) -> Self {
         Message {
             role: Role::User,
             content: vec![Part::Text { text: text.into() }],
+        }
+    }
+
+    /// The person's message with the images they attached, the images first (as the providers
+    /// advise: the question then reads with the image already seen).
+    pub fn user_with_images(text: impl Into<String>, images: &[InputImage]) -> Self {
+        let mut content: Vec<Part> = images
+            .iter()
+            .map(|image| Part::Image {
+                mime_type: image.mime_type.clone(),
+                data: image.data.clone(),
+            })
+            .collect();
+        content.push(Part::Text { text: text.into() });
+        Message {
+            role: Role::User,
+            content,
         }
     }
 

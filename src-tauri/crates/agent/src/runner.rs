@@ -27,7 +27,9 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use crate::message::{ChatRequest, Message, Part, Role, StopReason, StreamEvent, ToolSpec, Usage};
+use crate::message::{
+    ChatRequest, InputImage, Message, Part, Role, StopReason, StreamEvent, ToolSpec, Usage,
+};
 use crate::provider::{Assembler, Provider};
 use crate::skills::Skills;
 use crate::{Error, Result};
@@ -118,6 +120,8 @@ pub struct TurnRequest {
     pub scope: Option<Arc<ToolScope>>,
     /// Role instructions (an agent type's prompt), the system prompt's `role` section.
     pub instructions: Option<String>,
+    /// Images the person attached to the message (the tray's window snapshot).
+    pub images: Vec<InputImage>,
 }
 
 impl TurnRequest {
@@ -132,6 +136,7 @@ impl TurnRequest {
             level_cap: None,
             scope: None,
             instructions: None,
+            images: Vec::new(),
         }
     }
 }
@@ -433,7 +438,7 @@ impl Runner {
             let seq = self.persist(turn, &note, None).await?;
             transcript.push(note, seq);
         }
-        let user = Message::user_text(&turn.input);
+        let user = Message::user_with_images(&turn.input, &turn.images);
         let user_seq = self.persist(turn, &user, None).await?;
         transcript.push(user, user_seq);
 

@@ -48,6 +48,9 @@ pub struct Reminder {
     /// with the prompt.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// Where its output is delivered besides its session, as approved when it was set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deliver: Option<crate::outbox::Delivery>,
     /// `one_shot` or `cron`.
     pub kind: String,
     /// The cron expression, or the one-shot time as it was given.
@@ -91,6 +94,8 @@ pub struct CreateReminder {
     pub prompt: String,
     /// A shell command to run first when it fires (the caller has had it approved).
     pub command: Option<String>,
+    /// Where to deliver the output (the caller has had it approved).
+    pub deliver: Option<crate::outbox::Delivery>,
     /// A one-shot time, a cron expression or an `every ...` phrase (see [`spec::EXAMPLES`]).
     pub schedule: String,
     /// Forces how `schedule` is read; guessed when not given.
@@ -111,6 +116,8 @@ pub struct UpdateReminder {
     pub prompt: Option<String>,
     /// `Some(None)` (or an empty command) removes the command.
     pub command: Option<Option<String>>,
+    /// `Some(None)` stops delivering the output elsewhere.
+    pub deliver: Option<Option<crate::outbox::Delivery>>,
     /// A new schedule (read as `kind` when given, else guessed).
     pub schedule: Option<String>,
     pub kind: Option<ReminderKind>,
@@ -421,6 +428,12 @@ pub fn reminder_of(row: &ReminderRow) -> Reminder {
         title: row.title.clone(),
         prompt: row.prompt.clone(),
         command: row.command.clone(),
+        // Written by this crate; a value that does not parse (a hand-edited file) delivers
+        // nowhere rather than somewhere unintended.
+        deliver: row
+            .deliver
+            .as_deref()
+            .and_then(|json| serde_json::from_str(json).ok()),
         kind: row.kind.as_str().to_string(),
         schedule: row.schedule.clone(),
         timezone: row.timezone.clone(),

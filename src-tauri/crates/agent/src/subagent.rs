@@ -493,6 +493,7 @@ impl SubAgents {
             },
             scope: scope.clone(),
             instructions,
+            images: Vec::new(),
         };
         if request.interactive {
             self.inner

@@ -13,7 +13,7 @@ use osprey_rpc::v1::ui_service_server::UiServiceServer;
 use serde_json::Value;
 
 use crate::channel::{Channel, ChannelServer};
-use crate::comm::{CommDeclaration, Inbox};
+use crate::comm::{CommDeclaration, CommTopics, Inbox};
 use crate::gateway::{Events, GatewayHandler, GatewayServer};
 use crate::hooks::{Filter, HookServer, Subscription};
 use crate::tool::{Tool, ToolServer};
@@ -32,6 +32,7 @@ pub struct App {
     ui: Option<UiHandler>,
     gateway: Option<GatewayHandler>,
     comm: Option<CommDeclaration>,
+    comm_topics: Option<Arc<dyn CommTopics>>,
     channels: Vec<Channel>,
 }
 
@@ -113,6 +114,14 @@ impl App {
         self
     }
 
+    /// Carry agent-to-agent messages on topics (with [`App::comm`]): Osprey connects,
+    /// registers its agent id and subscribes through `topics`. Without it the comm app answers
+    /// the lifecycle calls UNIMPLEMENTED ("this bridge does not support topics").
+    pub fn comm_topics(mut self, topics: impl CommTopics) -> App {
+        self.comm_topics = Some(Arc::new(topics));
+        self
+    }
+
     /// Serve `channel` (declare it as `channel:NAME` and a `channel:` permission in the
     /// manifest).
     pub fn channel(mut self, channel: Channel) -> App {
@@ -181,8 +190,9 @@ impl App {
         });
         // The producers run while the app serves and stop with it.
         let mut producers = Vec::new();
+        let comm_topics = self.comm_topics;
         let comm = self.comm.map(|declaration| {
-            let (server, producer) = declaration.start(Arc::clone(&settings));
+            let (server, producer) = declaration.start(Arc::clone(&settings), comm_topics);
             producers.push(producer);
             CommServiceServer::new(server)
         });

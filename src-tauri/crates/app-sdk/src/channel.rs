@@ -39,7 +39,22 @@ impl Feed {
             text: text.into(),
             data_json: data.map(|d| d.to_string()).unwrap_or_default(),
             at_ms: now_ms(),
+            ..ChannelEvent::default()
         };
+        self.sender.send(event).await.is_ok()
+    }
+
+    /// Queues a whole event (a message with its author, actions, thread), waiting while the
+    /// queue is full. Fills in `channel`, and `id` and `at_ms` when empty. False once the app
+    /// stops serving.
+    pub async fn publish_event(&self, mut event: ChannelEvent) -> bool {
+        event.channel = self.channel.clone();
+        if event.id.is_empty() {
+            event.id = next_id();
+        }
+        if event.at_ms == 0 {
+            event.at_ms = now_ms();
+        }
         self.sender.send(event).await.is_ok()
     }
 

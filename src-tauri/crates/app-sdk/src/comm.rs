@@ -4,14 +4,23 @@
 //! messages (bounded, so a slow Osprey slows the producer instead of growing memory) and streams
 //! them on `CommService.Receive`. When Osprey reconnects (it restarted, or the stream broke) the
 //! new stream takes over the queue; a message whose hand-over failed is sent again first.
+//!
+//! A bridge that carries agent-to-agent messages on topics also implements [`CommTopics`] and
+//! gives it to [`crate::App::comm_topics`]: Osprey then connects, registers its agent id,
+//! subscribes and unsubscribes through it. Without one the lifecycle RPCs answer UNIMPLEMENTED,
+//! which Osprey reports as "this bridge does not support topics"; plain messages still work.
 
 use std::sync::{Arc, RwLock};
 
 use futures::future::BoxFuture;
 use osprey_rpc::v1::comm_service_server::CommService;
 use osprey_rpc::v1::{
-    CommMessage, CommReceiveRequest, CommSendRequest, CommSendResponse, ConfigureRequest,
-    ConfigureResponse, HealthCheckRequest, HealthCheckResponse,
+    CommConnectRequest, CommConnectResponse, CommDeregisterRequest, CommDeregisterResponse,
+    CommDisconnectRequest, CommDisconnectResponse, CommListTopicsRequest, CommListTopicsResponse,
+    CommMessage, CommReceiveRequest, CommRegisterRequest, CommRegisterResponse, CommSendRequest,
+    CommSendResponse, CommSubscribeRequest, CommSubscribeResponse, CommTopic,
+    CommUnsubscribeRequest, CommUnsubscribeResponse, ConfigureRequest, ConfigureResponse,
+    HealthCheckRequest, HealthCheckResponse,
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
@@ -55,6 +64,28 @@ pub fn message(
         text: text.into(),
         ..CommMessage::default()
     }
+}
+
+/// The agent-to-agent side of a comm app: connection to its network, the agent's registration
+/// and topic subscriptions. Each method returns why it failed as a message for the person.
+/// Messages published on a subscribed topic are delivered to the [`Inbox`] with `topic`,
+/// `message_type` and `payload_json` set, like any message.
+pub trait CommTopics: Send + Sync + 'static {
+    /// Reach the network; returns whether connected and a detail (what, or why not).
+    fn connect(&self) -> BoxFuture<'_, Result<(bool, String), String>>;
+    /// Leave the network (Osprey is stopping the app).
+    fn disconnect(&self) -> BoxFuture<'_, Result<(), String>>;
+    /// Make `agent_id` reachable; returns the id as registered (empty: as asked).
+    fn register(
+        &self,
+        agent_id: String,
+        display_name: String,
+    ) -> BoxFuture<'_, Result<String, String>>;
+    fn deregister(&self, agent_id: String) -> BoxFuture<'_, Result<(), String>>;
+    fn subscribe(&self, topic: String) -> BoxFuture<'_, Result<(), String>>;
+    fn unsubscribe(&self, topic: String) -> BoxFuture<'_, Result<(), String>>;
+    /// The topics on offer.
+    fn topics(&self) -> BoxFuture<'_, Result<Vec<CommTopic>, String>>;
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -164,12 +195,14 @@ impl CommDeclaration {
     pub(crate) fn start(
         self,
         settings: Arc<RwLock<Value>>,
+        topics: Option<Arc<dyn CommTopics>>,
     ) -> (CommServer, tokio::task::JoinHandle<()>) {
         let (sender, queue) = Queue::new(QUEUE_CAPACITY);
         let producer = tokio::spawn((self.producer)(Inbox { sender }));
         let server = CommServer {
             queue,
             send: self.send,
+            topics,
             settings,
         };
         (server, producer)
@@ -179,7 +212,20 @@ impl CommDeclaration {
 pub(crate) struct CommServer {
     queue: Arc<Queue<CommMessage>>,
     send: SendHandler,
+    topics: Option<Arc<dyn CommTopics>>,
     settings: Arc<RwLock<Value>>,
+}
+
+impl CommServer {
+    fn topics(&self) -> Result<&Arc<dyn CommTopics>, Status> {
+        self.topics
+            .as_ref()
+            .ok_or_else(|| Status::unimplemented("this bridge does not support topics"))
+    }
+}
+
+fn refused(reason: String) -> Status {
+    Status::failed_precondition(reason)
 }
 
 #[tonic::async_trait]
@@ -201,6 +247,70 @@ impl CommService for CommServer {
             Ok(id) => Ok(Response::new(CommSendResponse { id })),
             Err(reason) => Err(Status::unavailable(reason)),
         }
+    }
+
+    async fn connect_network(
+        &self,
+        _: Request<CommConnectRequest>,
+    ) -> Result<Response<CommConnectResponse>, Status> {
+        let (connected, detail) = self.topics()?.connect().await.map_err(refused)?;
+        Ok(Response::new(CommConnectResponse { connected, detail }))
+    }
+
+    async fn disconnect_network(
+        &self,
+        _: Request<CommDisconnectRequest>,
+    ) -> Result<Response<CommDisconnectResponse>, Status> {
+        self.topics()?.disconnect().await.map_err(refused)?;
+        Ok(Response::new(CommDisconnectResponse {}))
+    }
+
+    async fn register(
+        &self,
+        request: Request<CommRegisterRequest>,
+    ) -> Result<Response<CommRegisterResponse>, Status> {
+        let request = request.into_inner();
+        let agent_id = self
+            .topics()?
+            .register(request.agent_id, request.display_name)
+            .await
+            .map_err(refused)?;
+        Ok(Response::new(CommRegisterResponse { agent_id }))
+    }
+
+    async fn deregister(
+        &self,
+        request: Request<CommDeregisterRequest>,
+    ) -> Result<Response<CommDeregisterResponse>, Status> {
+        let agent_id = request.into_inner().agent_id;
+        self.topics()?.deregister(agent_id).await.map_err(refused)?;
+        Ok(Response::new(CommDeregisterResponse {}))
+    }
+
+    async fn subscribe(
+        &self,
+        request: Request<CommSubscribeRequest>,
+    ) -> Result<Response<CommSubscribeResponse>, Status> {
+        let topic = request.into_inner().topic;
+        self.topics()?.subscribe(topic).await.map_err(refused)?;
+        Ok(Response::new(CommSubscribeResponse {}))
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: Request<CommUnsubscribeRequest>,
+    ) -> Result<Response<CommUnsubscribeResponse>, Status> {
+        let topic = request.into_inner().topic;
+        self.topics()?.unsubscribe(topic).await.map_err(refused)?;
+        Ok(Response::new(CommUnsubscribeResponse {}))
+    }
+
+    async fn list_topics(
+        &self,
+        _: Request<CommListTopicsRequest>,
+    ) -> Result<Response<CommListTopicsResponse>, Status> {
+        let topics = self.topics()?.topics().await.map_err(refused)?;
+        Ok(Response::new(CommListTopicsResponse { topics }))
     }
 
     async fn health_check(

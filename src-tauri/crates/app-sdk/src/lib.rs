@@ -31,7 +31,7 @@ mod ui;
 
 pub use app::{App, SHUTDOWN_GRACE};
 pub use channel::{Channel, Feed};
-pub use comm::{Inbox, message};
+pub use comm::{CommTopics, Inbox, message};
 pub use gateway::Events;
 pub use hooks::{Filter, HookKind};
 /// The protocol's messages (`GatewayRequest`, ...), for handlers that need them.

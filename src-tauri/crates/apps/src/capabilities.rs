@@ -24,6 +24,12 @@ pub trait CapabilityHost: Send + Sync + 'static {
     fn attach<'a>(&'a self, app: &'a RunningApp) -> BoxFuture<'a, Result<()>>;
     /// Removes everything the app registered.
     fn detach(&self, app_id: &str);
+    /// Says goodbye before the app is stopped on purpose (a comm app deregisters the agent id
+    /// and disconnects); bounded, best effort. Not called when the app died on its own.
+    fn depart<'a>(&'a self, app_id: &'a str) -> BoxFuture<'a, ()> {
+        let _ = app_id;
+        Box::pin(async {})
+    }
 }
 
 /// The real host: the tool registry and the hook dispatcher.
@@ -135,6 +141,10 @@ impl CapabilityHost for Capabilities {
             self.channels.attach(manifest, app.channel());
             Ok(())
         })
+    }
+
+    fn depart<'a>(&'a self, app_id: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(self.comms.depart(app_id))
     }
 
     fn detach(&self, app_id: &str) {

@@ -10,13 +10,16 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use osprey_rpc::v1::channel_service_client::ChannelServiceClient;
-use osprey_rpc::v1::{ChannelEvent, ChannelReceiveRequest, ChannelSendRequest};
+use osprey_rpc::v1::{
+    ChannelEvent, ChannelReceiveRequest, ChannelSendRequest, MessageAction, Sender,
+};
+use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 
-use crate::comm::{cut, follow};
+use crate::comm::{bounded_actions, bounded_sender, cut, follow};
 use crate::manifest::{Capability, Manifest};
 use crate::permissions::allows;
 use crate::{Error, Result};
@@ -64,7 +67,37 @@ pub struct ChannelEventIn {
     pub truncated: bool,
     /// Why `data_json` was dropped, if it was.
     pub data_dropped: Option<String>,
+    /// Who wrote it, when the event is a message (fields cut to the id limit).
+    pub author: Option<Sender>,
+    /// Buttons or quick replies offered with it (at most 16).
+    pub actions: Vec<MessageAction>,
+    pub thread_id: String,
+    pub reply_to_id: String,
 }
+
+/// A post to a channel: the text and, for channels that address someone or have threads, the
+/// recipient, thread and the event it answers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChannelPost {
+    pub text: String,
+    pub data: Option<Value>,
+    pub to: String,
+    pub thread_id: String,
+    pub reply_to_id: String,
+    pub actions: Vec<MessageAction>,
+}
+
+/// One channel an attached app provides, and what Osprey may do with it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ChannelInfo {
+    pub app_id: String,
+    pub name: String,
+    pub may_read: bool,
+    pub may_write: bool,
+}
+
+/// Actions kept per event.
+const MAX_ACTIONS: usize = 16;
 
 const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -84,6 +117,7 @@ struct Inner {
 struct Attached {
     channel: Channel,
     names: Vec<String>,
+    may_read: bool,
     may_write: bool,
     cancel: CancellationToken,
 }
@@ -147,6 +181,24 @@ impl Channels {
         all
     }
 
+    /// Every attached channel with its permissions, sorted by app and name.
+    pub fn infos(&self) -> Vec<ChannelInfo> {
+        let mut all: Vec<ChannelInfo> = self
+            .attached()
+            .iter()
+            .flat_map(|(app, attached)| {
+                attached.names.iter().map(move |name| ChannelInfo {
+                    app_id: app.clone(),
+                    name: name.clone(),
+                    may_read: attached.may_read,
+                    may_write: attached.may_write,
+                })
+            })
+            .collect();
+        all.sort_by(|a, b| (&a.app_id, &a.name).cmp(&(&b.app_id, &b.name)));
+        all
+    }
+
     /// Starts (or restarts) receiving each channel `manifest`'s app provides over `channel`.
     /// Needs a tokio runtime. Without `channel:read` the channels are attached for writing only.
     pub fn attach(&self, manifest: &Manifest, channel: Channel) {
@@ -169,6 +221,7 @@ impl Channels {
             Attached {
                 channel: channel.clone(),
                 names: names.clone(),
+                may_read,
                 may_write,
                 cancel: cancel.clone(),
             },
@@ -224,6 +277,17 @@ impl Channels {
         text: &str,
         data: Option<&Value>,
     ) -> Result<String> {
+        let post = ChannelPost {
+            text: text.to_string(),
+            data: data.cloned(),
+            ..ChannelPost::default()
+        };
+        self.post(app_id, name, post).await
+    }
+
+    /// Posts `post` to `app_id`'s channel `name` (it needs `channel:write`); returns the id the
+    /// app gave the post.
+    pub async fn post(&self, app_id: &str, name: &str, post: ChannelPost) -> Result<String> {
         let (channel, may_write) = match self.attached().get(app_id) {
             Some(attached) if attached.names.iter().any(|n| n == name) => {
                 (attached.channel.clone(), attached.may_write)
@@ -241,8 +305,12 @@ impl Channels {
         }
         let request = ChannelSendRequest {
             channel: name.to_string(),
-            text: text.to_string(),
-            data_json: data.map(Value::to_string).unwrap_or_default(),
+            text: post.text,
+            data_json: post.data.as_ref().map(Value::to_string).unwrap_or_default(),
+            to: post.to,
+            thread_id: post.thread_id,
+            reply_to_id: post.reply_to_id,
+            actions: post.actions,
         };
         let mut client = ChannelServiceClient::new(channel);
         match tokio::time::timeout(SEND_TIMEOUT, client.send(request)).await {
@@ -271,8 +339,14 @@ fn bounded(
         mut text,
         data_json,
         at_ms,
+        author,
+        actions,
+        mut thread_id,
+        mut reply_to_id,
     } = event;
     cut(&mut id, limits.max_id_bytes);
+    cut(&mut thread_id, limits.max_id_bytes);
+    cut(&mut reply_to_id, limits.max_id_bytes);
     cut(&mut kind, limits.max_id_bytes);
     let truncated = cut(&mut text, limits.max_text_bytes);
     let (data, data_dropped) = if data_json.is_empty() {
@@ -298,5 +372,9 @@ fn bounded(
         at_ms,
         truncated,
         data_dropped,
+        author: author.map(|author| bounded_sender(author, limits.max_id_bytes)),
+        actions: bounded_actions(actions, MAX_ACTIONS, limits.max_id_bytes),
+        thread_id,
+        reply_to_id,
     }
 }

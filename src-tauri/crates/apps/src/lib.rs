@@ -116,6 +116,12 @@ pub enum Error {
     /// A comm or channel app could not send (not running, no permission, the app refused).
     #[error("send_failed: {0}")]
     SendFailed(String),
+    /// A comm app answered a topic or lifecycle call (subscribe, register, ...) with
+    /// UNIMPLEMENTED: it bridges messages but not agent-to-agent topics.
+    #[error(
+        "topics_unsupported: the comm app `{0}` does not support topics (this bridge does not support topics); plain messages still work"
+    )]
+    TopicsUnsupported(String),
     /// Connecting or refreshing an app's account failed; `reason` is stable
     /// (`endpoint_refused`, `browser`, `timeout`, `state_mismatch`, `denied`, `no_code`,
     /// `invalid_grant`, `token_refused`, `unreachable`, `listener`, `no_oauth`).
@@ -153,6 +159,7 @@ impl Error {
             Error::StoreRefused { .. } => "store_refused",
             Error::NoPendingUpdate(_) => "no_pending_update",
             Error::SendFailed(_) => "send_failed",
+            Error::TopicsUnsupported(_) => "topics_unsupported",
             Error::OAuth { .. } => "oauth_failed",
             Error::Io { .. } => "io",
         }

@@ -150,6 +150,9 @@ pub struct OAuth {
     pub client_id: String,
     pub authorize_url: String,
     pub token_url: String,
+    /// The provider's RFC 7009 revocation endpoint, when it has one: disconnecting the account
+    /// (or removing the app) asks the provider to revoke the grant there.
+    pub revocation_url: Option<String>,
     pub scopes: Vec<String>,
 }
 
@@ -158,7 +161,8 @@ impl OAuth {
     /// an authorization server a developer runs, which only a sideloaded app may use.
     pub fn uses_loopback_http(&self) -> bool {
         [&self.authorize_url, &self.token_url]
-            .iter()
+            .into_iter()
+            .chain(&self.revocation_url)
             .any(|url| url.starts_with("http://"))
     }
 }
@@ -404,6 +408,7 @@ fn parse_oauth(object: &Map<String, Value>, permissions: &[String]) -> Result<OA
             "client_id",
             "authorize_url",
             "token_url",
+            "revocation_url",
             "scopes",
         ]
         .contains(&key.as_str())
@@ -437,6 +442,14 @@ fn parse_oauth(object: &Map<String, Value>, permissions: &[String]) -> Result<OA
         endpoint_url(&url).map_err(|why| Error::manifest(field(name), why))?;
         urls.push(url);
     }
+    let revocation_url = match object.get("revocation_url") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(url)) => {
+            endpoint_url(url).map_err(|why| Error::manifest(field("revocation_url"), why))?;
+            Some(url.clone())
+        }
+        Some(_) => return Err(Error::manifest(field("revocation_url"), "must be a URL")),
+    };
     let scopes = match object.get("scopes") {
         None => Vec::new(),
         Some(Value::Array(items)) => items
@@ -468,6 +481,7 @@ fn parse_oauth(object: &Map<String, Value>, permissions: &[String]) -> Result<OA
         client_id,
         authorize_url,
         token_url,
+        revocation_url,
         scopes,
     })
 }
@@ -800,6 +814,8 @@ mod tests {
 
     #[test]
     fn oauth_needs_its_permission_and_https_urls() {
+        let uses_loopback =
+            |manifest: &Value| parse(manifest).unwrap().oauth.unwrap().uses_loopback_http();
         let mut manifest = base();
         manifest["oauth"] = json!({
             "provider": "github",
@@ -831,15 +847,19 @@ mod tests {
             "http://localhost/token",
         ] {
             manifest["oauth"]["token_url"] = json!(loopback);
-            assert!(
-                parse(&manifest)
-                    .unwrap()
-                    .oauth
-                    .unwrap()
-                    .uses_loopback_http()
-            );
+            assert!(uses_loopback(&manifest));
         }
         manifest["oauth"]["token_url"] = json!("https://github.com/token");
+        manifest["oauth"]["revocation_url"] = json!("http://github.com/revoke");
+        assert_eq!(refusal(&manifest).0, "oauth.revocation_url");
+        manifest["oauth"]["revocation_url"] = json!("https://github.com/revoke");
+        let oauth = parse(&manifest).unwrap().oauth.unwrap();
+        assert_eq!(
+            oauth.revocation_url.as_deref(),
+            Some("https://github.com/revoke")
+        );
+        manifest["oauth"]["revocation_url"] = json!("http://127.0.0.1:9/revoke");
+        assert!(uses_loopback(&manifest));
         manifest["oauth"]["scopes"] = json!([""]);
         assert_eq!(refusal(&manifest).0, "oauth.scopes[0]");
         manifest["oauth"]["scopes"] = json!([]);

@@ -289,6 +289,60 @@ impl OAuthClient {
         Ok(self.tokens(&response, Some(refresh_token)))
     }
 
+    /// Asks the provider to revoke the grant behind `tokens` at its RFC 7009 endpoint: the
+    /// refresh token when there is one (which revokes the grant's access tokens too, §2.1),
+    /// else the access token. `Ok(false)` when the manifest names no revocation endpoint (the
+    /// tokens then stay valid at the provider until they expire or the person revokes the
+    /// app there). A token the provider no longer knows counts as revoked (§2.2).
+    ///
+    /// The request is made here rather than by the `oauth2` crate, whose revocation refuses
+    /// every `http://` endpoint: a sideloaded app's loopback authorization server (which
+    /// [`OAuthClient::new`] allows, as for the token endpoint) could not be revoked at.
+    pub async fn revoke(&self, tokens: &Tokens) -> Result<bool> {
+        let Some(url) = &self.config.revocation_url else {
+            return Ok(false);
+        };
+        let (token, hint) = match &tokens.refresh_token {
+            Some(refresh) => (refresh, "refresh_token"),
+            None => (&tokens.access_token, "access_token"),
+        };
+        let provider = &self.config.provider;
+        let response = self
+            .http
+            .post(url)
+            .header(reqwest::header::ACCEPT, "application/json")
+            .form(&[
+                ("token", token.as_str()),
+                ("token_type_hint", hint),
+                ("client_id", self.config.client_id.as_str()),
+            ])
+            .send()
+            .await
+            .map_err(|error| {
+                failed(
+                    "unreachable",
+                    format!(
+                        "{provider}'s revocation endpoint did not answer: {}",
+                        error_chain(&error)
+                    ),
+                )
+            })?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(true);
+        }
+        // §2.2.1: an error is RFC 6749 §5.2 JSON; say its code when there is one.
+        let body = response.bytes().await.unwrap_or_default();
+        let error = serde_json::from_slice::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|answer| answer.get("error")?.as_str().map(str::to_owned))
+            .unwrap_or_else(|| format!("HTTP {status}"));
+        Err(failed(
+            "token_refused",
+            format!("{provider} refused to revoke the tokens ({error})"),
+        ))
+    }
+
     fn tokens(
         &self,
         response: &oauth2::basic::BasicTokenResponse,
@@ -478,6 +532,7 @@ mod tests {
             client_id: "client".into(),
             authorize_url: "http://127.0.0.1:9/authorize".into(),
             token_url: "http://127.0.0.1:9/token".into(),
+            revocation_url: None,
             scopes: vec![],
         };
         let error = OAuthClient::new(&config, false).unwrap_err();

@@ -621,6 +621,7 @@ impl AppTask {
         // this one to finish.
         requests.close();
         if let Some(running) = self.running.take() {
+            self.context.host.depart(&self.id).await;
             self.context.host.detach(&self.id);
             running.stop().await;
             self.context.emit(SupervisorEvent::Stopped {
@@ -750,6 +751,9 @@ impl AppTask {
                 Flow::Continue
             }
             AppRequest::Stop(reply) => {
+                if self.running.is_some() {
+                    self.context.host.depart(&self.id).await;
+                }
                 self.context.host.detach(&self.id);
                 if let Some(running) = self.running.take() {
                     running.stop().await;

@@ -157,6 +157,7 @@ async fn messages_arrive_within_the_caps_and_sends_reach_the_app() {
                 recipient: "ana".into(),
                 text: "hi ana".into(),
                 reply_to_id: "m1".into(),
+                ..Outgoing::default()
             },
         )
         .await

@@ -166,8 +166,10 @@ pub async fn run(data_dir: Option<PathBuf>, args: AppArgs) -> anyhow::Result<Exi
                 json!({
                     "account": account,
                     "message": format!(
-                        "disconnected {} from {}: its tokens are deleted",
-                        account.app_id, account.provider
+                        "disconnected {} from {}: {}",
+                        account.app_id,
+                        account.provider,
+                        account.reason.as_deref().unwrap_or("it had no tokens")
                     ),
                 })
             })),

@@ -137,6 +137,15 @@ fn connecting_from_the_command_line_stores_tokens_it_never_prints() {
 
     let disconnected = run_osprey(OSPREY, &data, &["app", "disconnect", "mail"], "");
     assert_eq!(disconnected.code, 0, "{}", disconnected.stderr);
+    // This app names no revocation endpoint: the person is told to end the grant themselves.
+    assert!(
+        disconnected
+            .stdout
+            .contains("names no revocation endpoint for devmail"),
+        "{}",
+        disconnected.stdout
+    );
+    assert!(server.revocations().is_empty());
     assert_eq!(accounts(&data)["accounts"][0]["state"], "not_connected");
     let secrets = std::fs::read_to_string(data.join("secrets.json")).unwrap();
     assert!(!secrets.contains("app.mail.oauth"), "{secrets}");

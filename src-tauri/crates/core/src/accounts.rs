@@ -47,6 +47,8 @@ pub const USER_TOKEN_PERMISSION: (&str, &str) = ("user", "token");
 const REFRESH_POLL: Duration = Duration::from_secs(300);
 /// After a refresh that failed for a passing reason (provider unreachable).
 const RETRY_AFTER: u64 = 30;
+/// How long a disconnect waits for the provider to revoke the tokens.
+const REVOKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The secret store key of an app's account with a provider.
 pub fn secret_name(app_id: &str, provider: &str) -> String {
@@ -157,14 +159,72 @@ impl Accounts {
             .context("writing the secret store")?
     }
 
-    /// Deletes what is kept for a removed app (called by the installer, on a blocking thread).
+    /// Deletes what is kept for a removed app (called by the installer, on a blocking thread)
+    /// and asks the provider to revoke the grant, in the background: the removal does not wait
+    /// for the provider, and the tokens are gone here whatever it answers.
     pub fn forget_app(&self, manifest: &Manifest) {
-        if let Some(oauth) = &manifest.oauth
-            && let Err(error) = self
-                .secrets
-                .remove(&secret_name(&manifest.id, &oauth.provider))
-        {
+        let Some(oauth) = &manifest.oauth else {
+            return;
+        };
+        let name = secret_name(&manifest.id, &oauth.provider);
+        let stored = self.secrets.get(&name).ok().flatten();
+        if let Err(error) = self.secrets.remove(&name) {
             tracing::warn!(app = %manifest.id, "could not delete the app's tokens: {error:#}");
+        }
+        let tokens = stored.and_then(|text| match serde_json::from_str(&text) {
+            Ok(Stored::Connected { tokens }) => Some(tokens),
+            _ => None,
+        });
+        if let (Some(tokens), Ok(runtime)) = (tokens, tokio::runtime::Handle::try_current()) {
+            let (accounts, manifest) = (self.clone(), manifest.clone());
+            runtime.spawn(async move {
+                let outcome = accounts.revoke(&manifest, tokens).await;
+                tracing::info!(app = %manifest.id, "removed app's account: {outcome}");
+            });
+        }
+    }
+
+    /// Asks the provider to revoke `tokens` (RFC 7009), within [`REVOKE_TIMEOUT`], and says
+    /// what came of it in a sentence for the person (the tokens are already deleted here).
+    pub(crate) async fn revoke(&self, manifest: &Manifest, tokens: Tokens) -> String {
+        let provider = manifest
+            .oauth
+            .as_ref()
+            .map_or("the provider", |oauth| oauth.provider.as_str());
+        let elsewhere = format!(
+            "remove {}'s access in your {provider} account settings to end it there too",
+            manifest.name
+        );
+        // A removed sideload is no longer a link, yet its loopback server issued the tokens
+        // (connecting was refused otherwise), so they may go back to it.
+        let client = match &manifest.oauth {
+            Some(oauth) if oauth.token_url.starts_with("http://") => OAuthClient::new(oauth, true),
+            _ => self.client(manifest),
+        };
+        let outcome = match client {
+            Ok(client) => tokio::time::timeout(REVOKE_TIMEOUT, client.revoke(&tokens))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(osprey_apps::Error::OAuth {
+                        reason: "unreachable",
+                        message: format!(
+                            "{provider}'s revocation endpoint did not answer within {} s",
+                            REVOKE_TIMEOUT.as_secs()
+                        ),
+                    })
+                }),
+            Err(error) => Err(error),
+        };
+        match outcome {
+            Ok(true) => format!("its tokens are deleted here and revoked at {provider}"),
+            Ok(false) => format!(
+                "its tokens are deleted here; the app names no revocation endpoint for \
+                 {provider}, so {elsewhere}"
+            ),
+            Err(error) => format!(
+                "its tokens are deleted here, but {provider} could not revoke them ({error}); \
+                 {elsewhere}"
+            ),
         }
     }
 
@@ -242,16 +302,21 @@ impl Accounts {
         Ok(account)
     }
 
-    /// Forgets the account's tokens (the person disconnected it); false when none were kept.
-    pub(crate) async fn disconnect(&self, manifest: &Manifest) -> anyhow::Result<bool> {
+    /// Forgets the account's tokens (the person disconnected it) and answers them, so the caller
+    /// can have the provider revoke them; `None` when none were kept.
+    pub(crate) async fn disconnect(&self, manifest: &Manifest) -> anyhow::Result<Option<Tokens>> {
         let provider = &manifest.oauth.as_ref().context("no oauth block")?.provider;
         let lock = self.lock(&secret_name(&manifest.id, provider));
         let _held = lock.lock().await;
-        let existed = self.remove(&manifest.id, provider).await?;
+        let stored = self.read(&manifest.id, provider).await?;
+        self.remove(&manifest.id, provider).await?;
         if let Some(account) = self.view(manifest, None) {
             self.events.emit(CoreEvent::AppAccountChanged { account });
         }
-        Ok(existed)
+        Ok(match stored {
+            Some(Stored::Connected { tokens }) => Some(tokens),
+            _ => None,
+        })
     }
 
     /// Refreshes the app's account when due (or now, with `force`). See [`Refreshed`].
@@ -515,19 +580,24 @@ mod unix {
             Ok(account)
         }
 
-        /// Forgets the app's tokens and pushes it a configuration without them. Answers the
-        /// account as it now stands.
+        /// Forgets the app's tokens, pushes it a configuration without them and asks the
+        /// provider to revoke them (RFC 7009). Answers the account as it now stands, with what
+        /// the provider did in `reason`.
         pub async fn disconnect_app_account(
             &self,
             app_id: &str,
             provider: Option<&str>,
         ) -> CoreResult<AppAccount> {
             let app = self.app_with_account(app_id, provider).await?;
-            self.accounts().disconnect(&app.manifest).await?;
+            let removed = self.accounts().disconnect(&app.manifest).await?;
             self.push_app_configuration(&app.manifest).await;
-            self.accounts().view(&app.manifest, None).ok_or_else(|| {
+            let mut account = self.accounts().view(&app.manifest, None).ok_or_else(|| {
                 CoreError::new(UiErrorCode::Internal, "the app's oauth block vanished")
-            })
+            })?;
+            if let Some(tokens) = removed {
+                account.reason = Some(self.accounts().revoke(&app.manifest, tokens).await);
+            }
+            Ok(account)
         }
 
         /// Refreshes the app's account now (the app said its token was refused) and pushes the

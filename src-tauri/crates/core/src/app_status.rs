@@ -28,6 +28,10 @@ mod unix {
     use crate::apps::LAUNCHING;
     use crate::{CoreError, CoreResult};
 
+    /// How long an install or removal waits for the store to note it (see
+    /// [`Core::report_to_store`]).
+    const REPORT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
     /// Runs an installer step off the async threads; its error keeps its code.
     async fn blocking<T: Send + 'static>(
         step: impl FnOnce() -> osprey_apps::Result<T> + Send + 'static,
@@ -196,6 +200,9 @@ mod unix {
             if let Some(app) = self.app_status(&report.app_id).await {
                 self.emit(CoreEvent::AppStateChanged { app });
             }
+            if report.outcome == AppInstallOutcome::Installed {
+                self.report_to_store(&report.app_id, true).await;
+            }
             Ok(report)
         }
 
@@ -212,6 +219,27 @@ mod unix {
             &self,
             id: &str,
             expected_sha256: Option<&str>,
+        ) -> CoreResult<AppInstallReport> {
+            self.install_from_store(id, expected_sha256, true).await
+        }
+
+        /// [`Core::install_store_app_expecting`] of an install the store pushed (the person
+        /// installed the app elsewhere): not told back to the store, which would ask the
+        /// person's other devices about it once more.
+        pub(crate) async fn install_pushed_store_app(
+            &self,
+            id: &str,
+            expected_sha256: &str,
+        ) -> CoreResult<AppInstallReport> {
+            self.install_from_store(id, Some(expected_sha256), false)
+                .await
+        }
+
+        async fn install_from_store(
+            &self,
+            id: &str,
+            expected_sha256: Option<&str>,
+            report_to_store: bool,
         ) -> CoreResult<AppInstallReport> {
             let store = self.store_url().ok_or_else(|| {
                 CoreError::new(
@@ -247,7 +275,37 @@ mod unix {
             if let Some(app) = self.app_status(&report.app_id).await {
                 self.emit(CoreEvent::AppStateChanged { app });
             }
+            if report_to_store && report.outcome == AppInstallOutcome::Installed {
+                self.report_to_store(&report.app_id, true).await;
+            }
             Ok(report)
+        }
+
+        /// Tells the store the person installed (`true`) or removed the app `id` here, with
+        /// their store token when they gave one, so their other Osprey installs hear of it
+        /// (the store's `installed`/`uninstalled` events). Best effort, within
+        /// [`REPORT_TIMEOUT`]: the install or removal stands whatever the store says, and a
+        /// failure is only logged.
+        async fn report_to_store(&self, id: &str, installed: bool) {
+            let Some(client) = self.apps().store().client() else {
+                return;
+            };
+            let secrets = self.secrets();
+            let token =
+                tokio::task::spawn_blocking(move || crate::store::read_store_token(&secrets))
+                    .await
+                    .ok()
+                    .flatten();
+            let Some(token) = token else { return };
+            match tokio::time::timeout(REPORT_TIMEOUT, client.record_install(id, installed, &token))
+                .await
+            {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(app = %id, "could not tell the store about it: {error}");
+                }
+                Err(_) => tracing::warn!(app = %id, "the store did not answer about it in time"),
+            }
         }
 
         /// Every installed app as the installer lists it (flags, pending permissions, path).
@@ -261,6 +319,26 @@ mod unix {
         /// Stops the app if it runs and removes it with its data, logs and any staged update
         /// (a sideloaded app loses its link only).
         pub async fn uninstall_app(&self, id: &str) -> CoreResult<()> {
+            self.remove_app(id, true).await
+        }
+
+        /// [`Core::uninstall_app`]; `report_to_store`: whether the store hears of it (not when
+        /// the store itself pushed the removal). Sideloaded apps never reach the store.
+        pub(crate) async fn remove_app(&self, id: &str, report_to_store: bool) -> CoreResult<()> {
+            let from_store = report_to_store
+                && self
+                    .installed_apps()
+                    .await
+                    .iter()
+                    .any(|app| app.manifest.id == id && !app.sideloaded);
+            self.stop_and_uninstall(id).await?;
+            if from_store {
+                self.report_to_store(id, false).await;
+            }
+            Ok(())
+        }
+
+        async fn stop_and_uninstall(&self, id: &str) -> CoreResult<()> {
             if self.apps().supervisor().is_running() {
                 // Not running is fine: uninstalling a stopped app is the usual case.
                 let _ = self.apps().supervisor().stop(id).await;

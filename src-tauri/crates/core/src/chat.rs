@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
-use osprey_agent::{Message, Part, Role};
+use osprey_agent::{InputImage, Message, Part, Role};
 use osprey_types::{
     ChatSearchHit, ChatSessionSummary, ChatUsage, CoreEvent, Origin, TranscriptItem, UiErrorCode,
 };
@@ -223,6 +223,21 @@ impl Chats {
         text: &str,
         pick: &ModelPick,
     ) -> CoreResult<String> {
+        self.send_with_image(session_id, text, pick, None).await
+    }
+
+    /// [`Chats::send_with`] with an image the person attached (the tray's window snapshot), as
+    /// a `data:image/...;base64,` URL: it goes to the model beside the text and stays in the
+    /// session's history. An image that is not one (or over [`MAX_IMAGE_BYTES`]) is refused
+    /// with `invalid_image`, and nothing is sent.
+    pub async fn send_with_image(
+        &self,
+        session_id: Option<String>,
+        text: &str,
+        pick: &ModelPick,
+        image: Option<&str>,
+    ) -> CoreResult<String> {
+        let images = image.map(parse_image).transpose()?.into_iter().collect();
         let text = text.trim();
         if text.is_empty() {
             return Err(CoreError::new(
@@ -278,6 +293,7 @@ impl Chats {
         }
 
         let mut turn = TurnRequest::new(session_id.clone(), text);
+        turn.images = images;
         turn.origin = Origin::User;
         turn.approver = Some(Arc::new(self.core.approvals().clone()));
         turn.cancel = cancel;
@@ -560,7 +576,45 @@ fn to_core_event(session: &str, event: AgentEvent) -> Option<CoreEvent> {
     })
 }
 
-/// Stored messages as transcript entries: tool results are attached to their calls.
+/// The largest image a message may carry, decoded.
+pub const MAX_IMAGE_BYTES: usize = 8 << 20;
+
+/// An attached image from its `data:` URL: PNG, JPEG, WebP or GIF, base64, at most
+/// [`MAX_IMAGE_BYTES`].
+fn parse_image(url: &str) -> CoreResult<InputImage> {
+    use base64::Engine;
+    let refuse = |why: &str| {
+        CoreError::new(
+            UiErrorCode::InvalidImage,
+            format!("the attached image cannot be sent: {why}"),
+        )
+    };
+    let (head, data) = url
+        .strip_prefix("data:")
+        .and_then(|rest| rest.split_once(','))
+        .ok_or_else(|| refuse("it is not a data: URL"))?;
+    let mime_type = head
+        .strip_suffix(";base64")
+        .ok_or_else(|| refuse("it is not base64"))?;
+    if !["image/png", "image/jpeg", "image/webp", "image/gif"].contains(&mime_type) {
+        return Err(refuse(&format!(
+            "{mime_type} is not a PNG, JPEG, WebP or GIF image"
+        )));
+    }
+    if data.len() > MAX_IMAGE_BYTES / 3 * 4 + 4 {
+        return Err(refuse(&format!("it is over {} MB", MAX_IMAGE_BYTES >> 20)));
+    }
+    base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|_| refuse("its base64 is damaged"))?;
+    Ok(InputImage {
+        mime_type: mime_type.to_string(),
+        data: data.to_string(),
+    })
+}
+
+/// Stored messages as transcript entries: tool results are attached to their calls; an image
+/// the person attached comes before their text.
 pub fn transcript(messages: &[Message]) -> Vec<TranscriptItem> {
     let mut items: Vec<TranscriptItem> = Vec::new();
     let mut calls: HashMap<String, usize> = HashMap::new();
@@ -569,6 +623,11 @@ pub fn transcript(messages: &[Message]) -> Vec<TranscriptItem> {
             match part {
                 Part::Text { text } if message.role == Role::User => {
                     items.push(TranscriptItem::User { text: text.clone() })
+                }
+                Part::Image { mime_type, data } if message.role == Role::User => {
+                    items.push(TranscriptItem::UserImage {
+                        image: format!("data:{mime_type};base64,{data}"),
+                    })
                 }
                 Part::Text { text } => items.push(TranscriptItem::Assistant { text: text.clone() }),
                 Part::Thinking { text, .. } => {
@@ -599,7 +658,7 @@ pub fn transcript(messages: &[Message]) -> Vec<TranscriptItem> {
                         });
                     }
                 }
-                // Images the person or a tool sent are not shown in the transcript yet.
+                // An image in an assistant message (none today) is not shown.
                 Part::Image { .. } => {}
             }
         }

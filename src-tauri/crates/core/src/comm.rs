@@ -17,6 +17,13 @@
 //!   At most [`MAX_CHANNEL_EVENTS_PER_MINUTE`] events per channel are stored; the rest are
 //!   dropped and counted in the log. [`Core::channel_send`] posts to a channel.
 //!
+//! - Messages on a topic the agent subscribed to (agent to agent, see the `comm` resource) are
+//!   comm messages too: the turn is told the topic, message type and payload, and the answer
+//!   goes back to the sending agent on the same topic as a `response`.
+//!
+//! The agent's id for topics is the `comm.agent_id` setting ([`agent_identity`]), registered
+//! with every comm app as it attaches.
+//!
 //! The dispatcher holds the core weakly: dropping the last `Core` ends it.
 
 use std::collections::HashMap;
@@ -50,6 +57,41 @@ pub const NO_PROVIDER_REPLY: &str =
     "Osprey cannot answer right now: no model provider is set up on this computer.";
 /// What the sender is told when the turn failed.
 const FAILED_REPLY: &str = "Osprey could not answer this message";
+
+/// The agent id registered with comm apps (the `comm.agent_id` setting, chosen and stored the
+/// first time: `osprey-` and 8 random hex digits) and the name shown with it (the persona's
+/// name, else "Osprey").
+pub fn agent_identity(core: &Core) -> (String, String) {
+    let stored = core.db().settings();
+    let display_name = stored
+        .get(crate::settings::PERSONA)
+        .ok()
+        .flatten()
+        .and_then(|persona| persona["name"].as_str().map(str::to_string))
+        .filter(|name| !name.trim().is_empty())
+        .unwrap_or_else(|| "Osprey".to_string());
+    let existing = stored
+        .get(crate::settings::COMM_AGENT_ID)
+        .ok()
+        .flatten()
+        .and_then(|id| id.as_str().map(str::to_string))
+        .filter(|id| !id.trim().is_empty());
+    if let Some(id) = existing {
+        return (id, display_name);
+    }
+    let mut bytes = [0u8; 4];
+    if getrandom::fill(&mut bytes).is_err() {
+        bytes = (std::process::id()).to_le_bytes();
+    }
+    let id = format!(
+        "osprey-{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    );
+    if let Err(error) = stored.set(crate::settings::COMM_AGENT_ID, &json!(id)) {
+        tracing::warn!("the comm agent id was not stored: {error}");
+    }
+    (id, display_name)
+}
 
 /// The session of a comm conversation.
 pub fn comm_session(app_id: &str, conversation_id: &str) -> String {
@@ -198,19 +240,94 @@ async fn conversation(
     }
 }
 
+/// Who wrote, as the turn shows it: the display name with the handle and kind when the app
+/// gave a structured sender ("Ana Lima <ana@example.com>", "helper (agent a-2, bot)"), else the
+/// plain handle, else "someone".
+fn who(message: &Incoming) -> String {
+    let Some(author) = &message.author else {
+        return if message.sender.is_empty() {
+            "someone".into()
+        } else {
+            message.sender.clone()
+        };
+    };
+    let handle = if author.id.is_empty() {
+        &message.sender
+    } else {
+        &author.id
+    };
+    let mut notes = Vec::new();
+    if !author.kind.is_empty() && author.kind != "person" {
+        notes.push(author.kind.clone());
+    }
+    if author.is_bot && author.kind != "bot" {
+        notes.push("bot".into());
+    }
+    let mut name = match (author.display_name.is_empty(), handle.is_empty()) {
+        (false, false) => format!("{} <{handle}>", author.display_name),
+        (false, true) => author.display_name.clone(),
+        (true, false) => handle.clone(),
+        (true, true) => "someone".into(),
+    };
+    if !notes.is_empty() {
+        name.push_str(&format!(" ({})", notes.join(", ")));
+    }
+    name
+}
+
+/// "\n[Actions offered: Yes (yes), No (no)]", or nothing without actions.
+fn offered(actions: &[osprey_rpc::v1::MessageAction]) -> String {
+    if actions.is_empty() {
+        return String::new();
+    }
+    let offered: Vec<String> = actions
+        .iter()
+        .map(|a| format!("{} ({})", a.label, a.id))
+        .collect();
+    format!("\n[Actions offered: {}]", offered.join(", "))
+}
+
 /// What the agent reads: who wrote, through which app, the text, and what was left out.
 fn turn_input(queued: &Queued) -> String {
     let message = &queued.message;
+    let on_topic = if message.topic.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " on the topic `{}` ({})",
+            message.topic,
+            if message.message_type.is_empty() {
+                "message"
+            } else {
+                &message.message_type
+            }
+        )
+    };
     let mut input = format!(
-        "[A message from {} via the comm app `{}`]\n{}",
-        if message.sender.is_empty() {
-            "someone"
-        } else {
-            &message.sender
-        },
+        "[A message from {}{on_topic} via the comm app `{}`]",
+        who(message),
         message.app_id,
-        message.text
     );
+    if !message.thread_id.is_empty() {
+        input.push_str(&format!("\n[In thread {}]", message.thread_id));
+    }
+    if !message.action_id.is_empty() {
+        input.push_str(&format!(
+            "\n[They picked the action `{}` of message {}]",
+            message.action_id, message.reply_to_id
+        ));
+    } else if !message.reply_to_id.is_empty() {
+        input.push_str(&format!("\n[Replying to message {}]", message.reply_to_id));
+    }
+    input.push('\n');
+    input.push_str(&message.text);
+    if !message.payload_json.is_empty() {
+        input.push_str(&format!("\npayload: {}", message.payload_json));
+    }
+    if let Some(reason) = &message.payload_dropped {
+        input.push_str(&format!("\n[payload dropped: {reason}]"));
+    }
+    input.push_str(&offered(&message.actions));
     if message.truncated {
         input.push_str("\n[The message was longer; the rest was cut.]");
     }
@@ -279,9 +396,23 @@ async fn answer(core: &Core, session: &str, queued: Queued) {
             &message.app_id,
             Outgoing {
                 conversation_id: message.conversation_id.clone(),
-                recipient: message.sender.clone(),
+                recipient: message
+                    .author
+                    .as_ref()
+                    .map(|a| a.id.clone())
+                    .filter(|id| !id.is_empty())
+                    .unwrap_or_else(|| message.sender.clone()),
                 text: reply,
                 reply_to_id: message.id.clone(),
+                thread_id: message.thread_id.clone(),
+                // An answer on a topic goes back on it, as a response.
+                message_type: if message.topic.is_empty() {
+                    String::new()
+                } else {
+                    "response".into()
+                },
+                topic: message.topic.clone(),
+                ..Outgoing::default()
             },
         )
         .await;
@@ -296,11 +427,18 @@ fn name_session(core: &Core, session: &str, message: &Incoming) {
     if let Ok(Some(row)) = sessions.get(session)
         && row.title.is_none()
     {
-        let who = if message.sender.is_empty() {
-            &message.conversation_id
-        } else {
-            &message.sender
-        };
+        let who = message
+            .author
+            .as_ref()
+            .map(|a| a.display_name.clone())
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| {
+                if message.sender.is_empty() {
+                    message.conversation_id.clone()
+                } else {
+                    message.sender.clone()
+                }
+            });
         let mut title = format!("{who} via {}", message.app_id);
         truncate_chars(&mut title, 80);
         if let Err(error) = sessions.set_title(session, &title) {
@@ -370,6 +508,22 @@ fn store_channel_event(core: &Core, session: &str, event: &ChannelEventIn) -> an
         "[channel `{}` of the app `{}`: {} event {} at {} ms]\n{}",
         event.channel, event.app_id, event.kind, event.id, event.at_ms, event.text
     );
+    if let Some(author) = &event.author {
+        let name = if author.display_name.is_empty() {
+            &author.id
+        } else {
+            &author.display_name
+        };
+        let bot = if author.is_bot { ", bot" } else { "" };
+        text.push_str(&format!("\n[from {name} ({}{bot})]", author.id));
+    }
+    if !event.thread_id.is_empty() || !event.reply_to_id.is_empty() {
+        text.push_str(&format!(
+            "\n[thread {}, replying to {}]",
+            event.thread_id, event.reply_to_id
+        ));
+    }
+    text.push_str(&offered(&event.actions));
     if event.truncated {
         text.push_str("\n[The text was longer; the rest was cut.]");
     }
@@ -401,6 +555,7 @@ mod tests {
             attachments: Vec::new(),
             truncated: false,
             dropped_attachments: Vec::new(),
+            ..Incoming::default()
         };
         assert_eq!(
             turn_input(&Queued::new(message.clone())),

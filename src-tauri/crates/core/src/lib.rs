@@ -23,6 +23,8 @@ pub mod events;
 pub mod gateway;
 pub mod live_settings;
 pub mod mcp;
+#[cfg(unix)]
+mod outbox;
 pub mod provider_settings;
 pub mod runners;
 pub mod scheduler;
@@ -91,6 +93,8 @@ struct Inner {
     events: events::EventBus,
     approvals: approvals::ApprovalBroker,
     reminders: scheduler::Reminders,
+    /// Where messages leave Osprey through apps (a reminder's `deliver` too).
+    outbox: osprey_agent::outbox::OutboxSlot,
     /// Every chat runner built, offered to sub-agents (the agent tool's task resource).
     subagent_runners: osprey_agent::RunnerPool,
     /// Sub-agents, for the runners' inbox (a branch's answer joins its conversation).
@@ -423,8 +427,17 @@ impl Core {
         let subagent_runners = osprey_agent::RunnerPool::new(db.sessions());
         let subagents = osprey_agent::SubAgents::new(&db, subagent_config);
         subagents.set_factory(subagent_runners.factory());
+        // `message send` to a channel, `comm` and reminders' `deliver` reach the apps here.
+        let outbox = osprey_agent::outbox::OutboxSlot::default();
+        #[cfg(unix)]
+        outbox.set(Arc::new(outbox::AppOutbox {
+            comms: apps.comms().clone(),
+            channels: apps.channels().clone(),
+            installer: apps.installer().clone(),
+        }));
         let mut agent_tool = AgentTool::new(&db)
             .with_hooks(registry.hooks())
+            .with_outbox(outbox.clone())
             .with_schedule(reminders.slot.clone())
             .with_subagents(subagents.clone());
         if let Some(embedder) = agent::memory_embedder(&stored, &data_dir) {
@@ -463,6 +476,7 @@ impl Core {
                 ),
                 events,
                 reminders,
+                outbox,
                 subagent_runners,
                 subagents,
                 session_runners: runners::SessionRunners::default(),
@@ -689,6 +703,12 @@ impl Core {
     pub fn start_apps(&self) -> anyhow::Result<()> {
         #[cfg(unix)]
         {
+            // Registered with every comm app that carries topics as it attaches.
+            let (agent_id, display_name) = comm::agent_identity(self);
+            self.inner
+                .apps
+                .comms()
+                .set_identity(&agent_id, &display_name);
             self.inner.apps.start()?;
             // Comm messages become agent turns, channel events session messages.
             comm::start(self);

@@ -352,7 +352,7 @@ async fn fire(core: Core, firing: Firing) -> Result<FireReport, String> {
     // session instead, so the person still sees it.
     let runner = match core.session_runner(&session_id, &source).await {
         Ok(runner) => runner,
-        Err(error) => return notify(&core, &firing, ran.as_deref(), &error),
+        Err(error) => return notify(&core, &firing, ran.as_deref(), &error).await,
     };
     let mut turn = TurnRequest::new(
         session_id.clone(),
@@ -379,11 +379,46 @@ async fn fire(core: Core, firing: Firing) -> Result<FireReport, String> {
         })
         .await;
     match outcome {
-        Ok(outcome) => Ok(FireReport {
-            session_id: Some(session_id),
-            output: Some(outcome.text),
-        }),
+        Ok(outcome) => {
+            deliver(&core, reminder, &session_id, &outcome.text).await?;
+            Ok(FireReport {
+                session_id: Some(session_id),
+                output: Some(outcome.text),
+            })
+        }
         Err(error) => Err(format!("the reminder's turn failed: {error}")),
+    }
+}
+
+/// Sends a reminder's output to where its `deliver` says (approved when it was set), through
+/// the same path as the agent's `message send`. The output stays in the session either way; a
+/// delivery that fails fails the run, naming why, so the history shows it did not arrive.
+async fn deliver(
+    core: &Core,
+    reminder: &osprey_agent::scheduler::Reminder,
+    session_id: &str,
+    text: &str,
+) -> Result<(), String> {
+    let Some(delivery) = &reminder.deliver else {
+        return Ok(());
+    };
+    if text.trim().is_empty() {
+        return Ok(());
+    }
+    let outbox = core
+        .inner
+        .outbox
+        .get()
+        .ok_or_else(|| osprey_agent::outbox::NOT_AVAILABLE.to_string())?;
+    match outbox.send(delivery.message(text)).await {
+        Ok(sent) => {
+            tracing::info!(reminder = %reminder.id, channel = %sent.channel, "reminder output delivered");
+            Ok(())
+        }
+        Err(why) => Err(format!(
+            "the output is in session {session_id} but was not delivered to `{}`: {why}",
+            delivery.channel
+        )),
     }
 }
 
@@ -498,7 +533,7 @@ fn session_for(core: &Core, firing: &Firing) -> String {
 
 /// Without a model: the reminder's text goes into its session as an assistant message (and out
 /// as a finished turn, so an open chat shows it at once).
-fn notify(
+async fn notify(
     core: &Core,
     firing: &Firing,
     ran: Option<&str>,
@@ -533,8 +568,9 @@ fn notify(
     core.emit(CoreEvent::ChatTurnFinished {
         session_id: session_id.clone(),
         stop: "notified".into(),
-        text,
+        text: text.clone(),
     });
+    deliver(core, reminder, &session_id, &text).await?;
     Ok(FireReport {
         session_id: Some(session_id),
         output: Some(format!(

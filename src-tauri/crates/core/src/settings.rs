@@ -117,6 +117,10 @@ pub fn governance(settings: &Settings) -> GovernanceConfig {
     }
 }
 
+/// The id other agents reach this Osprey by through comm apps with topics (a string). Osprey
+/// picks `osprey-<8 hex digits>` and stores it here the first time the apps start.
+pub const COMM_AGENT_ID: &str = "comm.agent_id";
+
 /// Every known key with a one-line description.
 pub const KNOWN: &[(&str, &str)] = &[
     (POLICY, "approval policy: level, ask, allowlist, safe_bins"),
@@ -171,6 +175,10 @@ pub const KNOWN: &[(&str, &str)] = &[
     (
         UI_THEME,
         "the desktop window's theme: \"system\", \"light\" or \"dark\"",
+    ),
+    (
+        COMM_AGENT_ID,
+        "the agent id registered with comm apps that carry topics (default: osprey-<random>, chosen once)",
     ),
     (
         PERSONA,

@@ -1,15 +1,18 @@
 //! The store as the desktop's Store page sees it: the front page (featured, popular,
 //! categories), searched and paged catalog lists, an app's page with its permissions explained
 //! in plain words and what an update would add, its reviews, and installing from the store with
-//! progress events ([`CoreEvent::AppInstallProgress`]). The store is the one `store.url` (or
+//! progress events ([`CoreEvent::AppInstallProgress`]), and its skills (listed, installed at the
+//! version shown, removed). The store is the one `store.url` (or
 //! `$OSPREY_STORE_URL`) names now, read at each call so a changed setting applies at once.
 
 use std::collections::HashMap;
 
+use osprey_apps::skill_package::SkillExpectation;
 use osprey_apps::store_client::{Shelf, StoreClient};
 use osprey_types::{
     PermissionExplained, StoreAppDetails, StoreAppSummary, StoreCatalogPage, StoreCategory,
-    StoreHome, StoreInstallState, StoreReview, UiErrorCode,
+    StoreHome, StoreInstallState, StoreReview, StoreSkillPage, StoreSkillReport, StoreSkillSummary,
+    UiErrorCode,
 };
 use serde_json::Value;
 
@@ -278,6 +281,119 @@ impl Core {
             reviews,
             published_ms: entry["published_at"].as_i64().unwrap_or_default() * 1000,
             sha256: text(&entry, "sha256"),
+        })
+    }
+}
+
+fn skill_summary(
+    entry: &Value,
+    installed: &HashMap<String, String>,
+) -> CoreResult<StoreSkillSummary> {
+    let name = entry["name"]
+        .as_str()
+        .ok_or_else(|| not_valid("skill entry"))?;
+    let optional = |key: &str| entry[key].as_str().map(String::from);
+    Ok(StoreSkillSummary {
+        name: name.to_string(),
+        description: text(entry, "description"),
+        version: text(entry, "version"),
+        author: optional("author"),
+        license: optional("license"),
+        publisher: optional("publisher"),
+        category: optional("category"),
+        files: entry["files"]
+            .as_array()
+            .map(|files| {
+                files
+                    .iter()
+                    .filter_map(|f| f.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        size: entry["size"].as_u64().unwrap_or_default(),
+        installs: entry["installs"].as_u64().unwrap_or_default(),
+        featured: entry["featured"].as_bool().unwrap_or_default(),
+        sha256: text(entry, "sha256"),
+        installed_version: installed.get(name).cloned(),
+    })
+}
+
+impl Core {
+    /// One page of the store's skills for the Store page (searched by `query`, within
+    /// `category`), each with the version the store installed here.
+    pub async fn store_skills(
+        &self,
+        query: &str,
+        category: Option<&str>,
+        page: u32,
+    ) -> CoreResult<StoreSkillPage> {
+        let value = self
+            .store_skill_listing(query, category, page, PER_PAGE)
+            .await?;
+        let installer = self.skill_installer()?;
+        let installed: HashMap<String, String> =
+            tokio::task::spawn_blocking(move || installer.installed())
+                .await
+                .unwrap_or_default()
+                .into_iter()
+                .map(|record| (record.name, record.version))
+                .collect();
+        let skills = value["skills"]
+            .as_array()
+            .ok_or_else(|| not_valid("skill list"))?
+            .iter()
+            .map(|entry| skill_summary(entry, &installed))
+            .collect::<CoreResult<Vec<_>>>()?;
+        Ok(StoreSkillPage {
+            skills,
+            total: value["total"].as_u64().unwrap_or_default(),
+            page: value["page"].as_u64().unwrap_or(1) as u32,
+            per_page: value["per_page"].as_u64().unwrap_or(u64::from(PER_PAGE)) as u32,
+        })
+    }
+
+    /// Installs (or updates) the store skill `name` at the `version` and archive (`sha256`) the
+    /// person was shown: anything else the store serves now is refused, nothing unpacked.
+    pub async fn install_shown_store_skill(
+        &self,
+        name: &str,
+        version: &str,
+        sha256: &str,
+    ) -> CoreResult<StoreSkillReport> {
+        let expected = SkillExpectation {
+            version: version.to_string(),
+            sha256: sha256.to_string(),
+        };
+        let outcome = self.install_store_skill(name, Some(&expected)).await?;
+        let message = match &outcome.from_version {
+            Some(from) if *from == outcome.version => format!(
+                "The skill {} was at {from} already (the store may have updated it meanwhile); \
+                 its files are installed afresh.",
+                outcome.name
+            ),
+            Some(from) => format!(
+                "Updated the skill {} from {from} to {}.",
+                outcome.name, outcome.version
+            ),
+            None => format!(
+                "Installed the skill {} {}: the agent can use it from your next message.",
+                outcome.name, outcome.version
+            ),
+        };
+        Ok(StoreSkillReport {
+            name: outcome.name,
+            version: Some(outcome.version),
+            message,
+        })
+    }
+
+    /// Removes the store skill `name` (see [`Core::uninstall_store_skill`]).
+    pub async fn remove_store_skill(&self, name: &str) -> CoreResult<StoreSkillReport> {
+        let record = self.uninstall_store_skill(name).await?;
+        Ok(StoreSkillReport {
+            message: format!("Removed the skill {} {}.", record.name, record.version),
+            name: record.name,
+            version: None,
         })
     }
 }

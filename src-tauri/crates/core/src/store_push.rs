@@ -17,7 +17,9 @@
 //!   app's name, publisher, version and permissions, run with origin `system` in the session
 //!   [`STORE_PUSH_SESSION`], and installs only on yes. With nobody to ask (`osprey daemon` has no
 //!   UI) it is refused. One question per app at a time: an `installed` that arrives while it is
-//!   asked is asked after it, unless the app was installed meanwhile.
+//!   asked is asked after it, unless the app was installed meanwhile. The question is noted in
+//!   the database (`store_pending_installs`) until answered, since the event's id is kept as
+//!   soon as it is asked: a stop while it waits asks it again once the next start connects.
 //! - `uninstalled` removes the app through [`Core::uninstall_app`] and says so
 //!   ([`CoreEvent::AppRemoved`]); sideloaded apps are never touched. It runs on a task of its
 //!   own that a reconnect or a stop does not cut short.
@@ -147,12 +149,24 @@ impl Core {
     /// updates, a question to the person) goes on `tasks`.
     async fn apply_store_change(
         &self,
+        url: &str,
         change: StoreChange,
         tasks: &mut JoinSet<()>,
         asking: &Asking,
     ) {
         match change {
-            StoreChange::Ready | StoreChange::Other { .. } => {}
+            // Connected: ask again what a stop cut short (or what another connection left).
+            StoreChange::Ready => {
+                let pending = self.db().store_cursors().pending_installs(url);
+                for id in pending.unwrap_or_default() {
+                    if self.is_installed(&id).await {
+                        self.answered_pushed_install(url, &id);
+                    } else {
+                        self.ask_pushed_install(url, id, tasks, asking, false);
+                    }
+                }
+            }
+            StoreChange::Other { .. } => {}
             // Only a revocation of something installed here is worth fetching the whole list
             // for; the hourly sweep still covers everything.
             StoreChange::Revoked { kind, id, .. } => {
@@ -198,25 +212,9 @@ impl Core {
                 }
             }
             StoreChange::Installed { id } => {
-                if self.is_installed(&id).await {
-                    return;
+                if !self.is_installed(&id).await {
+                    self.ask_pushed_install(url, id, tasks, asking, true);
                 }
-                // One question per app at a time. An `installed` that arrives while it is being
-                // asked is not dropped: it is asked once more after, unless the app got installed.
-                match asking
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .entry(id.clone())
-                {
-                    Entry::Occupied(mut again) => {
-                        again.insert(true);
-                        return;
-                    }
-                    Entry::Vacant(entry) => {
-                        entry.insert(false);
-                    }
-                }
-                tasks.spawn(self.clone().ask_until_answered(id, Arc::clone(asking)));
             }
             // On a task of its own, like an install: a reconnect, or a stop, must not cut a
             // removal half way (the inner task runs on even if the follower's tasks are ended).
@@ -236,9 +234,53 @@ impl Core {
             .any(|app| app.manifest.id == id)
     }
 
+    /// Asks, on a task, whether to install `id` as the store at `url` pushed, noting the
+    /// question in the database until it is answered, so a stop while it waits asks it again at
+    /// the next connection. One question per app at a time: a new `installed` (`again`) that
+    /// arrives while it is asked is asked once more after it, unless the app got installed
+    /// meanwhile; a noted question asked again on connecting is never doubled.
+    fn ask_pushed_install(
+        &self,
+        url: &str,
+        id: String,
+        tasks: &mut JoinSet<()>,
+        asking: &Asking,
+        again: bool,
+    ) {
+        if let Err(error) = self.db().store_cursors().add_pending_install(url, &id) {
+            tracing::warn!(app = %id, "cannot note the pushed install's question: {error}");
+        }
+        match asking
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(id.clone())
+        {
+            Entry::Occupied(mut waiting) => {
+                if again {
+                    waiting.insert(true);
+                }
+                return;
+            }
+            Entry::Vacant(entry) => {
+                entry.insert(false);
+            }
+        }
+        tasks.spawn(
+            self.clone()
+                .ask_until_answered(url.to_string(), id, Arc::clone(asking)),
+        );
+    }
+
+    fn answered_pushed_install(&self, url: &str, id: &str) {
+        if let Err(error) = self.db().store_cursors().remove_pending_install(url, id) {
+            tracing::warn!(app = %id, "cannot forget the pushed install's question: {error}");
+        }
+    }
+
     /// Asks to install `id` (see [`Core::ask_to_install`]), again for each `installed` that came
-    /// while it was asked, until it is installed or no such event is waiting.
-    async fn ask_until_answered(self, id: String, asking: Asking) {
+    /// while it was asked, until it is installed or no such event is waiting. A stop drops this
+    /// future mid-question, leaving the question noted for the next start.
+    async fn ask_until_answered(self, url: String, id: String, asking: Asking) {
         loop {
             self.ask_to_install(&id).await;
             let installed = self.is_installed(&id).await;
@@ -248,6 +290,8 @@ impl Core {
                 continue;
             }
             waiting.remove(&id);
+            drop(waiting);
+            self.answered_pushed_install(&url, &id);
             return;
         }
     }
@@ -261,7 +305,7 @@ impl Core {
             .into_iter()
             .find(|app| app.manifest.id == id && !app.sideloaded);
         let Some(app) = app else { return };
-        match self.uninstall_app(&id).await {
+        match self.remove_app(&id, false).await {
             Ok(()) => self.emit(CoreEvent::AppRemoved {
                 app_id: id,
                 reason: format!(
@@ -534,7 +578,8 @@ async fn apply(
     tasks: &mut JoinSet<()>,
     asking: &Asking,
 ) {
-    core.apply_store_change(event.change, tasks, asking).await;
+    core.apply_store_change(url, event.change, tasks, asking)
+        .await;
     if !event.id.is_empty()
         && let Err(error) = core.db().store_cursors().set(url, &event.id)
     {

@@ -251,9 +251,13 @@ impl StoreTool {
                     }) if approved == id => sha256,
                     _ => return Err(not_approved(&id)),
                 };
-                let report = core
-                    .install_store_app_expecting(&id, Some(&sha256))
-                    .await
+                // An install the store pushed is not told back to it (see store_push.rs).
+                let report =
+                    if ctx.session_id.as_deref() == Some(crate::store_push::STORE_PUSH_SESSION) {
+                        core.install_pushed_store_app(&id, &sha256).await
+                    } else {
+                        core.install_store_app_expecting(&id, Some(&sha256)).await
+                    }
                     .map_err(failed)?;
                 Ok(format!(
                     "{}. {}",

@@ -60,6 +60,7 @@ fn mail_manifest(server: &OAuthServer) -> Value {
             "client_id": CLIENT,
             "authorize_url": server.authorize_url(),
             "token_url": server.token_url(),
+            "revocation_url": server.revocation_url(),
             "scopes": ["mail.read", "mail.send"],
         },
     })
@@ -332,13 +333,33 @@ async fn a_connected_account_reaches_its_app_is_refreshed_and_goes_away() {
         json!({"accounts": {}})
     );
     assert!(!secrets_file(&data).contains(&again));
+    // The provider was asked to revoke the grant (RFC 7009): the token no longer works there.
+    assert!(
+        account
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("revoked at devmail"),
+        "{account:?}"
+    );
+    assert_eq!(server.revocations(), ["refresh"]);
+    assert!(!server.access_valid(&again));
 
     // Uninstalling the app deletes its tokens.
     core.connect_app_account("mail", None, &TestBrowser::default(), None)
         .await
         .unwrap();
     assert!(secrets_file(&data).contains("app.mail.oauth.devmail"));
+    let last = token_in(&pushed(&core, "settings").await).unwrap();
     core.uninstall_app("mail").await.unwrap();
+    // ... and has the provider revoke them, without holding up the removal.
+    until(
+        "the uninstalled app's grant revoked",
+        Duration::from_secs(15),
+        async || (!server.access_valid(&last)).then_some(()),
+    )
+    .await;
+    assert_eq!(server.revocations(), ["refresh", "refresh"]);
     assert!(
         !secrets_file(&data).contains("app.mail.oauth"),
         "{}",

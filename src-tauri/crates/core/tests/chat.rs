@@ -514,3 +514,56 @@ async fn a_turn_uses_the_provider_and_model_the_person_picked() {
     assert_eq!(error.code, osprey_types::UiErrorCode::ProviderUnavailable);
     assert!(error.message.contains("skynet"), "{}", error.message);
 }
+
+/// The tray's "Ask about the current window": the snapshot's image goes to the model in the
+/// person's message (before their text) and stays in the history; something that is not an
+/// image is refused before anything is sent.
+#[tokio::test]
+async fn an_attached_image_reaches_the_model_with_the_question_and_stays_in_the_history() {
+    use base64::Engine;
+    use osprey_core::chat::ModelPick;
+    let server = AnthropicServer::start(vec![ScriptedReply::text("a settings window")]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let core = core_with_stored_anthropic(dir.path(), &server);
+    let chats = Chats::new(core.clone());
+    let mut events = core.subscribe();
+    let mut png = Vec::new();
+    image::RgbImage::from_pixel(4, 3, image::Rgb([200, 30, 30]))
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+    let data = base64::engine::general_purpose::STANDARD.encode(&png);
+    let url = format!("data:image/png;base64,{data}");
+
+    let refused = chats
+        .send_with_image(
+            None,
+            "what is this?",
+            &ModelPick::default(),
+            Some("data:text/html;base64,PGgxPg=="),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, osprey_types::UiErrorCode::InvalidImage);
+    assert!(server.seen().is_empty(), "a refused image was sent");
+
+    let session = chats
+        .send_with_image(None, "what is this?", &ModelPick::default(), Some(&url))
+        .await
+        .unwrap();
+    events_until(&mut events, turn_ended).await;
+    let request = server.seen().pop().unwrap();
+    let content = &request["messages"][0]["content"];
+    assert_eq!(content[0]["type"], "image", "{content}");
+    assert_eq!(content[0]["source"]["media_type"], "image/png");
+    assert_eq!(content[0]["source"]["data"], data.as_str());
+    assert_eq!(content[1]["text"], "what is this?");
+
+    let history = chats.history(&session).unwrap();
+    assert_eq!(history[0], TranscriptItem::UserImage { image: url });
+    assert_eq!(
+        history[1],
+        TranscriptItem::User {
+            text: "what is this?".into()
+        }
+    );
+}

@@ -5,6 +5,13 @@
 //! conversation's session and the answer goes back to that conversation; origin rules and the
 //! approval policy hold for those turns; the app crashing and being restarted by the supervisor
 //! resumes receiving; channel events land in their channel's session.
+//!
+//! Outbound: the agent tool's `message send` to a channel (asked; recipient, thread, reply and
+//! actions arrive), `message list`, refusals for apps without the permission and for stopped or
+//! unknown channels; the `comm` resource's lifecycle and topics against the fixture's
+//! `CommTopics` (registration at attach, subscribe, topics, send to an agent, an incoming topic
+//! message answered on its topic, unsubscribe, deregistration at stop) and a bridge without
+//! topics; a reminder delivering its output to a channel.
 #![cfg(unix)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -132,14 +139,21 @@ fn model() -> Model {
     Model { url, bodies }
 }
 
+/// The bridge with every comm and channel permission.
 fn sideload_bridge(root: &Path, data: &Path) -> PathBuf {
-    let project = root.join("bridge-project");
+    sideload_comm_app(root, data, APP, &["comm:*", "channel:*"])
+}
+
+/// The comm fixture sideloaded as `id` (providing `comm` and `channel:feed`) with
+/// `permissions`; returns its data dir.
+fn sideload_comm_app(root: &Path, data: &Path, id: &str, permissions: &[&str]) -> PathBuf {
+    let project = root.join(format!("{id}-project"));
     let manifest = json!({
-        "id": APP,
+        "id": id,
         "name": "Chat bridge",
         "version": "1.0.0",
         "provides": ["comm", "channel:feed"],
-        "permissions": ["comm:*", "channel:*"],
+        "permissions": permissions,
     });
     app_project(
         &project,
@@ -150,7 +164,7 @@ fn sideload_bridge(root: &Path, data: &Path) -> PathBuf {
         .sideload(&project)
         .unwrap();
     // Sideloaded: the app's data dir lives in the apps dir entry.
-    data.join("apps").join(APP).join("data")
+    data.join("apps").join(id).join("data")
 }
 
 struct Setup {
@@ -160,11 +174,19 @@ struct Setup {
     root: PathBuf,
     /// What the supervisor reported, for failure messages.
     supervisor: Arc<Mutex<Vec<String>>>,
+    /// The model's requests, for failure messages (a turn that never reached the model, or one
+    /// whose answer never came back).
+    model_requests: Option<Arc<Mutex<Vec<Value>>>>,
 }
 
 /// A core with the bridge sideloaded and the model configured (unless `model` is `None`), apps
 /// started.
 async fn setup(model: Option<&Model>) -> Setup {
+    setup_with(model, &[]).await
+}
+
+/// [`setup`] with more copies of the comm fixture beside the bridge: `(id, permissions)`.
+async fn setup_with(model: Option<&Model>, others: &[(&str, &[&str])]) -> Setup {
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("data");
     let core = Core::open(CoreOptions {
@@ -189,6 +211,9 @@ async fn setup(model: Option<&Model>) -> Setup {
         }
     }
     let app_data = sideload_bridge(root.path(), &data);
+    for (id, permissions) in others {
+        sideload_comm_app(root.path(), &data, id, permissions);
+    }
     let supervisor = Arc::new(Mutex::new(Vec::new()));
     let mut events = core.test_apps().supervisor().subscribe();
     let log = Arc::clone(&supervisor);
@@ -205,6 +230,7 @@ async fn setup(model: Option<&Model>) -> Setup {
         app_data,
         root: path,
         supervisor,
+        model_requests: model.map(|m| Arc::clone(&m.bodies)),
     }
 }
 
@@ -238,8 +264,21 @@ impl Setup {
             }
             if started.elapsed() > WAIT {
                 let log = self.app_data.parent().unwrap().join("logs/stderr.log");
+                let asked: Vec<String> = self
+                    .model_requests
+                    .as_ref()
+                    .map(|bodies| {
+                        bodies
+                            .lock()
+                            .unwrap()
+                            .iter()
+                            .filter_map(|b| b["messages"].as_array()?.last().map(text_of))
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 panic!(
-                    "no reply to {id}; sent so far: {:?}; supervisor: {:?}; app stderr: {}",
+                    "no reply to {id}; sent so far: {:?}; the model was asked (last messages): \
+                     {asked:?}; supervisor: {:?}; app stderr: {}",
                     sent(&self.app_data),
                     self.supervisor.lock().unwrap(),
                     std::fs::read_to_string(log).unwrap_or_default()
@@ -590,5 +629,538 @@ async fn channel_events_land_in_their_session_and_the_core_posts_out() {
         .await
         .unwrap_err();
     assert!(error.to_string().contains("`nope`"), "{error}");
+    setup.core.stop_apps().await;
+}
+
+/// Lines of a JSON-lines record file the fixture writes.
+fn records(file: &Path) -> Vec<Value> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// Waits (up to [`WAIT`]) until `check` holds, then returns its value.
+async fn until<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    let started = Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(started.elapsed() < WAIT, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// An `agent` call from the person, answered by `approver`.
+async fn agent_call(
+    core: &Core,
+    approver: &Arc<osprey_tools::FixedApprover>,
+    input: Value,
+) -> osprey_types::ToolResult {
+    let ctx = osprey_tools::ToolContext::new(Origin::User, Duration::from_secs(60))
+        .with_approver(Arc::clone(approver) as Arc<dyn osprey_tools::Approver>);
+    core.call_tool_with(&ctx, "agent", input).await
+}
+
+fn yes() -> Arc<osprey_tools::FixedApprover> {
+    Arc::new(osprey_tools::FixedApprover::new(
+        osprey_types::ApprovalAnswer::Once,
+    ))
+}
+
+fn parsed(result: &osprey_types::ToolResult) -> Value {
+    assert!(!result.is_error, "{result:?}");
+    serde_json::from_str(&result.text_content()).unwrap()
+}
+
+/// `message list`'s entries by channel name, once `names` all run.
+async fn listed_running(core: &Core, names: &[&str]) -> Value {
+    until("the channels to connect", async || {
+        let listed = parsed(
+            &core
+                .call_tool(
+                    Origin::User,
+                    "agent",
+                    json!({"resource": "message", "action": "list"}),
+                )
+                .await,
+        );
+        let running = |name: &str| {
+            listed["channels"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["channel"] == name && c["status"] == "running")
+        };
+        names.iter().all(|n| running(n)).then_some(listed)
+    })
+    .await
+}
+
+fn entry<'a>(listed: &'a Value, channel: &str) -> &'a Value {
+    listed["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["channel"] == channel)
+        .unwrap_or_else(|| panic!("no {channel} in {listed}"))
+}
+
+const MUTE: &str = "mute-bridge";
+const PLAIN: &str = "plain-bridge";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn message_send_goes_out_through_a_channel_app_asked_and_within_its_permissions() {
+    let setup = setup_with(
+        None,
+        &[
+            (MUTE, &["comm:receive", "channel:read"]),
+            (PLAIN, &["comm:*", "channel:read"]),
+        ],
+    )
+    .await;
+    let core = &setup.core;
+    let listed = listed_running(core, &[APP, "bridge/feed", MUTE, "mute-bridge/feed", PLAIN]).await;
+    let bridge = entry(&listed, APP);
+    assert_eq!(bridge["kind"], "comm");
+    assert_eq!(bridge["can_send"], true);
+    assert_eq!(bridge["can_receive"], true);
+    let feed = entry(&listed, "bridge/feed");
+    assert_eq!(feed["kind"], "channel");
+    assert_eq!(feed["app_id"], APP);
+    assert_eq!(entry(&listed, MUTE)["can_send"], false);
+    assert_eq!(entry(&listed, "mute-bridge/feed")["can_send"], false);
+    assert_eq!(entry(&listed, "mute-bridge/feed")["can_receive"], true);
+
+    // To a channel: asked first, showing where and to whom; everything arrives.
+    let approver = yes();
+    let posted = parsed(
+        &agent_call(
+            core,
+            &approver,
+            json!({"resource": "message", "action": "send", "channel": "bridge/feed",
+                   "to": "ana", "thread_id": "t-1", "reply_to": "e-5", "text": "deploy done",
+                   "actions": [{"id": "ok", "label": "Thanks"}]}),
+        )
+        .await,
+    );
+    assert_eq!(posted["id"], "posted");
+    let asked = approver.asked();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0].summary.contains("via bridge/feed to ana"),
+        "{}",
+        asked[0].summary
+    );
+    let posts = records(&setup.app_data.join("channel-sent.jsonl"));
+    assert_eq!(posts.len(), 1, "{posts:?}");
+    assert_eq!(posts[0]["text"], "deploy done");
+    assert_eq!(posts[0]["to"], "ana");
+    assert_eq!(posts[0]["thread_id"], "t-1");
+    assert_eq!(posts[0]["reply_to_id"], "e-5");
+    assert_eq!(posts[0]["actions"][0]["label"], "Thanks");
+
+    // To a comm bridge: the thread is its conversation; Osprey speaks as its agent id.
+    parsed(
+        &agent_call(
+            core,
+            &yes(),
+            json!({"resource": "message", "action": "send", "channel": APP, "to": "bo",
+                   "thread_id": "room-7", "reply_to": "m-3", "text": "see you at 5"}),
+        )
+        .await,
+    );
+    let out = sent(&setup.app_data);
+    let message = out.last().unwrap();
+    assert_eq!(message["conversation_id"], "room-7");
+    assert_eq!(message["thread_id"], "room-7");
+    assert_eq!(message["recipient"], "bo");
+    assert_eq!(message["reply_to_id"], "m-3");
+    let agent_id = core.settings().get("comm.agent_id").unwrap().unwrap();
+    assert!(
+        agent_id.as_str().unwrap().starts_with("osprey-"),
+        "{agent_id}"
+    );
+    assert_eq!(message["author"]["id"], agent_id);
+    assert_eq!(message["author"]["is_bot"], true);
+
+    // Nobody to ask: refused, nothing sent.
+    let refused = core
+        .call_tool(
+            Origin::User,
+            "agent",
+            json!({"resource": "message", "action": "send", "channel": APP, "to": "bo", "text": "unasked"}),
+        )
+        .await;
+    assert!(refused.is_error, "{refused:?}");
+    assert!(!sent(&setup.app_data).iter().any(|m| m["text"] == "unasked"));
+
+    // An app without the send or write permission refuses, saying which permission; an unknown
+    // name says what is connected; a stopped app says it is stopped.
+    let refusal = async |channel: &str| {
+        let result = agent_call(
+            core,
+            &yes(),
+            json!({"resource": "message", "action": "send", "channel": channel, "to": "x", "text": "hi"}),
+        )
+        .await;
+        assert!(result.is_error, "{channel}: {result:?}");
+        result.text_content()
+    };
+    let no_send = refusal(MUTE).await;
+    assert!(no_send.contains("`comm:send`"), "{no_send}");
+    let no_write = refusal("mute-bridge/feed").await;
+    assert!(no_write.contains("`channel:write`"), "{no_write}");
+    let mute_data = setup.root.join("data/apps").join(MUTE).join("data");
+    assert!(sent(&mute_data).is_empty());
+    assert!(records(&mute_data.join("channel-sent.jsonl")).is_empty());
+    let why = refusal("nowhere").await;
+    assert!(why.contains("no connected channel `nowhere`"), "{why}");
+    assert!(why.contains("bridge (comm, can send)"), "{why}");
+    assert!(why.contains("bridge/feed (channel, can send)"), "{why}");
+    core.test_apps().supervisor().stop(PLAIN).await.unwrap();
+    let stopped = refusal(PLAIN).await;
+    assert!(stopped.contains("installed but stopped"), "{stopped}");
+    let listed = parsed(
+        &core
+            .call_tool(
+                Origin::User,
+                "agent",
+                json!({"resource": "message", "action": "list"}),
+            )
+            .await,
+    );
+    assert_eq!(entry(&listed, PLAIN)["status"], "stopped");
+
+    // A post into a session still works as before (no channel: free).
+    core.test_db()
+        .sessions()
+        .open_or_create(&osprey_db::NewSession {
+            id: "notes",
+            title: None,
+            origin: "user",
+            provider: None,
+            model: None,
+        })
+        .unwrap();
+    let posted = core
+        .call_tool(
+            Origin::User,
+            "agent",
+            json!({"resource": "message", "action": "send", "session_id": "notes", "text": "a note"}),
+        )
+        .await;
+    assert!(!posted.is_error, "{posted:?}");
+
+    // A channel event's structured sender and actions reach its session.
+    inject(
+        &setup.app_data,
+        "01",
+        json!({"channel": "feed", "kind": "message", "text": "lunch?", "thread_id": "t-2",
+               "author": {"id": "u-7", "display_name": "Ana Lima", "is_bot": false},
+               "actions": [{"id": "y", "label": "Yes"}]}),
+    );
+    let stored = until("the channel event", async || {
+        let messages = core
+            .test_db()
+            .sessions()
+            .messages("channel:bridge:feed")
+            .ok()?;
+        messages.last().map(|m| {
+            m.content[0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+    })
+    .await;
+    assert!(stored.contains("[from Ana Lima (u-7)]"), "{stored}");
+    assert!(stored.contains("[Actions offered: Yes (y)]"), "{stored}");
+    setup.core.stop_apps().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_comm_resource_registers_subscribes_and_talks_to_other_agents_on_topics() {
+    let model = model();
+    let setup = setup_with(Some(&model), &[(PLAIN, &["comm:*", "channel:read"])]).await;
+    let core = &setup.core;
+    let lifecycle = setup.app_data.join("lifecycle.jsonl");
+    let status =
+        |input: Value| async move { parsed(&core.call_tool(Origin::User, "agent", input).await) };
+
+    // At attach the bridge connected and registered the agent id; the plain bridge has no topics.
+    let agent_id = until("the registration", async || {
+        let now = status(json!({"resource": "comm", "action": "status"})).await;
+        let apps = now["apps"].as_array()?.clone();
+        let bridge = apps.iter().find(|a| a["app_id"] == APP)?;
+        let plain = apps.iter().find(|a| a["app_id"] == PLAIN)?;
+        (bridge["agent_id"].is_string() && plain["topics_supported"] == false)
+            .then(|| bridge["agent_id"].as_str().unwrap().to_string())
+    })
+    .await;
+    assert_eq!(
+        Some(json!(agent_id)),
+        core.settings().get("comm.agent_id").unwrap()
+    );
+    let calls = records(&lifecycle);
+    assert_eq!(calls[0]["call"], "connect");
+    assert_eq!(calls[1]["call"], "register");
+    assert_eq!(calls[1]["agent_id"], agent_id.as_str());
+    let now = status(json!({"resource": "comm", "action": "status", "app": PLAIN})).await;
+    assert_eq!(
+        now["apps"][0]["note"],
+        "this bridge does not support topics"
+    );
+
+    // Subscribing is asked; unasked it is refused and nothing reaches the app.
+    let subscribe = json!({"resource": "comm", "action": "subscribe", "app": APP, "topic": "news"});
+    assert!(
+        core.call_tool(Origin::User, "agent", subscribe.clone())
+            .await
+            .is_error
+    );
+    let approver = yes();
+    parsed(&agent_call(core, &approver, subscribe).await);
+    assert_eq!(approver.count(), 1);
+    assert!(
+        records(&lifecycle)
+            .iter()
+            .any(|c| c["call"] == "subscribe" && c["topic"] == "news")
+    );
+    let topics = status(json!({"resource": "comm", "action": "topics", "app": APP})).await;
+    let topics = topics["topics"].as_array().unwrap();
+    let news = topics.iter().find(|t| t["name"] == "news").unwrap();
+    assert_eq!(news["subscribed"], true);
+    let jobs = topics.iter().find(|t| t["name"] == "jobs").unwrap();
+    assert_eq!(jobs["subscribed"], false);
+    let now = status(json!({"resource": "comm", "action": "status", "app": APP})).await;
+    assert_eq!(now["apps"][0]["subscriptions"], json!(["news"]));
+    assert_eq!(now["apps"][0]["connected"], true);
+
+    // Sending to another agent: asked, with topic, type and payload, as this agent.
+    let approver = yes();
+    let sent_now = parsed(
+        &agent_call(
+            core,
+            &approver,
+            json!({"resource": "comm", "action": "send", "app": APP, "to": "agent-b",
+                   "topic": "news", "message_type": "request", "text": "any news?",
+                   "payload": {"since": 5}}),
+        )
+        .await,
+    );
+    assert_eq!(sent_now["to"], "agent-b");
+    assert!(
+        approver.asked()[0]
+            .summary
+            .contains("to agent agent-b on topic news"),
+        "{:?}",
+        approver.asked()
+    );
+    let out = sent(&setup.app_data);
+    let message = out.iter().find(|m| m["recipient"] == "agent-b").unwrap();
+    assert_eq!(message["topic"], "news");
+    assert_eq!(message["message_type"], "request");
+    assert_eq!(message["payload_json"], r#"{"since":5}"#);
+    assert_eq!(message["author"]["id"], agent_id.as_str());
+    assert_eq!(message["author"]["kind"], "agent");
+
+    // A message on the topic from the other agent runs a comm turn that sees who wrote, and the
+    // answer goes back to that agent on the topic as a response.
+    inject(
+        &setup.app_data,
+        "01",
+        json!({"id": "n-1", "conversation_id": "news", "sender": "b", "topic": "news",
+               "message_type": "event", "text": "rain at noon", "payload": {"mm": 3},
+               "author": {"id": "agent-b", "display_name": "Agent B", "is_bot": true, "kind": "agent"}}),
+    );
+    let answer = setup.reply_to("n-1").await;
+    assert_eq!(answer["recipient"], "agent-b");
+    assert_eq!(answer["topic"], "news");
+    assert_eq!(answer["message_type"], "response");
+    assert_eq!(answer["text"], r#"echo: payload: {"mm":3}"#);
+    let asked_model = text_of(
+        model.bodies.lock().unwrap()[0]["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap(),
+    );
+    assert!(
+        asked_model.contains(
+            "from Agent B <agent-b> (agent, bot) on the topic `news` (event) via the comm app `bridge`"
+        ),
+        "{asked_model}"
+    );
+    let session = core
+        .test_db()
+        .sessions()
+        .get("comm:bridge:news")
+        .unwrap()
+        .unwrap();
+    assert_eq!(session.origin, "comm");
+    assert_eq!(session.title.as_deref(), Some("Agent B via bridge"));
+
+    // A relaunched bridge is registered and subscribed again without being asked.
+    parsed(
+        &agent_call(
+            core,
+            &yes(),
+            json!({"resource": "comm", "action": "subscribe", "app": APP, "topic": "jobs"}),
+        )
+        .await,
+    );
+    let before = records(&lifecycle).len();
+    core.test_apps().supervisor().stop(APP).await.unwrap();
+    core.test_apps().supervisor().launch(APP).await.unwrap();
+    let again = until("the bridge to join again", async || {
+        let calls = records(&lifecycle);
+        let after: Vec<String> = calls[before..]
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {}",
+                    c["call"].as_str().unwrap_or_default(),
+                    c["topic"]
+                        .as_str()
+                        .or(c["agent_id"].as_str())
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        (after.len() >= 6).then_some(after)
+    })
+    .await;
+    assert_eq!(
+        again,
+        [
+            format!("deregister {agent_id}"),
+            "disconnect ".to_string(),
+            "connect ".to_string(),
+            format!("register {agent_id}"),
+            "subscribe jobs".to_string(),
+            "subscribe news".to_string(),
+        ]
+    );
+    parsed(
+        &core
+            .call_tool(
+                Origin::User,
+                "agent",
+                json!({"resource": "comm", "action": "unsubscribe", "app": APP, "topic": "jobs"}),
+            )
+            .await,
+    );
+
+    // Unsubscribing is free and reaches the app.
+    parsed(
+        &core
+            .call_tool(
+                Origin::User,
+                "agent",
+                json!({"resource": "comm", "action": "unsubscribe", "app": APP, "topic": "news"}),
+            )
+            .await,
+    );
+    assert!(
+        records(&lifecycle)
+            .iter()
+            .any(|c| c["call"] == "unsubscribe" && c["topic"] == "news")
+    );
+    let now = status(json!({"resource": "comm", "action": "status", "app": APP})).await;
+    assert_eq!(now["apps"][0]["subscriptions"], json!([]));
+
+    // A bridge without topics says so plainly, for every topic action.
+    for action in ["subscribe", "topics", "send"] {
+        let result = agent_call(
+            core,
+            &yes(),
+            json!({"resource": "comm", "action": action, "app": PLAIN, "topic": "news",
+                   "to": "agent-b", "text": "hi"}),
+        )
+        .await;
+        assert!(result.is_error, "{action}: {result:?}");
+        assert!(
+            result
+                .text_content()
+                .contains("this bridge does not support topics"),
+            "{action}: {result:?}"
+        );
+    }
+
+    // Stopping the apps deregisters and disconnects first.
+    setup.core.stop_apps().await;
+    let calls: Vec<String> = records(&lifecycle)
+        .iter()
+        .map(|c| c["call"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let tail = &calls[calls.len() - 2..];
+    assert_eq!(tail, ["deregister", "disconnect"], "{calls:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reminder_delivers_its_output_to_a_channel_when_it_fires() {
+    let model = model();
+    let setup = setup(Some(&model)).await;
+    let core = &setup.core;
+    listed_running(core, &["bridge/feed"]).await;
+    core.start_scheduler().unwrap();
+    let create = json!({"resource": "reminder", "action": "create", "schedule": "every day at 9am",
+                        "prompt": "summarise the day", "session_id": "daily",
+                        "deliver": {"channel": "bridge/feed", "to": "ana", "thread_id": "t-daily"}});
+    // Nobody to ask: refused (it would speak for the person later, unasked).
+    assert!(
+        core.call_tool(Origin::User, "agent", create.clone())
+            .await
+            .is_error
+    );
+    let approver = yes();
+    let created = parsed(&agent_call(core, &approver, create).await);
+    let question = &approver.asked()[0];
+    assert!(question.once_only, "{question:?}");
+    assert!(
+        question
+            .summary
+            .contains("send its output via bridge/feed to ana"),
+        "{}",
+        question.summary
+    );
+    assert_eq!(created["created"]["deliver"]["channel"], "bridge/feed");
+    let id = created["created"]["id"].as_str().unwrap().to_string();
+
+    core.reminders().unwrap().run_now(id.clone()).await.unwrap();
+    let post = until("the delivery", async || {
+        records(&setup.app_data.join("channel-sent.jsonl")).pop()
+    })
+    .await;
+    let text = post["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("echo: ") && text.contains("summarise the day"),
+        "{text}"
+    );
+    assert_eq!(post["to"], "ana");
+    assert_eq!(post["thread_id"], "t-daily");
+    // Still kept in its session.
+    let kept = core.test_db().sessions().messages("daily").unwrap();
+    assert!(
+        kept.iter()
+            .any(|m| m.role == "assistant" && m.content[0]["text"] == text),
+        "{kept:?}"
+    );
+
+    // Removing the delivery is a plain update (nothing is sent out any more): not asked.
+    let removed = core
+        .call_tool(
+            Origin::User,
+            "agent",
+            json!({"resource": "reminder", "action": "update", "id": id, "deliver": null}),
+        )
+        .await;
+    assert!(!removed.is_error, "{removed:?}");
+    let reminder = core.reminders().unwrap().get(id).await.unwrap();
+    assert_eq!(reminder.deliver, None);
+    core.stop_scheduler().await;
     setup.core.stop_apps().await;
 }

@@ -13,7 +13,9 @@
 //!   connection to the store sweeps afresh); one revoked while Osprey runs leaves the catalog
 //!   through the push and cannot be loaded.
 //! - The person's install elsewhere (`installed`) is asked, with the app's name, version and
-//!   permissions, and installs only on yes; their removal elsewhere removes it here.
+//!   permissions, and installs only on yes; their removal elsewhere removes it here. Neither is
+//!   told back to the store; an install or removal the person makes here is.
+//! - A pushed install still asked when Osprey stops is asked again at the next start.
 //! - Changing `store.url` follows the new store.
 #![cfg(unix)]
 
@@ -206,6 +208,18 @@ impl Fixture {
         )
         .unwrap();
         db.last_insert_rowid()
+    }
+
+    /// How many of the person's `name` events (`installed`, `uninstalled`) the store logged.
+    fn person_events(&self, name: &str) -> i64 {
+        let db = rusqlite::Connection::open(self.store.dir.join("store.db")).unwrap();
+        db.busy_timeout(Duration::from_secs(10)).unwrap();
+        db.query_row(
+            "SELECT COUNT(*) FROM events WHERE name = ?1 AND person IS NOT NULL",
+            [name],
+            |row| row.get(0),
+        )
+        .unwrap()
     }
 
     /// Installs the store's `UNITS` into the data folder, as an earlier run would have.
@@ -592,6 +606,17 @@ async fn an_install_elsewhere_is_asked_and_installs_only_on_yes_and_a_removal_el
     assert!(removed.contains("Units"), "{removed}");
     assert_eq!(installed_version(&core, UNITS), None);
     assert!(pid(&core, UNITS).await.is_none());
+    // What the push did here was not told back to the store (her other devices would be asked
+    // again): only the test's own two installs and one removal are in its log.
+    assert_eq!(fixture.person_events("installed"), 2);
+    assert_eq!(fixture.person_events("uninstalled"), 1);
+
+    // Ana installs it here herself, then removes it: the store hears of both, so her other
+    // devices do.
+    core.install_store_app(UNITS).await.unwrap();
+    assert_eq!(fixture.person_events("installed"), 3);
+    core.uninstall_app(UNITS).await.unwrap();
+    assert_eq!(fixture.person_events("uninstalled"), 2);
 
     // Another store (which does not know Ana's token): the follower moves to it and follows its
     // public events.
@@ -614,5 +639,85 @@ async fn an_install_elsewhere_is_asked_and_installs_only_on_yes_and_a_removal_el
             .is_some_and(|e| e.contains("refused your store token")),
         "{error:?}"
     );
+    services.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pushed_install_still_asked_when_osprey_stops_is_asked_again_at_the_next_start() {
+    let fixture = Fixture::new();
+    fixture.publish_units("1.0.0", &[]).await;
+    let person = fixture.client().add_person("ana", TOKEN).await.unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let asked = async |core: &Core, events: &mut Receiver<CoreEvent>| {
+        event(events, |e| match e {
+            CoreEvent::ApprovalRequested { request, .. }
+                if request
+                    .details
+                    .as_ref()
+                    .is_some_and(|details| details.name == "Units") =>
+            {
+                Some(request)
+            }
+            _ => None,
+        })
+        .await;
+        core.store_events_status()
+            .borrow()
+            .store_url
+            .clone()
+            .unwrap()
+    };
+
+    // Ana installs it elsewhere; Osprey stops while the question waits.
+    let core = fixture.core(&fixture.store.url);
+    core.set_store_token(Some(&person)).await.unwrap();
+    core.attach_approvals();
+    let mut events = core.subscribe();
+    let services = start(&core).await;
+    connected(&core).await;
+    fixture
+        .client()
+        .record_install(UNITS, true, &person)
+        .await
+        .unwrap();
+    let store_url = asked(&core, &mut events).await;
+    services.shutdown().await;
+    drop(core);
+    let pending = || {
+        osprey_db::Database::open_in(&fixture.data())
+            .unwrap()
+            .store_cursors()
+            .pending_installs(&store_url)
+            .unwrap()
+    };
+    assert_eq!(pending(), [UNITS], "the unanswered question is kept");
+
+    // The next start asks it again (the event itself is not replayed), and yes installs it.
+    let core = fixture.core(&fixture.store.url);
+    core.attach_approvals();
+    let mut events = core.subscribe();
+    let services = start(&core).await;
+    let request = event(&mut events, |e| match e {
+        CoreEvent::ApprovalRequested { request, .. } => Some(request),
+        _ => None,
+    })
+    .await;
+    assert_eq!(
+        request.details.as_ref().map(|d| d.name.as_str()),
+        Some("Units")
+    );
+    core.approvals()
+        .answer(&request.id, ApprovalAnswer::Once)
+        .unwrap();
+    until("the approved app to run", async || {
+        pid(&core, UNITS).await.is_some()
+    })
+    .await;
+    until("the answered question to be forgotten", async || {
+        pending().is_empty()
+    })
+    .await;
     services.shutdown().await;
 }

@@ -297,10 +297,22 @@ pub(crate) const STEPS: &[&str] = &[
         updated_ms     INTEGER NOT NULL
     );
     "#,
-    // 13: reserved for the reminders change being built on another branch at the same time;
-    // when the two meet, its SQL takes this place and the tool usage below stays 14.
-    "-- reserved",
-    // 14: how often each tool ran, per session and per day, for the quotas in
+    // 13: where a reminder's output is delivered besides its session (a channel or comm bridge,
+    // a recipient, a thread), as JSON; approved by the person when it was set.
+    r#"
+    ALTER TABLE reminders ADD COLUMN deliver TEXT;
+    "#,
+    // 14: installs the store pushed (the person installed an app elsewhere) whose question has
+    // not been answered yet, so a stop while it is asked asks it again at the next start.
+    r#"
+    CREATE TABLE store_pending_installs (
+        store_url   TEXT NOT NULL,
+        app_id      TEXT NOT NULL,
+        created_ms  INTEGER NOT NULL,
+        PRIMARY KEY (store_url, app_id)
+    );
+    "#,
+    // 15: how often each tool ran, per session and per day, for the quotas in
     // `tools.quotas` (per-day counts must survive a restart). `scope` is `day:YYYY-MM-DD` (UTC)
     // or `session:<id>`; `key` is a quota's subject (`shell`, `shell.bash.exec`).
     r#"

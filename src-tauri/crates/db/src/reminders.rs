@@ -110,6 +110,9 @@ pub struct ReminderRow {
     pub prompt: String,
     /// A shell command run first when it fires (its output goes with the prompt).
     pub command: Option<String>,
+    /// Where the output is delivered besides the session (JSON the scheduler defines: channel,
+    /// recipient, thread).
+    pub deliver: Option<String>,
     pub kind: ReminderKind,
     /// The schedule as given: the original one-shot text or the cron expression.
     pub schedule: String,
@@ -133,6 +136,7 @@ pub struct NewReminder<'a> {
     pub title: &'a str,
     pub prompt: &'a str,
     pub command: Option<&'a str>,
+    pub deliver: Option<&'a str>,
     pub kind: ReminderKind,
     pub schedule: &'a str,
     pub timezone: &'a str,
@@ -196,7 +200,7 @@ pub struct Reminders {
     db: Database,
 }
 
-const REMINDER_COLUMNS: &str = "id, session_id, title, prompt, kind, schedule, timezone, next_run_ms, enabled, origin, created_ms, updated_ms, last_run_ms, command";
+const REMINDER_COLUMNS: &str = "id, session_id, title, prompt, kind, schedule, timezone, next_run_ms, enabled, origin, created_ms, updated_ms, last_run_ms, command, deliver";
 
 const RUN_COLUMNS: &str = "id, reminder_id, trigger, scheduled_ms, started_ms, finished_ms, outcome, session_id, error, output";
 
@@ -225,6 +229,7 @@ fn reminder_row(row: &Row<'_>) -> rusqlite::Result<ReminderRow> {
         updated_ms: row.get(11)?,
         last_run_ms: row.get(12)?,
         command: row.get(13)?,
+        deliver: row.get(14)?,
     })
 }
 
@@ -254,8 +259,8 @@ impl Reminders {
         let id = self.db.with_conn(|c| {
             c.execute(
                 "INSERT INTO reminders (session_id, title, prompt, kind, schedule, timezone,
-                     next_run_ms, enabled, origin, created_ms, updated_ms, command)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)",
+                     next_run_ms, enabled, origin, created_ms, updated_ms, command, deliver)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12)",
                 params![
                     new.session_id,
                     new.title,
@@ -267,7 +272,8 @@ impl Reminders {
                     new.enabled,
                     new.origin,
                     new.created_ms,
-                    new.command
+                    new.command,
+                    new.deliver
                 ],
             )?;
             Ok(c.last_insert_rowid())
@@ -306,7 +312,7 @@ impl Reminders {
             let changed = c.execute(
                 "UPDATE reminders SET session_id = ?2, title = ?3, prompt = ?4, kind = ?5,
                      schedule = ?6, timezone = ?7, next_run_ms = ?8, enabled = ?9,
-                     updated_ms = ?10, last_run_ms = ?11, command = ?12
+                     updated_ms = ?10, last_run_ms = ?11, command = ?12, deliver = ?13
                  WHERE id = ?1",
                 params![
                     row.id,
@@ -320,7 +326,8 @@ impl Reminders {
                     row.enabled,
                     row.updated_ms,
                     row.last_run_ms,
-                    row.command
+                    row.command,
+                    row.deliver
                 ],
             )?;
             Ok(changed > 0)
@@ -470,6 +477,7 @@ mod tests {
             title: "stretch",
             prompt: "Remind me to stretch",
             command: None,
+            deliver: None,
             kind: ReminderKind::OneShot,
             schedule: "in 5 min",
             timezone: "UTC",
@@ -502,6 +510,7 @@ mod tests {
         let mut changed = a.clone();
         changed.title = "walk".into();
         changed.command = Some("date".into());
+        changed.deliver = Some(r#"{"channel":"bridge"}"#.into());
         changed.enabled = false;
         changed.updated_ms = 2_000;
         assert!(repo.update(&changed).unwrap());

@@ -1,6 +1,10 @@
 //! Where this Osprey is in each store's event stream: the `id:` of the last event it applied,
 //! by store URL, so a restart or a dropped connection resumes with `Last-Event-ID` and misses
 //! nothing. Keyed by URL so another store is never asked to resume from this one's id.
+//!
+//! Beside it, the pushed installs still waiting for the person's answer: the cursor moves past
+//! an `installed` event as soon as its question is asked, so the question itself is what must
+//! survive a stop.
 
 use rusqlite::{OptionalExtension, params};
 
@@ -41,6 +45,43 @@ impl StoreCursors {
             Ok(())
         })
     }
+
+    /// Notes that the install of `app_id` pushed by the store at `store_url` is being asked.
+    pub fn add_pending_install(&self, store_url: &str, app_id: &str) -> Result<()> {
+        self.db.with_conn(|c| {
+            c.execute(
+                "INSERT OR IGNORE INTO store_pending_installs (store_url, app_id, created_ms)
+                 VALUES (?1, ?2, ?3)",
+                params![store_url, app_id, now_ms()],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The question about `app_id` was answered (or cannot be asked any more).
+    pub fn remove_pending_install(&self, store_url: &str, app_id: &str) -> Result<()> {
+        self.db.with_conn(|c| {
+            c.execute(
+                "DELETE FROM store_pending_installs WHERE store_url = ?1 AND app_id = ?2",
+                params![store_url, app_id],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The pushed installs from `store_url` still waiting for an answer, oldest first.
+    pub fn pending_installs(&self, store_url: &str) -> Result<Vec<String>> {
+        self.db.with_conn(|c| {
+            let mut statement = c.prepare(
+                "SELECT app_id FROM store_pending_installs WHERE store_url = ?1
+                 ORDER BY created_ms, app_id",
+            )?;
+            let ids = statement
+                .query_map([store_url], |row| row.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?;
+            Ok(ids)
+        })
+    }
 }
 
 #[cfg(test)]
@@ -60,5 +101,23 @@ mod tests {
         let cursors = Database::open_in(dir.path()).unwrap().store_cursors();
         assert_eq!(cursors.get("http://a:1").unwrap().as_deref(), Some("12"));
         assert_eq!(cursors.get("http://b:1").unwrap().as_deref(), Some("3"));
+    }
+
+    #[test]
+    fn a_pending_install_is_kept_per_store_until_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let cursors = Database::open_in(dir.path()).unwrap().store_cursors();
+            cursors.add_pending_install("http://a:1", "units").unwrap();
+            cursors.add_pending_install("http://a:1", "units").unwrap();
+            cursors.add_pending_install("http://b:1", "notes").unwrap();
+        }
+        let cursors = Database::open_in(dir.path()).unwrap().store_cursors();
+        assert_eq!(cursors.pending_installs("http://a:1").unwrap(), ["units"]);
+        cursors
+            .remove_pending_install("http://a:1", "units")
+            .unwrap();
+        assert!(cursors.pending_installs("http://a:1").unwrap().is_empty());
+        assert_eq!(cursors.pending_installs("http://b:1").unwrap(), ["notes"]);
     }
 }

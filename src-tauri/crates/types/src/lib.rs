@@ -17,7 +17,8 @@ mod store;
 pub use audit::{AuditFilter, AuditOutcome, AuditRow, GrantRow};
 pub use store::{
     InstallStage, PermissionExplained, PermissionSensitivity, StoreAppDetails, StoreAppSummary,
-    StoreCatalogPage, StoreCategory, StoreHome, StoreInstallState, StoreReview,
+    StoreCatalogPage, StoreCategory, StoreHome, StoreInstallState, StoreReview, StoreSkillPage,
+    StoreSkillReport, StoreSkillSummary,
 };
 
 /// Where a tool call came from. Travels in every call's context and decides which origin rules
@@ -593,6 +594,7 @@ codes! {
         // Chat.
         TurnRunning = "turn_running",
         EmptyMessage = "empty_message",
+        InvalidImage = "invalid_image",
         InvalidSessionId = "invalid_session_id",
         /// No stored session has that id (deleted, or never written).
         UnknownSession = "unknown_session",
@@ -944,6 +946,10 @@ pub struct ChatUsage {
 pub enum TranscriptItem {
     User {
         text: String,
+    },
+    /// An image the person attached to their message, as a `data:` URL.
+    UserImage {
+        image: String,
     },
     Assistant {
         text: String,

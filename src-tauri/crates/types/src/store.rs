@@ -102,6 +102,52 @@ pub enum StoreInstallState {
     UpdatePending,
 }
 
+/// One skill in the store's skill list (a folder of instructions, with a SKILL.md, that the
+/// agent loads when a task needs it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct StoreSkillSummary {
+    pub name: String,
+    pub description: String,
+    /// The store's latest version.
+    pub version: String,
+    /// `metadata.author` from its SKILL.md, else the publisher the store names.
+    pub author: Option<String>,
+    pub license: Option<String>,
+    pub publisher: Option<String>,
+    pub category: Option<String>,
+    /// Every file in the skill's folder (what installing it puts on this computer).
+    pub files: Vec<String>,
+    /// The archive's size in bytes.
+    #[ts(type = "number")]
+    pub size: u64,
+    #[ts(type = "number")]
+    pub installs: u64,
+    pub featured: bool,
+    /// The archive's SHA-256: an install refuses anything but what was shown.
+    pub sha256: String,
+    /// The version the store installed here, if any.
+    pub installed_version: Option<String>,
+}
+
+/// One page of the store's skills.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct StoreSkillPage {
+    pub skills: Vec<StoreSkillSummary>,
+    #[ts(type = "number")]
+    pub total: u64,
+    pub page: u32,
+    pub per_page: u32,
+}
+
+/// What installing or removing a store skill did, with the sentence a person reads.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct StoreSkillReport {
+    pub name: String,
+    /// The version now installed (`None` after a removal).
+    pub version: Option<String>,
+    pub message: String,
+}
+
 /// An app's page in the store.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
 pub struct StoreAppDetails {

@@ -19,7 +19,7 @@ use osprey_types::{
 use osprey_types::{
     AuditFilter, AuditOutcome, AuditRow, GrantRow, InstallStage, PermissionExplained,
     PermissionSensitivity, StoreAppDetails, StoreAppSummary, StoreCatalogPage, StoreCategory,
-    StoreHome, StoreInstallState, StoreReview,
+    StoreHome, StoreInstallState, StoreReview, StoreSkillPage, StoreSkillReport, StoreSkillSummary,
 };
 use ts_rs::{Config, TS};
 
@@ -98,6 +98,9 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<StoreCategory>(&config, &mut index);
     export::<StoreHome>(&config, &mut index);
     export::<StoreReview>(&config, &mut index);
+    export::<StoreSkillSummary>(&config, &mut index);
+    export::<StoreSkillPage>(&config, &mut index);
+    export::<StoreSkillReport>(&config, &mut index);
     export::<StoreInstallState>(&config, &mut index);
     export::<StoreAppDetails>(&config, &mut index);
     export::<InstallStage>(&config, &mut index);

@@ -121,3 +121,21 @@ describe("finishedLabel", () => {
     expect(finishedLabel("failed", null)).toBe("failed");
   });
 });
+
+describe("an attached image", () => {
+  const image = "data:image/png;base64,iVBORw0KGgo=";
+
+  it("shows above the person's text when sent and when the history is loaded", () => {
+    const sent = addUserMessage(emptyTranscript(S), "what is this?", image);
+    expect(sent.entries).toEqual([
+      { kind: "user_image", image },
+      { kind: "user", text: "what is this?" },
+    ]);
+    const loaded = fromHistory(S, [
+      { kind: "user_image", image },
+      { kind: "user", text: "what is this?" },
+    ]);
+    expect(loaded.entries).toEqual(sent.entries);
+    expect(addUserMessage(emptyTranscript(S), "hi").entries).toEqual([{ kind: "user", text: "hi" }]);
+  });
+});

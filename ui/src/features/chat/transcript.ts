@@ -8,6 +8,8 @@ export type ToolStatus = "running" | "done" | "failed";
 /** One entry on screen. Streaming appends to the last entry when it is of the same kind. */
 export type Entry =
   | { kind: "user"; text: string }
+  /** An image the person attached (a `data:` URL), shown above their text. */
+  | { kind: "user_image"; image: string }
   | { kind: "assistant"; text: string }
   | { kind: "thinking"; text: string }
   | {
@@ -54,6 +56,8 @@ export function fromHistory(sessionId: string, items: TranscriptItem[]): Transcr
           status: item.result ? toolStatus(item.result) : "failed",
           result: item.result,
         };
+      case "user_image":
+        return { kind: "user_image", image: item.image };
       default:
         return { kind: item.kind, text: item.text };
     }
@@ -61,11 +65,12 @@ export function fromHistory(sessionId: string, items: TranscriptItem[]): Transcr
   return { sessionId, entries, running: false, error: null };
 }
 
-/** The person's message, shown at once (before the core confirms the turn). */
-export function addUserMessage(transcript: Transcript, text: string): Transcript {
+/** The person's message (with the image they attached), shown at once (before the core confirms the turn). */
+export function addUserMessage(transcript: Transcript, text: string, image: string | null = null): Transcript {
+  const attached: Entry[] = image ? [{ kind: "user_image", image }] : [];
   return {
     ...transcript,
-    entries: [...transcript.entries, { kind: "user", text }],
+    entries: [...transcript.entries, ...attached, { kind: "user", text }],
     running: true,
     error: null,
   };

@@ -1,6 +1,7 @@
 // "Ask about the current window" (tray): the snapshot the tray took is attached to a new chat;
-// the message sent carries the person's question, the window's name, the snapshot id and its
-// element list, so the model can act on the IDs with the `desktop` tool or look again with
+// the message sent carries the annotated image (sent beside the text, see `sendMessage`) and the
+// person's question with the window's name, the snapshot id and its element list, so the model
+// sees the window and can act on the IDs with the `desktop` tool or look again with
 // `screenshot see`.
 import type { WindowSnapshot } from "../../gen";
 

@@ -14,6 +14,10 @@
 //! runs through the registry like any shell call (the kernel sandbox, the safeguard, the
 //! creator's origin rules), approved for that exact command only.
 //!
+//! A reminder may also `deliver` its output to a connected channel (`{channel, to, thread_id}`)
+//! when it fires, besides keeping it in its session: that sends on the person's behalf later,
+//! with nobody to ask, so setting it is asked like a command is (every time, at every level).
+//!
 //! The reminder keeps the origin of the call that created it (`user` in a chat, `system` when a
 //! reminder's own turn creates another), and by default the session it was created in, so its
 //! turns continue that conversation.
@@ -24,6 +28,7 @@ use osprey_types::{ErrorCode, ToolResult};
 use serde_json::{Value, json};
 
 use super::{AgentTool, Outcome, field, invalid, json_result};
+use crate::outbox::Delivery;
 use crate::scheduler::{CreateReminder, ScheduleBackend, UpdateReminder, spec};
 
 /// The resource's line in the tool's description.
@@ -71,7 +76,7 @@ pub(super) fn table(domain: Domain) -> Domain {
             ("get", "One reminder by id", Free),
             (
                 "update",
-                "Change a reminder's title, prompt, command, schedule or time zone",
+                "Change a reminder's title, prompt, command, delivery, schedule or time zone",
                 Free,
             ),
             ("delete", "Delete a reminder and its history", Required),
@@ -111,6 +116,13 @@ pub(super) fn table(domain: Domain) -> Domain {
         "command",
         FieldType::String,
         "reminder: a shell command to run when it fires, before the prompt (its output is given with the prompt); the person is asked when it is set; an empty string removes it on update",
+        &[],
+    );
+    let domain = field(
+        domain,
+        "deliver",
+        FieldType::Object,
+        "reminder: also send its output, when it fires, to a connected channel: {channel, to, thread_id} (message list shows the channels); the person is asked when it is set; null removes it on update",
         &[],
     );
     let domain = field(
@@ -167,6 +179,41 @@ pub(super) fn command_facts(facts: CallFacts, call: &Call, command: &str) -> Cal
         needs_approval: Some(why.into()),
         ask_every_time: Some(why.into()),
         ..facts
+    }
+}
+
+/// A reminder call that sets `deliver`: the output will go out later with nobody to ask, so the
+/// person is asked now, every time, at every level.
+pub(super) fn deliver_facts(facts: CallFacts, delivery: &Value) -> CallFacts {
+    let channel = delivery["channel"].as_str().unwrap_or("?");
+    let to = delivery["to"]
+        .as_str()
+        .filter(|t| !t.is_empty())
+        .map(|t| format!(" to {t}"))
+        .unwrap_or_default();
+    let why = "a reminder's output is sent out later without asking anyone, so where it goes is \
+               asked when it is set";
+    CallFacts {
+        summary: format!("{}: send its output via {channel}{to}", facts.summary),
+        app: Some(channel.split('/').next().unwrap_or(channel).to_string()),
+        needs_approval: Some(why.into()),
+        ask_every_time: Some(why.into()),
+        ..facts
+    }
+}
+
+/// `deliver` from the call: `None` when absent, `Some(None)` when null (remove on update).
+fn delivery_of(call: &Call) -> Result<Option<Option<Delivery>>, ToolResult> {
+    match call.input.get("deliver") {
+        None => Ok(None),
+        Some(Value::Null) => Ok(Some(None)),
+        Some(value) => serde_json::from_value::<Delivery>(value.clone())
+            .map(|d| Some(Some(d)))
+            .map_err(|e| {
+                invalid(format!(
+                    "`deliver` must be {{\"channel\": ..., \"to\": ..., \"thread_id\": ...}}: {e}"
+                ))
+            }),
     }
 }
 
@@ -244,6 +291,7 @@ async fn create(backend: &dyn ScheduleBackend, ctx: &ToolContext, call: &Call) -
             title: call.str("title").map(str::to_string),
             prompt: call.str("prompt").unwrap_or_default().to_string(),
             command: call.str("command").map(str::to_string),
+            deliver: delivery_of(call)?.flatten(),
             schedule: call.str("schedule").unwrap_or_default().to_string(),
             kind: None,
             timezone: call.str("timezone").map(str::to_string),
@@ -277,6 +325,7 @@ async fn update(backend: &dyn ScheduleBackend, call: &Call) -> Outcome {
         command: call
             .str("command")
             .map(|c| Some(c.to_string()).filter(|c| !c.trim().is_empty())),
+        deliver: delivery_of(call)?,
         schedule: call.str("schedule").map(str::to_string),
         kind: None::<ReminderKind>,
         timezone: call.str("timezone").map(str::to_string),
@@ -288,12 +337,13 @@ async fn update(backend: &dyn ScheduleBackend, call: &Call) -> Outcome {
     if change.title.is_none()
         && change.prompt.is_none()
         && change.command.is_none()
+        && change.deliver.is_none()
         && change.schedule.is_none()
         && change.timezone.is_none()
         && change.session_id.is_none()
     {
         return Err(invalid(
-            "update needs something to change: `title`, `prompt`, `command`, `schedule`, `timezone` or `session_id`",
+            "update needs something to change: `title`, `prompt`, `command`, `deliver`, `schedule`, `timezone` or `session_id`",
         ));
     }
     let reminder = backend.update(id, change).await.map_err(scheduler_error)?;

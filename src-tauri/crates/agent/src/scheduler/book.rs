@@ -67,11 +67,13 @@ impl Book {
             .as_deref()
             .map(str::trim)
             .filter(|c| !c.is_empty());
+        let deliver = create.deliver.as_ref().map(delivery_json).transpose()?;
         let row = self.repo.create(&NewReminder {
             session_id: create.session_id.as_deref(),
             title: &title,
             prompt,
             command,
+            deliver: deliver.as_deref(),
             kind: plan.kind,
             schedule: &plan.schedule,
             timezone: tz.name(),
@@ -99,6 +101,9 @@ impl Book {
             row.command = command
                 .map(|c| c.trim().to_string())
                 .filter(|c| !c.is_empty());
+        }
+        if let Some(deliver) = change.deliver {
+            row.deliver = deliver.as_ref().map(delivery_json).transpose()?;
         }
         if let Some(session) = change.session_id {
             row.session_id = session;
@@ -253,4 +258,15 @@ pub(super) fn shorten(text: &str, chars: usize) -> String {
         Some((cut, _)) => format!("{}…", text[..cut].trim_end()),
         None => text.to_string(),
     }
+}
+
+/// A delivery as stored: checked (a channel is named) and written as JSON.
+fn delivery_json(delivery: &crate::outbox::Delivery) -> Result<String> {
+    if delivery.channel.trim().is_empty() {
+        return Err(Error::InvalidSchedule(
+            "`deliver` needs a `channel` (message list shows the connected channels)".into(),
+        ));
+    }
+    serde_json::to_string(delivery)
+        .map_err(|e| Error::InvalidSchedule(format!("`deliver` cannot be stored: {e}")))
 }

@@ -227,6 +227,7 @@ impl AppScheduler {
                     title: run.prompt.chars().take(60).collect(),
                     prompt: run.prompt.clone(),
                     command: None,
+                    deliver: None,
                     kind: String::new(),
                     schedule: String::new(),
                     timezone: self.timezone.name().into(),
@@ -288,8 +289,9 @@ impl AppScheduler {
             title: schedule.name,
             prompt: schedule.prompt,
             // Never read back from the app: a command the app could write would run as
-            // approved (see `refuse_command`).
+            // approved (see `refuse_command`); nor a delivery, for the same reason.
             command: None,
+            deliver: None,
             kind: kind.into(),
             schedule: text,
             timezone: tz.name().into(),
@@ -333,6 +335,19 @@ impl AppScheduler {
             ))),
             _ => Ok(()),
         }
+    }
+
+    /// Likewise a delivery: the app could point it at another channel or recipient.
+    fn refuse_delivery(&self, set: bool) -> Result<()> {
+        if set {
+            return Err(Error::InvalidSchedule(format!(
+                "reminders here are kept by the schedule app `{}`, which cannot be trusted with \
+                 where a reminder's output is sent: make it a reminder without `deliver`, or \
+                 remove the app to use Osprey's built-in scheduler",
+                self.app_id
+            )));
+        }
+        Ok(())
     }
 
     fn zone(&self, name: Option<&str>) -> Result<Tz> {
@@ -388,6 +403,7 @@ impl ScheduleBackend for AppScheduler {
     fn create(&self, request: CreateReminder) -> BoxFuture<'_, Result<Reminder>> {
         Box::pin(async move {
             self.refuse_command(request.command.as_deref())?;
+            self.refuse_delivery(request.deliver.is_some())?;
             let prompt = request.prompt.trim();
             if prompt.is_empty() {
                 return Err(Error::InvalidSchedule(
@@ -434,6 +450,7 @@ impl ScheduleBackend for AppScheduler {
     fn update(&self, id: String, change: UpdateReminder) -> BoxFuture<'_, Result<Reminder>> {
         Box::pin(async move {
             self.refuse_command(change.command.as_ref().and_then(Option::as_deref))?;
+            self.refuse_delivery(matches!(change.deliver, Some(Some(_))))?;
             let mut schedule = self.fetch(&id).await?;
             let mut extra: serde_json::Value =
                 serde_json::from_str(&schedule.payload_json).unwrap_or_else(|_| json!({}));
