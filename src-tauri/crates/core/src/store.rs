@@ -7,12 +7,10 @@
 
 use std::collections::HashMap;
 
-use osprey_apps::skill_package::SkillExpectation;
 use osprey_apps::store_client::{Shelf, StoreClient};
 use osprey_types::{
     PermissionExplained, StoreAppDetails, StoreAppSummary, StoreCatalogPage, StoreCategory,
-    StoreHome, StoreInstallState, StoreReview, StoreSkillPage, StoreSkillReport, StoreSkillSummary,
-    UiErrorCode,
+    StoreHome, StoreInstallState, StoreReview, UiErrorCode,
 };
 use serde_json::Value;
 
@@ -285,115 +283,165 @@ impl Core {
     }
 }
 
-fn skill_summary(
-    entry: &Value,
-    installed: &HashMap<String, String>,
-) -> CoreResult<StoreSkillSummary> {
-    let name = entry["name"]
-        .as_str()
-        .ok_or_else(|| not_valid("skill entry"))?;
-    let optional = |key: &str| entry[key].as_str().map(String::from);
-    Ok(StoreSkillSummary {
-        name: name.to_string(),
-        description: text(entry, "description"),
-        version: text(entry, "version"),
-        author: optional("author"),
-        license: optional("license"),
-        publisher: optional("publisher"),
-        category: optional("category"),
-        files: entry["files"]
-            .as_array()
-            .map(|files| {
-                files
-                    .iter()
-                    .filter_map(|f| f.as_str().map(String::from))
-                    .collect()
+/// The Store page's Skills tab. Skills install through the store tool's paths, which need the
+/// app platform (Unix today); elsewhere each says so.
+#[cfg(unix)]
+mod skills {
+    use std::collections::HashMap;
+
+    use osprey_apps::skill_package::SkillExpectation;
+    use osprey_types::{StoreSkillPage, StoreSkillReport, StoreSkillSummary};
+    use serde_json::Value;
+
+    use super::{PER_PAGE, not_valid, text};
+    use crate::{Core, CoreResult};
+
+    fn skill_summary(
+        entry: &Value,
+        installed: &HashMap<String, String>,
+    ) -> CoreResult<StoreSkillSummary> {
+        let name = entry["name"]
+            .as_str()
+            .ok_or_else(|| not_valid("skill entry"))?;
+        let optional = |key: &str| entry[key].as_str().map(String::from);
+        Ok(StoreSkillSummary {
+            name: name.to_string(),
+            description: text(entry, "description"),
+            version: text(entry, "version"),
+            author: optional("author"),
+            license: optional("license"),
+            publisher: optional("publisher"),
+            category: optional("category"),
+            files: entry["files"]
+                .as_array()
+                .map(|files| {
+                    files
+                        .iter()
+                        .filter_map(|f| f.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            size: entry["size"].as_u64().unwrap_or_default(),
+            installs: entry["installs"].as_u64().unwrap_or_default(),
+            featured: entry["featured"].as_bool().unwrap_or_default(),
+            sha256: text(entry, "sha256"),
+            installed_version: installed.get(name).cloned(),
+        })
+    }
+
+    impl Core {
+        /// One page of the store's skills for the Store page (searched by `query`, within
+        /// `category`), each with the version the store installed here.
+        pub async fn store_skills(
+            &self,
+            query: &str,
+            category: Option<&str>,
+            page: u32,
+        ) -> CoreResult<StoreSkillPage> {
+            let value = self
+                .store_skill_listing(query, category, page, PER_PAGE)
+                .await?;
+            let installer = self.skill_installer()?;
+            let installed: HashMap<String, String> =
+                tokio::task::spawn_blocking(move || installer.installed())
+                    .await
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|record| (record.name, record.version))
+                    .collect();
+            let skills = value["skills"]
+                .as_array()
+                .ok_or_else(|| not_valid("skill list"))?
+                .iter()
+                .map(|entry| skill_summary(entry, &installed))
+                .collect::<CoreResult<Vec<_>>>()?;
+            Ok(StoreSkillPage {
+                skills,
+                total: value["total"].as_u64().unwrap_or_default(),
+                page: value["page"].as_u64().unwrap_or(1) as u32,
+                per_page: value["per_page"].as_u64().unwrap_or(u64::from(PER_PAGE)) as u32,
             })
-            .unwrap_or_default(),
-        size: entry["size"].as_u64().unwrap_or_default(),
-        installs: entry["installs"].as_u64().unwrap_or_default(),
-        featured: entry["featured"].as_bool().unwrap_or_default(),
-        sha256: text(entry, "sha256"),
-        installed_version: installed.get(name).cloned(),
-    })
+        }
+
+        /// Installs (or updates) the store skill `name` at the `version` and archive (`sha256`) the
+        /// person was shown: anything else the store serves now is refused, nothing unpacked.
+        pub async fn install_shown_store_skill(
+            &self,
+            name: &str,
+            version: &str,
+            sha256: &str,
+        ) -> CoreResult<StoreSkillReport> {
+            let expected = SkillExpectation {
+                version: version.to_string(),
+                sha256: sha256.to_string(),
+            };
+            let outcome = self.install_store_skill(name, Some(&expected)).await?;
+            let message = match &outcome.from_version {
+                Some(from) if *from == outcome.version => format!(
+                    "The skill {} was at {from} already (the store may have updated it meanwhile); \
+                     its files are installed afresh.",
+                    outcome.name
+                ),
+                Some(from) => format!(
+                    "Updated the skill {} from {from} to {}.",
+                    outcome.name, outcome.version
+                ),
+                None => format!(
+                    "Installed the skill {} {}: the agent can use it from your next message.",
+                    outcome.name, outcome.version
+                ),
+            };
+            Ok(StoreSkillReport {
+                name: outcome.name,
+                version: Some(outcome.version),
+                message,
+            })
+        }
+
+        /// Removes the store skill `name` (see [`Core::uninstall_store_skill`]).
+        pub async fn remove_store_skill(&self, name: &str) -> CoreResult<StoreSkillReport> {
+            let record = self.uninstall_store_skill(name).await?;
+            Ok(StoreSkillReport {
+                message: format!("Removed the skill {} {}.", record.name, record.version),
+                name: record.name,
+                version: None,
+            })
+        }
+    }
 }
 
+#[cfg(not(unix))]
 impl Core {
-    /// One page of the store's skills for the Store page (searched by `query`, within
-    /// `category`), each with the version the store installed here.
     pub async fn store_skills(
         &self,
-        query: &str,
-        category: Option<&str>,
-        page: u32,
-    ) -> CoreResult<StoreSkillPage> {
-        let value = self
-            .store_skill_listing(query, category, page, PER_PAGE)
-            .await?;
-        let installer = self.skill_installer()?;
-        let installed: HashMap<String, String> =
-            tokio::task::spawn_blocking(move || installer.installed())
-                .await
-                .unwrap_or_default()
-                .into_iter()
-                .map(|record| (record.name, record.version))
-                .collect();
-        let skills = value["skills"]
-            .as_array()
-            .ok_or_else(|| not_valid("skill list"))?
-            .iter()
-            .map(|entry| skill_summary(entry, &installed))
-            .collect::<CoreResult<Vec<_>>>()?;
-        Ok(StoreSkillPage {
-            skills,
-            total: value["total"].as_u64().unwrap_or_default(),
-            page: value["page"].as_u64().unwrap_or(1) as u32,
-            per_page: value["per_page"].as_u64().unwrap_or(u64::from(PER_PAGE)) as u32,
-        })
+        _query: &str,
+        _category: Option<&str>,
+        _page: u32,
+    ) -> CoreResult<osprey_types::StoreSkillPage> {
+        Err(skills_unsupported())
     }
 
-    /// Installs (or updates) the store skill `name` at the `version` and archive (`sha256`) the
-    /// person was shown: anything else the store serves now is refused, nothing unpacked.
     pub async fn install_shown_store_skill(
         &self,
-        name: &str,
-        version: &str,
-        sha256: &str,
-    ) -> CoreResult<StoreSkillReport> {
-        let expected = SkillExpectation {
-            version: version.to_string(),
-            sha256: sha256.to_string(),
-        };
-        let outcome = self.install_store_skill(name, Some(&expected)).await?;
-        let message = match &outcome.from_version {
-            Some(from) if *from == outcome.version => format!(
-                "The skill {} was at {from} already (the store may have updated it meanwhile); \
-                 its files are installed afresh.",
-                outcome.name
-            ),
-            Some(from) => format!(
-                "Updated the skill {} from {from} to {}.",
-                outcome.name, outcome.version
-            ),
-            None => format!(
-                "Installed the skill {} {}: the agent can use it from your next message.",
-                outcome.name, outcome.version
-            ),
-        };
-        Ok(StoreSkillReport {
-            name: outcome.name,
-            version: Some(outcome.version),
-            message,
-        })
+        _name: &str,
+        _version: &str,
+        _sha256: &str,
+    ) -> CoreResult<osprey_types::StoreSkillReport> {
+        Err(skills_unsupported())
     }
 
-    /// Removes the store skill `name` (see [`Core::uninstall_store_skill`]).
-    pub async fn remove_store_skill(&self, name: &str) -> CoreResult<StoreSkillReport> {
-        let record = self.uninstall_store_skill(name).await?;
-        Ok(StoreSkillReport {
-            message: format!("Removed the skill {} {}.", record.name, record.version),
-            name: record.name,
-            version: None,
-        })
+    pub async fn remove_store_skill(
+        &self,
+        _name: &str,
+    ) -> CoreResult<osprey_types::StoreSkillReport> {
+        Err(skills_unsupported())
     }
+}
+
+#[cfg(not(unix))]
+fn skills_unsupported() -> CoreError {
+    CoreError::new(
+        UiErrorCode::NotSupported,
+        "store skills are not supported on this platform yet",
+    )
 }
