@@ -199,8 +199,15 @@ async fn origin_rules_denying_mcp_refuse_and_policy_full_lets_writes_through() {
 }
 
 /// `osprey mcp serve` on `data` with piped stdio, for tests that speak raw JSON-RPC lines.
-fn piped_server(data: &Path, env: &[(&str, &str)]) -> tokio::process::Child {
-    osprey_command(data)
+/// `osprey mcp serve` on pipes, and what it writes to stderr as it comes. Its stderr is read
+/// all along: a full pipe (the debug log of one `tools/list` is larger than the pipe's buffer)
+/// would block the server's next log line and so its answers.
+fn piped_server(
+    data: &Path,
+    env: &[(&str, &str)],
+) -> (tokio::process::Child, tokio::task::JoinHandle<String>) {
+    use tokio::io::AsyncReadExt;
+    let mut child = osprey_command(data)
         .args(["mcp", "serve"])
         .envs(env.iter().copied())
         .stdin(Stdio::piped())
@@ -208,7 +215,14 @@ fn piped_server(data: &Path, env: &[(&str, &str)]) -> tokio::process::Child {
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .unwrap()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let log = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text).await;
+        text
+    });
+    (child, log)
 }
 
 /// Waits for a server whose stdin was closed to exit, successfully.
@@ -225,7 +239,7 @@ async fn stdout_carries_only_protocol_frames_even_with_debug_logs() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
     let data = tempfile::tempdir().unwrap();
-    let mut child = piped_server(data.path(), &[("OSPREY_LOG", "debug")]);
+    let (mut child, log) = piped_server(data.path(), &[("OSPREY_LOG", "debug")]);
     let mut stdin = child.stdin.take().unwrap();
     let requests = [
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -270,9 +284,11 @@ async fn stdout_carries_only_protocol_frames_even_with_debug_logs() {
     assert_eq!(errors.get(&4), Some(&json!(-32602)), "{errors:?}");
     assert_eq!(errors.get(&5), Some(&json!(-32601)), "{errors:?}");
     assert_eq!(errors.len(), 2, "only the bad requests fail: {errors:?}");
-    // Closing stdin ends the server cleanly.
+    // Closing stdin ends the server cleanly; the debug logs went to stderr.
     drop(stdin);
     exits_cleanly(&mut child).await;
+    let log = log.await.unwrap();
+    assert!(log.contains("DEBUG"), "no debug log on stderr: {log}");
 }
 
 /// A client that breaks the protocol's rules, as a hand-written or buggy one does, gets the
@@ -284,7 +300,7 @@ async fn a_client_breaking_the_rules_gets_json_rpc_errors_with_its_ids_and_keeps
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
     let data = tempfile::tempdir().unwrap();
-    let mut child = piped_server(data.path(), &[]);
+    let (mut child, _log) = piped_server(data.path(), &[]);
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
     // Sends one line and returns the answer to it (or checks that none comes before a ping's).

@@ -52,11 +52,8 @@ fn fields(call: &Call) -> ContactFields {
         emails: strings(call, "emails"),
         phones: strings(call, "phones"),
         org: call.str("org").map(str::to_string),
-        // `description` is the schema's name for free text; `note` is what vCard calls it.
-        note: call
-            .str("note")
-            .or_else(|| call.str("description"))
-            .map(str::to_string),
+        // `description` is the schema's name for free text; `note`, vCard's, is its alias.
+        note: call.str("description").map(str::to_string),
     }
 }
 

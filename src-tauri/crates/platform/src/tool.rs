@@ -539,6 +539,8 @@ fn os_domain(offered: &[&Capability]) -> Domain {
             FieldType::String,
             "calendar: event description; contacts: note",
         )
+        // vCard's name for a contact's free text.
+        .field_alias(&["note"])
         .field(
             "uid",
             FieldType::String,
