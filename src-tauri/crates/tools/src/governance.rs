@@ -425,6 +425,10 @@ impl Governance {
         action: Option<&str>,
     ) -> Vec<(String, Quota)> {
         let compiled = self.compiled();
+        // Most people set none: no key is built per call then.
+        if compiled.config.quotas.is_empty() {
+            return Vec::new();
+        }
         let mut keys = vec![tool.to_string()];
         if let Some(resource) = resource {
             keys.push(format!("{tool}.{resource}"));
