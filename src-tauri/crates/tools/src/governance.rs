@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
@@ -220,7 +220,9 @@ struct GovernanceInner {
     compiled: RwLock<Arc<Compiled>>,
     denied: DeniedPaths,
     home: Option<PathBuf>,
-    usage: ToolUsage,
+    /// Where quota uses are counted: the data folder's database, or (for a registry core has
+    /// not given one) an in-memory one opened at the first quota check.
+    usage: OnceLock<ToolUsage>,
     breakers: Mutex<HashMap<String, Breaker>>,
 }
 
@@ -238,7 +240,19 @@ impl Governance {
     /// Governance with the default settings (nothing off, no quotas, the default breaker),
     /// counting uses in `usage`; `home` expands `~/` in denied paths.
     pub fn new(usage: ToolUsage, home: Option<PathBuf>) -> Self {
-        let governance = Governance {
+        // A day's count from before yesterday is of no use; sessions idle for a month neither.
+        let _ = usage.prune(&day_scope(chrono::Utc::now()), 30 * 24 * 3600 * 1000);
+        Governance::with_usage(OnceLock::from(usage), home)
+    }
+
+    /// Governance with the default settings whose counts (should quotas be set) live in memory,
+    /// opened only then: a registry's start-up opens no database for it.
+    pub fn in_memory(home: Option<PathBuf>) -> Self {
+        Governance::with_usage(OnceLock::new(), home)
+    }
+
+    fn with_usage(usage: OnceLock<ToolUsage>, home: Option<PathBuf>) -> Self {
+        Governance {
             inner: Arc::new(GovernanceInner {
                 compiled: RwLock::new(Arc::new(Compiled {
                     config: GovernanceConfig::default(),
@@ -249,13 +263,15 @@ impl Governance {
                 usage,
                 breakers: Mutex::new(HashMap::new()),
             }),
-        };
-        // A day's count from before yesterday is of no use; sessions idle for a month neither.
-        let _ = governance
-            .inner
-            .usage
-            .prune(&day_scope(chrono::Utc::now()), 30 * 24 * 3600 * 1000);
-        governance
+        }
+    }
+
+    fn usage(&self) -> &ToolUsage {
+        self.inner.usage.get_or_init(|| {
+            osprey_db::Database::open_in_memory()
+                .expect("an in-memory SQLite database opens")
+                .tool_usage()
+        })
     }
 
     /// Puts new settings in force; an invalid one is refused whole, the old ones stay.
@@ -467,7 +483,7 @@ impl Governance {
                 entries.push((scope.clone(), key.clone(), limit, "session"));
             }
         }
-        let usage = &self.inner.usage;
+        let usage = self.usage();
         let over = if take {
             let rows: Vec<(&str, &str, u64)> = entries
                 .iter()

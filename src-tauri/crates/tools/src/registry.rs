@@ -179,12 +179,7 @@ impl Registry {
                 safeguard: config.safeguard,
                 audit: config.audit,
                 output_cap: config.output_cap,
-                governance: RwLock::new(Governance::new(
-                    osprey_db::Database::open_in_memory()
-                        .expect("an in-memory SQLite database opens")
-                        .tool_usage(),
-                    None,
-                )),
+                governance: RwLock::new(Governance::in_memory(None)),
             }),
         }
     }
