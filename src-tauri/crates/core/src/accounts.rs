@@ -90,6 +90,9 @@ pub struct Accounts {
     events: EventBus,
     /// One lock per account (`app.<id>.oauth.<provider>`), held across a refresh.
     locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+    /// Revocations a removal started (the installer's hook cannot wait), which
+    /// [`Accounts::finish_revocations`] awaits so a short-lived process does not exit first.
+    revoking: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>,
     /// Accounts whose last refresh failed for a passing reason: not before this time again.
     retry_at: Arc<Mutex<HashMap<String, u64>>>,
     wake: Arc<Notify>,
@@ -108,6 +111,7 @@ impl Accounts {
             apps_dir,
             events,
             locks: Arc::default(),
+            revoking: Arc::default(),
             retry_at: Arc::default(),
             wake: Arc::new(Notify::new()),
         }
@@ -160,8 +164,9 @@ impl Accounts {
     }
 
     /// Deletes what is kept for a removed app (called by the installer, on a blocking thread)
-    /// and asks the provider to revoke the grant, in the background: the removal does not wait
-    /// for the provider, and the tokens are gone here whatever it answers.
+    /// and starts asking the provider to revoke the grant; the tokens are gone here whatever it
+    /// answers. [`Core::uninstall_app`] then waits for that answer (at most [`REVOKE_TIMEOUT`]),
+    /// so `osprey app remove` does not exit before it.
     pub fn forget_app(&self, manifest: &Manifest) {
         let Some(oauth) = &manifest.oauth else {
             return;
@@ -177,10 +182,22 @@ impl Accounts {
         });
         if let (Some(tokens), Ok(runtime)) = (tokens, tokio::runtime::Handle::try_current()) {
             let (accounts, manifest) = (self.clone(), manifest.clone());
-            runtime.spawn(async move {
+            let task = runtime.spawn(async move {
                 let outcome = accounts.revoke(&manifest, tokens).await;
                 tracing::info!(app = %manifest.id, "removed app's account: {outcome}");
             });
+            self.revoking
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(task);
+        }
+    }
+
+    /// Waits for the revocations removals started (each bounded by [`REVOKE_TIMEOUT`]).
+    pub(crate) async fn finish_revocations(&self) {
+        let tasks = std::mem::take(&mut *self.revoking.lock().unwrap_or_else(|e| e.into_inner()));
+        for task in tasks {
+            let _ = task.await;
         }
     }
 

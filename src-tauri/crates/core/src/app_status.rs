@@ -335,6 +335,8 @@ mod unix {
             if from_store {
                 self.report_to_store(id, false).await;
             }
+            // The removal hook asked the app's OAuth provider to revoke its grant.
+            self.accounts().finish_revocations().await;
             Ok(())
         }
 
