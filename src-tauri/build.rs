@@ -26,6 +26,7 @@ const COMMANDS: &[&str] = &[
     "reject_app_update",
     "open_app_ui",
     "list_app_accounts",
+    "app_traffic",
     "connect_app_account",
     "disconnect_app_account",
     "provider_overview",

@@ -174,6 +174,7 @@ pub fn run() {
             commands::apps::reject_app_update,
             commands::apps::open_app_ui,
             commands::apps::list_app_accounts,
+            commands::apps::app_traffic,
             commands::apps::connect_app_account,
             commands::apps::disconnect_app_account,
             commands::settings::settings_overview,

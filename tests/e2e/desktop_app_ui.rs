@@ -1,7 +1,8 @@
 //! An installed app's UI in the real desktop app: the Apps page shows the sideloaded fixture UI
 //! app running (flagged as sideloaded), "Open" brings up its window on `osprey-app://<id>/`,
 //! the page's static files load, its `fetch('/api/...')` reaches the app process, and the page
-//! has no IPC to Osprey's commands. Linux only (tauri-driver drives WebKitGTK).
+//! has no IPC to Osprey's commands, and the Apps page's inspector shows the call the page's fetch
+//! became. Linux only (tauri-driver drives WebKitGTK).
 #![cfg(target_os = "linux")]
 
 use std::os::unix::fs::PermissionsExt;
@@ -153,5 +154,25 @@ fn an_apps_ui_opens_in_its_own_window_and_reaches_its_api_only() -> Result<()> {
     );
     app.save_screenshot("app-window")?;
     driver.switch_to_window(&main_window)?;
+
+    // The gRPC inspector on the Apps page shows the call the window's fetch became, decoded.
+    let inspect = driver.wait_for(
+        "[data-app-id='ui-panel'] [data-testid='app-traffic-toggle']",
+        UI_TIMEOUT,
+    )?;
+    driver.click(&inspect)?;
+    let call = "[data-app-id='ui-panel'] [data-testid='app-traffic-call']\
+                [data-method='osprey.app.v1.UIService/HandleRequest']";
+    let line = driver.wait_for_text(call, UI_TIMEOUT, |t| t.contains("UIService/HandleRequest"))?;
+    ensure!(line.contains("Ok"), "the call reads {line:?}");
+    let summary = driver.wait_for(&format!("{call} summary"), UI_TIMEOUT)?;
+    driver.click(&summary)?;
+    let sent = driver.wait_for_text(
+        &format!("{call} [data-testid='app-traffic-request']"),
+        UI_TIMEOUT,
+        |t| t.contains("\"path\": \"/echo\""),
+    )?;
+    ensure!(sent.contains("from=window"), "the request shown: {sent}");
+    app.save_screenshot("apps-inspector")?;
     Ok(())
 }

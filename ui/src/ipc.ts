@@ -20,6 +20,7 @@ import type {
 import type {
   AppAccount,
   AppInstallReport,
+  AppTraffic,
   AppStatus,
   ApprovalAnswer,
   ChatSessionSummary,
@@ -60,6 +61,7 @@ export type {
   AppAccount,
   AppInstallReport,
   AppStatus,
+  AppTraffic,
   ApprovalAnswer,
   ChatSessionSummary,
   CoreEvent,
@@ -281,6 +283,11 @@ export function openAppUi(appId: string): Promise<void> {
 /** Each installed app's account with its provider (never a token). */
 export function listAppAccounts(): Promise<AppAccount[]> {
   return call<AppAccount[]>("list_app_accounts");
+}
+
+/** The app's last gRPC calls as the inspector kept them, oldest first (credentials redacted). */
+export function appTraffic(appId: string, limit?: number): Promise<AppTraffic> {
+  return call<AppTraffic>("app_traffic", { appId, limit: limit ?? null });
 }
 
 /**

@@ -17,6 +17,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed={}", file.display());
     }
     let descriptors = protox::compile(&files, [&root])?;
+    // The schema itself, for the gRPC inspector to decode the traffic it keeps.
+    let out = PathBuf::from(std::env::var("OUT_DIR")?).join("app_v1_descriptors.bin");
+    std::fs::write(out, prost::Message::encode_to_vec(&descriptors))?;
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)

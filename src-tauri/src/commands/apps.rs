@@ -1,9 +1,9 @@
 //! The apps area: installed apps with their state, installing (from a file or the store) and
 //! uninstalling, approving or rejecting a staged update (new permissions), opening an app's UI in
 //! its own window on the `osprey-app://` scheme, and the apps' accounts (connect through the
-//! system browser, disconnect).
+//! system browser, disconnect), and each app's recent gRPC traffic (the inspector).
 
-use osprey_types::{AppAccount, AppInstallReport, AppStatus, UiError, UiErrorCode};
+use osprey_types::{AppAccount, AppInstallReport, AppStatus, AppTraffic, UiError, UiErrorCode};
 use tauri::{AppHandle, Manager, State, WebviewUrl, WebviewWindowBuilder};
 
 use crate::{CoreState, app_ui, ui_error};
@@ -43,6 +43,20 @@ pub async fn reject_app_update(
     app_id: String,
 ) -> Result<AppStatus, UiError> {
     Ok(state.core()?.reject_app_update(&app_id).await?)
+}
+
+/// The app's last gRPC calls as the inspector kept them (for app developers; credentials
+/// redacted).
+#[tauri::command]
+pub async fn app_traffic(
+    state: State<'_, CoreState>,
+    app_id: String,
+    limit: Option<u32>,
+) -> Result<AppTraffic, UiError> {
+    Ok(state
+        .core()?
+        .app_traffic(&app_id, limit.map(|limit| limit as usize))
+        .await?)
 }
 
 /// Every installed app's account with its provider (never a token).

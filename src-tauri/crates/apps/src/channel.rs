@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use osprey_rpc::AppChannel;
 use osprey_rpc::v1::channel_service_client::ChannelServiceClient;
 use osprey_rpc::v1::{
     ChannelEvent, ChannelReceiveRequest, ChannelSendRequest, MessageAction, Sender,
@@ -17,7 +18,6 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::Channel;
 
 use crate::comm::{bounded_actions, bounded_sender, cut, follow};
 use crate::manifest::{Capability, Manifest};
@@ -115,7 +115,7 @@ struct Inner {
 }
 
 struct Attached {
-    channel: Channel,
+    channel: AppChannel,
     names: Vec<String>,
     may_read: bool,
     may_write: bool,
@@ -201,7 +201,7 @@ impl Channels {
 
     /// Starts (or restarts) receiving each channel `manifest`'s app provides over `channel`.
     /// Needs a tokio runtime. Without `channel:read` the channels are attached for writing only.
-    pub fn attach(&self, manifest: &Manifest, channel: Channel) {
+    pub fn attach(&self, manifest: &Manifest, channel: AppChannel) {
         let names: Vec<String> = manifest
             .provides
             .iter()

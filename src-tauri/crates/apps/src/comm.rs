@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use osprey_rpc::AppChannel;
 use osprey_rpc::v1::comm_service_client::CommServiceClient;
 use osprey_rpc::v1::{
     Attachment, CommConnectRequest, CommDeregisterRequest, CommDisconnectRequest,
@@ -31,7 +32,6 @@ use osprey_rpc::v1::{
 use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::Channel;
 
 use crate::manifest::{Capability, Manifest};
 use crate::permissions::allows;
@@ -175,6 +175,18 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 const FIRST_RECONNECT_DELAY: Duration = Duration::from_millis(100);
 const MAX_RECONNECT_DELAY: Duration = Duration::from_secs(5);
 
+/// Where the agent's topic subscriptions are kept across Osprey restarts (core keeps them in its
+/// database). A write that fails is the store's to log: the subscription is in force now either
+/// way.
+pub trait SubscriptionStore: Send + Sync {
+    /// Every kept subscription as `(app id, topic)`.
+    fn load(&self) -> Vec<(String, String)>;
+    fn added(&self, app_id: &str, topic: &str);
+    fn removed(&self, app_id: &str, topic: &str);
+    /// The app was uninstalled: none of its subscriptions are kept.
+    fn forget_app(&self, app_id: &str);
+}
+
 /// The comm apps attached now, and the channel their messages arrive on. Cheap to clone.
 #[derive(Clone)]
 pub struct Comms {
@@ -189,10 +201,13 @@ struct Inner {
     lifecycle: Mutex<HashMap<String, Lifecycle>>,
     /// The agent id and display name registered with every comm app.
     identity: Mutex<Option<(String, String)>>,
+    /// Where subscriptions outlive Osprey, read once at the first use after it is set.
+    store: std::sync::OnceLock<Arc<dyn SubscriptionStore>>,
+    loaded: std::sync::Once,
 }
 
 struct Attached {
-    channel: Channel,
+    channel: AppChannel,
     may_send: bool,
     may_receive: bool,
     cancel: CancellationToken,
@@ -223,7 +238,43 @@ impl Comms {
                 attached: Mutex::new(HashMap::new()),
                 lifecycle: Mutex::new(HashMap::new()),
                 identity: Mutex::new(None),
+                store: std::sync::OnceLock::new(),
+                loaded: std::sync::Once::new(),
             }),
+        }
+    }
+
+    /// Keeps subscriptions in `store` from now on, and subscribes again to the ones it holds when
+    /// their apps attach. Set once, before the apps start; later calls are ignored.
+    pub fn set_store(&self, store: Arc<dyn SubscriptionStore>) {
+        let _ = self.inner.store.set(store);
+    }
+
+    /// Reads the kept subscriptions in, the first time any are needed.
+    fn load_kept(&self) {
+        let Some(store) = self.inner.store.get() else {
+            return;
+        };
+        self.inner.loaded.call_once(|| {
+            let kept = store.load();
+            let mut lifecycle = self.lifecycle();
+            for (app_id, topic) in kept {
+                lifecycle
+                    .entry(app_id)
+                    .or_default()
+                    .subscriptions
+                    .insert(topic);
+            }
+        });
+    }
+
+    /// Forgets `app_id`'s subscriptions and lifecycle answers (it was uninstalled), here and in
+    /// the store.
+    pub fn forget(&self, app_id: &str) {
+        self.load_kept();
+        self.lifecycle().remove(app_id);
+        if let Some(store) = self.inner.store.get() {
+            store.forget_app(app_id);
         }
     }
 
@@ -273,7 +324,7 @@ impl Comms {
     /// Starts (or, after a relaunch, restarts) receiving from `manifest`'s app over `channel`.
     /// Needs a tokio runtime. Does nothing for an app that does not provide `comm`; an app
     /// without `comm:receive` is attached for sending only.
-    pub fn attach(&self, manifest: &Manifest, channel: Channel) {
+    pub fn attach(&self, manifest: &Manifest, channel: AppChannel) {
         if !manifest.provides.contains(&Capability::Comm) {
             return;
         }
@@ -339,6 +390,7 @@ impl Comms {
 
     /// `app_id`'s status: `None` when it is not attached and never was.
     pub fn status(&self, app_id: &str) -> Option<CommStatus> {
+        self.load_kept();
         let attached = self
             .attached()
             .get(app_id)
@@ -374,7 +426,7 @@ impl Comms {
     }
 
     /// The app's connection, checking that it runs and holds `comm:<what>`.
-    fn channel_for(&self, app_id: &str, what: &str) -> Result<Channel> {
+    fn channel_for(&self, app_id: &str, what: &str) -> Result<AppChannel> {
         let (channel, allowed) = match self.attached().get(app_id) {
             Some(attached) => (
                 attached.channel.clone(),
@@ -444,7 +496,7 @@ impl Comms {
 
     /// After an attach: connect, register the agent id, subscribe again to the kept topics.
     /// Failures are recorded in the status (and logged), never fatal: plain messages work.
-    async fn join(&self, app_id: &str, channel: Channel) {
+    async fn join(&self, app_id: &str, channel: AppChannel) {
         let mut client = CommServiceClient::new(channel);
         let connected = self
             .lifecycle_call(
@@ -508,6 +560,7 @@ impl Comms {
                 }
             }
         }
+        self.load_kept();
         let topics: Vec<String> = self
             .lifecycle()
             .get(app_id)
@@ -599,16 +652,24 @@ impl Comms {
             client.subscribe(request),
         )
         .await?;
+        self.load_kept();
         self.update(app_id, |l| {
             l.subscriptions.insert(topic.to_string());
         });
+        if let Some(store) = self.inner.store.get() {
+            store.added(app_id, topic);
+        }
         Ok(())
     }
 
     /// Ends the agent's subscription to `topic` through `app_id`. Forgotten here even when the
     /// app cannot be reached, so it is not subscribed again at the next launch.
     pub async fn unsubscribe(&self, app_id: &str, topic: &str) -> Result<bool> {
+        self.load_kept();
         let was = self.update_subscriptions(app_id, |set| set.remove(topic));
+        if let Some(store) = self.inner.store.get() {
+            store.removed(app_id, topic);
+        }
         let channel = self.channel_for(app_id, "receive")?;
         self.check_topics(app_id)?;
         let request = CommUnsubscribeRequest {
@@ -641,6 +702,7 @@ impl Comms {
 
     /// The topics `app_id` offers, each marked when the agent is subscribed (at most 500).
     pub async fn topics(&self, app_id: &str) -> Result<Vec<Topic>> {
+        self.load_kept();
         let channel = self.channel_for(app_id, "receive")?;
         self.check_topics(app_id)?;
         let mut client = CommServiceClient::new(channel).max_decoding_message_size(1024 * 1024);

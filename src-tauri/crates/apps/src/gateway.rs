@@ -5,12 +5,12 @@
 
 use std::time::Duration;
 
+use osprey_rpc::AppChannel;
 use osprey_rpc::v1::GatewayRequest;
 use osprey_rpc::v1::gateway_event::Event;
 use osprey_rpc::v1::gateway_service_client::GatewayServiceClient;
 use serde_json::Value;
 use tokio::sync::mpsc;
-use tonic::transport::Channel;
 
 /// One event of a model turn.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,7 +45,7 @@ impl TurnEvent {
 /// Starts a turn. Events arrive on the returned channel; a gap longer than `idle_timeout`
 /// between events ends the turn with a `timeout` error. Dropping the receiver cancels the call.
 pub fn stream_turn(
-    channel: Channel,
+    channel: AppChannel,
     request: GatewayRequest,
     idle_timeout: Duration,
 ) -> mpsc::Receiver<TurnEvent> {
@@ -59,7 +59,7 @@ pub fn stream_turn(
 
 /// Forwards events until the end, and returns the final `Done` or `Error`.
 async fn run_turn(
-    channel: Channel,
+    channel: AppChannel,
     request: GatewayRequest,
     idle_timeout: Duration,
     sender: &mpsc::Sender<TurnEvent>,

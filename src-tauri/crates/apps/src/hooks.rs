@@ -14,11 +14,11 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use osprey_rpc::AppChannel;
 use osprey_rpc::v1::hook_service_client::HookServiceClient;
 use osprey_rpc::v1::{ActionRequest, FilterRequest, ListHooksRequest, hook_subscription};
 use osprey_tools::{FilterOutcome, HookDispatcher};
 use serde_json::Value;
-use tonic::transport::Channel;
 
 use crate::manifest::{Capability, Manifest};
 use crate::permissions;
@@ -81,7 +81,7 @@ struct Subscriber {
     /// The manifest lists this hook in `overrides`: its `handled: true` may skip the built-in
     /// step. Any other filter may rewrite the payload, never stop the chain.
     may_override: bool,
-    client: HookServiceClient<Channel>,
+    client: HookServiceClient<AppChannel>,
     breaker: Arc<Breaker>,
 }
 
@@ -122,7 +122,7 @@ impl AppHooks {
 
     /// Asks the app for its subscriptions and registers those its manifest permits, replacing
     /// any earlier registration of the same app (with a fresh breaker).
-    pub async fn register(&self, manifest: &Manifest, channel: Channel) -> Result<Registration> {
+    pub async fn register(&self, manifest: &Manifest, channel: AppChannel) -> Result<Registration> {
         let app_id = manifest.id.as_str();
         let mut client = HookServiceClient::new(channel);
         let listed = tokio::time::timeout(LIST_TIMEOUT, client.list_hooks(ListHooksRequest {}))

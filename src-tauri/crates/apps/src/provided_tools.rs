@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use futures::future::BoxFuture;
+use osprey_rpc::AppChannel;
 use osprey_rpc::v1::tool_service_client::ToolServiceClient;
 use osprey_rpc::v1::{CallContext, ExecuteRequest, NameRequest, ToolRequest, content_block};
 use osprey_tools::{ApprovalNeed, Call, CallFacts, Registry, Tool, ToolContext};
 use osprey_types::{ContentBlock, ErrorCode, ToolResult};
 use serde_json::Value;
-use tonic::transport::Channel;
 
 use crate::manifest::Manifest;
 use crate::{Error, Result};
@@ -38,7 +38,7 @@ pub struct AppTool {
     name: String,
     description: String,
     schema: Value,
-    client: ToolServiceClient<Channel>,
+    client: ToolServiceClient<AppChannel>,
     refresher: Option<TokenRefresher>,
 }
 
@@ -56,7 +56,7 @@ pub struct ToolRegistration {
 pub async fn register_tools(
     registry: &Registry,
     manifest: &Manifest,
-    channel: Channel,
+    channel: AppChannel,
     previous: &[String],
 ) -> Result<ToolRegistration> {
     register_tools_with(registry, manifest, channel, previous, None).await
@@ -67,7 +67,7 @@ pub async fn register_tools(
 pub async fn register_tools_with(
     registry: &Registry,
     manifest: &Manifest,
-    channel: Channel,
+    channel: AppChannel,
     previous: &[String],
     refresher: Option<TokenRefresher>,
 ) -> Result<ToolRegistration> {

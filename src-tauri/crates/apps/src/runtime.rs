@@ -22,9 +22,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
+use osprey_rpc::AppChannel;
 use osprey_rpc::v1::{HealthCheckRequest, HealthCheckResponse, health_check_response};
 use tokio::sync::watch;
-use tonic::transport::Channel;
 
 pub use process::{kill_orphans, process_gone};
 
@@ -52,6 +52,9 @@ pub struct LaunchOptions {
     pub inherited_env: Vec<(String, OsString)>,
     /// The OS sandbox: on, with the launcher found beside the executable, by default.
     pub sandbox: SandboxOptions,
+    /// Where each app's recent gRPC calls are kept for the inspector (a ring per app id, shared
+    /// by every launch, so the calls before a crash outlive it).
+    pub traffic: osprey_rpc::Traffic,
 }
 
 impl Default for LaunchOptions {
@@ -66,6 +69,7 @@ impl Default for LaunchOptions {
                 .filter_map(|name| std::env::var_os(name).map(|value| ((*name).to_owned(), value)))
                 .collect(),
             sandbox: SandboxOptions::default(),
+            traffic: osprey_rpc::Traffic::new(),
         }
     }
 }
@@ -377,7 +381,7 @@ pub struct RunningApp {
     manifest: Manifest,
     dir: PathBuf,
     pid: u32,
-    channel: Option<Channel>,
+    channel: Option<AppChannel>,
     exit: watch::Receiver<Option<Option<ExitStatus>>>,
     options: LaunchOptions,
     stopped: bool,
@@ -424,9 +428,12 @@ impl RunningApp {
     }
 
     /// The gRPC channel to the app (cheap to clone).
-    pub fn channel(&self) -> Channel {
+    pub fn channel(&self) -> AppChannel {
         self.channel.clone().unwrap_or_else(|| {
-            tonic::transport::Endpoint::from_static("http://unconnected.invalid").connect_lazy()
+            AppChannel::uninspected(
+                tonic::transport::Endpoint::from_static("http://unconnected.invalid")
+                    .connect_lazy(),
+            )
         })
     }
 
@@ -571,7 +578,7 @@ impl RunningApp {
                 }
             }
         };
-        self.channel = Some(channel);
+        self.channel = Some(self.options.traffic.inspect(&id, channel));
         self.health().await
     }
 }
@@ -588,7 +595,7 @@ impl Drop for RunningApp {
 
 /// Asks the service of the app's first capability for its health.
 async fn health_check(
-    channel: Channel,
+    channel: AppChannel,
     manifest: &Manifest,
 ) -> std::result::Result<HealthCheckResponse, tonic::Status> {
     use osprey_rpc::v1::{

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use osprey_rpc::AppChannel;
 use osprey_rpc::v1::ConfigureRequest;
 use serde_json::{Map, Value};
-use tonic::transport::Channel;
 
 use crate::manifest::{Capability, Manifest};
 use crate::{Error, Result};
@@ -77,7 +77,7 @@ impl SettingsStore {
     }
 
     /// Pushes this app's [`SettingsStore::configuration`] to it.
-    pub async fn push_to(&self, channel: Channel, manifest: &Manifest) -> Result<()> {
+    pub async fn push_to(&self, channel: AppChannel, manifest: &Manifest) -> Result<()> {
         push(channel, manifest, &self.configuration(manifest).await).await
     }
 
@@ -138,7 +138,7 @@ impl SettingsStore {
 
 /// Pushes `settings` to a running app through its primary service's `Configure`. An app that
 /// refuses them answers with a message for the person (`settings_rejected`).
-pub async fn push(channel: Channel, manifest: &Manifest, settings: &Value) -> Result<()> {
+pub async fn push(channel: AppChannel, manifest: &Manifest, settings: &Value) -> Result<()> {
     use osprey_rpc::v1::{
         channel_service_client::ChannelServiceClient, comm_service_client::CommServiceClient,
         gateway_service_client::GatewayServiceClient,

@@ -116,7 +116,7 @@ enum Request {
     Status(oneshot::Sender<Vec<AppStatus>>),
     Channel(
         String,
-        oneshot::Sender<Option<(Manifest, tonic::transport::Channel)>>,
+        oneshot::Sender<Option<(Manifest, osprey_rpc::AppChannel)>>,
     ),
 }
 
@@ -256,7 +256,7 @@ impl Supervisor {
     pub async fn channel(
         &self,
         id: &str,
-    ) -> Result<Option<(crate::manifest::Manifest, tonic::transport::Channel)>> {
+    ) -> Result<Option<(crate::manifest::Manifest, osprey_rpc::AppChannel)>> {
         self.ask(|reply| Request::Channel(id.to_owned(), reply))
             .await
     }
@@ -329,7 +329,7 @@ impl Context {
 struct Snapshot {
     state: AppState,
     sandbox: Option<SandboxReport>,
-    channel: Option<(Manifest, tonic::transport::Channel)>,
+    channel: Option<(Manifest, osprey_rpc::AppChannel)>,
 }
 
 type Published = Arc<Mutex<Option<Snapshot>>>;

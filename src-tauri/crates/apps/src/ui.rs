@@ -6,9 +6,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use osprey_rpc::AppChannel;
 use osprey_rpc::v1::ui_service_client::UiServiceClient;
 use osprey_rpc::v1::{HttpHeader, HttpRequest};
-use tonic::transport::Channel;
 
 /// How long an `/api/*` request may take.
 pub const API_TIMEOUT: Duration = Duration::from_secs(30);
@@ -53,7 +53,7 @@ impl UiResponse {
 }
 
 /// Answers one request for the UI app in `app_dir`, whose UIService is on `channel`.
-pub async fn serve(app_dir: &Path, channel: Channel, request: UiRequest) -> UiResponse {
+pub async fn serve(app_dir: &Path, channel: AppChannel, request: UiRequest) -> UiResponse {
     let api_path = if request.path == "/api" {
         Some("/")
     } else {
@@ -71,7 +71,7 @@ pub async fn serve(app_dir: &Path, channel: Channel, request: UiRequest) -> UiRe
     }
 }
 
-async fn forward(channel: Channel, path: String, request: UiRequest) -> UiResponse {
+async fn forward(channel: AppChannel, path: String, request: UiRequest) -> UiResponse {
     let mut client = UiServiceClient::new(channel);
     let forwarded = HttpRequest {
         method: request.method,

@@ -24,7 +24,7 @@ fn turn(text: &str) -> GatewayRequest {
     }
 }
 
-async fn collect(channel: tonic::transport::Channel, text: &str) -> Vec<TurnEvent> {
+async fn collect(channel: osprey_rpc::AppChannel, text: &str) -> Vec<TurnEvent> {
     let mut events = stream_turn(channel, turn(text), Duration::from_secs(10));
     let mut all = Vec::new();
     while let Some(event) = events.recv().await {

@@ -256,9 +256,11 @@ async fn unknown_hook_names_are_refused() {
         .as_bytes(),
     )
     .unwrap();
-    let channel = osprey_rpc::connect(&socket, Duration::from_secs(5))
-        .await
-        .unwrap();
+    let channel = osprey_rpc::AppChannel::uninspected(
+        osprey_rpc::connect(&socket, Duration::from_secs(5))
+            .await
+            .unwrap(),
+    );
     let hooks = AppHooks::default();
     let registration = hooks.register(&manifest, channel).await.unwrap();
     assert_eq!(registration.refused.len(), 1, "{registration:?}");

@@ -1,5 +1,5 @@
 //! `osprey app install | list | remove | sideload | unsideload | approve-update | reject-update |
-//! accounts | connect | disconnect`: the installed apps in `<data>/apps/`, managed through the
+//! inspect | accounts | connect | disconnect`: the installed apps in `<data>/apps/`, managed through the
 //! same installer the desktop app uses, and their accounts (see [`accounts`]).
 //!
 //! Store packages are verified against the store's signing key and checked against its
@@ -7,7 +7,7 @@
 //! the cache is fresh enough). Refusals print `osprey: <code>: <message>` (or `{ok, code, ...}`
 //! with `--json`) and exit with 3; other failures exit with 1.
 //!
-//! `launch` and `stop` need a supervisor, which lives in a long-running Osprey (the desktop app
+//! `launch`, `stop`, `sweep` and `inspect` need a supervisor, which lives in a long-running Osprey (the desktop app
 //! or `osprey daemon`): they ask it over its control socket, and say so when none runs rather
 //! than start an app nobody would watch over.
 
@@ -79,6 +79,15 @@ enum AppAction {
         /// How long to wait for the sign-in, in seconds.
         #[arg(long, default_value_t = 300, value_name = "SECONDS")]
         timeout: u64,
+    },
+    /// The app's last gRPC calls as the running desktop app or `osprey daemon` kept them (for app
+    /// developers): method, status, duration, sizes and each message as JSON, credentials
+    /// redacted. Health checks show only when they fail.
+    Inspect {
+        id: String,
+        /// How many of the most recent calls.
+        #[arg(long, default_value_t = 20, value_name = "N")]
+        limit: usize,
     },
     /// Disconnect an app's account: its tokens are deleted and the app is told.
     Disconnect {
@@ -154,6 +163,10 @@ pub async fn run(data_dir: Option<PathBuf>, args: AppArgs) -> anyhow::Result<Exi
             })
         })),
         AppAction::Accounts => Ok(Ok(accounts::list(&core.app_accounts().await))),
+        AppAction::Inspect { id, limit } => Ok(core
+            .app_traffic(&id, Some(limit))
+            .await
+            .map(|traffic| inspect_json(&traffic))),
         AppAction::Connect {
             id,
             provider,
@@ -207,6 +220,45 @@ pub async fn run(data_dir: Option<PathBuf>, args: AppArgs) -> anyhow::Result<Exi
         }
         Err(error) => report_failure(json, "failed", &format!("{error:#}")),
     }
+}
+
+/// The inspector's calls: the traffic itself for `--json`, one block per call as text.
+fn inspect_json(traffic: &osprey_types::AppTraffic) -> Value {
+    const SHOWN: usize = 400;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |now| now.as_millis() as u64);
+    let mut text = String::new();
+    if traffic.exchanges.is_empty() {
+        text.push_str(&format!(
+            "no calls to {} kept yet (the inspector keeps the last {} calls of a running app)",
+            traffic.app_id, traffic.calls_kept
+        ));
+    }
+    for exchange in &traffic.exchanges {
+        let ago = now_ms.saturating_sub(exchange.started_at_ms) as f64 / 1000.0;
+        let took = exchange
+            .duration_ms
+            .map_or_else(|| "still going".to_string(), |ms| format!("{ms:.1} ms"));
+        let status = exchange.status.as_deref().unwrap_or("no status");
+        text.push_str(&format!(
+            "#{} {ago:.1} s ago  {}  {status}  {took}  sent {} B, received {} B\n",
+            exchange.id, exchange.method, exchange.request_bytes, exchange.response_bytes
+        ));
+        if let Some(message) = &exchange.message {
+            text.push_str(&format!("  {message}\n"));
+        }
+        for (arrow, messages) in [("->", &exchange.request), ("<-", &exchange.response)] {
+            for message in messages {
+                let mut line = message.to_string();
+                if line.chars().count() > SHOWN {
+                    line = line.chars().take(SHOWN).collect::<String>() + "... (--json for all)";
+                }
+                text.push_str(&format!("  {arrow} {line}\n"));
+            }
+        }
+    }
+    json!({"traffic": traffic, "message": text.trim_end()})
 }
 
 /// An install's report as the CLI prints it: the core's, with the commands that answer a
@@ -355,6 +407,7 @@ fn refusal(error: &CoreError) -> bool {
             | UiErrorCode::LaunchFailed
             | UiErrorCode::Storage
             | UiErrorCode::Internal
+            | UiErrorCode::NotRunning
     )
 }
 

@@ -167,6 +167,74 @@ fn apps_do_not_outlive_a_killed_daemon() {
     drop(next);
 }
 
+/// `osprey app inspect` shows what the Osprey supervising the app sent it and got back.
+#[test]
+fn a_developer_inspects_the_calls_the_daemon_made_to_an_app() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    std::fs::create_dir_all(data.join("apps")).unwrap();
+    sideload(root.path(), &data);
+
+    // Nobody supervises the app: the inspector has nothing, and says where it would be.
+    let (code, report, _) = osprey(&data, &["app", "inspect", "units", "--json"]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["code"], "not_running");
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap()
+            .contains("osprey daemon"),
+        "{report}"
+    );
+    let (code, report, _) = osprey(&data, &["app", "inspect", "nope", "--json"]);
+    assert_eq!(report["code"], "not_installed", "{report}");
+    assert_ne!(code, 0);
+
+    let (_daemon, lines) = start_daemon(osprey_bin(), &data);
+    wait_for_line(&lines, "osprey daemon: ready");
+    until("the app to run", || {
+        state_of(&data, "units").as_deref() == Some("running")
+    });
+    // The daemon asked the app for its tools when it started it.
+    let mut traffic = Value::Null;
+    until("the daemon's calls to the app", || {
+        let (code, report, stderr) = osprey(&data, &["app", "inspect", "units", "--json"]);
+        assert_eq!(code, 0, "{report} {stderr}");
+        traffic = report["traffic"].clone();
+        traffic["exchanges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|call| call["method"] == "osprey.app.v1.ToolService/Schema")
+    });
+    assert_eq!(traffic["app_id"], "units");
+    let schema = traffic["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|call| call["method"] == "osprey.app.v1.ToolService/Schema")
+        .unwrap();
+    assert_eq!(schema["status"], "Ok", "{schema}");
+    assert_eq!(schema["request"][0]["tool"], "convert", "{schema}");
+    assert!(
+        schema["response"][0].to_string().contains("\"from\""),
+        "the schema the app answered is shown: {schema}"
+    );
+
+    // As text: one block per call, messages after arrows.
+    let (code, text, stderr) = osprey(&data, &["app", "inspect", "units", "--limit", "1"]);
+    assert_eq!(code, 0, "{stderr}");
+    let text = text.as_str().unwrap().to_owned();
+    assert!(text.starts_with('#'), "{text}");
+    assert!(text.contains("osprey.app.v1."), "{text}");
+    assert!(text.contains("  -> "), "{text}");
+    assert_eq!(
+        text.lines().filter(|line| line.starts_with('#')).count(),
+        1,
+        "{text}"
+    );
+}
+
 fn osprey_bin() -> &'static std::path::Path {
     std::path::Path::new(env!("CARGO_BIN_EXE_osprey"))
 }

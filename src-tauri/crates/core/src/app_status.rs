@@ -20,7 +20,8 @@ mod unix {
     use osprey_apps::manifest::{Capability, Manifest};
     use osprey_apps::supervisor::AppState;
     use osprey_types::{
-        AppInstallOutcome, AppInstallReport, AppRunState, CoreEvent, InstallStage, UiErrorCode,
+        AppExchange, AppInstallOutcome, AppInstallReport, AppRunState, AppTraffic, CoreEvent,
+        InstallStage, UiErrorCode,
     };
     use tokio::sync::broadcast::error::RecvError;
 
@@ -347,7 +348,85 @@ mod unix {
             }
             let installer = self.apps().installer().clone();
             let owned = id.to_string();
-            blocking(move || installer.uninstall(&owned)).await
+            blocking(move || installer.uninstall(&owned)).await?;
+            self.apps().traffic().forget(id);
+            Ok(())
+        }
+
+        /// The app's last `limit` gRPC calls (all it kept when None), oldest first, as the
+        /// inspector kept them. The
+        /// Osprey that supervises the apps keeps them: this one when it does, else the one
+        /// answering the control socket (the desktop or `osprey daemon`).
+        pub async fn app_traffic(&self, id: &str, limit: Option<usize>) -> CoreResult<AppTraffic> {
+            let limit = limit.unwrap_or(osprey_rpc::inspect::EXCHANGES_KEPT);
+            if !self
+                .installed_apps()
+                .await
+                .iter()
+                .any(|app| app.manifest.id == id)
+            {
+                return Err(CoreError::new(
+                    UiErrorCode::NotInstalled,
+                    format!("no installed app `{id}`"),
+                ));
+            }
+            if self.apps().supervisor().is_running() {
+                return Ok(self.local_app_traffic(id, limit));
+            }
+            let request = serde_json::json!({"op": "app.inspect", "id": id, "limit": limit});
+            let answer = crate::control::request(self.data_dir(), &request)
+                .await
+                .map_err(|error| match error {
+                    crate::control::ControlError::NotRunning(_) => {
+                        CoreError::new(UiErrorCode::NotRunning, error.to_string())
+                    }
+                    crate::control::ControlError::Io(_) => {
+                        CoreError::new(UiErrorCode::Io, error.to_string())
+                    }
+                })?;
+            if answer["ok"] != true {
+                return Err(CoreError::new(
+                    UiErrorCode::Internal,
+                    format!(
+                        "the running Osprey refused: {}",
+                        answer["message"].as_str().unwrap_or("no reason given")
+                    ),
+                ));
+            }
+            serde_json::from_value(answer["traffic"].clone()).map_err(|error| {
+                CoreError::new(
+                    UiErrorCode::Internal,
+                    format!("the running Osprey's answer is not traffic: {error}"),
+                )
+            })
+        }
+
+        /// What this process's inspector kept of the app (see [`Core::app_traffic`]).
+        pub fn local_app_traffic(&self, id: &str, limit: usize) -> AppTraffic {
+            let exchanges = self
+                .apps()
+                .traffic()
+                .recent(id, limit)
+                .into_iter()
+                .map(|exchange| AppExchange {
+                    id: exchange.id,
+                    method: exchange.method,
+                    started_at_ms: exchange.started_at_ms,
+                    duration_ms: exchange.duration_ms,
+                    status: exchange.status,
+                    message: exchange.message,
+                    request_bytes: exchange.request_bytes,
+                    response_bytes: exchange.response_bytes,
+                    request: exchange.request,
+                    response: exchange.response,
+                })
+                .collect();
+            AppTraffic {
+                app_id: id.to_string(),
+                exchanges,
+                calls_kept: osprey_rpc::inspect::EXCHANGES_KEPT as u32,
+                bytes_kept: osprey_rpc::inspect::BYTES_KEPT as u32,
+            }
         }
 
         /// Links a project directory in as an app, without signatures (for developers): runs
@@ -533,6 +612,14 @@ impl Core {
     }
 
     pub async fn reject_app_update(&self, id: &str) -> CoreResult<AppStatus> {
+        Err(unsupported(id))
+    }
+
+    pub async fn app_traffic(
+        &self,
+        id: &str,
+        _limit: Option<usize>,
+    ) -> CoreResult<osprey_types::AppTraffic> {
         Err(unsupported(id))
     }
 }

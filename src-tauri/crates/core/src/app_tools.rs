@@ -238,8 +238,11 @@ impl Core {
             .apps_dir()
             .join(id)
             .join(osprey_apps::layout::SOCKET_FILE);
+        // This process does not supervise the app, so its calls are not the running Osprey's to
+        // inspect.
         let channel = osprey_rpc::connect_checked(&socket, Some(pid), DIAL_TIMEOUT)
             .await
+            .map(osprey_rpc::AppChannel::uninspected)
             .map_err(|error| format!("dialling it: {error}"))?;
         let registration =
             osprey_apps::provided_tools::register_tools(self.registry(), &manifest, channel, &[])

@@ -124,6 +124,44 @@ mod platform {
     /// How long the watcher waits for an app's files to be quiet before restarting it.
     const WATCH_DEBOUNCE: Duration = Duration::from_millis(500);
 
+    /// The comm subscriptions as the database keeps them (a failed write is logged: the
+    /// subscription is in force until Osprey stops either way).
+    struct KeptSubscriptions(osprey_db::CommSubscriptions);
+
+    impl osprey_apps::comm::SubscriptionStore for KeptSubscriptions {
+        fn load(&self) -> Vec<(String, String)> {
+            self.0.all().unwrap_or_else(|error| {
+                tracing::warn!("the kept comm subscriptions could not be read: {error}");
+                Vec::new()
+            })
+        }
+
+        fn added(&self, app_id: &str, topic: &str) {
+            if let Err(error) = self.0.add(app_id, topic) {
+                tracing::warn!(app = app_id, topic, "the subscription is not kept: {error}");
+            }
+        }
+
+        fn removed(&self, app_id: &str, topic: &str) {
+            if let Err(error) = self.0.remove(app_id, topic) {
+                tracing::warn!(
+                    app = app_id,
+                    topic,
+                    "the unsubscription is not kept: {error}"
+                );
+            }
+        }
+
+        fn forget_app(&self, app_id: &str) {
+            if let Err(error) = self.0.forget_app(app_id) {
+                tracing::warn!(
+                    app = app_id,
+                    "its comm subscriptions are still kept: {error}"
+                );
+            }
+        }
+    }
+
     /// The app platform as the core holds it: cheap handles, and the running part once started.
     pub struct AppPlatform {
         apps_dir: PathBuf,
@@ -230,6 +268,7 @@ mod platform {
             store: StoreLink,
             max_revocation_age: Duration,
             events: EventBus,
+            subscriptions: osprey_db::CommSubscriptions,
         ) -> anyhow::Result<AppPlatform> {
             let apps_dir = super::apps_dir(data_dir);
             std::fs::create_dir_all(&apps_dir)
@@ -245,6 +284,7 @@ mod platform {
             // Pushed with each app's accounts and store token (see `crate::accounts`).
             let settings = SettingsStore::new(&apps_dir).with_credentials(accounts.credentials);
             let comms = Comms::default();
+            comms.set_store(Arc::new(KeptSubscriptions(subscriptions)));
             let channels = Channels::default();
             let supervisor = Supervisor::idle();
             let capabilities = Arc::new(
@@ -258,8 +298,16 @@ mod platform {
                     .with_comms(comms.clone())
                     .with_channels(channels.clone()),
             );
-            // Every removal (the app tool's, the core's) deletes the app's tokens.
-            let installer = Installer::new(&apps_dir).on_removed(accounts.on_removed);
+            // Every removal (the app tool's, the core's) deletes the app's tokens and forgets its
+            // comm subscriptions.
+            let installer = Installer::new(&apps_dir).on_removed({
+                let comms = comms.clone();
+                let tokens = accounts.on_removed;
+                Arc::new(move |manifest: &osprey_apps::Manifest| {
+                    tokens(manifest);
+                    comms.forget(&manifest.id);
+                })
+            });
             registry.register_domain(AppsTool::new(
                 installer.clone(),
                 supervisor.clone(),
@@ -435,6 +483,11 @@ mod platform {
 
         pub fn supervisor(&self) -> &Supervisor {
             &self.supervisor
+        }
+
+        /// Each app's recent gRPC calls (the inspector's rings), filled by the launches here.
+        pub fn traffic(&self) -> &osprey_rpc::Traffic {
+            &self.launch.traffic
         }
 
         /// The apps' saved settings, and what is pushed to them with `Configure`.

@@ -3,7 +3,8 @@
 //! stopping an app. One JSON object per line each way over `<data>/control.sock`, which is
 //! created 0600 and refuses peers of another user, so it grants nothing the person's own files
 //! did not. Requests: `{"op": "ping"}`, `{"op": "app.launch", "id": ...}`,
-//! `{"op": "app.stop", "id": ...}`, `{"op": "app.status"}`, `{"op": "app.sweep"}` (check the
+//! `{"op": "app.stop", "id": ...}`, `{"op": "app.status"}`, `{"op": "app.inspect", "id": ..., "limit": N}` (the app's last calls as
+//! the gRPC inspector kept them), `{"op": "app.sweep"}` (check the
 //! installed apps against a freshly fetched revocation list now), `{"op": "app.configure", "id":
 //! ...}` (another process connected or disconnected the app's account, or changed the store
 //! token: push the app its configuration again), `{"op": "settings.applied",
@@ -185,6 +186,12 @@ async fn handle(core: &Core, request: &Value) -> Value {
             }
             Err(error) => refusal(error.code(), error.to_string()),
         },
+        "app.inspect" => {
+            let limit = request["limit"]
+                .as_u64()
+                .map_or(osprey_rpc::inspect::EXCHANGES_KEPT, |limit| limit as usize);
+            json!({"ok": true, "traffic": core.local_app_traffic(id, limit)})
+        }
         "app.sweep" => {
             let report = core.apps().sweep_revocations(true).await;
             let revoked: Vec<Value> = report

@@ -41,7 +41,7 @@ impl GatewayProvider {
     }
 
     /// The app's channel once it runs; an error naming the app when it does not come up.
-    async fn channel(&self) -> Result<tonic::transport::Channel, Error> {
+    async fn channel(&self) -> Result<osprey_rpc::AppChannel, Error> {
         // Not installed: say so now rather than after waiting for a launch that cannot come.
         if !self
             .apps_dir

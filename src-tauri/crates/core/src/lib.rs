@@ -411,6 +411,7 @@ impl Core {
             }),
             apps::max_revocation_age(&stored),
             events.clone(),
+            db.comm_subscriptions(),
         )?;
         // After the apps' dispatcher is in place, so memory hooks reach hook apps.
         // The reminder resource reads the slot; `start_scheduler` fills it.

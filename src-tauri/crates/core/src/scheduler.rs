@@ -1188,6 +1188,7 @@ mod tests {
             Box::pin(async move {
                 osprey_rpc::unix::connect(&path, Duration::from_secs(5))
                     .await
+                    .map(osprey_rpc::AppChannel::uninspected)
                     .map_err(|e| osprey_agent::Error::SchedulerStopped(e.to_string()))
             })
         });

@@ -1016,20 +1016,7 @@ async fn the_comm_resource_registers_subscribes_and_talks_to_other_agents_on_top
     core.test_apps().supervisor().stop(APP).await.unwrap();
     core.test_apps().supervisor().launch(APP).await.unwrap();
     let again = until("the bridge to join again", async || {
-        let calls = records(&lifecycle);
-        let after: Vec<String> = calls[before..]
-            .iter()
-            .map(|c| {
-                format!(
-                    "{} {}",
-                    c["call"].as_str().unwrap_or_default(),
-                    c["topic"]
-                        .as_str()
-                        .or(c["agent_id"].as_str())
-                        .unwrap_or_default()
-                )
-            })
-            .collect();
+        let after = calls_since(&lifecycle, before);
         (after.len() >= 6).then_some(after)
     })
     .await;
@@ -1098,6 +1085,117 @@ async fn the_comm_resource_registers_subscribes_and_talks_to_other_agents_on_top
         .collect();
     let tail = &calls[calls.len() - 2..];
     assert_eq!(tail, ["deregister", "disconnect"], "{calls:?}");
+}
+
+/// The calls the bridge logged from index `from` on, as `call topic-or-agent`.
+fn calls_since(lifecycle: &Path, from: usize) -> Vec<String> {
+    records(lifecycle)[from..]
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["call"].as_str().unwrap_or_default(),
+                c["topic"]
+                    .as_str()
+                    .or(c["agent_id"].as_str())
+                    .unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+/// A subscription outlives Osprey itself: the next Osprey on the folder subscribes again when the
+/// bridge attaches; an unsubscription and an uninstall are kept too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topic_subscriptions_are_subscribed_again_after_osprey_restarts() {
+    let setup = setup(None).await;
+    let lifecycle = setup.app_data.join("lifecycle.jsonl");
+    let data = setup.root.join("data");
+    until("the bridge to register", async || {
+        records(&lifecycle)
+            .iter()
+            .any(|c| c["call"] == "register")
+            .then_some(())
+    })
+    .await;
+    for topic in ["news", "jobs"] {
+        parsed(
+            &agent_call(
+                &setup.core,
+                &yes(),
+                json!({"resource": "comm", "action": "subscribe", "app": APP, "topic": topic}),
+            )
+            .await,
+        );
+    }
+    setup.core.stop_apps().await;
+    drop(setup.core);
+
+    let reopen = || {
+        Core::open(CoreOptions {
+            data_dir: Some(data.clone()),
+            ..CoreOptions::default()
+        })
+        .unwrap()
+    };
+    let core = reopen();
+    let before = records(&lifecycle).len();
+    core.start_apps().unwrap();
+    let joined = until("the bridge to join the next Osprey", async || {
+        let after = calls_since(&lifecycle, before);
+        (after.len() >= 4).then_some(after)
+    })
+    .await;
+    assert_eq!(joined[0], "connect ");
+    assert!(joined[1].starts_with("register "), "{joined:?}");
+    assert_eq!(joined[2..4], ["subscribe jobs", "subscribe news"]);
+    let status = parsed(
+        &core
+            .call_tool(
+                Origin::User,
+                "agent",
+                json!({"resource": "comm", "action": "status", "app": APP}),
+            )
+            .await,
+    );
+    assert_eq!(status["apps"][0]["subscriptions"], json!(["jobs", "news"]));
+
+    // Unsubscribing is kept too: the next Osprey subscribes to news only.
+    parsed(
+        &core
+            .call_tool(
+                Origin::User,
+                "agent",
+                json!({"resource": "comm", "action": "unsubscribe", "app": APP, "topic": "jobs"}),
+            )
+            .await,
+    );
+    core.stop_apps().await;
+    drop(core);
+    let core = reopen();
+    let before = records(&lifecycle).len();
+    core.start_apps().unwrap();
+    let joined = until("the bridge to join again", async || {
+        let after = calls_since(&lifecycle, before);
+        (after.len() >= 3).then_some(after)
+    })
+    .await;
+    assert_eq!(joined[2], "subscribe news", "{joined:?}");
+    assert!(
+        !joined.contains(&"subscribe jobs".to_string()),
+        "{joined:?}"
+    );
+
+    // An uninstalled bridge's subscriptions are forgotten with it.
+    core.uninstall_app(APP).await.unwrap();
+    assert!(
+        core.test_db()
+            .comm_subscriptions()
+            .all()
+            .unwrap()
+            .is_empty()
+    );
+    core.stop_apps().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

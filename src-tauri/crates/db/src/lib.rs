@@ -5,6 +5,7 @@
 //! runtime.
 
 mod audit;
+mod comm_subscriptions;
 mod grants;
 mod graph_tasks;
 mod memory;
@@ -24,6 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rusqlite::Connection;
 
 pub use audit::{AuditEntry, AuditLog, AuditQuery, AuditRecord, OUTCOMES};
+pub use comm_subscriptions::CommSubscriptions;
 pub use grants::{Grants, StoredGrant};
 pub use graph_tasks::{GraphStatus, GraphTask, GraphTasks};
 pub use memory::{
@@ -270,6 +272,10 @@ impl Database {
 
     pub fn tool_usage(&self) -> ToolUsage {
         ToolUsage::new(self.clone())
+    }
+
+    pub fn comm_subscriptions(&self) -> CommSubscriptions {
+        CommSubscriptions::new(self.clone())
     }
 
     /// Runs `f` on the connection. Keep it short: every repository shares this lock.

@@ -324,6 +324,16 @@ pub(crate) const STEPS: &[&str] = &[
         PRIMARY KEY (scope, key)
     ) WITHOUT ROWID;
     "#,
+    // 16: the topics the agent subscribed to through each comm app, so they are subscribed again
+    // after Osprey restarts (not only after the app relaunches).
+    r#"
+    CREATE TABLE comm_subscriptions (
+        app_id      TEXT NOT NULL,
+        topic       TEXT NOT NULL,
+        created_ms  INTEGER NOT NULL,
+        PRIMARY KEY (app_id, topic)
+    ) WITHOUT ROWID;
+    "#,
 ];
 
 pub(crate) const LATEST: i64 = STEPS.len() as i64;

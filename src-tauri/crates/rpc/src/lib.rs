@@ -8,6 +8,9 @@
 #[cfg(unix)]
 pub mod unix;
 
+pub mod inspect;
+pub use inspect::{AppChannel, Traffic};
+
 /// `osprey.app.v1`: messages, `*_client` and `*_server` modules for every service.
 #[allow(clippy::all, missing_docs)]
 pub mod v1 {

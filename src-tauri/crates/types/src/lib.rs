@@ -581,6 +581,9 @@ codes! {
         ServicesUnavailable = "services_unavailable",
         /// Another Osprey holds the data folder.
         DataFolderInUse = "data_folder_in_use",
+        /// What was asked needs the long-running Osprey (the desktop app or `osprey daemon`)
+        /// that supervises the apps, and none runs on this data folder.
+        NotRunning = "not_running",
         /// Osprey's own database failed.
         Storage = "storage",
         InvalidSetting = "invalid_setting",
@@ -875,6 +878,44 @@ pub struct AppAccount {
     pub reason: Option<String>,
     /// The provider's sign-in page (its host is what the person is shown before connecting).
     pub authorize_url: String,
+}
+
+/// One gRPC call between Osprey and an app, as the inspector kept it (`osprey app inspect`, the
+/// Apps page's Traffic view). Credentials in it read `[redacted]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+pub struct AppExchange {
+    /// Counts up per app from 1.
+    #[ts(type = "number")]
+    pub id: u64,
+    /// `osprey.app.v1.ToolService/Execute`.
+    pub method: String,
+    /// When the call started (Unix milliseconds).
+    #[ts(type = "number")]
+    pub started_at_ms: u64,
+    /// None while the call is still going.
+    pub duration_ms: Option<f64>,
+    /// The gRPC status name (`Ok`, `Unavailable`, ...), once the app answered one.
+    pub status: Option<String>,
+    /// The status's message, or why the call ended without one.
+    pub message: Option<String>,
+    #[ts(type = "number")]
+    pub request_bytes: u64,
+    #[ts(type = "number")]
+    pub response_bytes: u64,
+    /// Each message sent, as protobuf JSON with the proto's field names (`*_json` payloads shown
+    /// as JSON); a message the inspector did not keep whole is a string saying so.
+    pub request: Vec<serde_json::Value>,
+    pub response: Vec<serde_json::Value>,
+}
+
+/// An app's recent gRPC traffic, oldest call first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+pub struct AppTraffic {
+    pub app_id: String,
+    pub exchanges: Vec<AppExchange>,
+    /// How many calls the inspector keeps per app, and how many bytes of each direction.
+    pub calls_kept: u32,
+    pub bytes_kept: u32,
 }
 
 /// One model provider as the settings page shows it. Keys are never sent: only whether one is set.

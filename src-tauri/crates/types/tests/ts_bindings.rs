@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use osprey_types::{
-    AppAccount, AppAccountState, AppInstallOutcome, AppInstallReport, AppRunState, AppStatus,
-    ApprovalAnswer, ApprovalDetails, ApprovalRequest, ApprovalResolution, ChatSessionSummary,
-    ContentBlock, CoreEvent, CoreInfo, ErrorCode, GrantDuration, GrantScope, Origin,
-    PendingApproval, ProviderOverview, ProviderRow, ToolResult, TranscriptItem, TurnFailureCode,
-    UiError, UiErrorCode,
+    AppAccount, AppAccountState, AppExchange, AppInstallOutcome, AppInstallReport, AppRunState,
+    AppStatus, AppTraffic, ApprovalAnswer, ApprovalDetails, ApprovalRequest, ApprovalResolution,
+    ChatSessionSummary, ContentBlock, CoreEvent, CoreInfo, ErrorCode, GrantDuration, GrantScope,
+    Origin, PendingApproval, ProviderOverview, ProviderRow, ToolResult, TranscriptItem,
+    TurnFailureCode, UiError, UiErrorCode,
 };
 use osprey_types::{
     AuditFilter, AuditOutcome, AuditRow, GrantRow, InstallStage, PermissionExplained,
@@ -65,6 +65,8 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<AppRunState>(&config, &mut index);
     export::<AppAccount>(&config, &mut index);
     export::<AppAccountState>(&config, &mut index);
+    export::<AppExchange>(&config, &mut index);
+    export::<AppTraffic>(&config, &mut index);
     export::<AppInstallReport>(&config, &mut index);
     export::<AppInstallOutcome>(&config, &mut index);
     export::<ChatSessionSummary>(&config, &mut index);

@@ -23,6 +23,7 @@ use osprey_agent::scheduler::{
 };
 use osprey_agent::{Error, ReminderHandler, Result, ScheduleBackend};
 use osprey_db::{ReminderKind, RunTrigger};
+use osprey_rpc::AppChannel;
 use osprey_rpc::v1::schedule::Timing;
 use osprey_rpc::v1::schedule_service_client::ScheduleServiceClient;
 use osprey_rpc::v1::{
@@ -32,10 +33,9 @@ use osprey_rpc::v1::{
 use serde_json::json;
 use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::Channel;
 
 /// Gives the app's channel when it runs (the supervisor's, or a test's).
-pub type ChannelSource = Arc<dyn Fn() -> BoxFuture<'static, Result<Channel>> + Send + Sync>;
+pub type ChannelSource = Arc<dyn Fn() -> BoxFuture<'static, Result<AppChannel>> + Send + Sync>;
 
 /// How long to wait before listening for triggers again after the stream broke.
 const RELISTEN_AFTER: Duration = Duration::from_secs(2);
@@ -159,7 +159,7 @@ impl AppScheduler {
         AppScheduler::new(app_id, source, timezone)
     }
 
-    async fn client(&self) -> Result<ScheduleServiceClient<Channel>> {
+    async fn client(&self) -> Result<ScheduleServiceClient<AppChannel>> {
         Ok(ScheduleServiceClient::new((self.channel)().await?))
     }
 
