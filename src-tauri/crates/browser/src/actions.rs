@@ -229,6 +229,20 @@ impl BrowserActions {
         profiles.drivers.insert(name, driver);
     }
 
+    /// Removes a profile (its setting was cleared), closing it first. The default one stays.
+    pub async fn remove_profile(&self, name: &str) {
+        let removed = {
+            let mut profiles = self.profiles.write().unwrap_or_else(|e| e.into_inner());
+            if profiles.default == name {
+                return;
+            }
+            profiles.drivers.remove(name)
+        };
+        if let Some(driver) = removed {
+            let _ = driver.close().await;
+        }
+    }
+
     pub fn profile_names(&self) -> Vec<String> {
         let profiles = self.profiles.read().unwrap_or_else(|e| e.into_inner());
         profiles.drivers.keys().cloned().collect()
@@ -254,8 +268,10 @@ impl BrowserActions {
                         .into(),
                 ),
                 "chrome" => BrowserError::Unsupported(
-                    "attaching to your own browser (profile `chrome`) is not set up; use profile \
-                 `managed`"
+                    "attaching to your own browser (profile `chrome`) is not set up: start your \
+                     Chrome or Chromium with --remote-debugging-port=9222, then set `web.chrome` \
+                     to {\"port\": 9222} (Settings, or `osprey config set`); or use profile \
+                     `managed`"
                         .into(),
                 ),
                 other => BrowserError::Invalid(format!(

@@ -199,8 +199,9 @@ impl WebExtension for WebBrowsing {
                 "profile",
                 FieldType::String,
                 "Browser profile: `native` (the desktop app's own browser windows, which the \
-                 person sees; the default in the desktop app) or `managed` (a headless Chromium \
-                 Osprey runs; the default elsewhere)",
+                 person sees; the default in the desktop app), `managed` (a headless Chromium \
+                 Osprey runs; the default elsewhere) or `chrome` (the person's own browser, \
+                 signed in, when they set it up; every call there is asked)",
             )
             .field(
                 "target_id",
@@ -283,13 +284,17 @@ impl WebExtension for WebBrowsing {
                 summary.push_str(&format!(" {key}={shown:?}"));
             }
         }
-        if let Some(profile) = call.str("profile") {
+        let profile = call.str("profile");
+        if let Some(profile) = profile {
             summary.push_str(&format!(" (profile {profile})"));
         }
         CallFacts {
             approval: ApprovalNeed::Required,
             summary,
             url,
+            // Even reading a tab there reads the person's signed-in pages.
+            needs_approval: (profile == Some("chrome"))
+                .then(|| "it works in your own browser, where you are signed in".to_string()),
             ..CallFacts::default()
         }
     }

@@ -25,5 +25,5 @@ pub use driver::{Driver, DriverStatus, PageInfo, World};
 pub use error::{BrowserError, Result};
 pub use extension::WebBrowsing;
 pub use managed::locate::find_chromium;
-pub use managed::{ManagedConfig, ManagedDriver};
+pub use managed::{ChromeAttach, ManagedConfig, ManagedDriver};
 pub use search::{Search, SearchConfig, SearchSettings};

@@ -3,6 +3,12 @@
 //! Every request it makes goes through the [`GuardProxy`], which applies the `web` tool's SSRF
 //! rules; downloads are denied or saved to a chosen folder, never opened; JavaScript dialogs are
 //! answered so they cannot stall the page.
+//!
+//! The same driver is the `chrome` profile ([`ManagedDriver::attach`]): the person's own
+//! Chromium-family browser, which they started with remote debugging on a loopback port, so the
+//! agent works in their signed-in session. Osprey never starts that browser, never changes its
+//! downloads or proxy, works in a tab of its own unless told a `target_id`, and `close` only lets
+//! go of it.
 
 pub mod locate;
 
@@ -74,20 +80,31 @@ impl ManagedConfig {
     }
 }
 
+/// The `web.chrome` setting: the loopback port of the person's own browser, started with
+/// `--remote-debugging-port=<port>`. Unset, there is no `chrome` profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChromeAttach {
+    pub port: std::num::NonZeroU16,
+}
+
 struct Running {
     browser: Browser,
     handler: tokio::task::JoinHandle<()>,
-    _proxy: GuardProxy,
-    executable: PathBuf,
+    /// The guard proxy of a browser Osprey started; none for an attached one.
+    _proxy: Option<GuardProxy>,
+    executable: Option<PathBuf>,
     version: String,
     current: Option<TargetId>,
     /// Pages whose dialogs are answered by a listener already.
     watched: HashSet<TargetId>,
 }
 
-/// The managed Chromium profile.
+/// The managed Chromium profile, or the person's own browser attached to (`chrome`).
 pub struct ManagedDriver {
     config: ManagedConfig,
+    /// The loopback port of the person's browser, for the `chrome` profile.
+    attach: Option<u16>,
     running: Mutex<Option<Running>>,
     refusals: Refusals,
     dialogs: Arc<std::sync::Mutex<Vec<String>>>,
@@ -109,9 +126,21 @@ impl ManagedDriver {
     pub fn new(config: ManagedConfig) -> ManagedDriver {
         ManagedDriver {
             config,
+            attach: None,
             running: Mutex::new(None),
             refusals: Refusals::default(),
             dialogs: Arc::default(),
+        }
+    }
+
+    /// The `chrome` profile: the browser the person started with
+    /// `--remote-debugging-port=<port>`, reached on 127.0.0.1 only.
+    pub fn attach(port: u16) -> ManagedDriver {
+        let mut config = ManagedConfig::new(PathBuf::new());
+        config.headless = false;
+        ManagedDriver {
+            attach: Some(port),
+            ..ManagedDriver::new(config)
         }
     }
 
@@ -119,7 +148,48 @@ impl ManagedDriver {
         &self.config
     }
 
+    /// Connects to the person's browser on `port`.
+    async fn connect(&self, port: u16) -> Result<Running> {
+        let address = format!("http://127.0.0.1:{port}");
+        let not_there = |why: String| {
+            BrowserError::Launch(format!(
+                "no browser answers on 127.0.0.1:{port} ({why}): start your Chrome or Chromium \
+                 with --remote-debugging-port={port} (quit it first if it runs), or change the \
+                 `web.chrome` setting"
+            ))
+        };
+        let (browser, mut events) =
+            tokio::time::timeout(self.config.launch_timeout, Browser::connect(address))
+                .await
+                .map_err(|_| not_there("no answer in time".into()))?
+                .map_err(|e| not_there(e.to_string()))?;
+        let handler = tokio::spawn(async move {
+            while let Some(event) = events.next().await {
+                if let Err(e) = event {
+                    tracing::debug!(error = %e, "attached browser handler");
+                }
+            }
+        });
+        let version = browser
+            .execute(GetVersionParams::default())
+            .await
+            .map(|v| v.result.product.clone())
+            .unwrap_or_default();
+        Ok(Running {
+            browser,
+            handler,
+            _proxy: None,
+            executable: None,
+            version,
+            current: None,
+            watched: HashSet::new(),
+        })
+    }
+
     async fn start(&self) -> Result<Running> {
+        if let Some(port) = self.attach {
+            return self.connect(port).await;
+        }
         let executable = match &self.config.executable {
             Some(path) => path.clone(),
             None => locate::find_chromium()?,
@@ -193,8 +263,8 @@ impl ManagedDriver {
         Ok(Running {
             browser,
             handler,
-            _proxy: proxy,
-            executable,
+            _proxy: Some(proxy),
+            executable: Some(executable),
             version,
             current: None,
             watched: HashSet::new(),
@@ -223,11 +293,18 @@ impl ManagedDriver {
             }
             None => {
                 let known = self.page_targets(running).await?;
+                // In the person's own browser the agent opens a tab of its own rather than take
+                // over the one they are looking at.
                 let current = running
                     .current
                     .clone()
                     .filter(|c| known.contains(c))
-                    .or_else(|| known.first().cloned());
+                    .or_else(|| {
+                        self.attach
+                            .is_none()
+                            .then(|| known.first().cloned())
+                            .flatten()
+                    });
                 match current {
                     Some(id) => running.browser.get_page(id).await.map_err(protocol)?,
                     None => running
@@ -500,14 +577,22 @@ async fn dispatch_key(
 
 impl Driver for ManagedDriver {
     fn profile(&self) -> &str {
-        "managed"
+        if self.attach.is_some() {
+            "chrome"
+        } else {
+            "managed"
+        }
     }
 
     fn status(&self) -> BoxFuture<'_, Result<DriverStatus>> {
         Box::pin(async move {
             let guard = self.running.lock().await;
             let mut status = DriverStatus {
-                profile_dir: Some(self.config.profile_dir.display().to_string()),
+                // The person's browser keeps its profile where it always does.
+                profile_dir: self
+                    .attach
+                    .is_none()
+                    .then(|| self.config.profile_dir.display().to_string()),
                 headless: self.config.headless,
                 executable: self
                     .config
@@ -519,7 +604,10 @@ impl Driver for ManagedDriver {
             if let Some(running) = guard.as_ref() {
                 status.running = true;
                 status.version = Some(running.version.clone());
-                status.executable = Some(running.executable.display().to_string());
+                status.executable = running
+                    .executable
+                    .as_ref()
+                    .map(|path| path.display().to_string());
                 status.pages = self.page_targets(running).await?.len();
             }
             Ok(status)
@@ -541,6 +629,13 @@ impl Driver for ManagedDriver {
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
             let taken = self.running.lock().await.take();
+            if self.attach.is_some() {
+                // The person's browser stays as it is: only the connection ends.
+                if let Some(running) = taken {
+                    running.handler.abort();
+                }
+                return Ok(());
+            }
             if let Some(mut running) = taken {
                 let _ = tokio::time::timeout(Duration::from_secs(5), running.browser.close()).await;
                 let _ = tokio::time::timeout(Duration::from_secs(5), running.browser.wait()).await;
@@ -553,7 +648,11 @@ impl Driver for ManagedDriver {
 
     fn pages(&self) -> BoxFuture<'_, Result<Vec<PageInfo>>> {
         Box::pin(async move {
-            let guard = self.running.lock().await;
+            let mut guard = self.running.lock().await;
+            // The person's browser runs whether or not Osprey is attached: its tabs are there.
+            if guard.is_none() && self.attach.is_some() {
+                *guard = Some(self.start().await?);
+            }
             let Some(running) = guard.as_ref() else {
                 return Ok(Vec::new());
             };

@@ -121,6 +121,8 @@ pub fn chromium() -> Option<std::path::PathBuf> {
 pub struct Rig {
     pub tool: WebTool,
     pub driver: Arc<ManagedDriver>,
+    /// The browser resource's profiles (clones share them: add one here to call it).
+    pub actions: BrowserActions,
     pub dir: tempfile::TempDir,
 }
 
@@ -132,14 +134,19 @@ impl Rig {
         let driver = Arc::new(ManagedDriver::new(config));
         let actions = BrowserActions::new(driver.clone(), allow_loopback)
             .with_screenshots(dir.path().join("shots"));
-        let browsing = WebBrowsing::new(actions, move || Search::new(&search));
+        let browsing = WebBrowsing::new(actions.clone(), move || Search::new(&search));
         let tool = WebTool::new(WebConfig {
             allow_loopback,
             ..WebConfig::default()
         })
         .unwrap()
         .with_extension(Arc::new(browsing));
-        Rig { tool, driver, dir }
+        Rig {
+            tool,
+            driver,
+            actions,
+            dir,
+        }
     }
 
     /// Resolves `input` against the web tool's table (as the registry does) and runs it.

@@ -338,6 +338,13 @@ fn web_browsing(
     let driver = Arc::new(osprey_browser::ManagedDriver::new(managed));
     let actions = osprey_browser::BrowserActions::new(driver, allow_loopback)
         .with_screenshots(data_dir.join("browser/screenshots"));
+    let chrome: Option<osprey_browser::ChromeAttach> = settings::read(stored, settings::WEB_CHROME);
+    if let Some(chrome) = chrome {
+        actions.add_profile(
+            Arc::new(osprey_browser::ManagedDriver::attach(chrome.port.get())),
+            false,
+        );
+    }
     let search: osprey_browser::SearchSettings = settings::read(stored, settings::WEB_SEARCH);
     let secrets = secrets::Secrets::new(data_dir, secrets);
     // Keys are looked up at the first search, not at every start.

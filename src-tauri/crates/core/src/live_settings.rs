@@ -212,6 +212,21 @@ impl Core {
             }
             #[cfg(unix)]
             settings::STORE_TOKEN_CHANGED => self.reconnect_store_events(),
+            // The person's own browser: the `chrome` profile follows the setting (a changed port
+            // lets go of the old connection).
+            settings::WEB_CHROME => {
+                let chrome: Option<osprey_browser::ChromeAttach> =
+                    settings::read(&stored, settings::WEB_CHROME);
+                self.inner.browser.remove_profile("chrome").await;
+                if let Some(chrome) = chrome {
+                    self.add_browser_profile(
+                        std::sync::Arc::new(osprey_browser::ManagedDriver::attach(
+                            chrome.port.get(),
+                        )),
+                        false,
+                    );
+                }
+            }
             // Read where they are used (the theme by the UI).
             _ => {}
         }

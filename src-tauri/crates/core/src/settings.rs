@@ -17,6 +17,9 @@ pub const WEB_ALLOW_LOOPBACK: &str = "web.allow_loopback";
 /// Web search (`osprey_browser::SearchSettings`): `{"searxng_url": "https://searx.example/"}`;
 /// Brave and Tavily keys live in the secret store (`search.brave.api_key`, `search.tavily.api_key`).
 pub const WEB_SEARCH: &str = "web.search";
+/// The person's own browser for the `chrome` browser profile: `{"port": 9222}`, the loopback
+/// port they started it with (`--remote-debugging-port`). Unset: no `chrome` profile.
+pub const WEB_CHROME: &str = "web.chrome";
 /// Extra environment variable names passed to shell commands: `["CARGO_HOME", "RUSTUP_HOME"]`.
 pub const SHELL_EXTRA_ENV: &str = "shell.extra_env";
 /// The kernel sandbox shell commands run in: `{"workspaces": ["~/src"], "caches": [".cargo",
@@ -135,6 +138,10 @@ pub const KNOWN: &[(&str, &str)] = &[
     (
         WEB_ALLOW_LOOPBACK,
         "let the web tool reach loopback addresses (true/false)",
+    ),
+    (
+        WEB_CHROME,
+        "your own browser as the `chrome` profile: {\"port\": 9222}, the port you started it with (--remote-debugging-port); every call there is asked",
     ),
     (
         WEB_SEARCH,
@@ -323,6 +330,7 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
                 .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
         }
         WEB_SEARCH => check::<osprey_browser::SearchSettings>(key, value),
+        WEB_CHROME => check::<Option<osprey_browser::ChromeAttach>>(key, value),
         SHELL_EXTRA_ENV => check::<Vec<String>>(key, value),
         SHELL_SANDBOX => check::<ShellSandboxSetting>(key, value),
         MCP_SERVERS => {

@@ -374,3 +374,31 @@ async fn tool_governance_applies_at_once_and_autonomous_mode_is_announced() {
         .unwrap();
     assert!(!core.settings_overview().tools.autonomous);
 }
+
+/// `web.chrome` adds the `chrome` browser profile (the person's own browser) at once, a null
+/// takes it away, a bad port is refused, and the setting is there after a restart.
+#[tokio::test]
+async fn the_persons_browser_profile_follows_its_setting() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let core = open(&data);
+    let has_chrome = |core: &Core| core.browser_profiles().0.contains(&"chrome".to_string());
+    assert!(!has_chrome(&core));
+    let refused = core
+        .set_setting("web.chrome", json!({"port": 0}))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, UiErrorCode::InvalidSetting);
+    assert!(!has_chrome(&core));
+    core.set_setting("web.chrome", json!({"port": 9222}))
+        .await
+        .unwrap();
+    assert!(has_chrome(&core));
+    drop(core);
+    let core = open(&data);
+    assert!(has_chrome(&core), "kept after a restart");
+    core.set_setting("web.chrome", serde_json::Value::Null)
+        .await
+        .unwrap();
+    assert!(!has_chrome(&core));
+}
