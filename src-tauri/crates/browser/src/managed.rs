@@ -100,6 +100,44 @@ struct Running {
     watched: HashSet<TargetId>,
 }
 
+impl Running {
+    /// The browser once connected, with its version asked.
+    async fn new(
+        browser: Browser,
+        handler: tokio::task::JoinHandle<()>,
+        proxy: Option<GuardProxy>,
+        executable: Option<PathBuf>,
+    ) -> Running {
+        let version = browser
+            .execute(GetVersionParams::default())
+            .await
+            .map(|v| v.result.product.clone())
+            .unwrap_or_default();
+        Running {
+            browser,
+            handler,
+            _proxy: proxy,
+            executable,
+            version,
+            current: None,
+            watched: HashSet::new(),
+        }
+    }
+}
+
+/// Reads the browser's event stream, which drives the connection: no command is answered unless
+/// this runs.
+fn follow(mut events: chromiumoxide::Handler) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        // Errors here are single messages the handler could not read; it keeps going.
+        while let Some(event) = events.next().await {
+            if let Err(e) = event {
+                tracing::debug!(error = %e, "browser handler");
+            }
+        }
+    })
+}
+
 /// The managed Chromium profile, or the person's own browser attached to (`chrome`).
 pub struct ManagedDriver {
     config: ManagedConfig,
@@ -158,32 +196,13 @@ impl ManagedDriver {
                  `web.chrome` setting"
             ))
         };
-        let (browser, mut events) =
+        let (browser, events) =
             tokio::time::timeout(self.config.launch_timeout, Browser::connect(address))
                 .await
                 .map_err(|_| not_there("no answer in time".into()))?
                 .map_err(|e| not_there(e.to_string()))?;
-        let handler = tokio::spawn(async move {
-            while let Some(event) = events.next().await {
-                if let Err(e) = event {
-                    tracing::debug!(error = %e, "attached browser handler");
-                }
-            }
-        });
-        let version = browser
-            .execute(GetVersionParams::default())
-            .await
-            .map(|v| v.result.product.clone())
-            .unwrap_or_default();
-        Ok(Running {
-            browser,
-            handler,
-            _proxy: None,
-            executable: None,
-            version,
-            current: None,
-            watched: HashSet::new(),
-        })
+        let handler = follow(events);
+        Ok(Running::new(browser, handler, None, None).await)
     }
 
     async fn start(&self) -> Result<Running> {
@@ -223,17 +242,10 @@ impl ManagedDriver {
             builder = builder.no_sandbox();
         }
         let config = builder.build().map_err(BrowserError::Launch)?;
-        let (browser, mut events) = Browser::launch(config).await.map_err(|e| {
+        let (browser, events) = Browser::launch(config).await.map_err(|e| {
             BrowserError::Launch(format!("{} did not start: {e}", executable.display()))
         })?;
-        let handler = tokio::spawn(async move {
-            // Errors here are single messages the handler could not read; it keeps going.
-            while let Some(event) = events.next().await {
-                if let Err(e) = event {
-                    tracing::debug!(error = %e, "browser handler");
-                }
-            }
-        });
+        let handler = follow(events);
         if let Some(port) = Url::parse(browser.websocket_address())
             .ok()
             .and_then(|u| u.port())
@@ -255,20 +267,7 @@ impl ManagedDriver {
             None => SetDownloadBehaviorParams::new(SetDownloadBehaviorBehavior::Deny),
         };
         browser.execute(downloads).await.map_err(protocol)?;
-        let version = browser
-            .execute(GetVersionParams::default())
-            .await
-            .map(|v| v.result.product.clone())
-            .unwrap_or_default();
-        Ok(Running {
-            browser,
-            handler,
-            _proxy: Some(proxy),
-            executable: Some(executable),
-            version,
-            current: None,
-            watched: HashSet::new(),
-        })
+        Ok(Running::new(browser, handler, Some(proxy), Some(executable)).await)
     }
 
     /// The page `target` names, or the current one (opening a page when there is none),
