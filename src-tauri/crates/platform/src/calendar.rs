@@ -1,4 +1,5 @@
-//! The `calendar` resource: the events of the configured CalDAV accounts (see `dav`). Listing
+//! The `calendar` resource: the events of the configured CalDAV accounts and of the desktop's
+//! own calendars (Evolution Data Server; see `dav`). Listing
 //! asks the server for the events that overlap the range (widened by a day, so all-day and
 //! floating events are not cut by the server's idea of the zone) and expands recurrences here.
 //! Creating is idempotent: the object is stored at `<uid>.ics` with `If-None-Match: *`, and a
@@ -11,7 +12,6 @@ use chrono_tz::Tz;
 use osprey_tools::Call;
 use osprey_types::ToolResult;
 
-use crate::dav::http;
 use crate::dav::ics::{self, Changes, Input, Moment, NewEvent};
 use crate::dav::lines::{Block, Document};
 use crate::dav::resource::{PathCheck, derived_uid, file_path, read_file, write_file};
@@ -61,18 +61,10 @@ async fn fetch(
     range: Option<&(DateTime<Utc>, DateTime<Utc>)>,
 ) -> Result<Vec<(Collection, crate::dav::StoredObject, Vec<ics::Event>)>> {
     let local = dav.local_zone();
-    let query = http::event_query(range.map(|(from, to)| {
-        (
-            ics::utc_stamp(*from - Duration::days(1)),
-            ics::utc_stamp(*to + Duration::days(1)),
-        )
-    }));
+    let widened = range.map(|(from, to)| (*from - Duration::days(1), *to + Duration::days(1)));
     let mut out = Vec::new();
     for collection in collections {
-        let objects = dav
-            .http()
-            .query(&collection.session, Kind::Calendar, &collection.url, &query)
-            .await?;
+        let objects = dav.objects(collection, Kind::Calendar, widened).await?;
         for object in objects {
             match ics::parse_events(&object.text, local) {
                 Ok(events) => out.push((collection.clone(), object, events)),
@@ -360,21 +352,8 @@ async fn import(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
     }
     let mut objects = Vec::new();
     for (uid, events) in groups {
-        let mut object = Block::new("VCALENDAR");
-        object.replace(
-            &[],
-            vec!["VERSION:2.0".into(), "PRODID:-//Osprey//os tool//EN".into()],
-        );
-        // The zones the events' times name (DTSTART, DTEND, EXDATE, RECURRENCE-ID, alarms).
-        let used: Vec<String> = events
-            .iter()
-            .flat_map(|e| {
-                e.props
-                    .iter()
-                    .chain(e.children.iter().flat_map(|c| &c.props))
-            })
-            .filter_map(|l| l.param("TZID"))
-            .collect();
+        let mut object = ics::object_block();
+        let used = ics::zones_named(&events);
         for zone in &zones {
             if zone.value("TZID").is_some_and(|tzid| used.contains(&tzid)) {
                 object.children.push(zone.clone());

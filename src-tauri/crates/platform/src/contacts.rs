@@ -1,4 +1,5 @@
-//! The `contacts` resource: the cards of the configured CardDAV accounts (see `dav`), with the
+//! The `contacts` resource: the cards of the configured CardDAV accounts and of the desktop's own
+//! address books (Evolution Data Server; see `dav`), with the
 //! same rules as the calendar: creation at `<uid>.vcf` with `If-None-Match: *` (a uid derived
 //! from name and first email when none is given, so the same create twice makes no duplicate),
 //! changes with `If-Match` on the version the model was shown.
@@ -6,7 +7,6 @@
 use osprey_tools::Call;
 use osprey_types::ToolResult;
 
-use crate::dav::http;
 use crate::dav::resource::{PathCheck, derived_uid, file_path, read_file, write_file};
 use crate::dav::vcf::{self, ContactFields};
 use crate::dav::{Collection, Dav, Kind, Located, StoredObject, check_uid};
@@ -65,16 +65,7 @@ async fn book_for(dav: &Dav, call: &Call) -> Result<(Vec<Collection>, usize)> {
 async fn fetch(dav: &Dav, books: &[Collection]) -> Result<Vec<(Collection, StoredObject)>> {
     let mut out = Vec::new();
     for book in books {
-        for object in dav
-            .http()
-            .query(
-                &book.session,
-                Kind::Contacts,
-                &book.url,
-                &http::card_query(),
-            )
-            .await?
-        {
+        for object in dav.objects(book, Kind::Contacts, None).await? {
             out.push((book.clone(), object));
         }
     }

@@ -6,6 +6,7 @@
 mod apps;
 mod audio;
 mod bus;
+pub(crate) mod eds;
 mod mpris;
 mod notify;
 mod secrets;

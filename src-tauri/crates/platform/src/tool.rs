@@ -52,7 +52,7 @@ impl OsTool {
             .collect();
         OsTool {
             domain: os_domain(&offered),
-            dav: crate::dav::Dav::new(config.dav.clone()),
+            dav: crate::dav::Dav::new(config.dav.clone(), config.session_bus_address.clone()),
             mail: crate::mail::Mail::new(config.mail.clone()),
             backend: Arc::new(Backend::new(config)),
             clipboard: SharedClipboard::default(),

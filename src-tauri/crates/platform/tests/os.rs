@@ -40,6 +40,10 @@ mod calendar;
 
 #[path = "os/contacts.rs"]
 mod contacts;
+
+#[path = "os/desktop_stores.rs"]
+mod desktop_stores;
+
 #[path = "os/mail.rs"]
 mod mail;
 
