@@ -120,7 +120,7 @@ pub const CAPABILITIES: &[Capability] = &[
         category: Category::System,
         platforms: &[Linux, Macos, Windows],
         needs_setup: false,
-        summary: "OS, CPU, memory, disks, battery, network, appearance; lock and suspend (Linux)",
+        summary: "OS, CPU, memory, disks, battery, network, appearance; brightness, lock and suspend (Linux)",
     },
     Capability {
         name: "keychain",

@@ -44,6 +44,9 @@ mod contacts;
 #[path = "os/desktop_stores.rs"]
 mod desktop_stores;
 
+#[path = "os/brightness.rs"]
+mod brightness;
+
 #[path = "os/mail.rs"]
 mod mail;
 
