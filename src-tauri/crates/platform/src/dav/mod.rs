@@ -471,6 +471,13 @@ impl Dav {
             Err(Error::NotConfigured(_)) if account.is_none() && !found.is_empty() => {
                 return Ok(found.to_vec());
             }
+            Err(Error::NotConfigured(_)) if !found.is_empty() => {
+                return Err(Error::invalid(format!(
+                    "no account named {:?}; the desktop's accounts are: {}",
+                    account.unwrap_or_default(),
+                    desktop_accounts(found)
+                )));
+            }
             Err(Error::NotConfigured(how)) => {
                 return Err(Error::NotConfigured(match (&desktop, account) {
                     (Err(why), None) => {

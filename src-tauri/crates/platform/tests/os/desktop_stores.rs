@@ -349,6 +349,73 @@ async fn desktop_calendar_and_contacts_are_kept_in_evolution_data_server() {
     );
     assert!(!outside.contains("Night train"), "{outside}");
 
+    // Exported with its zone, imported again: still one (same UID); a file's new event with a
+    // zone of its own arrives with that zone; `account` names the desktop's account.
+    let files = tempfile::tempdir().unwrap();
+    let ics = files.path().join("night.ics");
+    let exported = ok_text(
+        &call(
+            &tool,
+            cal(
+                "export",
+                json!({"path": ics.to_str().unwrap(), "start": "2026-03-28", "end": "2026-03-29"}),
+            ),
+        )
+        .await,
+    );
+    assert!(exported.starts_with("Wrote 1 event"), "{exported}");
+    let text = std::fs::read_to_string(&ics).unwrap();
+    assert!(
+        text.contains("BEGIN:VTIMEZONE")
+            && text.contains("DTSTART;TZID=Europe/Berlin:20260328T233000"),
+        "{text}"
+    );
+    let added = text.replace("END:VCALENDAR", "BEGIN:VEVENT\r\nUID:ferry-1\r\nDTSTAMP:20260101T000000Z\r\nSUMMARY:Ferry\r\nDTSTART;TZID=America/New_York:20260308T013000\r\nDTEND;TZID=America/New_York:20260308T033000\r\nEND:VEVENT\r\nEND:VCALENDAR");
+    std::fs::write(&ics, added).unwrap();
+    let imported = ok_text(
+        &call(
+            &tool,
+            cal(
+                "import",
+                json!({"path": ics.to_str().unwrap(), "account": "On This Computer"}),
+            ),
+        )
+        .await,
+    );
+    assert!(
+        imported.contains("Imported 1 event") && imported.contains("1 was already there"),
+        "{imported}"
+    );
+    let ferry = desktop
+        .raw("calendar", "system-calendar", "(uid? \"ferry-1\")")
+        .await;
+    assert!(
+        ferry.len() == 1 && ferry[0].contains("DTSTART;TZID=America/New_York:20260308T013000"),
+        "{ferry:?}"
+    );
+    let mine = ok_text(
+        &call(
+            &tool,
+            cal(
+                "search",
+                json!({"query": "ferry", "account": "on this computer"}),
+            ),
+        )
+        .await,
+    );
+    // 01:30 in New York (EST, UTC-5) is 07:30 in Berlin (CET), the day New York's clocks change.
+    assert!(
+        mine.contains("2026-03-08 Sun 07:30") && mine.contains("Ferry"),
+        "{mine}"
+    );
+    let nobody = call(&tool, cal("list", json!({"account": "work"}))).await;
+    assert_eq!(code(&nobody), "invalid_input", "{nobody:?}");
+    assert!(
+        nobody.text_content().contains("On This Computer"),
+        "{nobody:?}"
+    );
+    ok_text(&call(&tool, cal("delete", json!({"uid": "ferry-1"}))).await);
+
     // Search, update (title and a new start: the length stays the person's to give), delete.
     let found = ok_text(&call(&tool, cal("search", json!({"query": "night"}))).await);
     assert!(found.contains(&uid), "{found}");
