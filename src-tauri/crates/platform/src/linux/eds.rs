@@ -185,7 +185,8 @@ pub(crate) struct Eds {
 /// `e-cal-client-error` code 1, "not found").
 fn not_found(error: &zbus::Error) -> bool {
     matches!(error, zbus::Error::MethodError(name, message, _)
-        if (name.as_str().contains("client_2derror_2dquark.Code1")
+        if (name.as_str().ends_with("_2dcal_2dclient_2derror_2dquark.Code1")
+            || name.as_str().ends_with("_2dbook_2dclient_2derror_2dquark.Code1")
             || name.as_str().ends_with("ContactNotFound")
             || name.as_str().ends_with("ObjectNotFound"))
             || message.as_deref().is_some_and(|m| m.contains("not found")))
