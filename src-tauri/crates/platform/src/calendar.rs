@@ -53,28 +53,34 @@ fn zone(call: &Call) -> Result<Option<Tz>> {
         .transpose()
 }
 
+/// An object with its parsed events, and the calendar it is in.
+type Fetched = (Collection, crate::dav::StoredObject, Vec<ics::Event>);
+
 /// The events of `collections` overlapping `range` (all events without one), each object with
-/// its parsed events.
+/// its parsed events, and the desktop calendars that could not be read, with why.
 async fn fetch(
     dav: &Dav,
     collections: &[Collection],
     range: Option<&(DateTime<Utc>, DateTime<Utc>)>,
-) -> Result<Vec<(Collection, crate::dav::StoredObject, Vec<ics::Event>)>> {
+) -> Result<(Vec<Fetched>, Vec<String>)> {
     let local = dav.local_zone();
     let widened = range.map(|(from, to)| (*from - Duration::days(1), *to + Duration::days(1)));
+    let (objects, unread) = dav.objects_of(collections, Kind::Calendar, widened).await?;
     let mut out = Vec::new();
-    for collection in collections {
-        let objects = dav.objects(collection, Kind::Calendar, widened).await?;
-        for object in objects {
-            match ics::parse_events(&object.text, local) {
-                Ok(events) => out.push((collection.clone(), object, events)),
-                Err(why) => {
-                    tracing::debug!(url = %object.url, %why, "skipping an unreadable event")
-                }
+    for (collection, object) in objects {
+        match ics::parse_events(&object.text, local) {
+            Ok(events) => out.push((collection, object, events)),
+            Err(why) => {
+                tracing::debug!(url = %object.url, %why, "skipping an unreadable event")
             }
         }
     }
-    Ok(out)
+    Ok((out, unread))
+}
+
+/// The line that names the calendars or address books a listing could not read.
+pub(crate) fn unread_line(unread: &[String]) -> Option<String> {
+    (!unread.is_empty()).then(|| format!("Not read: {}", unread.join("; ")))
 }
 
 async fn list(dav: &Dav, call: &Call) -> Result<ToolResult> {
@@ -95,7 +101,7 @@ async fn list(dav: &Dav, call: &Call) -> Result<ToolResult> {
     let (collections, accounts) = dav
         .select(Kind::Calendar, call.str("account"), call.str("calendar"))
         .await?;
-    let objects = fetch(dav, &collections, range.as_ref()).await?;
+    let (objects, unread) = fetch(dav, &collections, range.as_ref()).await?;
     let mut rows: Vec<(DateTime<Utc>, String)> = Vec::new();
     for (collection, object, events) in &objects {
         dav.remember(&object.url, object.etag.as_deref());
@@ -149,15 +155,18 @@ async fn list(dav: &Dav, call: &Call) -> Result<ToolResult> {
             local.name()
         ),
     };
+    let mut lines: Vec<String> = Vec::new();
     if rows.is_empty() {
-        return text(format!("{heading} none."));
+        lines.push(format!("{heading} none."));
+    } else {
+        let total = rows.len();
+        lines.push(heading);
+        lines.extend(rows.into_iter().take(MAX_LINES).map(|(_, line)| line));
+        if total > MAX_LINES {
+            lines.push(format!("({} more; narrow the range)", total - MAX_LINES));
+        }
     }
-    let total = rows.len();
-    let mut lines: Vec<String> = vec![heading];
-    lines.extend(rows.into_iter().take(MAX_LINES).map(|(_, line)| line));
-    if total > MAX_LINES {
-        lines.push(format!("({} more; narrow the range)", total - MAX_LINES));
-    }
+    lines.extend(unread_line(&unread));
     text(lines.join("\n"))
 }
 
@@ -380,7 +389,7 @@ async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
     let (collections, _) = dav
         .select(Kind::Calendar, call.str("account"), call.str("calendar"))
         .await?;
-    let objects = fetch(dav, &collections, range.as_ref()).await?;
+    let (objects, unread) = fetch(dav, &collections, range.as_ref()).await?;
     let mut out = Block::new("VCALENDAR");
     out.replace(
         &[],
@@ -418,8 +427,11 @@ async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
     out.children.extend(events);
     write_file(&path, &out.to_text()).await?;
     text(format!(
-        "Wrote {} to {}.",
+        "Wrote {} to {}.{}",
         count(written, "event"),
-        path.display()
+        path.display(),
+        unread_line(&unread)
+            .map(|l| format!(" {l}"))
+            .unwrap_or_default()
     ))
 }

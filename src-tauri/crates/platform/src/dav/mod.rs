@@ -288,6 +288,15 @@ pub(crate) struct Collection {
 }
 
 impl Collection {
+    /// Whether it is one of the desktop's own (Evolution Data Server).
+    pub(crate) fn is_desktop(&self) -> bool {
+        match self.store {
+            Store::Dav(_) => false,
+            #[cfg(target_os = "linux")]
+            Store::Eds(_) => true,
+        }
+    }
+
     /// `Work (home)`: the name and, when there are several accounts, the account.
     pub(crate) fn label(&self, accounts: usize) -> String {
         if accounts > 1 {

@@ -54,6 +54,33 @@ impl Dav {
         }
     }
 
+    /// The objects of several collections (see [`Dav::objects`]). A desktop calendar or address
+    /// book that cannot be read (its backend is not installed, its account needs signing in
+    /// again) is left out of a listing of several, and named with why in the second list, so
+    /// one broken source does not hide the others; a server's error, or the only collection's,
+    /// is the call's error.
+    pub(crate) async fn objects_of(
+        &self,
+        collections: &[Collection],
+        kind: Kind,
+        range: Option<(DateTime<Utc>, DateTime<Utc>)>,
+    ) -> Result<(Vec<(Collection, StoredObject)>, Vec<String>)> {
+        let (mut out, mut unread) = (Vec::new(), Vec::new());
+        for collection in collections {
+            match self.objects(collection, kind, range).await {
+                Ok(objects) => out.extend(objects.into_iter().map(|o| (collection.clone(), o))),
+                Err(error) if collections.len() > 1 && collection.is_desktop() => {
+                    unread.push(format!(
+                        "{} ({}): {error}",
+                        collection.name, collection.account
+                    ));
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok((out, unread))
+    }
+
     /// Stores a new object at `url` unless something is there; false when it was (no
     /// duplicate is made).
     pub(crate) async fn create(
@@ -179,12 +206,30 @@ impl Dav {
         collections: &[Collection],
         uid: &str,
     ) -> Result<Option<(Collection, StoredObject)>> {
+        // A desktop source that cannot be read does not stop the search in the others; it is
+        // the answer only when the object is nowhere else.
+        let mut skipped = None;
         for collection in collections {
-            if let Some(object) = self.find_in(kind, collection, uid).await? {
-                return Ok(Some((collection.clone(), object)));
+            match self.find_in(kind, collection, uid).await {
+                Ok(Some(object)) => return Ok(Some((collection.clone(), object))),
+                Ok(None) => {}
+                Err(error) if collections.len() > 1 && collection.is_desktop() => {
+                    skipped.get_or_insert(format!(
+                        "{} ({}): {error}",
+                        collection.name, collection.account
+                    ));
+                }
+                Err(error) => return Err(error),
             }
         }
-        Ok(None)
+        match skipped {
+            None => Ok(None),
+            Some(unread) => Err(Error::invalid(format!(
+                "no {} with uid {uid:?} in the {}s that could be read (not read: {unread})",
+                kind.object_word(),
+                kind.collection_word()
+            ))),
+        }
     }
 
     async fn find_in(

@@ -349,6 +349,43 @@ async fn desktop_calendar_and_contacts_are_kept_in_evolution_data_server() {
     );
     assert!(!outside.contains("Night train"), "{outside}");
 
+    // A desktop calendar whose backend is not installed is named in the listing instead of
+    // hiding the others; asked for alone, its error is the answer.
+    desktop
+        .connect()
+        .await
+        .call_method(
+            Some(REGISTRY),
+            "/org/gnome/evolution/dataserver/SourceManager",
+            Some("org.gnome.evolution.dataserver.SourceManager"),
+            "CreateSources",
+            &(HashMap::from([(
+                "broken-calendar",
+                "[Data Source]\nDisplayName=Broken\nEnabled=true\nParent=local-stub\n\n[Calendar]\nBackendName=no-such-backend\n",
+            )]),),
+        )
+        .await
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(30);
+    while !ok_text(&call(&tool, cal("calendars", json!({}))).await).contains("Broken") {
+        assert!(Instant::now() < end, "the new source was not listed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let with_broken = ok_text(
+        &call(
+            &tool,
+            cal("list", json!({"start": "2026-03-28", "end": "2026-03-29"})),
+        )
+        .await,
+    );
+    assert!(with_broken.contains("Night train"), "{with_broken}");
+    assert!(
+        with_broken.contains("Not read: Broken (On This Computer): "),
+        "{with_broken}"
+    );
+    let alone = call(&tool, cal("list", json!({"calendar": "Broken"}))).await;
+    assert!(alone.is_error, "{alone:?}");
+
     // Exported with its zone, imported again: still one (same UID); a file's new event with a
     // zone of its own arrives with that zone; `account` names the desktop's account.
     let files = tempfile::tempdir().unwrap();
@@ -377,7 +414,7 @@ async fn desktop_calendar_and_contacts_are_kept_in_evolution_data_server() {
             &tool,
             cal(
                 "import",
-                json!({"path": ics.to_str().unwrap(), "account": "On This Computer"}),
+                json!({"path": ics.to_str().unwrap(), "account": "On This Computer", "calendar": "Personal"}),
             ),
         )
         .await,
@@ -448,6 +485,13 @@ async fn desktop_calendar_and_contacts_are_kept_in_evolution_data_server() {
     );
     let gone = call(&tool, cal("delete", json!({"uid": uid}))).await;
     assert_eq!(code(&gone), "invalid_input", "{gone:?}");
+    assert!(
+        gone.text_content().contains("no event with uid")
+            && gone
+                .text_content()
+                .contains("not read: Broken (On This Computer)"),
+        "{gone:?}"
+    );
 
     // Contacts: created once, found by search, changed, refused when changed behind our back,
     // deleted.
