@@ -35,6 +35,10 @@ use http::{DavHttp, Prop, Resource};
 /// The setting that holds the accounts (`osprey config set dav.accounts '{...}'`).
 pub const ACCOUNTS_SETTING: &str = "dav.accounts";
 
+/// The setting that switches the desktop's own calendars and address books (Evolution Data
+/// Server) off: `osprey config set os.desktop_stores false`. Absent: on.
+pub const DESKTOP_SETTING: &str = "os.desktop_stores";
+
 /// The secret an account's password is kept under in the keyring.
 pub fn password_secret(account: &str) -> String {
     format!("dav.{account}.password")
@@ -125,6 +129,10 @@ pub trait DavSettings: Send + Sync {
     fn accounts(&self) -> Vec<DavAccount>;
     /// The account's password, if one is stored.
     fn password(&self, account: &str) -> Option<String>;
+    /// Whether the desktop's own stores are offered beside the accounts ([`DESKTOP_SETTING`]).
+    fn desktop(&self) -> bool {
+        true
+    }
 }
 
 /// Accounts and passwords held in memory (tests, embedders without a settings store).

@@ -270,7 +270,9 @@ impl Dav {
     /// client (switched off, or not Linux), `service_unavailable` when EDS does not answer.
     pub(crate) async fn desktop_collections(&self, kind: Kind) -> Result<Vec<Collection>> {
         #[cfg(target_os = "linux")]
-        if let Some(eds) = &self.eds {
+        if let Some(eds) = &self.eds
+            && self.desktop_wanted().await
+        {
             let mut out = Vec::new();
             for source in eds.sources(kind).await? {
                 let mut url = Url::parse("eds:///").map_err(|e| Error::Failed(e.to_string()))?;
@@ -298,7 +300,9 @@ impl Dav {
     /// looked for.
     pub(crate) async fn desktop_probe(&self, kind: Kind) -> Option<Result<String>> {
         #[cfg(target_os = "linux")]
-        if let Some(eds) = &self.eds {
+        if let Some(eds) = &self.eds
+            && self.desktop_wanted().await
+        {
             return Some(eds.probe(kind).await);
         }
         let _ = kind;
@@ -308,6 +312,16 @@ impl Dav {
 
 #[cfg(target_os = "linux")]
 impl Dav {
+    /// Whether the settings (read now, off the async threads) leave the desktop's stores on.
+    async fn desktop_wanted(&self) -> bool {
+        let Some(settings) = self.config.settings.clone() else {
+            return true;
+        };
+        tokio::task::spawn_blocking(move || settings.desktop())
+            .await
+            .unwrap_or(true)
+    }
+
     fn eds(&self) -> Result<&crate::linux::eds::Eds> {
         self.eds
             .as_ref()

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use osprey_platform::{DavConfig, OsConfig, OsTool};
+use osprey_platform::{DavAccount, DavConfig, DavSettings, OsConfig, OsTool};
 use serde_json::{Value, json};
 use zbus::Connection;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue};
@@ -576,6 +576,32 @@ async fn desktop_calendar_and_contacts_are_kept_in_evolution_data_server() {
     let none = ok_text(&call(&tool, contacts("search", json!({"query": "lovelace"}))).await);
     assert_eq!(none, "No contact matches.");
 
+    // The setting `os.desktop_stores false` (here the settings' answer) hides them at once.
+    struct Off;
+    impl DavSettings for Off {
+        fn accounts(&self) -> Vec<DavAccount> {
+            Vec::new()
+        }
+        fn password(&self, _: &str) -> Option<String> {
+            None
+        }
+        fn desktop(&self) -> bool {
+            false
+        }
+    }
+    let off = OsTool::new(OsConfig {
+        session_bus_address: Some(desktop.address.clone()),
+        dav: DavConfig {
+            settings: Some(std::sync::Arc::new(Off)),
+            ..DavConfig::default()
+        },
+        ..OsConfig::default()
+    });
+    let hidden = call(&off, contacts("list", json!({}))).await;
+    assert_eq!(code(&hidden), "not_configured", "{hidden:?}");
+    assert!(!hidden.text_content().contains("Evolution"), "{hidden:?}");
+
+    drop(off);
     drop(tool);
     drop(utc);
     desktop.stop().await;
