@@ -36,6 +36,11 @@ impl DavSettings for StoredDavSettings {
             .collect()
     }
 
+    fn desktop(&self) -> bool {
+        settings::read::<Option<bool>>(&self.settings, osprey_platform::dav::DESKTOP_SETTING)
+            .unwrap_or(true)
+    }
+
     fn password(&self, account: &str) -> Option<String> {
         self.secrets
             .get(&password_secret(account))

@@ -82,6 +82,10 @@ pub const DAV_ACCOUNTS: &str = osprey_platform::dav::ACCOUNTS_SETTING;
 /// "starttls"}}]}`; each password lives in the secret store (`osprey os mail-password <name>`).
 pub const OS_MAIL: &str = osprey_platform::mail::SETTING;
 
+/// Whether the `os` tool's calendar and contacts also offer the desktop's own stores (Evolution
+/// Data Server on Linux): `false` turns them off. Absent: on.
+pub const OS_DESKTOP_STORES: &str = osprey_platform::dav::DESKTOP_SETTING;
+
 /// Tools and tool categories switched off: `["desktop", "web", "exec"]` (categories: files,
 /// shell, web, desktop, os, apps, store, agent, mcp). They leave the model's list and are refused.
 pub const TOOLS_DISABLED: &str = "tools.disabled";
@@ -200,6 +204,10 @@ pub const KNOWN: &[(&str, &str)] = &[
         "calendar and contacts accounts: {\"home\": {\"kind\": \"dav\"|\"caldav\"|\"carddav\", \"url\": ..., \"username\": ...}}; also dav.<name>.url|username|kind|password",
     ),
     (
+        OS_DESKTOP_STORES,
+        "false hides the desktop's own calendars and address books (Evolution Data Server) from calendar and contacts; on by default",
+    ),
+    (
         OS_MAIL,
         "mail accounts: {\"accounts\": [{\"name\", \"email\", \"username\", \"imap\": {\"host\", \"port\", \"tls\": \"tls\"|\"starttls\"|\"plain\"}, \"smtp\": {...}}]}; passwords: `osprey os mail-password NAME`",
     ),
@@ -310,7 +318,7 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        TOOLS_AUTONOMOUS => check::<bool>(key, value),
+        TOOLS_AUTONOMOUS | OS_DESKTOP_STORES => check::<bool>(key, value),
         TOOLS_DENIED_PATHS | TOOLS_BLOCKLIST | TOOLS_QUOTAS | TOOLS_BREAKER => {
             let mut config = GovernanceConfig::default();
             match key {
@@ -447,6 +455,8 @@ mod tests {
         validate(MCP_SERVERS, &json!({"w": {"comand": "x"}})).unwrap_err();
         validate(TOOLS_DISABLED, &json!(["desktop", "exec"])).unwrap();
         validate(TOOLS_AUTONOMOUS, &json!("yes")).unwrap_err();
+        validate(OS_DESKTOP_STORES, &json!(false)).unwrap();
+        validate(OS_DESKTOP_STORES, &json!("off")).unwrap_err();
         validate(TOOLS_BLOCKLIST, &json!(["git push"])).unwrap();
         validate(TOOLS_BLOCKLIST, &json!(["  "])).unwrap_err();
         let err = validate(TOOLS_DENIED_PATHS, &json!(["notes/private"]))

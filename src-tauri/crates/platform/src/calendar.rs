@@ -1,4 +1,5 @@
-//! The `calendar` resource: the events of the configured CalDAV accounts (see `dav`). Listing
+//! The `calendar` resource: the events of the configured CalDAV accounts and of the desktop's
+//! own calendars (Evolution Data Server; see `dav`). Listing
 //! asks the server for the events that overlap the range (widened by a day, so all-day and
 //! floating events are not cut by the server's idea of the zone) and expands recurrences here.
 //! Creating is idempotent: the object is stored at `<uid>.ics` with `If-None-Match: *`, and a
@@ -11,7 +12,6 @@ use chrono_tz::Tz;
 use osprey_tools::Call;
 use osprey_types::ToolResult;
 
-use crate::dav::http;
 use crate::dav::ics::{self, Changes, Input, Moment, NewEvent};
 use crate::dav::lines::{Block, Document};
 use crate::dav::resource::{PathCheck, derived_uid, file_path, read_file, write_file};
@@ -53,36 +53,34 @@ fn zone(call: &Call) -> Result<Option<Tz>> {
         .transpose()
 }
 
+/// An object with its parsed events, and the calendar it is in.
+type Fetched = (Collection, crate::dav::StoredObject, Vec<ics::Event>);
+
 /// The events of `collections` overlapping `range` (all events without one), each object with
-/// its parsed events.
+/// its parsed events, and the desktop calendars that could not be read, with why.
 async fn fetch(
     dav: &Dav,
     collections: &[Collection],
     range: Option<&(DateTime<Utc>, DateTime<Utc>)>,
-) -> Result<Vec<(Collection, crate::dav::StoredObject, Vec<ics::Event>)>> {
+) -> Result<(Vec<Fetched>, Vec<String>)> {
     let local = dav.local_zone();
-    let query = http::event_query(range.map(|(from, to)| {
-        (
-            ics::utc_stamp(*from - Duration::days(1)),
-            ics::utc_stamp(*to + Duration::days(1)),
-        )
-    }));
+    let widened = range.map(|(from, to)| (*from - Duration::days(1), *to + Duration::days(1)));
+    let (objects, unread) = dav.objects_of(collections, Kind::Calendar, widened).await?;
     let mut out = Vec::new();
-    for collection in collections {
-        let objects = dav
-            .http()
-            .query(&collection.session, Kind::Calendar, &collection.url, &query)
-            .await?;
-        for object in objects {
-            match ics::parse_events(&object.text, local) {
-                Ok(events) => out.push((collection.clone(), object, events)),
-                Err(why) => {
-                    tracing::debug!(url = %object.url, %why, "skipping an unreadable event")
-                }
+    for (collection, object) in objects {
+        match ics::parse_events(&object.text, local) {
+            Ok(events) => out.push((collection, object, events)),
+            Err(why) => {
+                tracing::debug!(url = %object.url, %why, "skipping an unreadable event")
             }
         }
     }
-    Ok(out)
+    Ok((out, unread))
+}
+
+/// The line that names the calendars or address books a listing could not read.
+pub(crate) fn unread_line(unread: &[String]) -> Option<String> {
+    (!unread.is_empty()).then(|| format!("Not read: {}", unread.join("; ")))
 }
 
 async fn list(dav: &Dav, call: &Call) -> Result<ToolResult> {
@@ -103,7 +101,7 @@ async fn list(dav: &Dav, call: &Call) -> Result<ToolResult> {
     let (collections, accounts) = dav
         .select(Kind::Calendar, call.str("account"), call.str("calendar"))
         .await?;
-    let objects = fetch(dav, &collections, range.as_ref()).await?;
+    let (objects, unread) = fetch(dav, &collections, range.as_ref()).await?;
     let mut rows: Vec<(DateTime<Utc>, String)> = Vec::new();
     for (collection, object, events) in &objects {
         dav.remember(&object.url, object.etag.as_deref());
@@ -157,15 +155,18 @@ async fn list(dav: &Dav, call: &Call) -> Result<ToolResult> {
             local.name()
         ),
     };
+    let mut lines: Vec<String> = Vec::new();
     if rows.is_empty() {
-        return text(format!("{heading} none."));
+        lines.push(format!("{heading} none."));
+    } else {
+        let total = rows.len();
+        lines.push(heading);
+        lines.extend(rows.into_iter().take(MAX_LINES).map(|(_, line)| line));
+        if total > MAX_LINES {
+            lines.push(format!("({} more; narrow the range)", total - MAX_LINES));
+        }
     }
-    let total = rows.len();
-    let mut lines: Vec<String> = vec![heading];
-    lines.extend(rows.into_iter().take(MAX_LINES).map(|(_, line)| line));
-    if total > MAX_LINES {
-        lines.push(format!("({} more; narrow the range)", total - MAX_LINES));
-    }
+    lines.extend(unread_line(&unread));
     text(lines.join("\n"))
 }
 
@@ -360,21 +361,8 @@ async fn import(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
     }
     let mut objects = Vec::new();
     for (uid, events) in groups {
-        let mut object = Block::new("VCALENDAR");
-        object.replace(
-            &[],
-            vec!["VERSION:2.0".into(), "PRODID:-//Osprey//os tool//EN".into()],
-        );
-        // The zones the events' times name (DTSTART, DTEND, EXDATE, RECURRENCE-ID, alarms).
-        let used: Vec<String> = events
-            .iter()
-            .flat_map(|e| {
-                e.props
-                    .iter()
-                    .chain(e.children.iter().flat_map(|c| &c.props))
-            })
-            .filter_map(|l| l.param("TZID"))
-            .collect();
+        let mut object = ics::object_block();
+        let used = ics::zones_named(&events);
         for zone in &zones {
             if zone.value("TZID").is_some_and(|tzid| used.contains(&tzid)) {
                 object.children.push(zone.clone());
@@ -401,7 +389,7 @@ async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
     let (collections, _) = dav
         .select(Kind::Calendar, call.str("account"), call.str("calendar"))
         .await?;
-    let objects = fetch(dav, &collections, range.as_ref()).await?;
+    let (objects, unread) = fetch(dav, &collections, range.as_ref()).await?;
     let mut out = Block::new("VCALENDAR");
     out.replace(
         &[],
@@ -439,8 +427,11 @@ async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
     out.children.extend(events);
     write_file(&path, &out.to_text()).await?;
     text(format!(
-        "Wrote {} to {}.",
+        "Wrote {} to {}.{}",
         count(written, "event"),
-        path.display()
+        path.display(),
+        unread_line(&unread)
+            .map(|l| format!(" {l}"))
+            .unwrap_or_default()
     ))
 }

@@ -120,7 +120,7 @@ pub const CAPABILITIES: &[Capability] = &[
         category: Category::System,
         platforms: &[Linux, Macos, Windows],
         needs_setup: false,
-        summary: "OS, CPU, memory, disks, battery, network, appearance; lock and suspend (Linux)",
+        summary: "OS, CPU, memory, disks, battery, network, appearance; brightness, lock and suspend (Linux)",
     },
     Capability {
         name: "keychain",
@@ -155,14 +155,14 @@ pub const CAPABILITIES: &[Capability] = &[
         category: Category::Productivity,
         platforms: &[Linux, Macos, Windows],
         needs_setup: true,
-        summary: "events on CalDAV accounts: list, search, create, update, delete, .ics import/export",
+        summary: "events on CalDAV accounts and the desktop's calendars (Evolution Data Server): list, search, create, update, delete, .ics import/export",
     },
     Capability {
         name: "contacts",
         category: Category::Productivity,
         platforms: &[Linux, Macos, Windows],
         needs_setup: true,
-        summary: "contacts on CardDAV accounts: list, search, create, update, delete, .vcf import/export",
+        summary: "contacts on CardDAV accounts and the desktop's address books (Evolution Data Server): list, search, create, update, delete, .vcf import/export",
     },
     Capability {
         name: "mail",

@@ -16,6 +16,9 @@ pub struct OsConfig {
     pub session_bus_address: Option<String>,
     /// The D-Bus system bus (UPower, NetworkManager, logind); `None`: the system bus.
     pub system_bus_address: Option<String>,
+    /// Where the kernel lists backlight devices (`/sys/class/backlight`, Linux); `None`: there.
+    /// Tests give a folder laid out the same way.
+    pub backlight_dir: Option<PathBuf>,
     /// Where desktop entries are looked up (each dir's `applications/`), most important first;
     /// `None`: `XDG_DATA_HOME` then `XDG_DATA_DIRS` (the spec's defaults when unset).
     pub data_dirs: Option<Vec<PathBuf>>,
@@ -45,6 +48,7 @@ impl Default for OsConfig {
             x11_display: None,
             session_bus_address: None,
             system_bus_address: None,
+            backlight_dir: None,
             data_dirs: None,
             search_roots: Vec::new(),
             disabled_categories: Vec::new(),

@@ -1,4 +1,5 @@
-//! The `contacts` resource: the cards of the configured CardDAV accounts (see `dav`), with the
+//! The `contacts` resource: the cards of the configured CardDAV accounts and of the desktop's own
+//! address books (Evolution Data Server; see `dav`), with the
 //! same rules as the calendar: creation at `<uid>.vcf` with `If-None-Match: *` (a uid derived
 //! from name and first email when none is given, so the same create twice makes no duplicate),
 //! changes with `If-Match` on the version the model was shown.
@@ -6,7 +7,6 @@
 use osprey_tools::Call;
 use osprey_types::ToolResult;
 
-use crate::dav::http;
 use crate::dav::resource::{PathCheck, derived_uid, file_path, read_file, write_file};
 use crate::dav::vcf::{self, ContactFields};
 use crate::dav::{Collection, Dav, Kind, Located, StoredObject, check_uid};
@@ -62,23 +62,12 @@ async fn book_for(dav: &Dav, call: &Call) -> Result<(Vec<Collection>, usize)> {
         .await
 }
 
-async fn fetch(dav: &Dav, books: &[Collection]) -> Result<Vec<(Collection, StoredObject)>> {
-    let mut out = Vec::new();
-    for book in books {
-        for object in dav
-            .http()
-            .query(
-                &book.session,
-                Kind::Contacts,
-                &book.url,
-                &http::card_query(),
-            )
-            .await?
-        {
-            out.push((book.clone(), object));
-        }
-    }
-    Ok(out)
+/// The cards of `books`, and the desktop address books that could not be read, with why.
+async fn fetch(
+    dav: &Dav,
+    books: &[Collection],
+) -> Result<(Vec<(Collection, StoredObject)>, Vec<String>)> {
+    dav.objects_of(books, Kind::Contacts, None).await
 }
 
 async fn list(dav: &Dav, call: &Call) -> Result<ToolResult> {
@@ -91,7 +80,8 @@ async fn list(dav: &Dav, call: &Call) -> Result<ToolResult> {
     }
     let (books, accounts) = book_for(dav, call).await?;
     let mut rows: Vec<(String, String)> = Vec::new();
-    for (book, object) in fetch(dav, &books).await? {
+    let (objects, unread) = fetch(dav, &books).await?;
+    for (book, object) in objects {
         dav.remember(&object.url, object.etag.as_deref());
         let Ok(contacts) = vcf::parse_contacts(&object.text) else {
             tracing::debug!(url = %object.url, "skipping an unreadable card");
@@ -115,18 +105,22 @@ async fn list(dav: &Dav, call: &Call) -> Result<ToolResult> {
         }
     }
     rows.sort();
-    if rows.is_empty() {
-        return text(if search {
-            "No contact matches."
-        } else {
-            "No contacts."
-        });
-    }
     let total = rows.len();
     let mut lines: Vec<String> = rows.into_iter().take(MAX_LINES).map(|(_, l)| l).collect();
+    if total == 0 {
+        lines.push(
+            if search {
+                "No contact matches."
+            } else {
+                "No contacts."
+            }
+            .into(),
+        );
+    }
     if total > MAX_LINES {
         lines.push(format!("({} more; use search)", total - MAX_LINES));
     }
+    lines.extend(crate::calendar::unread_line(&unread));
     text(lines.join("\n"))
 }
 
@@ -240,7 +234,8 @@ async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
     let (books, _) = book_for(dav, call).await?;
     let mut out = String::new();
     let mut written = 0;
-    for (_, object) in fetch(dav, &books).await? {
+    let (objects, unread) = fetch(dav, &books).await?;
+    for (_, object) in objects {
         let text = object.text.trim_end();
         if text.is_empty() {
             continue;
@@ -251,8 +246,11 @@ async fn export(dav: &Dav, call: &Call, paths: PathCheck<'_>) -> Result<ToolResu
     }
     write_file(&path, &out).await?;
     text(format!(
-        "Wrote {} to {}.",
+        "Wrote {} to {}.{}",
         count(written, "contact"),
-        path.display()
+        path.display(),
+        crate::calendar::unread_line(&unread)
+            .map(|l| format!(" {l}"))
+            .unwrap_or_default()
     ))
 }

@@ -5,7 +5,9 @@
 
 mod apps;
 mod audio;
+mod backlight;
 mod bus;
+pub(crate) mod eds;
 mod mpris;
 mod notify;
 mod secrets;
@@ -47,6 +49,14 @@ impl LinuxBackend {
 
     pub fn buses(&self) -> &Buses {
         &self.buses
+    }
+
+    /// Where the backlight devices are listed.
+    fn backlight_dir(&self) -> std::path::PathBuf {
+        self.config
+            .backlight_dir
+            .clone()
+            .unwrap_or_else(|| backlight::SYSFS.into())
     }
 
     /// Runs `work` on the X11 connection, connecting first if needed.

@@ -1,6 +1,7 @@
 //! Facts about the machine (OS, kernel, host, CPU, memory, disks, uptime through sysinfo on
 //! every platform; battery, network and the dark/light preference through the desktop's
-//! services where present) and session control (lock, suspend).
+//! services where present), screen brightness where there is a backlight, and session control
+//! (lock, suspend).
 
 use crate::error::{Error, Result};
 
@@ -18,6 +19,15 @@ pub trait SystemServices {
     /// The person's colour-scheme preference: `dark`, `light` or `no preference`.
     async fn appearance(&self) -> Option<String> {
         None
+    }
+    /// The screen's brightness: `"70% (7 of 10 on acpi_video0, firmware)"`.
+    async fn brightness(&self) -> Result<String> {
+        Err(Error::unsupported("brightness"))
+    }
+    /// Sets the screen's brightness to `percent` (0-100).
+    async fn set_brightness(&self, percent: u32) -> Result<String> {
+        let _ = percent;
+        Err(Error::unsupported("brightness"))
     }
     async fn lock(&self) -> Result<String> {
         Err(Error::unsupported("locking the screen"))

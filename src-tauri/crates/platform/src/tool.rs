@@ -52,7 +52,7 @@ impl OsTool {
             .collect();
         OsTool {
             domain: os_domain(&offered),
-            dav: crate::dav::Dav::new(config.dav.clone()),
+            dav: crate::dav::Dav::new(config.dav.clone(), config.session_bus_address.clone()),
             mail: crate::mail::Mail::new(config.mail.clone()),
             backend: Arc::new(Backend::new(config)),
             clipboard: SharedClipboard::default(),
@@ -115,10 +115,12 @@ impl OsTool {
             }
             "system" => {
                 let mut parts = vec!["system facts".to_string()];
+                let brightness = self.brightness_fact().await;
                 for (what, fact) in [
                     ("battery", self.backend.power().await),
                     ("network", self.backend.network().await),
                     ("appearance", self.backend.appearance().await),
+                    ("brightness", brightness),
                 ] {
                     parts.push(format!(
                         "{what}: {}",
@@ -162,6 +164,16 @@ impl OsTool {
             "calendar" => self.dav.probe(crate::dav::Kind::Calendar).await,
             "contacts" => self.dav.probe(crate::dav::Kind::Contacts).await,
             other => self.backend.probe(other).await,
+        }
+    }
+
+    /// The brightness, or why there is none (no backlight device, no backend); `None` when
+    /// reading it failed otherwise.
+    async fn brightness_fact(&self) -> Option<String> {
+        match self.backend.brightness().await {
+            Ok(level) => Some(level),
+            Err(why @ Error::PlatformNotSupported { .. }) => Some(why.to_string()),
+            Err(_) => None,
         }
     }
 
@@ -324,6 +336,16 @@ fn os_domain(offered: &[&Capability]) -> Domain {
                     "info",
                     "OS, kernel, host, CPU, memory, disks, uptime, battery, network, dark/light",
                     Free,
+                ),
+                (
+                    "brightness",
+                    "Screen brightness in percent (where there is a backlight)",
+                    Free,
+                ),
+                (
+                    "set_brightness",
+                    "Set the screen brightness to percent (0-100)",
+                    Required,
                 ),
                 ("lock", "Lock the screen", Required),
                 ("suspend", "Suspend the machine", Required),
@@ -494,9 +516,10 @@ fn os_domain(offered: &[&Capability]) -> Domain {
         .field(
             "percent",
             FieldType::Number,
-            "music volume: 0-100; audio set: 0-150; audio up/down: points (default 10)",
+            "music volume: 0-100; audio set: 0-150; audio up/down: points (default 10); system \
+             set_brightness: 0-100",
         )
-        .required_for(&["music.volume"])
+        .required_for(&["music.volume", "system.set_brightness"])
         .field(
             "query",
             FieldType::String,
@@ -975,10 +998,12 @@ impl OsTool {
                     self.backend.network(),
                     self.backend.appearance()
                 );
+                let brightness = self.brightness_fact().await;
                 for (what, fact) in [
                     ("power", power),
                     ("network", network),
                     ("appearance", appearance),
+                    ("brightness", brightness),
                 ] {
                     facts.push_str(&format!(
                         "\n{what}: {}",
@@ -986,6 +1011,19 @@ impl OsTool {
                     ));
                 }
                 text(facts)
+            }
+            "brightness" => text(format!(
+                "Screen brightness: {}",
+                self.backend.brightness().await?
+            )),
+            "set_brightness" => {
+                let percent = call
+                    .input
+                    .get("percent")
+                    .and_then(Value::as_f64)
+                    .filter(|p| (0.0..=100.0).contains(p))
+                    .ok_or_else(|| Error::invalid("set_brightness needs `percent`, 0 to 100"))?;
+                text(self.backend.set_brightness(percent.round() as u32).await?)
             }
             "lock" => text(self.backend.lock().await?),
             "suspend" => text(self.backend.suspend().await?),
@@ -1180,6 +1218,11 @@ impl DomainTool for OsTool {
                     .unwrap_or_else(|| value.to_string());
                 summary.push_str(&format!(" {key} {shown}"));
             }
+        }
+        if call.resource() == "system"
+            && let Some(percent) = call.input.get("percent").and_then(Value::as_f64)
+        {
+            summary.push_str(&format!(" to {percent}%"));
         }
         if call.resource() == "clipboard"
             && let Some(t) = call.str("text")

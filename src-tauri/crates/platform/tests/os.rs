@@ -40,6 +40,13 @@ mod calendar;
 
 #[path = "os/contacts.rs"]
 mod contacts;
+
+#[path = "os/desktop_stores.rs"]
+mod desktop_stores;
+
+#[path = "os/brightness.rs"]
+mod brightness;
+
 #[path = "os/mail.rs"]
 mod mail;
 

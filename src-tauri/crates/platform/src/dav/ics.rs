@@ -466,6 +466,30 @@ fn stamp(name: &str) -> String {
     format!("{name}:{}", Utc::now().format("%Y%m%dT%H%M%SZ"))
 }
 
+/// An empty calendar object (a VCALENDAR with Osprey's PRODID) for events to go in.
+pub(crate) fn object_block() -> Block {
+    let mut object = Block::new("VCALENDAR");
+    object.replace(
+        &[],
+        vec!["VERSION:2.0".into(), "PRODID:-//Osprey//os tool//EN".into()],
+    );
+    object
+}
+
+/// The TZIDs the events' times name (DTSTART, DTEND, EXDATE, RECURRENCE-ID, alarms), each
+/// time it is named.
+pub(crate) fn zones_named(events: &[Block]) -> Vec<String> {
+    events
+        .iter()
+        .flat_map(|e| {
+            e.props
+                .iter()
+                .chain(e.children.iter().flat_map(|c| &c.props))
+        })
+        .filter_map(|l| l.param("TZID"))
+        .collect()
+}
+
 /// The text of a new calendar object with one event (and the VTIMEZONE its zone needs).
 pub(crate) fn build_event(new: &NewEvent) -> String {
     let mut event = Block::new("VEVENT");

@@ -5,14 +5,18 @@
 //! objects the model has been shown, so a change someone else made since then is refused with
 //! a conflict instead of being overwritten.
 //!
-//! Cross-platform code: reqwest with rustls and the system's trust store (see `tls`), nothing
-//! from the desktop. Evolution Data Server (the GNOME desktop's own stores) is not read; its
-//! accounts are usually CalDAV/CardDAV ones that can be configured here directly.
+//! Cross-platform code: reqwest with rustls and the system's trust store (see `tls`). Beside
+//! the configured accounts, on Linux the desktop's own stores (Evolution Data Server, what GNOME
+//! Calendar and Contacts show) appear as accounts named after their EDS account ("On This
+//! Computer", an online account) when EDS answers on the session bus: a collection says where
+//! its objects are kept ([`Store`]), and `store.rs` routes each read and write there, so the
+//! resources parse and write iCalendar and vCard the same way for both.
 
 pub(crate) mod http;
 pub(crate) mod ics;
 pub(crate) mod lines;
 pub(crate) mod resource;
+mod store;
 pub(crate) mod vcf;
 
 use std::collections::{BTreeMap, HashMap};
@@ -30,6 +34,10 @@ use http::{DavHttp, Prop, Resource};
 
 /// The setting that holds the accounts (`osprey config set dav.accounts '{...}'`).
 pub const ACCOUNTS_SETTING: &str = "dav.accounts";
+
+/// The setting that switches the desktop's own calendars and address books (Evolution Data
+/// Server) off: `osprey config set os.desktop_stores false`. Absent: on.
+pub const DESKTOP_SETTING: &str = "os.desktop_stores";
 
 /// The secret an account's password is kept under in the keyring.
 pub fn password_secret(account: &str) -> String {
@@ -121,6 +129,10 @@ pub trait DavSettings: Send + Sync {
     fn accounts(&self) -> Vec<DavAccount>;
     /// The account's password, if one is stored.
     fn password(&self, account: &str) -> Option<String>;
+    /// Whether the desktop's own stores are offered beside the accounts ([`DESKTOP_SETTING`]).
+    fn desktop(&self) -> bool {
+        true
+    }
 }
 
 /// Accounts and passwords held in memory (tests, embedders without a settings store).
@@ -152,6 +164,9 @@ pub struct DavConfig {
     /// A PEM file of certificates to trust besides the system's, for every account (servers
     /// with a private certificate authority).
     pub ca_file: Option<PathBuf>,
+    /// Also offer the desktop's own calendars and address books (Evolution Data Server on the
+    /// session bus, Linux) beside the accounts, when EDS answers there.
+    pub desktop: bool,
 }
 
 impl Default for DavConfig {
@@ -161,6 +176,7 @@ impl Default for DavConfig {
             timezone: None,
             timeout: Duration::from_secs(20),
             ca_file: None,
+            desktop: true,
         }
     }
 }
@@ -172,6 +188,7 @@ impl std::fmt::Debug for DavConfig {
             .field("timezone", &self.timezone)
             .field("timeout", &self.timeout)
             .field("ca_file", &self.ca_file)
+            .field("desktop", &self.desktop)
             .finish()
     }
 }
@@ -256,6 +273,16 @@ pub(crate) struct Session {
     pub password: Option<String>,
 }
 
+/// Where a collection's objects are kept.
+#[derive(Clone, Debug)]
+pub(crate) enum Store {
+    /// On a CalDAV/CardDAV server.
+    Dav(Session),
+    /// In Evolution Data Server: the source's UID.
+    #[cfg(target_os = "linux")]
+    Eds(String),
+}
+
 /// A calendar or address book.
 #[derive(Clone, Debug)]
 pub(crate) struct Collection {
@@ -263,10 +290,21 @@ pub(crate) struct Collection {
     pub url: Url,
     /// Its display name, else the last segment of its path.
     pub name: String,
-    pub session: Session,
+    pub store: Store,
+    /// Whether objects can be stored in it (a desktop calendar of birthdays cannot).
+    pub writable: bool,
 }
 
 impl Collection {
+    /// Whether it is one of the desktop's own (Evolution Data Server).
+    pub(crate) fn is_desktop(&self) -> bool {
+        match self.store {
+            Store::Dav(_) => false,
+            #[cfg(target_os = "linux")]
+            Store::Eds(_) => true,
+        }
+    }
+
     /// `Work (home)`: the name and, when there are several accounts, the account.
     pub(crate) fn label(&self, accounts: usize) -> String {
         if accounts > 1 {
@@ -328,6 +366,9 @@ pub(crate) struct Dav {
     /// URL -> ETag of every object the model was shown (list, search) or that Osprey wrote, so
     /// update and delete send the version the model decided on.
     seen: Mutex<HashMap<String, String>>,
+    /// The desktop's stores; `None` when switched off.
+    #[cfg(target_os = "linux")]
+    eds: Option<crate::linux::eds::Eds>,
 }
 
 impl std::fmt::Debug for Dav {
@@ -342,17 +383,21 @@ impl std::fmt::Debug for Dav {
 const SEEN_LIMIT: usize = 20_000;
 
 impl Dav {
-    pub(crate) fn new(config: DavConfig) -> Dav {
+    /// The accounts of `config`, and the desktop's stores on the session bus at
+    /// `session_bus_address` (`None`: the process's) when `config.desktop` is set.
+    pub(crate) fn new(config: DavConfig, session_bus_address: Option<String>) -> Dav {
+        #[cfg(not(target_os = "linux"))]
+        let _ = session_bus_address;
         Dav {
+            #[cfg(target_os = "linux")]
+            eds: config
+                .desktop
+                .then(|| crate::linux::eds::Eds::new(session_bus_address, config.timeout)),
             http: DavHttp::new(config.timeout, config.ca_file.clone()),
             config,
             homes: Mutex::new(HashMap::new()),
             seen: Mutex::new(HashMap::new()),
         }
-    }
-
-    pub(crate) fn http(&self) -> &DavHttp {
-        &self.http
     }
 
     /// The person's zone: configured, else the system's, else UTC.
@@ -420,15 +465,58 @@ impl Dav {
         .map_err(|e| Error::Failed(format!("reading the accounts failed: {e}")))?
     }
 
-    /// Every calendar (or address book) of the accounts, found from their base URLs.
+    /// Every calendar (or address book) of the accounts, found from their base URLs, then the
+    /// desktop's (only those of `account` when given: a configured account or a desktop one).
     pub(crate) async fn collections(
         &self,
         kind: Kind,
         account: Option<&str>,
     ) -> Result<Vec<Collection>> {
+        let desktop = self.desktop_collections(kind).await;
+        let found = desktop.as_deref().unwrap_or_default();
+        if let Some(wanted) = account
+            && found.iter().any(|c| c.account.eq_ignore_ascii_case(wanted))
+        {
+            return Ok(found
+                .iter()
+                .filter(|c| c.account.eq_ignore_ascii_case(wanted))
+                .cloned()
+                .collect());
+        }
+        let sessions = match self.sessions(kind, account).await {
+            Ok(sessions) => sessions,
+            Err(Error::NotConfigured(_)) if account.is_none() && !found.is_empty() => {
+                return Ok(found.to_vec());
+            }
+            Err(Error::NotConfigured(_)) if !found.is_empty() => {
+                return Err(Error::invalid(format!(
+                    "no account named {:?}; the desktop's accounts are: {}",
+                    account.unwrap_or_default(),
+                    desktop_accounts(found)
+                )));
+            }
+            Err(Error::NotConfigured(how)) => {
+                return Err(Error::NotConfigured(match (&desktop, account) {
+                    (Err(why), None) => {
+                        format!("{how}. The desktop's own stores are not there either: {why}")
+                    }
+                    _ => how,
+                }));
+            }
+            Err(Error::InvalidInput(message)) if !found.is_empty() => {
+                return Err(Error::invalid(format!(
+                    "{message}; the desktop's accounts are: {}",
+                    desktop_accounts(found)
+                )));
+            }
+            Err(error) => return Err(error),
+        };
         let mut out = Vec::new();
-        for session in self.sessions(kind, account).await? {
+        for session in sessions {
             out.extend(self.account_collections(&session, kind).await?);
+        }
+        if account.is_none() {
+            out.extend(found.iter().cloned());
         }
         Ok(out)
     }
@@ -500,7 +588,8 @@ impl Dav {
                     account: session.account.name.clone(),
                     url,
                     name,
-                    session: session.clone(),
+                    store: Store::Dav(session.clone()),
+                    writable: true,
                 });
             }
         }
@@ -573,8 +662,28 @@ impl Dav {
         }
     }
 
-    /// Whether the accounts answer: each one's calendars (or address books), or why not.
+    /// Whether the accounts and the desktop's stores answer: the calendars (or address books)
+    /// of each, or why not.
     pub(crate) async fn probe(&self, kind: Kind) -> Result<String> {
+        let accounts = self.probe_accounts(kind).await;
+        match (accounts, self.desktop_probe(kind).await) {
+            (Ok(accounts), None) => Ok(accounts),
+            (Ok(accounts), Some(Ok(desktop))) => Ok(format!("{accounts}; {desktop}")),
+            (Ok(accounts), Some(Err(why))) => Ok(format!(
+                "{accounts}; the desktop's own stores: {}: {why}",
+                why.code()
+            )),
+            (Err(Error::NotConfigured(_)), Some(Ok(desktop))) => Ok(desktop),
+            (Err(error), Some(Ok(desktop))) => Ok(format!("{desktop}; {}: {error}", error.code())),
+            (Err(Error::NotConfigured(how)), Some(Err(why))) => Err(Error::NotConfigured(format!(
+                "{how}. The desktop's own stores are not there either: {why}"
+            ))),
+            (Err(error), _) => Err(error),
+        }
+    }
+
+    /// Whether the configured accounts answer.
+    async fn probe_accounts(&self, kind: Kind) -> Result<String> {
         let sessions = self.sessions(kind, None).await?;
         let mut parts = Vec::new();
         let mut first_error = None;
@@ -614,11 +723,6 @@ impl Dav {
         {
             return Err(error);
         }
-        parts.push(
-            "the desktop's own stores (Evolution Data Server) are not read: add their \
-             CalDAV/CardDAV accounts here"
-                .into(),
-        );
         Ok(parts.join("; "))
     }
 
@@ -643,6 +747,8 @@ impl Dav {
                 .join(", ")
         };
         let found: Vec<&Collection> = match wanted {
+            // Without a name, only where objects can be stored (not a desktop's birthdays).
+            None if all.iter().any(|c| c.writable) => all.iter().filter(|c| c.writable).collect(),
             Some(wanted) => {
                 let w = wanted.trim();
                 let exact: Vec<&Collection> = all
@@ -736,69 +842,6 @@ impl Dav {
         })
     }
 
-    /// Stores a new object at `url` unless something is there; false when it was (no
-    /// duplicate is made).
-    pub(crate) async fn create(
-        &self,
-        collection: &Collection,
-        kind: Kind,
-        url: &Url,
-        text: String,
-    ) -> Result<bool> {
-        match self
-            .http
-            .put(&collection.session, kind, url, text, None)
-            .await?
-        {
-            http::Put::Stored(etag) => {
-                self.remember(url, etag.as_deref());
-                Ok(true)
-            }
-            http::Put::AlreadyThere => Ok(false),
-        }
-    }
-
-    /// Replaces an object, only if it is still the version the model was shown (else the one
-    /// just read).
-    pub(crate) async fn replace(
-        &self,
-        collection: &Collection,
-        kind: Kind,
-        object: &StoredObject,
-        text: String,
-    ) -> Result<()> {
-        let version = self.version(object);
-        match self
-            .http
-            .put(&collection.session, kind, &object.url, text, Some(&version))
-            .await?
-        {
-            http::Put::Stored(etag) => {
-                self.remember(&object.url, etag.as_deref());
-                Ok(())
-            }
-            http::Put::AlreadyThere => Err(Error::Failed(
-                "the server answered an update as a create".into(),
-            )),
-        }
-    }
-
-    /// Deletes an object on the same condition; false when it was already gone.
-    pub(crate) async fn remove(
-        &self,
-        collection: &Collection,
-        kind: Kind,
-        object: &StoredObject,
-    ) -> Result<bool> {
-        let version = self.version(object);
-        let deleted = self
-            .http
-            .delete(&collection.session, kind, &object.url, Some(&version))
-            .await?;
-        self.remember(&object.url, None);
-        Ok(deleted)
-    }
-
     /// The version a change is conditional on: the one the model was shown, else the current.
     fn version(&self, object: &StoredObject) -> String {
         self.remembered(&object.url)
@@ -829,37 +872,6 @@ impl Dav {
             .unwrap_or_else(|p| p.into_inner())
             .get(url.as_str())
             .cloned()
-    }
-
-    /// The object with `uid` in one of `collections`: the file Osprey would name it first, then
-    /// a query by UID.
-    pub(crate) async fn find(
-        &self,
-        kind: Kind,
-        collections: &[Collection],
-        uid: &str,
-    ) -> Result<Option<(Collection, StoredObject)>> {
-        for collection in collections {
-            let url = collection.object_url(uid, kind)?;
-            if let Some(object) = self.http.get(&collection.session, kind, &url).await?
-                && contains_uid(&object.text, uid)
-            {
-                return Ok(Some((collection.clone(), object)));
-            }
-            let found = self
-                .http
-                .query(
-                    &collection.session,
-                    kind,
-                    &collection.url,
-                    &http::uid_query(kind, uid),
-                )
-                .await?;
-            if let Some(object) = found.into_iter().find(|o| contains_uid(&o.text, uid)) {
-                return Ok(Some((collection.clone(), object)));
-            }
-        }
-        Ok(None)
     }
 }
 
@@ -915,6 +927,13 @@ fn contains_uid(text: &str, uid: &str) -> bool {
             .flat_map(|b| std::iter::once(b).chain(b.children.iter()))
             .any(|b| b.value("UID").as_deref() == Some(uid))
     })
+}
+
+/// The names of the desktop's accounts among `collections`.
+fn desktop_accounts(collections: &[Collection]) -> String {
+    let mut names: Vec<&str> = collections.iter().map(|c| c.account.as_str()).collect();
+    names.dedup();
+    names.join(", ")
 }
 
 fn count_accounts(collections: &[Collection]) -> usize {
@@ -984,10 +1003,14 @@ mod tests {
             ],
             asked: Mutex::new(Vec::new()),
         });
-        let dav = Dav::new(DavConfig {
-            settings: Some(settings.clone()),
-            ..DavConfig::default()
-        });
+        let dav = Dav::new(
+            DavConfig {
+                settings: Some(settings.clone()),
+                desktop: false,
+                ..DavConfig::default()
+            },
+            None,
+        );
         let asked = || std::mem::take(&mut *settings.asked.lock().unwrap());
         let sessions = dav.sessions(Kind::Calendar, Some("WORK")).await.unwrap();
         assert_eq!(sessions.len(), 1);

@@ -1,7 +1,7 @@
 //! The system capability's desktop services: battery over UPower and network over
 //! NetworkManager (system bus), the colour-scheme preference over the settings portal (session
-//! bus), lock and suspend over logind (system bus). Each answers within the bus timeout or is
-//! left out.
+//! bus), lock, suspend and brightness over logind (system bus; the backlight devices are read
+//! in `backlight`). Each answers within the bus timeout or is left out.
 
 use zbus::Connection;
 use zbus::zvariant::OwnedValue;
@@ -61,6 +61,16 @@ impl LinuxBackend {
                 .map_err(|e| dbus_error(LOGIND, e))
         })
         .await
+    }
+}
+
+impl LinuxBackend {
+    /// The backlight device brightness applies to, read off the async threads.
+    async fn backlight(&self) -> Result<super::backlight::Backlight> {
+        let root = self.backlight_dir();
+        tokio::task::spawn_blocking(move || super::backlight::preferred(&root))
+            .await
+            .map_err(|e| Error::Failed(e.to_string()))?
     }
 }
 
@@ -193,6 +203,28 @@ impl SystemServices for LinuxBackend {
             )
         })
         .await
+    }
+
+    async fn brightness(&self) -> Result<String> {
+        let device = self.backlight().await?;
+        Ok(device.describe())
+    }
+
+    async fn set_brightness(&self, percent: u32) -> Result<String> {
+        let device = self.backlight().await?;
+        let value = device.value_for(percent);
+        // The caller's own session may set its seat's backlight without polkit.
+        self.logind(
+            "/org/freedesktop/login1/session/auto",
+            "org.freedesktop.login1.Session",
+            "SetBrightness",
+            &("backlight", device.name.as_str(), value),
+        )
+        .await?;
+        Ok(format!(
+            "asked logind to set the brightness to {percent}% ({value} of {} on {})",
+            device.max, device.name
+        ))
     }
 
     async fn lock(&self) -> Result<String> {

@@ -581,8 +581,14 @@ async fn files_go_through_the_path_guard() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn accounts_that_do_not_work_say_why_and_how_to_fix_it() {
-    // No account at all.
-    let tool = OsTool::new(OsConfig::default());
+    // No account at all (and not the stores of whatever desktop runs the tests).
+    let tool = OsTool::new(OsConfig {
+        dav: osprey_platform::DavConfig {
+            desktop: false,
+            ..Default::default()
+        },
+        ..OsConfig::default()
+    });
     let result = call(&tool, cal("list", json!({}))).await;
     assert_eq!(code(&result), "not_configured");
     let message = result.text_content();
@@ -704,6 +710,7 @@ fn unreachable_config(port: u16, timeout: Duration) -> OsConfig {
             })),
             timezone: Some("UTC".into()),
             timeout,
+            desktop: false,
             ..DavConfig::default()
         },
         ..OsConfig::default()

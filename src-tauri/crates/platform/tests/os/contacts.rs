@@ -230,7 +230,13 @@ async fn contacts_are_created_found_changed_deleted_and_moved_through_files() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn contacts_without_an_account_say_how_to_add_one() {
-    let tool = OsTool::new(osprey_platform::OsConfig::default());
+    let tool = OsTool::new(osprey_platform::OsConfig {
+        dav: osprey_platform::DavConfig {
+            desktop: false,
+            ..Default::default()
+        },
+        ..Default::default()
+    });
     let result = call(&tool, contacts("search", json!({"query": "ada"}))).await;
     assert_eq!(code(&result), "not_configured");
     assert!(

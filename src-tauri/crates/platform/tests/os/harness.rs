@@ -470,6 +470,8 @@ impl Radicale {
                 settings: Some(std::sync::Arc::new(settings)),
                 timezone: Some(zone.into()),
                 timeout: Duration::from_secs(10),
+                // Only the Radicale account: not the stores of whatever desktop runs the tests.
+                desktop: false,
                 ..DavConfig::default()
             },
             ..osprey_platform::OsConfig::default()

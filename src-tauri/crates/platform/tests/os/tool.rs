@@ -179,6 +179,7 @@ fn approvals_follow_the_table_and_the_origin() {
         json!({"resource": "keychain", "action": "read", "key": "k"}),
         json!({"resource": "app", "action": "quit", "pid": 5}),
         json!({"resource": "system", "action": "lock"}),
+        json!({"resource": "system", "action": "set_brightness", "percent": 40}),
         json!({"resource": "window", "action": "close", "window": "x"}),
         json!({"resource": "clipboard", "action": "write", "text": "x"}),
     ] {
@@ -189,6 +190,7 @@ fn approvals_follow_the_table_and_the_origin() {
     }
     for input in [
         json!({"resource": "system", "action": "info"}),
+        json!({"resource": "system", "action": "brightness"}),
         json!({"resource": "window", "action": "list"}),
         json!({"resource": "notification", "action": "send", "title": "t"}),
     ] {
