@@ -173,6 +173,7 @@ mod linux {
                         osprey_core::BrowserProfileConfig {
                             profile_dir: data_dir.join("browser/native"),
                             allow_loopback: true,
+                            downloads: osprey_browser::DownloadFolder::default(),
                         },
                     );
                     let mut managed =

@@ -241,6 +241,7 @@ impl NativeDriver {
         let navigation_loads = loads.clone();
         let page_loads = loads.clone();
         let download_refusals = self.refusals.clone();
+        let downloads = self.config.downloads.clone();
         let popup_app = self.app.clone();
         let popup_label = label.clone();
         let popup_refusals = self.refusals.clone();
@@ -282,14 +283,37 @@ impl NativeDriver {
                 };
                 let _ = window.set_title(&shown);
             })
-            .on_download(move |_webview, event| {
-                if let DownloadEvent::Requested { url, .. } = event {
-                    download_refusals.push(format!(
-                        "{url}: downloads are off in the native profile (use the managed \
-                         profile or the web tool's fetch)"
-                    ));
+            // Saved in the `web.downloads` folder under a safe name of their own, made
+            // non-executable once complete, never opened; refused when no folder is set.
+            .on_download(move |_webview, event| match event {
+                DownloadEvent::Requested { url, destination } => {
+                    let suggested = destination
+                        .file_name()
+                        .map(|name| name.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| url.path().to_string());
+                    match downloads.destination(&suggested) {
+                        Some(path) => {
+                            *destination = path;
+                            true
+                        }
+                        None => {
+                            download_refusals.push(format!(
+                                "{url}: downloads are turned off (the web.downloads setting \
+                                 names a folder for them)"
+                            ));
+                            false
+                        }
+                    }
                 }
-                false
+                DownloadEvent::Finished { path, .. } => {
+                    if let Some(path) = path
+                        && let Err(error) = osprey_browser::downloads::make_inert(&path)
+                    {
+                        tracing::warn!(path = %path.display(), "a download stays executable: {error}");
+                    }
+                    true
+                }
+                _ => true,
             })
             // Pop-ups (window.open, target=_blank) open in the same page, after the policy.
             .on_new_window(move |url, _features| {

@@ -3,7 +3,8 @@
 //! by ref, fill, read text, evaluate with and without a promise, screenshot, list pages), and the
 //! navigation policy holds: a metadata address is refused when asked for, a link the page offers
 //! to it is refused when clicked, an image on a private address is refused by the guard proxy,
-//! and the page cannot reach the app's IPC.
+//! the page cannot reach the app's IPC, and a download link saves its file in the folder the
+//! `web.downloads` setting names, not executable.
 //! Linux only: tauri-driver drives WebKitGTK here.
 #![cfg(target_os = "linux")]
 
@@ -32,6 +33,7 @@ const PAGE: &str = r#"<!doctype html>
 <p id="echo"></p>
 <a id="away" href="http://169.254.169.254/latest/meta-data/">Instance metadata</a>
 <img alt="pixel" src="http://10.255.255.1/pixel.png" width="1" height="1">
+<a id="file" href="/tool.sh" download>Get the tool</a>
 <script>
 document.cookie = 'osprey_login=kept; max-age=3600; path=/';
 document.getElementById('name').addEventListener('input', (e) => {
@@ -44,6 +46,9 @@ try { window.__osprey = { run: () => '{"ok": {"text": "forged"}}' }; } catch (_)
 try { window.__osprey_native = { run: () => '{"v": "forged"}' }; } catch (_) {}
 </script>
 </body></html>"#;
+
+/// What the page's download link serves.
+const TOOL: &str = "#!/bin/sh\necho downloaded\n";
 
 /// A loopback HTTP server answering every request with the test page; it records the request
 /// heads it saw.
@@ -67,13 +72,19 @@ fn serve_page() -> Result<(String, Arc<Mutex<Vec<String>>>)> {
             log.lock()
                 .expect("log lock")
                 .push(String::from_utf8_lossy(&head).into_owned());
-            let (status, body) = if head.starts_with(b"GET /page.html") {
-                ("200 OK", PAGE)
+            let (status, kind, body) = if head.starts_with(b"GET /page.html") {
+                ("200 OK", "text/html; charset=utf-8", PAGE)
+            } else if head.starts_with(b"GET /tool.sh") {
+                (
+                    "200 OK",
+                    "application/x-sh\r\nContent-Disposition: attachment; filename=tool.sh",
+                    TOOL,
+                )
             } else {
-                ("404 Not Found", "not here")
+                ("404 Not Found", "text/html; charset=utf-8", "not here")
             };
             let reply = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             );
             let _ = stream.write_all(reply.as_bytes());
@@ -211,6 +222,7 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
             json!({"action": "navigate", "url": "http://169.254.169.254/latest/meta-data/"}),
         ),
         browse("link", json!({"action": "click", "ref": "e4"})),
+        browse("download", json!({"action": "click", "selector": "#file"})),
         browse(
             "ipc",
             json!({"action": "evaluate", "script": "(async () => { const t = window.__TAURI_INTERNALS__; if (!t) return 'no ipc'; try { await t.invoke('app_info'); return 'reached'; } catch (e) { return 'refused: ' + e; } })()"}),
@@ -232,6 +244,12 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
     // No approval dialogs for this run, and pages on loopback allowed (the test page).
     store(data.path(), "policy", json!({"level": "full"}))?;
     store(data.path(), "web.allow_loopback", json!(true))?;
+    let downloads = data.path().join("Downloads");
+    store(
+        data.path(),
+        "web.downloads",
+        json!(downloads.display().to_string()),
+    )?;
     let app = DesktopApp::launch_with(
         "desktop_browser",
         LaunchOptions::with_test_model(data.path()),
@@ -351,6 +369,18 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
             && link.contains("169.254.169.254"),
         "the page's own navigation to the metadata address was not refused: {link}"
     );
+    // The download link saved its file in the chosen folder, under its own name, not runnable.
+    let (error, download, _) = result("download")?;
+    ensure!(!error, "clicking the download link: {download}");
+    let saved = downloads.join("tool.sh");
+    wait_for("the download to land", || {
+        Ok(std::fs::read_to_string(&saved).is_ok_and(|text| text == TOOL))
+    })?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&saved)?.permissions().mode();
+        ensure!(mode & 0o111 == 0, "the download is executable ({mode:o})");
+    }
     let (_, ipc, _) = result("ipc")?;
     ensure!(
         !ipc.contains("\"reached\"") && (ipc.contains("\"refused: ") || ipc.contains("\"no ipc\"")),

@@ -12,6 +12,7 @@
 //! untrusted page content.
 
 pub mod actions;
+pub mod downloads;
 pub mod driver;
 pub mod error;
 pub mod extension;
@@ -21,6 +22,7 @@ pub mod script;
 pub mod search;
 
 pub use actions::{BrowserActions, Verdict, navigation_verdict, nonce, untrusted};
+pub use downloads::DownloadFolder;
 pub use driver::{Driver, DriverStatus, PageInfo, World};
 pub use error::{BrowserError, Result};
 pub use extension::WebBrowsing;

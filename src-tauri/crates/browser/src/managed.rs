@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use chromiumoxide::browser::{Browser, BrowserConfig};
 use chromiumoxide::cdp::browser_protocol::browser::{
-    GetVersionParams, SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
+    EventDownloadWillBegin, GetVersionParams, SetDownloadBehaviorBehavior,
+    SetDownloadBehaviorParams,
 };
 use chromiumoxide::cdp::browser_protocol::input::{
     DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
@@ -60,8 +61,9 @@ pub struct ManagedConfig {
     /// Lets pages reach 127.0.0.0/8 and ::1 (for tests and developers); private, link-local and
     /// metadata addresses stay refused.
     pub allow_loopback: bool,
-    /// Where downloads are saved; `None` denies them. Downloaded files are never opened.
-    pub downloads: Option<PathBuf>,
+    /// Where downloads are saved (none denies them), changed live by the `web.downloads`
+    /// setting. Downloaded files are never opened.
+    pub downloads: crate::DownloadFolder,
     pub launch_timeout: Duration,
     pub window: (u32, u32),
 }
@@ -73,7 +75,7 @@ impl ManagedConfig {
             executable: None,
             headless: true,
             allow_loopback: false,
-            downloads: None,
+            downloads: crate::DownloadFolder::default(),
             launch_timeout: Duration::from_secs(30),
             window: (1280, 800),
         }
@@ -98,6 +100,9 @@ struct Running {
     current: Option<TargetId>,
     /// Pages whose dialogs are answered by a listener already.
     watched: HashSet<TargetId>,
+    /// The download folder last given to the browser; none for an attached browser, whose
+    /// downloads are the person's own.
+    downloads: Option<Option<PathBuf>>,
 }
 
 impl Running {
@@ -121,8 +126,34 @@ impl Running {
             version,
             current: None,
             watched: HashSet::new(),
+            downloads: None,
         }
     }
+}
+
+/// The browser's download behaviour for `folder` (created when missing): saved there, or denied.
+fn download_behavior(folder: Option<&std::path::Path>) -> Result<SetDownloadBehaviorParams> {
+    Ok(match folder {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                BrowserError::Launch(format!(
+                    "cannot create the downloads folder {}: {e}",
+                    dir.display()
+                ))
+            })?;
+            let mut p = SetDownloadBehaviorParams::new(SetDownloadBehaviorBehavior::Allow);
+            p.download_path = Some(dir.display().to_string());
+            // `Browser.downloadWillBegin` tells a navigation that became a download (saved
+            // or refused).
+            p.events_enabled = Some(true);
+            p
+        }
+        None => {
+            let mut p = SetDownloadBehaviorParams::new(SetDownloadBehaviorBehavior::Deny);
+            p.events_enabled = Some(true);
+            p
+        }
+    })
 }
 
 /// Reads the browser's event stream, which drives the connection: no command is answered unless
@@ -252,22 +283,14 @@ impl ManagedDriver {
         {
             proxy.forbid_port(port);
         }
-        let downloads = match &self.config.downloads {
-            Some(dir) => {
-                std::fs::create_dir_all(dir).map_err(|e| {
-                    BrowserError::Launch(format!(
-                        "cannot create the downloads folder {}: {e}",
-                        dir.display()
-                    ))
-                })?;
-                let mut p = SetDownloadBehaviorParams::new(SetDownloadBehaviorBehavior::Allow);
-                p.download_path = Some(dir.display().to_string());
-                p
-            }
-            None => SetDownloadBehaviorParams::new(SetDownloadBehaviorBehavior::Deny),
-        };
-        browser.execute(downloads).await.map_err(protocol)?;
-        Ok(Running::new(browser, handler, Some(proxy), Some(executable)).await)
+        let downloads = self.config.downloads.get();
+        browser
+            .execute(download_behavior(downloads.as_deref())?)
+            .await
+            .map_err(protocol)?;
+        let mut running = Running::new(browser, handler, Some(proxy), Some(executable)).await;
+        running.downloads = Some(downloads);
+        Ok(running)
     }
 
     /// The page `target` names, or the current one (opening a page when there is none),
@@ -278,6 +301,18 @@ impl ManagedDriver {
             *guard = Some(self.start().await?);
         }
         let running = guard.as_mut().expect("started above");
+        // `web.downloads` changed while the browser runs: it saves to the new folder from now on.
+        if let Some(applied) = &running.downloads {
+            let wanted = self.config.downloads.get();
+            if *applied != wanted {
+                running
+                    .browser
+                    .execute(download_behavior(wanted.as_deref())?)
+                    .await
+                    .map_err(protocol)?;
+                running.downloads = Some(wanted);
+            }
+        }
         let page = match target {
             Some(id) => {
                 let id = TargetId::new(id);
@@ -321,6 +356,27 @@ impl ManagedDriver {
             self.answer_dialogs(&page).await?;
         }
         Ok(page)
+    }
+
+    /// Closes `page` and opens a blank one in its place as the current page.
+    async fn replace_page(&self, page: &Page) -> Result<()> {
+        let mut guard = self.running.lock().await;
+        let Some(running) = guard.as_mut() else {
+            return Ok(());
+        };
+        let fresh = running
+            .browser
+            .new_page("about:blank")
+            .await
+            .map_err(protocol)?;
+        running.current = Some(fresh.target_id().clone());
+        running.watched.insert(fresh.target_id().clone());
+        let _ = running
+            .browser
+            .execute(CloseTargetParams::new(page.target_id().clone()))
+            .await;
+        drop(guard);
+        self.answer_dialogs(&fresh).await
     }
 
     async fn page_targets(&self, running: &Running) -> Result<Vec<TargetId>> {
@@ -752,15 +808,64 @@ impl Driver for ManagedDriver {
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let page = self.page(target).await?;
-            let started = tokio::time::timeout(timeout, page.execute(NavigateParams::new(url)))
-                .await
-                .map_err(|_| {
-                    BrowserError::Timeout(format!(
-                        "{url} did not answer within {:.1}s",
-                        timeout.as_secs_f64()
-                    ))
-                })?
-                .map_err(protocol)?;
+            // A navigation that becomes a saved download never finishes as a navigation, so the
+            // download's start ends the wait (only a browser Osprey started reports them).
+            let began = {
+                let guard = self.running.lock().await;
+                match guard.as_ref() {
+                    Some(running) if self.attach.is_none() => Some(
+                        running
+                            .browser
+                            .event_listener::<EventDownloadWillBegin>()
+                            .await
+                            .map_err(protocol)?,
+                    ),
+                    _ => None,
+                }
+            };
+            let frame = page.target_id().inner().clone();
+            let download = async move {
+                let mut began = began?;
+                while let Some(event) = began.next().await {
+                    if *event.frame_id.inner() == frame {
+                        return Some(event.suggested_filename.clone());
+                    }
+                }
+                None
+            };
+            let navigation = tokio::time::timeout(timeout, page.execute(NavigateParams::new(url)));
+            let started = tokio::select! {
+                started = navigation => started,
+                Some(name) = download => {
+                    // The browser library would hold this tab's next navigation until the one
+                    // that became a download times out, so a fresh tab takes its place.
+                    self.replace_page(&page).await?;
+                    return Err(BrowserError::Page(format!(
+                        "{url} is a download, not a page ({})",
+                        match self.config.downloads.get() {
+                            Some(folder) => {
+                                // The name is the site's: short, one line.
+                                let name: String = name
+                                    .chars()
+                                    .filter(|c| !c.is_control())
+                                    .take(100)
+                                    .collect();
+                                format!("saved to {} as {name}, not opened", folder.display())
+                            }
+                            None => "downloads are turned off: the web.downloads setting names \
+                                     a folder for them"
+                                .into(),
+                        }
+                    )));
+                }
+            }
+            .map_err(|_| {
+                BrowserError::Timeout(format!(
+                    "{url} did not answer within {:.1}s",
+                    timeout.as_secs_f64()
+                ))
+            })?
+            .map_err(protocol)?;
             if let Some(error) = &started.result.error_text {
                 let refused = self.refusals.take();
                 if !refused.is_empty() {
@@ -774,9 +879,12 @@ impl Driver for ManagedDriver {
             if started.result.is_download == Some(true) {
                 return Err(BrowserError::Page(format!(
                     "{url} is a download, not a page ({})",
-                    match &self.config.downloads {
-                        Some(dir) => format!("saved to {}, not opened", dir.display()),
-                        None => "downloads are turned off".into(),
+                    match (self.attach, self.config.downloads.get()) {
+                        (Some(_), _) => "your browser saves it where it saves downloads".into(),
+                        (None, Some(dir)) => format!("saved to {}, not opened", dir.display()),
+                        (None, None) => "downloads are turned off: the web.downloads setting \
+                                         names a folder for them"
+                            .into(),
                     }
                 )));
             }

@@ -445,11 +445,16 @@ async fn the_navigation_policy_refuses_private_targets_schemes_and_subrequests()
         format!("{loaded}{waited}{later}").contains("10.1.2.3"),
         "the refusal is reported: {loaded}\n{waited}\n{later}"
     );
-    // Downloads are denied by default.
+    // Downloads are denied by default, and said to be (not left to time out).
     let r = rig
         .call(json!({"action": "navigate", "url": format!("{base}/download")}))
         .await;
     assert!(r.is_error, "{}", r.text_content());
+    assert!(
+        r.text_content().contains("downloads are turned off"),
+        "{}",
+        r.text_content()
+    );
     rig.close().await;
 
     // Without allow_loopback, loopback is refused before and inside the browser.

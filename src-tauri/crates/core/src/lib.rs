@@ -106,6 +106,8 @@ struct Inner {
     browser: osprey_browser::BrowserActions,
     /// `web.allow_loopback` as read at start: the rule a shell's own browser profile follows too.
     web_allow_loopback: bool,
+    /// Where every browser profile saves downloads (`web.downloads`, live).
+    downloads: osprey_browser::DownloadFolder,
     /// The turns running now (the tray's and the window's state of running work).
     turns: automation::RunningTurns,
     #[cfg(unix)]
@@ -265,6 +267,7 @@ fn register_builtin_tools(
     stored: &osprey_db::Settings,
     paths: &PathGuard,
     secrets: secrets::Backend,
+    downloads: &osprey_browser::DownloadFolder,
 ) -> anyhow::Result<(osprey_browser::BrowserActions, bool)> {
     let (screenshot, desktop) = ScreenTools::new(desktop_config(paths.data_dir()));
     registry.register_domain(screenshot);
@@ -304,7 +307,7 @@ fn register_builtin_tools(
     registry.register_domain(ExecTool::new(shell.clone()));
     registry.register_domain(ShellTool::new(shell));
     let allow_loopback: bool = settings::read(stored, settings::WEB_ALLOW_LOOPBACK);
-    let browsing = web_browsing(stored, paths.data_dir(), allow_loopback, secrets);
+    let browsing = web_browsing(stored, paths.data_dir(), allow_loopback, secrets, downloads);
     let browser = browsing.browser().clone();
     let web = WebTool::new(WebConfig {
         allow_loopback,
@@ -319,10 +322,12 @@ fn register_builtin_tools(
 /// What a shell needs to build its own browser profile (the desktop's `native` webview): the
 /// profile's folder under the data directory and whether pages may reach loopback
 /// (`web.allow_loopback`; private, link-local and metadata addresses are refused regardless).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct BrowserProfileConfig {
     pub profile_dir: PathBuf,
     pub allow_loopback: bool,
+    /// Where downloads are saved (none refuses them); shared, changed live by `web.downloads`.
+    pub downloads: osprey_browser::DownloadFolder,
 }
 
 /// The web tool's browser (the managed Chromium profile in `<data>/browser/`) and search
@@ -332,9 +337,11 @@ fn web_browsing(
     data_dir: &Path,
     allow_loopback: bool,
     secrets: secrets::Backend,
+    downloads: &osprey_browser::DownloadFolder,
 ) -> osprey_browser::WebBrowsing {
     let mut managed = osprey_browser::ManagedConfig::new(data_dir.join("browser/managed"));
     managed.allow_loopback = allow_loopback;
+    managed.downloads = downloads.clone();
     let driver = Arc::new(osprey_browser::ManagedDriver::new(managed));
     let actions = osprey_browser::BrowserActions::new(driver, allow_loopback)
         .with_screenshots(data_dir.join("browser/screenshots"));
@@ -396,8 +403,10 @@ impl Core {
         let secrets = options
             .secrets
             .unwrap_or_else(secrets::Backend::from_environment);
+        // Shared by every browser profile; `web.downloads` changes it live.
+        let downloads = osprey_browser::DownloadFolder::new(settings::downloads(&stored));
         let (browser, web_allow_loopback) =
-            register_builtin_tools(&registry, &stored, &paths, secrets)?;
+            register_builtin_tools(&registry, &stored, &paths, secrets, &downloads)?;
         // Before the subsystems, so each can keep a handle to emit on.
         let events = events::EventBus::new();
         #[cfg(unix)]
@@ -491,6 +500,7 @@ impl Core {
                 mcp: mcp::McpSlot::default(),
                 browser,
                 web_allow_loopback,
+                downloads,
                 turns: automation::RunningTurns::default(),
                 #[cfg(unix)]
                 apps,
@@ -514,6 +524,7 @@ impl Core {
         BrowserProfileConfig {
             profile_dir: self.inner.data_dir.join("browser").join(name),
             allow_loopback: self.inner.web_allow_loopback,
+            downloads: self.inner.downloads.clone(),
         }
     }
 

@@ -227,6 +227,7 @@ impl Core {
                     );
                 }
             }
+            settings::WEB_DOWNLOADS => self.inner.downloads.set(settings::downloads(&stored)),
             // Read where they are used (the theme by the UI).
             _ => {}
         }

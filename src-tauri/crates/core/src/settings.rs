@@ -2,6 +2,8 @@
 //! validated on write, and read with a fallback to its default so a bad value never stops
 //! start-up (it is logged instead).
 
+use std::path::PathBuf;
+
 use anyhow::{Context, bail};
 use osprey_db::Settings;
 use osprey_tools::{GovernanceConfig, OriginRules, PolicyConfig};
@@ -20,6 +22,9 @@ pub const WEB_SEARCH: &str = "web.search";
 /// The person's own browser for the `chrome` browser profile: `{"port": 9222}`, the loopback
 /// port they started it with (`--remote-debugging-port`). Unset: no `chrome` profile.
 pub const WEB_CHROME: &str = "web.chrome";
+/// The folder browser downloads are saved to (`~/Downloads/Osprey`; `~/` is the home folder).
+/// Unset: downloads are refused. Downloaded files are never opened or run.
+pub const WEB_DOWNLOADS: &str = "web.downloads";
 /// Extra environment variable names passed to shell commands: `["CARGO_HOME", "RUSTUP_HOME"]`.
 pub const SHELL_EXTRA_ENV: &str = "shell.extra_env";
 /// The kernel sandbox shell commands run in: `{"workspaces": ["~/src"], "caches": [".cargo",
@@ -146,6 +151,10 @@ pub const KNOWN: &[(&str, &str)] = &[
     (
         WEB_CHROME,
         "your own browser as the `chrome` profile: {\"port\": 9222}, the port you started it with (--remote-debugging-port); every call there is asked",
+    ),
+    (
+        WEB_DOWNLOADS,
+        "the folder the browser saves downloads to (\"~/Downloads/Osprey\"); unset, downloads are refused; files are never opened",
     ),
     (
         WEB_SEARCH,
@@ -339,6 +348,15 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
         }
         WEB_SEARCH => check::<osprey_browser::SearchSettings>(key, value),
         WEB_CHROME => check::<Option<osprey_browser::ChromeAttach>>(key, value),
+        WEB_DOWNLOADS => {
+            let folder: Option<String> = typed(key, value)?;
+            match folder {
+                Some(folder) if download_folder(&folder).is_none() => {
+                    bail!("`{key}` takes a folder's full path or one under `~/`, not {folder:?}")
+                }
+                _ => Ok(()),
+            }
+        }
         SHELL_EXTRA_ENV => check::<Vec<String>>(key, value),
         SHELL_SANDBOX => check::<ShellSandboxSetting>(key, value),
         MCP_SERVERS => {
@@ -389,6 +407,23 @@ fn check<T: DeserializeOwned>(key: &str, value: &Value) -> anyhow::Result<()> {
     serde_json::from_value::<T>(value.clone())
         .map(|_| ())
         .with_context(|| format!("invalid value for `{key}`: {value}"))
+}
+
+/// The folder `web.downloads` names: an absolute path, or one under `~/` (the home folder).
+pub fn download_folder(raw: &str) -> Option<PathBuf> {
+    let raw = raw.trim();
+    let path = match raw.strip_prefix("~/") {
+        Some(rest) => PathBuf::from(std::env::var_os("HOME")?).join(rest),
+        None => PathBuf::from(raw),
+    };
+    (path.is_absolute() && !raw.is_empty()).then_some(path)
+}
+
+/// The download folder in the settings, if one is set.
+pub fn downloads(settings: &Settings) -> Option<PathBuf> {
+    read::<Option<String>>(settings, WEB_DOWNLOADS)
+        .as_deref()
+        .and_then(download_folder)
 }
 
 /// Reads `key`, falling back to `T::default()` (with a warning) when it is missing or invalid.

@@ -402,3 +402,34 @@ async fn the_persons_browser_profile_follows_its_setting() {
         .unwrap();
     assert!(!has_chrome(&core));
 }
+
+/// `web.downloads` names the folder every browser profile saves to, at once; a relative path is
+/// refused; null turns downloads off again.
+#[tokio::test]
+async fn the_download_folder_is_validated_and_in_force_at_once() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let core = open(&data);
+    let folder = || core.browser_profile_config("native").downloads.get();
+    assert_eq!(folder(), None, "downloads are off until a folder is named");
+    let refused = core
+        .set_setting("web.downloads", json!("Downloads"))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, UiErrorCode::InvalidSetting);
+    assert!(refused.message.contains("full path"), "{}", refused.message);
+    let chosen = root.path().join("Downloads");
+    core.set_setting("web.downloads", json!(chosen.display().to_string()))
+        .await
+        .unwrap();
+    assert_eq!(folder(), Some(chosen.clone()));
+    let home = std::path::PathBuf::from(std::env::var_os("HOME").unwrap());
+    core.set_setting("web.downloads", json!("~/Downloads/Osprey"))
+        .await
+        .unwrap();
+    assert_eq!(folder(), Some(home.join("Downloads/Osprey")));
+    core.set_setting("web.downloads", serde_json::Value::Null)
+        .await
+        .unwrap();
+    assert_eq!(folder(), None);
+}
