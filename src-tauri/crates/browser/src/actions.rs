@@ -304,6 +304,51 @@ impl BrowserActions {
         Ok(url.to_string())
     }
 
+    /// Opens `url` in a page of its own in the default profile, waits for it to load and returns
+    /// its HTML (at most 2 MB) and its links as `(text, href)`, then closes that page: web
+    /// search's last resort, a search engine's own page in a real browser.
+    pub async fn read_page_once(
+        &self,
+        url: &str,
+        timeout: Duration,
+    ) -> Result<(String, Vec<(String, String)>)> {
+        const READ: &str = "({html: document.documentElement.outerHTML.slice(0, 2000000), \
+            links: Array.from(document.querySelectorAll('a[href]')).slice(0, 2000)\
+            .map((a) => [(a.innerText || a.textContent || '').trim(), a.href])})";
+        #[derive(Deserialize)]
+        struct Read {
+            html: String,
+            links: Vec<(String, String)>,
+        }
+        let url = self.check_navigation(url).await?;
+        let driver = {
+            let profiles = self.profiles.read().unwrap_or_else(|e| e.into_inner());
+            profiles
+                .drivers
+                .get(&profiles.default)
+                .cloned()
+                .ok_or_else(|| BrowserError::Unsupported("no browser profile".into()))?
+        };
+        let page = driver.open_page().await?;
+        let target = Some(page.target_id.as_str());
+        let deadline = Instant::now() + timeout;
+        let read = async {
+            let before = self.where_is(&*driver, target).await.ok();
+            driver.navigate(target, &url, timeout).await?;
+            self.settle(&*driver, target, before.as_ref(), LoadState::Load, deadline)
+                .await?;
+            let raw = driver
+                .evaluate(target, World::Osprey, READ, timeout)
+                .await?;
+            let read: Read =
+                serde_json::from_str(&raw).map_err(|e| BrowserError::Protocol(e.to_string()))?;
+            Ok((read.html, read.links))
+        }
+        .await;
+        let _ = driver.close_page(&page.target_id).await;
+        read
+    }
+
     /// Runs one browser call; errors become error results with their codes.
     pub async fn run(&self, call: &Call) -> ToolResult {
         let driver = match self.driver(call) {

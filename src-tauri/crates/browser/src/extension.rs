@@ -7,7 +7,8 @@ use osprey_tools::{ApprovalNeed, Call, CallFacts, Domain, FieldType, ToolContext
 use osprey_types::{ErrorCode, ToolResult};
 
 use crate::actions::{BrowserActions, untrusted};
-use crate::search::Search;
+use crate::error::BrowserError;
+use crate::search::{Answer, Search};
 
 /// Builds the search providers when the first query comes (their keys may sit in the OS
 /// keyring, which start-up must not wait on).
@@ -56,7 +57,20 @@ impl WebBrowsing {
             return ToolResult::error(ErrorCode::InvalidInput, "search query needs `query`");
         };
         let limit = call.u64("limit").unwrap_or(8) as usize;
-        match self.search().query(query, limit, call.str("engine")).await {
+        let engine = call.str("engine");
+        let answer = match engine {
+            Some("browser") => self.browser_search(query, limit, Vec::new()).await,
+            _ => match self.search().query(query, limit, engine).await {
+                // Every provider failed: a search page in the browser is the last resort.
+                Err(BrowserError::Page(why) | BrowserError::Unsupported(why))
+                    if engine.is_none() =>
+                {
+                    self.browser_search(query, limit, vec![why]).await
+                }
+                other => other,
+            },
+        };
+        match answer {
             Ok(answer) => {
                 let mut lines = Vec::new();
                 for (i, hit) in answer.hits.iter().enumerate() {
@@ -84,6 +98,59 @@ impl WebBrowsing {
             }
             Err(e) => e.into_result(),
         }
+    }
+}
+
+impl WebBrowsing {
+    /// The last resort of web search: the search page of `browser_url` in the default browser
+    /// profile, its results read from the page (DuckDuckGo's format, else its outgoing links).
+    async fn browser_search(
+        &self,
+        query: &str,
+        limit: usize,
+        failures: Vec<String>,
+    ) -> crate::Result<Answer> {
+        let said_before = || {
+            if failures.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", failures.join("; "))
+            }
+        };
+        let Some(page) = self.search().browser_page(query) else {
+            return Err(BrowserError::Page(format!(
+                "no search provider gave results and the browser's search page is off{}",
+                said_before()
+            )));
+        };
+        let started = std::time::Instant::now();
+        let limit = limit.clamp(1, 20);
+        let (html, links) = self
+            .browser
+            .read_page_once(&page, std::time::Duration::from_secs(30))
+            .await
+            .map_err(|e| {
+                BrowserError::Page(format!(
+                    "the search page in the browser failed too: {e}{}",
+                    said_before()
+                ))
+            })?;
+        let mut hits = crate::search::parse_duckduckgo(&html, limit);
+        if hits.is_empty() {
+            hits = crate::search::links_as_hits(&page, &links, limit);
+        }
+        if hits.is_empty() {
+            return Err(BrowserError::Page(format!(
+                "the search page in the browser showed no results{}",
+                said_before()
+            )));
+        }
+        Ok(Answer {
+            provider: "browser".into(),
+            elapsed: started.elapsed(),
+            hits,
+            failures,
+        })
     }
 }
 
@@ -234,8 +301,8 @@ impl WebExtension for WebBrowsing {
             .field("query", FieldType::String, "search: what to search for")
             .required_for(&["query"])
             .field("limit", FieldType::Integer, "search: how many results (1 to 20, default 8)")
-            .field("engine", FieldType::String, "search: only this provider")
-            .one_of(&["searxng", "brave", "tavily", "duckduckgo"]);
+            .field("engine", FieldType::String, "search: only this provider (`browser`: a search page in the browser, the last resort)")
+            .one_of(&["searxng", "brave", "tavily", "duckduckgo", "browser"]);
         domain.description.push_str(
             " The `browser` resource drives a real browser: navigate, then act on elements by the \
              refs of a snapshot (click, fill, type, select, ...), read the page as text, take \

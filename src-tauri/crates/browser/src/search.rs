@@ -1,7 +1,9 @@
 //! Web search with providers tried in order: a SearXNG instance (when its URL is set), the Brave
 //! Search API and Tavily (when their keys are set), then DuckDuckGo's HTML endpoint, which needs
 //! no key. The first provider that answers with results wins; the result says which one and how
-//! long it took, and which ones failed before it.
+//! long it took, and which ones failed before it. When none gives results, the last resort is a
+//! search engine's own page opened in the browser profile (`browser_url`; see
+//! `WebBrowsing::query`): a real browser gets answers where a bare HTTP request is refused.
 
 use std::time::{Duration, Instant};
 
@@ -42,6 +44,9 @@ pub struct SearchConfig {
     pub tavily_url: String,
     /// DuckDuckGo's HTML endpoint; `None` turns it off.
     pub duckduckgo_url: Option<String>,
+    /// The search page the browser profile opens as the last resort, `{query}` standing for the
+    /// query; `None` turns it off.
+    pub browser_url: Option<String>,
     /// Per provider.
     pub timeout: Duration,
 }
@@ -55,6 +60,7 @@ impl Default for SearchConfig {
             tavily_key: None,
             tavily_url: "https://api.tavily.com/search".into(),
             duckduckgo_url: Some("https://html.duckduckgo.com/html/".into()),
+            browser_url: Some("https://html.duckduckgo.com/html/?q={query}".into()),
             timeout: Duration::from_secs(10),
         }
     }
@@ -302,6 +308,7 @@ pub fn parse_duckduckgo(html: &str, limit: usize) -> Vec<Hit> {
 pub struct Search {
     providers: Vec<Box<dyn Provider>>,
     client: reqwest::Client,
+    browser_url: Option<String>,
 }
 
 impl std::fmt::Debug for Search {
@@ -345,7 +352,19 @@ impl Search {
             ))
             .build()
             .unwrap_or_default();
-        Search { providers, client }
+        Search {
+            providers,
+            client,
+            browser_url: config.browser_url.clone(),
+        }
+    }
+
+    /// The last resort's page for `query`, when it is on.
+    pub fn browser_page(&self, query: &str) -> Option<String> {
+        let template = self.browser_url.as_ref()?;
+        let encoded: String =
+            url::form_urlencoded::byte_serialize(query.trim().as_bytes()).collect();
+        Some(template.replace("{query}", &encoded))
     }
 
     pub fn names(&self) -> Vec<&str> {
@@ -407,6 +426,39 @@ impl Search {
     }
 }
 
+/// A search page's results read from its links: those leading away from the search engine's own
+/// site (http and https only, with some text), in page order, each once. The fallback for pages
+/// not in DuckDuckGo's HTML format.
+pub fn links_as_hits(page: &str, links: &[(String, String)], limit: usize) -> Vec<Hit> {
+    let engine = url::Url::parse(page)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_default();
+    let same_site = |host: &str| {
+        let strip = |h: &str| h.trim_start_matches("www.").to_string();
+        let (a, b) = (strip(host), strip(&engine));
+        a == b || a.ends_with(&format!(".{b}")) || b.ends_with(&format!(".{a}"))
+    };
+    let mut seen = std::collections::HashSet::new();
+    links
+        .iter()
+        .filter_map(|(text, href)| {
+            let url = url::Url::parse(href).ok()?;
+            let host = url.host_str()?;
+            let title = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            (matches!(url.scheme(), "http" | "https") && !same_site(host) && title.len() >= 3).then(
+                || Hit {
+                    title,
+                    url: url.to_string(),
+                    snippet: String::new(),
+                },
+            )
+        })
+        .filter(|hit| seen.insert(hit.url.clone()))
+        .take(limit)
+        .collect()
+}
+
 /// The `web.search` setting: `{"searxng_url": "https://searx.example/", "duckduckgo": true}`.
 /// Brave and Tavily keys are secrets, not settings ([`BRAVE_KEY_SECRET`], [`TAVILY_KEY_SECRET`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -417,6 +469,10 @@ pub struct SearchSettings {
     /// Turns DuckDuckGo's keyless endpoint off when `false`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duckduckgo: Option<bool>,
+    /// The search page opened in the browser when no provider gives results (`{query}` for the
+    /// query); `""` turns that last resort off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub browser_url: Option<String>,
 }
 
 /// The secret store's names of the search keys (their environment variables win).
@@ -436,6 +492,11 @@ impl SearchSettings {
         };
         if self.duckduckgo == Some(false) {
             config.duckduckgo_url = None;
+        }
+        match self.browser_url.as_deref().map(str::trim) {
+            Some("") => config.browser_url = None,
+            Some(template) => config.browser_url = Some(template.to_string()),
+            None => {}
         }
         config
     }
