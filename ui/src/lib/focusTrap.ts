@@ -30,7 +30,9 @@ export function trapFocus(node: HTMLElement, options: { onEscape?: () => void } 
       current.onEscape();
       return;
     }
-    if (event.key !== "Tab") return;
+    // Shift+Tab arrives on GTK as ISO_Left_Tab, which WebKitGTK may report as key
+    // "Unidentified": the key code still says Tab.
+    if (event.key !== "Tab" && event.code !== "Tab" && event.keyCode !== 9) return;
     const elements = [...node.querySelectorAll<HTMLElement>(FOCUSABLE)].filter((e) => e.getClientRects().length > 0);
     const active = document.activeElement instanceof HTMLElement ? elements.indexOf(document.activeElement) : -1;
     const next = wrappedFocus(elements.length, active, event.shiftKey);
