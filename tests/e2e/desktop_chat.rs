@@ -571,8 +571,9 @@ fn esc_stops_a_streaming_turn_and_retry_sends_again_after_a_failure() -> Result<
     app.save_screenshot("failed-turn")?;
     let retry = driver.wait_for("[data-testid='chat-retry']", UI_TIMEOUT)?;
     driver.click(&retry)?;
-    driver.wait_for_text("[data-testid='chat-assistant']", UI_TIMEOUT, |t| {
-        t == "Second time lucky."
+    wait_until("the retried answer", || {
+        Ok(texts(driver, "[data-testid='chat-assistant']")?.last().map(String::as_str)
+            == Some("Second time lucky."))
     })?;
     ensure!(
         driver.find("[data-testid='chat-error']")?.is_none(),
