@@ -202,7 +202,19 @@ impl WebDriver {
     /// The first element matching a CSS selector, if there is one now.
     pub fn find(&self, css: &str) -> Result<Option<Element>> {
         let body = json!({ "using": "css selector", "value": css });
-        let value = self.session_command("POST", "/elements", Some(&body))?;
+        // WebKitWebDriver answers "stale element" to a search that runs while the page replaces
+        // the nodes it matched (a Settings section re-rendering after a save); a moment later
+        // the search finds the new ones.
+        let mut attempts = 0;
+        let value = loop {
+            match self.session_command("POST", "/elements", Some(&body)) {
+                Err(error) if attempts < 5 && error.to_string().contains("stale element") => {
+                    attempts += 1;
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                other => break other?,
+            }
+        };
         Ok(value
             .as_array()
             .and_then(|elements| elements.first())

@@ -572,7 +572,9 @@ fn esc_stops_a_streaming_turn_and_retry_sends_again_after_a_failure() -> Result<
     let retry = driver.wait_for("[data-testid='chat-retry']", UI_TIMEOUT)?;
     driver.click(&retry)?;
     wait_until("the retried answer", || {
-        Ok(texts(driver, "[data-testid='chat-assistant']")?.last().map(String::as_str)
+        Ok(texts(driver, "[data-testid='chat-assistant']")?
+            .last()
+            .map(String::as_str)
             == Some("Second time lucky."))
     })?;
     ensure!(
