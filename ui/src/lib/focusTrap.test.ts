@@ -7,11 +7,11 @@ describe("wrappedFocus", () => {
     expect(wrappedFocus(3, 0, true)).toBe(2);
   });
 
-  it("lets the browser move the focus between the controls in the middle", () => {
-    expect(wrappedFocus(3, 0, false)).toBeNull();
-    expect(wrappedFocus(3, 1, false)).toBeNull();
-    expect(wrappedFocus(3, 1, true)).toBeNull();
-    expect(wrappedFocus(3, 2, true)).toBeNull();
+  it("steps to the neighbour in between", () => {
+    expect(wrappedFocus(3, 0, false)).toBe(1);
+    expect(wrappedFocus(3, 1, false)).toBe(2);
+    expect(wrappedFocus(3, 1, true)).toBe(0);
+    expect(wrappedFocus(3, 2, true)).toBe(1);
   });
 
   it("brings a focus that escaped back in, at the end Tab comes from", () => {

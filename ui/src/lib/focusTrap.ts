@@ -10,14 +10,15 @@ export const FOCUSABLE =
 
 /**
  * Where Tab should go from `current` (an index into `count` focusable elements, -1 when the focus
- * is outside them): `null` lets the browser move it, a number is the element to focus instead.
+ * is outside them): the next one, or the previous one with Shift, wrapping at both ends; `null`
+ * when there is nothing to focus. The dialog moves the focus itself rather than leaving the
+ * middle steps to the browser, whose Tab order may skip an element this list holds and so step
+ * out of the dialog.
  */
 export function wrappedFocus(count: number, current: number, backwards: boolean): number | null {
   if (count === 0) return null;
   if (current < 0) return backwards ? count - 1 : 0;
-  if (backwards && current === 0) return count - 1;
-  if (!backwards && current === count - 1) return 0;
-  return null;
+  return (current + (backwards ? count - 1 : 1)) % count;
 }
 
 /** A Svelte action: `use:trapFocus={{ onEscape }}` on the dialog's panel. */
@@ -35,13 +36,9 @@ export function trapFocus(node: HTMLElement, options: { onEscape?: () => void } 
     if (event.key !== "Tab" && event.code !== "Tab" && event.keyCode !== 9) return;
     const elements = [...node.querySelectorAll<HTMLElement>(FOCUSABLE)].filter((e) => e.getClientRects().length > 0);
     const active = document.activeElement instanceof HTMLElement ? elements.indexOf(document.activeElement) : -1;
+    event.preventDefault();
     const next = wrappedFocus(elements.length, active, event.shiftKey);
-    if (next !== null) {
-      event.preventDefault();
-      elements[next].focus();
-    } else if (elements.length === 0) {
-      event.preventDefault();
-    }
+    if (next !== null) elements[next].focus();
   }
   // On the document, in the capture phase: the focus may have left the panel (a click on the
   // backdrop), and Tab must still come back into it.

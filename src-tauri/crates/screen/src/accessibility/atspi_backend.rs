@@ -548,8 +548,8 @@ impl AtspiBackend {
             .collect()
     }
 
-    /// The element's screen box and action names, each asked only of an element that has the
-    /// interface (see [`AtspiBackend::fetch`] for why).
+    /// A cached element's screen box and action names, each asked only of an element that has
+    /// the interface (see [`AtspiBackend::fetch`] for why).
     async fn extents_and_actions(
         bus: &Route,
         destination: &str,
@@ -628,10 +628,10 @@ impl AtspiBackend {
         Ok(String::try_from(value).unwrap_or_default())
     }
 
-    /// All of one node's facts: what it is first, then only what its interfaces offer. Asking
-    /// an element for an interface it lacks is not harmless everywhere: WebKitGTK's web process
-    /// never answers `GetActions` on a node without the Action interface, so such a request
-    /// would hold the walk until its deadline.
+    /// All of one node's facts, its requests sent together; the actions only once the
+    /// interfaces say the element has some. Asking an element for an interface it lacks is not
+    /// harmless everywhere: WebKitGTK's web process never answers an Action request on a node
+    /// without the interface, so such a request would hold the walk until its deadline.
     async fn fetch(bus: &Route, destination: &str, path: &str) -> zbus::Result<Fetched> {
         let role = Self::call::<u32>(bus, destination, path, ACCESSIBLE, "GetRole", &());
         let states = Self::call::<StateSet>(bus, destination, path, ACCESSIBLE, "GetState", &());
@@ -646,11 +646,15 @@ impl AtspiBackend {
             &(ACCESSIBLE,),
         );
         let children = Self::children(bus, destination, path);
-        let (role, states, interfaces, properties, children) =
-            futures::join!(role, states, interfaces, properties, children);
+        let extents = Self::extents(bus, destination, path);
+        let (role, states, interfaces, properties, children, extents) =
+            futures::join!(role, states, interfaces, properties, children, extents);
         let interfaces = interfaces.unwrap_or_else(|_| InterfaceSet::empty());
-        let (extents, actions) =
-            Self::extents_and_actions(bus, destination, path, interfaces).await;
+        let actions = if interfaces.contains(Interface::Action) {
+            Self::action_names(bus, destination, path).await
+        } else {
+            Vec::new()
+        };
         let role = role?;
         let states = states?;
         let mut properties = properties.unwrap_or_default();
@@ -677,7 +681,11 @@ impl AtspiBackend {
             description,
             children,
             embeds,
-            bounds: extents.ok().flatten(),
+            bounds: if interfaces.contains(Interface::Component) {
+                extents.ok().flatten()
+            } else {
+                None
+            },
             actions,
             value,
         })
