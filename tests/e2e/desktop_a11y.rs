@@ -350,8 +350,7 @@ for (const e of document.querySelectorAll(`${arguments[0]} *`)) {
       if (got < 4.5) failures.push(`placeholder ${describe(e)}: ${got.toFixed(2)} < 4.5 (${getComputedStyle(e, '::placeholder').color})`);
     }
   }
-  const isControl = /^(button|select|textarea)$/i.test(e.tagName)
-    || (e.tagName === 'INPUT' && !/^(checkbox|radio|hidden)$/i.test(e.type));
+  const isControl = /^(button|select|textarea|input)$/i.test(e.tagName) && e.type !== 'hidden';
   if (isControl) {
     const around = background(e.parentElement);
     const fill = background(e);
