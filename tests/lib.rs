@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-pub use webdriver::{Element, WebDriver};
+pub use webdriver::{Element, WebDriver, keys};
 
 #[cfg(unix)]
 pub mod daemon;

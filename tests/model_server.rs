@@ -30,6 +30,9 @@ pub struct ScriptedReply {
     pub calls: Vec<ScriptedCall>,
     /// Pause between SSE events, so a UI can be seen streaming.
     pub pace: Duration,
+    /// Instead of a stream, an HTTP error with this status and an Anthropic-shaped error body
+    /// carrying the message (a request the API refuses, as a turn that fails).
+    pub failure: Option<(u16, String)>,
 }
 
 impl ScriptedReply {
@@ -47,6 +50,15 @@ impl ScriptedReply {
                 name: name.to_string(),
                 input,
             }],
+            ..ScriptedReply::default()
+        }
+    }
+
+    /// An HTTP error instead of an answer: `status` (a 4xx one, which providers do not retry)
+    /// with `message` in the API's error body.
+    pub fn failure(status: u16, message: &str) -> ScriptedReply {
+        ScriptedReply {
+            failure: Some((status, message.to_string())),
             ..ScriptedReply::default()
         }
     }
@@ -309,6 +321,16 @@ fn serve(stream: TcpStream, script: &Script) -> std::io::Result<()> {
         )?;
         return stream.flush();
     };
+    if let Some((status, message)) = &reply.failure {
+        let error = json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}})
+            .to_string();
+        write!(
+            stream,
+            "HTTP/1.1 {status} Scripted Failure\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{error}",
+            error.len()
+        )?;
+        return stream.flush();
+    }
     // No length: the body ends when the connection closes.
     write!(
         stream,

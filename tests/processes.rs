@@ -429,6 +429,12 @@ impl DesktopApp {
         self.display.display()
     }
 
+    /// The app's D-Bus session bus, where its accessibility bus is found (what an AT-SPI client
+    /// such as Osprey's own `see` connects through).
+    pub fn bus_address(&self) -> &str {
+        self._bus.address()
+    }
+
     pub fn artifacts(&self) -> &Path {
         &self.artifacts
     }

@@ -19,6 +19,15 @@ const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// How long a single request may take (a new session launches the app).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// WebDriver's codes for keys that are not characters, for [`WebDriver::press_keys`].
+pub mod keys {
+    pub const TAB: &str = "\u{E004}";
+    pub const SHIFT: &str = "\u{E008}";
+    pub const CONTROL: &str = "\u{E009}";
+    pub const ESCAPE: &str = "\u{E00C}";
+    pub const ENTER: &str = "\u{E007}";
+}
+
 /// A reference to an element in the current page.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Element(String);
@@ -193,7 +202,19 @@ impl WebDriver {
     /// The first element matching a CSS selector, if there is one now.
     pub fn find(&self, css: &str) -> Result<Option<Element>> {
         let body = json!({ "using": "css selector", "value": css });
-        let value = self.session_command("POST", "/elements", Some(&body))?;
+        // WebKitWebDriver answers "stale element" to a search that runs while the page replaces
+        // the nodes it matched (a Settings section re-rendering after a save); a moment later
+        // the search finds the new ones.
+        let mut attempts = 0;
+        let value = loop {
+            match self.session_command("POST", "/elements", Some(&body)) {
+                Err(error) if attempts < 5 && error.to_string().contains("stale element") => {
+                    attempts += 1;
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                other => break other?,
+            }
+        };
         Ok(value
             .as_array()
             .and_then(|elements| elements.first())
@@ -284,6 +305,26 @@ impl WebDriver {
             &format!("/element/{}/value", element.0),
             Some(&json!({ "text": text })),
         )?;
+        Ok(())
+    }
+
+    /// Presses keys wherever the focus is (WebDriver "Perform Actions"), as a person at the
+    /// keyboard does: each of `keys` goes down and up in turn while the `held` modifiers stay
+    /// down. Keys are characters or WebDriver's key codes ([`keys`]).
+    pub fn press_keys(&self, held: &[&str], keys: &[&str]) -> Result<()> {
+        let mut actions = Vec::new();
+        for modifier in held {
+            actions.push(json!({"type": "keyDown", "value": modifier}));
+        }
+        for key in keys {
+            actions.push(json!({"type": "keyDown", "value": key}));
+            actions.push(json!({"type": "keyUp", "value": key}));
+        }
+        for modifier in held.iter().rev() {
+            actions.push(json!({"type": "keyUp", "value": modifier}));
+        }
+        let body = json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]});
+        self.session_command("POST", "/actions", Some(&body))?;
         Ok(())
     }
 

@@ -16,5 +16,7 @@ export default defineConfig({
   test: {
     environment: "node",
     include: ["src/**/*.test.ts"],
+    // app.css is read as text by lib/contrast.test.ts; vitest empties CSS it does not include.
+    css: { include: [/app\.css/] },
   },
 });

@@ -1,6 +1,9 @@
 //! Chat in the real desktop app against a loopback Anthropic-format SSE server: a typed message
 //! streams its answer into the transcript; a scripted tool call that needs approval opens the
 //! approval dialog, "Allow once" runs the real shell tool, and the model's final answer appears.
+//! Sessions are renamed, searched and deleted from the list, each keeps its own draft, Ctrl+K and
+//! Ctrl+L work from anywhere on the page; Esc stops a streaming turn and a failed turn offers
+//! Retry, which sends the message again.
 //! Linux only: tauri-driver drives WebKitGTK here.
 #![cfg(target_os = "linux")]
 
@@ -9,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
-use osprey_tests::{DesktopApp, LaunchOptions, WebDriver};
+use osprey_tests::{DesktopApp, LaunchOptions, WebDriver, keys};
 use serde_json::json;
 
 const UI_TIMEOUT: Duration = Duration::from_secs(30);
@@ -316,5 +319,285 @@ fn asking_about_the_current_window_sends_its_snapshot_image_to_the_model() -> Re
         text.contains("snapshot") && text.contains("What can you tell me about"),
         "the question's text: {text}"
     );
+    Ok(())
+}
+
+fn value_of(driver: &WebDriver, css: &str) -> Result<String> {
+    Ok(driver
+        .execute(
+            "const e = document.querySelector(arguments[0]); return e ? e.value : null;",
+            vec![css.into()],
+        )?
+        .as_str()
+        .unwrap_or_default()
+        .to_string())
+}
+
+fn focused_testid(driver: &WebDriver) -> Result<String> {
+    Ok(driver
+        .execute(
+            "return document.activeElement && document.activeElement.dataset.testid || '';",
+            vec![],
+        )?
+        .as_str()
+        .unwrap_or_default()
+        .to_string())
+}
+
+/// Clicks `button` (a data-testid) in the session row whose text contains `title`.
+fn click_in_row(driver: &WebDriver, title: &str, button: &str) -> Result<()> {
+    let clicked = driver.execute(
+        "const row = [...document.querySelectorAll('aside li')].find((li) => li.textContent.includes(arguments[0])); \
+         const target = row && (arguments[1] ? row.querySelector(`[data-testid='${arguments[1]}']`) : row.querySelector('button.session')); \
+         if (!target) return false; target.click(); return true;",
+        vec![title.into(), button.into()],
+    )?;
+    ensure!(
+        clicked == true,
+        "no {button:?} in the session row {title:?}"
+    );
+    Ok(())
+}
+
+fn wait_for_turn_end(driver: &WebDriver) -> Result<()> {
+    wait_until("the turn to end", || {
+        Ok(driver.find("[data-testid='chat-running']")?.is_none()
+            && driver.find("[data-testid='chat-send']")?.is_some())
+    })
+}
+
+#[test]
+fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Result<()> {
+    let data = tempfile::Builder::new()
+        .prefix("osprey-e2e-sessions-")
+        .tempdir()?;
+    let work = tempfile::Builder::new()
+        .prefix("osprey-e2e-work-")
+        .tempdir()?;
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::text("Herons wade."),
+        ScriptedReply::text("Ospreys dive."),
+    ])?;
+    configure(data.path(), &server, work.path())?;
+    let app = DesktopApp::launch_with(
+        "desktop_chat_sessions",
+        LaunchOptions::with_test_model(data.path()),
+    )?;
+    let driver = &app.driver;
+    driver.wait_for_text("main h1", UI_TIMEOUT, |text| text == "Chat")?;
+
+    send(driver, "Alpha: tell me about herons")?;
+    driver.wait_for_text("[data-testid='chat-assistant']", UI_TIMEOUT, |t| {
+        t == "Herons wade."
+    })?;
+    wait_for_turn_end(driver)?;
+    // Ctrl+K from the transcript (not the input) starts a new chat and puts the cursor in it.
+    driver.execute(
+        "document.querySelector('#chat-search').focus(); return true;",
+        vec![],
+    )?;
+    driver.press_keys(&[keys::CONTROL], &["k"])?;
+    driver.wait_for("[data-testid='chat-empty']", UI_TIMEOUT)?;
+    ensure!(
+        focused_testid(driver)? == "chat-input",
+        "Ctrl+K left the focus on {:?}",
+        focused_testid(driver)?
+    );
+    send(driver, "Beta: and about ospreys")?;
+    driver.wait_for_text("[data-testid='chat-assistant']", UI_TIMEOUT, |t| {
+        t == "Ospreys dive."
+    })?;
+    wait_for_turn_end(driver)?;
+    wait_until("both sessions listed", || {
+        Ok(texts(driver, "[data-testid='chat-sessions'] .title")?.len() == 2)
+    })?;
+
+    // Drafts: each chat keeps what was typed in it, across switches.
+    let input = driver.wait_for("[data-testid='chat-input']", UI_TIMEOUT)?;
+    driver.send_keys(&input, "unsent beta draft")?;
+    click_in_row(driver, "Alpha", "")?;
+    wait_until("the Alpha chat", || {
+        Ok(texts(driver, "[data-testid='chat-user']")? == ["Alpha: tell me about herons"])
+    })?;
+    ensure!(
+        value_of(driver, "[data-testid='chat-input']")?.is_empty(),
+        "the Beta draft followed into the Alpha chat"
+    );
+    let input = driver.wait_for("[data-testid='chat-input']", UI_TIMEOUT)?;
+    driver.send_keys(&input, "unsent alpha draft")?;
+    click_in_row(driver, "Beta", "")?;
+    wait_until("the Beta draft back", || {
+        Ok(value_of(driver, "[data-testid='chat-input']")? == "unsent beta draft")
+    })?;
+    click_in_row(driver, "Alpha", "")?;
+    wait_until("the Alpha draft back", || {
+        Ok(value_of(driver, "[data-testid='chat-input']")? == "unsent alpha draft")
+    })?;
+    // Ctrl+L goes back to the message box from anywhere on the page.
+    driver.execute(
+        "document.querySelector('#chat-model').focus(); return true;",
+        vec![],
+    )?;
+    driver.press_keys(&[keys::CONTROL], &["l"])?;
+    wait_until("Ctrl+L to focus the input", || {
+        Ok(focused_testid(driver)? == "chat-input")
+    })?;
+    app.save_screenshot("drafts")?;
+
+    // Rename: the row's button, a new title, Enter; kept in the core.
+    click_in_row(driver, "Alpha", "session-rename")?;
+    let rename = driver.wait_for("[data-testid='session-rename-input']", UI_TIMEOUT)?;
+    // The old title is selected, so typing replaces it.
+    driver.send_keys(&rename, "Heron notes")?;
+    driver.press_keys(&[], &[keys::ENTER])?;
+    wait_until("the new title", || {
+        Ok(texts(driver, "[data-testid='chat-sessions'] .title")?
+            .iter()
+            .any(|t| t == "Heron notes"))
+    })?;
+    let stored = driver.invoke("list_sessions", json!({}))?;
+    ensure!(
+        stored
+            .as_array()
+            .is_some_and(|list| list.iter().any(|s| s["title"] == "Heron notes")),
+        "the rename was not stored: {stored}"
+    );
+
+    // Search finds the other chat by its words, says when nothing matches, Esc clears it.
+    let search = driver.wait_for("[data-testid='chat-search']", UI_TIMEOUT)?;
+    driver.send_keys(&search, "ospreys")?;
+    wait_until("the search results", || {
+        Ok(texts(driver, "[data-testid='chat-search-results'] .title")?
+            .iter()
+            .any(|t| t.starts_with("Beta")))
+    })?;
+    ensure!(
+        texts(driver, "[data-testid='chat-search-results'] .title")?.len() == 1,
+        "the search for ospreys found the heron chat too"
+    );
+    ensure!(
+        texts(driver, "[data-testid='chat-search-snippet']")?
+            .iter()
+            .any(|t| t.to_lowercase().contains("osprey")),
+        "the result shows no excerpt with the word"
+    );
+    app.save_screenshot("search")?;
+    driver.send_keys(&search, "zzqx")?;
+    driver.wait_for("[data-testid='chat-search-empty']", UI_TIMEOUT)?;
+    driver.press_keys(&[], &[keys::ESCAPE])?;
+    driver.wait_for("[data-testid='chat-sessions']", UI_TIMEOUT)?;
+    ensure!(
+        value_of(driver, "[data-testid='chat-search']")?.is_empty(),
+        "Esc did not clear the search"
+    );
+
+    // Delete asks first, then removes the chat from the list and the core, and its draft.
+    click_in_row(driver, "Heron notes", "session-delete")?;
+    let confirm = driver.wait_for("[data-testid='session-delete-confirm']", UI_TIMEOUT)?;
+    app.save_screenshot("delete-confirm")?;
+    driver.click(&confirm)?;
+    wait_until("the deleted chat to go", || {
+        Ok(texts(driver, "[data-testid='chat-sessions'] .title")?.len() == 1)
+    })?;
+    ensure!(
+        !texts(driver, "[data-testid='chat-sessions'] .title")?
+            .iter()
+            .any(|t| t == "Heron notes"),
+        "the deleted chat is still listed"
+    );
+    let stored = driver.invoke("list_sessions", json!({}))?;
+    ensure!(
+        stored.as_array().map(Vec::len) == Some(1),
+        "the core still has {stored}"
+    );
+    // It was the open chat: the view is empty and its draft is gone.
+    driver.wait_for("[data-testid='chat-empty']", UI_TIMEOUT)?;
+    ensure!(
+        value_of(driver, "[data-testid='chat-input']")? != "unsent alpha draft",
+        "the deleted chat's draft is still in the box"
+    );
+    Ok(())
+}
+
+#[test]
+fn esc_stops_a_streaming_turn_and_retry_sends_again_after_a_failure() -> Result<()> {
+    let data = tempfile::Builder::new()
+        .prefix("osprey-e2e-stop-")
+        .tempdir()?;
+    let work = tempfile::Builder::new()
+        .prefix("osprey-e2e-work-")
+        .tempdir()?;
+    let long = "word ".repeat(300);
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::text(long.trim_end()).paced(Duration::from_millis(50)),
+        ScriptedReply::failure(400, "the scripted model refused this one"),
+        ScriptedReply::text("Second time lucky."),
+    ])?;
+    configure(data.path(), &server, work.path())?;
+    let app = DesktopApp::launch_with(
+        "desktop_chat_stop_retry",
+        LaunchOptions::with_test_model(data.path()),
+    )?;
+    let driver = &app.driver;
+    driver.wait_for_text("main h1", UI_TIMEOUT, |text| text == "Chat")?;
+
+    send(driver, "Talk for a long time")?;
+    driver.wait_for_text("[data-testid='chat-assistant']", UI_TIMEOUT, |t| {
+        t.split_whitespace().count() >= 5
+    })?;
+    ensure!(
+        driver.find("[data-testid='chat-stop']")?.is_some(),
+        "no Stop button while the answer streams"
+    );
+    driver.press_keys(&[], &[keys::ESCAPE])?;
+    wait_for_turn_end(driver)?;
+    let words = texts(driver, "[data-testid='chat-assistant']")?
+        .last()
+        .map(|t| t.split_whitespace().count())
+        .unwrap_or_default();
+    ensure!(
+        words < 300,
+        "Esc did not stop the turn: all {words} words arrived"
+    );
+    app.save_screenshot("stopped")?;
+
+    send(driver, "Try again please")?;
+    let error =
+        driver.wait_for_text("[data-testid='chat-error']", UI_TIMEOUT, |t| !t.is_empty())?;
+    ensure!(
+        error.contains("refused this one"),
+        "the failure shows as {error:?}"
+    );
+    app.save_screenshot("failed-turn")?;
+    let retry = driver.wait_for("[data-testid='chat-retry']", UI_TIMEOUT)?;
+    driver.click(&retry)?;
+    wait_until("the retried answer", || {
+        Ok(texts(driver, "[data-testid='chat-assistant']")?
+            .last()
+            .map(String::as_str)
+            == Some("Second time lucky."))
+    })?;
+    ensure!(
+        driver.find("[data-testid='chat-error']")?.is_none(),
+        "the error stayed after the retry worked"
+    );
+    let request = server
+        .seen()
+        .pop()
+        .context("the retry never reached the model")?;
+    let last = request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or_default();
+    ensure!(
+        last.to_string().contains("Try again please"),
+        "the retry did not send the message again: {last}"
+    );
+    ensure!(
+        server.remaining() == 0,
+        "the model was not asked three times"
+    );
+    app.save_screenshot("retried")?;
     Ok(())
 }

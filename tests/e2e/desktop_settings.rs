@@ -3,7 +3,8 @@
 //! after a restart; an MCP server added in Settings (the `mcp-echo` fixture) connects and lists
 //! its tools; pausing automation through the tray's handler holds a turn's tool call until it is
 //! resumed; the persona saved in Settings is the next chat's identity, and Settings lists what
-//! the os tool can use here; the dark theme paints dark. Screenshots go to the test's artifacts folder.
+//! the os tool can use here; the dark theme paints dark; a tool group switched off in Settings >
+//! Tools leaves the next turn's tool list, and autonomous mode, once confirmed, shows its banner. Screenshots go to the test's artifacts folder.
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
@@ -433,5 +434,112 @@ fn the_dark_theme_renders_and_is_kept() -> Result<()> {
         "theme stored as {}",
         overview["theme"]
     );
+    Ok(())
+}
+
+/// The tool names a request to the model offered.
+fn offered_tools(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn tools_switched_off_in_settings_leave_the_models_list_and_autonomous_mode_shows_its_banner()
+-> Result<()> {
+    let data = tempfile::Builder::new()
+        .prefix("osprey-e2e-tools-")
+        .tempdir()?;
+    let work = tempfile::Builder::new()
+        .prefix("osprey-e2e-work-")
+        .tempdir()?;
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::text("With every tool."),
+        ScriptedReply::text("Without the shell."),
+    ])?;
+    configure(data.path(), &server, work.path())?;
+    let app = launch("desktop_settings_tools", data.path())?;
+    let driver = &app.driver;
+    driver.wait_for_text("main h1", UI_TIMEOUT, |t| t == "Chat")?;
+
+    send(driver, "First")?;
+    driver.wait_for_text("[data-testid='chat-assistant']", UI_TIMEOUT, |t| {
+        t == "With every tool."
+    })?;
+    let before = offered_tools(&server.seen().pop().context("the model was not asked")?);
+    ensure!(
+        before.iter().any(|t| t == "shell") && before.iter().any(|t| t == "file"),
+        "the first turn did not offer the shell and file tools: {before:?}"
+    );
+
+    // Switch the shell group (shell and exec) off in Settings > Tools.
+    open_page(driver, "settings", "Settings")?;
+    click(driver, "[data-testid='tool-category-shell']")?;
+    wait_until("the shell group to be stored as off", || {
+        let overview = driver.invoke("settings_overview", json!({}))?;
+        Ok(overview["tools"]["disabled"]
+            .as_array()
+            .is_some_and(|d| d.iter().any(|v| v == "shell")))
+    })?;
+    let checked = script(
+        driver,
+        "return document.querySelector(\"[data-testid='tool-category-shell']\").checked;",
+    )?;
+    ensure!(checked == false, "the shell box is still ticked");
+    app.save_screenshot("shell-off")?;
+
+    // The next turn's tool list lacks it (and exec, in the same group); the rest stay.
+    open_page(driver, "chat", "Chat")?;
+    send(driver, "Second")?;
+    driver.wait_for_text("[data-testid='chat-assistant']", UI_TIMEOUT, |t| {
+        t == "Without the shell."
+    })?;
+    let after = offered_tools(&server.seen().pop().context("the model was not asked")?);
+    ensure!(
+        !after.iter().any(|t| t == "shell" || t == "exec"),
+        "the shell group is off, yet the model was offered {after:?}"
+    );
+    ensure!(
+        after.iter().any(|t| t == "file"),
+        "switching the shell off took other tools too: {after:?}"
+    );
+
+    // Autonomous mode: nothing happens until the warning is confirmed; then the banner shows on
+    // every page until it is turned off.
+    open_page(driver, "settings", "Settings")?;
+    click(driver, "[data-testid='autonomous-start']")?;
+    let warning = driver.wait_for_text("[data-testid='autonomous-confirm']", UI_TIMEOUT, |t| {
+        !t.is_empty()
+    })?;
+    ensure!(
+        driver.find("[data-testid='autonomous-banner']")?.is_none(),
+        "the banner shows before the warning was confirmed"
+    );
+    ensure!(
+        driver.invoke("settings_overview", json!({}))?["tools"]["autonomous"] != true,
+        "autonomous mode is on before the warning was confirmed ({warning:?})"
+    );
+    app.save_screenshot("autonomous-confirm")?;
+    click(driver, "[data-testid='autonomous-yes']")?;
+    driver.wait_for("[data-testid='autonomous-on']", UI_TIMEOUT)?;
+    driver.wait_for("[data-testid='autonomous-banner']", UI_TIMEOUT)?;
+    ensure!(
+        driver.invoke("settings_overview", json!({}))?["tools"]["autonomous"] == true,
+        "autonomous mode was not stored"
+    );
+    open_page(driver, "chat", "Chat")?;
+    driver.wait_for("[data-testid='autonomous-banner']", UI_TIMEOUT)?;
+    app.save_screenshot("autonomous-banner")?;
+    open_page(driver, "settings", "Settings")?;
+    click(driver, "[data-testid='autonomous-off']")?;
+    wait_until("the banner to go", || {
+        Ok(driver.find("[data-testid='autonomous-banner']")?.is_none())
+    })?;
     Ok(())
 }

@@ -1,14 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { isOpenableLink, renderMarkdown } from "./markdown";
+import { highlightCode, isOpenableLink, renderMarkdown } from "./markdown";
 
-/** The text between `<code…>` and `</code>` of each code block, entities decoded. */
+/** The text between `<code…>` and `</code>` of each code block, highlighting spans removed and
+ * entities decoded. */
 function codeBlocks(html: string): string[] {
   return [...html.matchAll(/<pre><code[^>]*>([\s\S]*?)<\/code><\/pre>/g)].map((m) =>
     m[1]
+      .replace(/<span class="(?:hljs|language)-[a-z_ .-]+">|<\/span>/g, "")
       .replace(/&lt;/g, "<")
       .replace(/&gt;/g, ">")
       .replace(/&quot;/g, '"')
-      .replace(/&#39;/g, "'")
+      .replace(/&#39;|&#x27;/g, "'")
       .replace(/&amp;/g, "&"),
   );
 }
@@ -46,7 +48,52 @@ describe("renderMarkdown", () => {
     expect(codeBlocks(html)).toEqual([code]);
     expect(html).toContain('<span class="code-lang">rust</span>');
     expect(html).toContain('data-testid="code-copy"');
-    expect(html).toContain('class="language-rust"');
+    expect(html).toContain('class="hljs language-rust"');
+  });
+
+  it("colours the common languages and leaves unknown ones plain", () => {
+    for (const [lang, code] of [
+      ["rust", "fn main() { let x = 1; }"],
+      ["ts", "const x: number = 1;"],
+      ["js", "let x = 'a';"],
+      ["python", "def f():\n    return 1"],
+      ["bash", "echo $HOME"],
+      ["sh", "if true; then echo hi; fi"],
+      ["json", '{"a": 1}'],
+      ["toml", '[a]\nb = "c"'],
+      ["yaml", "a: b"],
+      ["html", "<p>hi</p>"],
+      ["css", "a { color: red; }"],
+      ["sql", "SELECT 1 FROM t"],
+      ["go", "func main() {}"],
+      ["c", "int main(void) { return 0; }"],
+      ["cpp", "int main() { return 0; }"],
+      ["diff", "-a\n+b"],
+    ]) {
+      const html = renderMarkdown("```" + lang + "\n" + code + "\n```\n");
+      expect(html, lang).toMatch(/<span class="hljs-/);
+      expect(codeBlocks(html), lang).toEqual([code + "\n"]);
+    }
+    const unknown = renderMarkdown("```brainfuck\n<b>+[-]</b>\n```\n");
+    expect(unknown).not.toMatch(/hljs/);
+    expect(unknown).toContain("&lt;b&gt;+[-]&lt;/b&gt;");
+    expect(highlightCode("x", "")).toBeNull();
+    expect(highlightCode("x", "no-such-language")).toBeNull();
+  });
+
+  it("keeps a hostile code block inert when it is highlighted", () => {
+    const hostile =
+      '</code></pre><script>alert(1)</script><img src=x onerror="alert(2)">\n' +
+      '"</span><iframe src=javascript:alert(3)>\n<!-- --><svg onload=alert(4)>';
+    for (const lang of ["html", "xml", "js", "rust", "bash", "markdown", ""]) {
+      const html = renderMarkdown("```" + lang + "\n" + hostile + "\n```\n");
+      expect(html, lang).not.toMatch(/<(script|img|iframe|svg)/i);
+      expect(html, lang).not.toMatch(/<\/code><\/pre><script/i);
+      // Only hljs's own spans are markup inside the block; the code reads back exactly.
+      expect(codeBlocks(html), lang).toEqual([hostile + "\n"]);
+      const inner = html.match(/<pre><code[^>]*>([\s\S]*?)<\/code><\/pre>/)?.[1] ?? "";
+      expect(inner.replace(/<span class="(?:hljs|language)-[a-z_ .-]+">|<\/span>/g, ""), lang).not.toMatch(/[<>]/);
+    }
   });
 
   it("escapes a hostile language name", () => {

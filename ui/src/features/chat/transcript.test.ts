@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { CoreEvent } from "../../gen";
 import {
+  chatShortcut,
+  lastUserText,
   addUserMessage,
   applyEvent,
   emptyTranscript,
@@ -137,5 +139,43 @@ describe("an attached image", () => {
     ]);
     expect(loaded.entries).toEqual(sent.entries);
     expect(addUserMessage(emptyTranscript(S), "hi").entries).toEqual([{ kind: "user", text: "hi" }]);
+  });
+});
+
+describe("lastUserText", () => {
+  it("finds the person's last message, past the replies after it", () => {
+    let t = addUserMessage(emptyTranscript("s"), "first", null);
+    t = addUserMessage(t, "second", "data:image/png;base64,AA");
+    t = { ...t, entries: [...t.entries, { kind: "assistant", text: "reply" }] };
+    expect(lastUserText(t)).toBe("second");
+    expect(lastUserText(emptyTranscript())).toBeNull();
+  });
+});
+
+describe("chatShortcut", () => {
+  const key = (k: string, mods: Partial<{ ctrlKey: boolean; metaKey: boolean; altKey: boolean; shiftKey: boolean; defaultPrevented: boolean }> = {}) => ({
+    key: k,
+    ctrlKey: false,
+    metaKey: false,
+    altKey: false,
+    shiftKey: false,
+    defaultPrevented: false,
+    ...mods,
+  });
+
+  it("stops a running turn on Esc, and only then", () => {
+    expect(chatShortcut(key("Escape"), true)).toBe("stop");
+    expect(chatShortcut(key("Escape"), false)).toBeNull();
+    // The search box or a dialog used this Esc already.
+    expect(chatShortcut(key("Escape", { defaultPrevented: true }), true)).toBeNull();
+  });
+
+  it("takes Ctrl+K and Ctrl+L (Cmd on a Mac), in either case", () => {
+    expect(chatShortcut(key("k", { ctrlKey: true }), false)).toBe("new_chat");
+    expect(chatShortcut(key("K", { metaKey: true }), true)).toBe("new_chat");
+    expect(chatShortcut(key("l", { ctrlKey: true }), false)).toBe("focus_input");
+    expect(chatShortcut(key("k"), false)).toBeNull();
+    expect(chatShortcut(key("l", { ctrlKey: true, shiftKey: true }), false)).toBeNull();
+    expect(chatShortcut(key("k", { ctrlKey: true, altKey: true }), false)).toBeNull();
   });
 });

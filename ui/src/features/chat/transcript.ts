@@ -174,3 +174,27 @@ export function newSessionId(now: number = Date.now()): string {
     .padStart(5, "0");
   return `chat-${now}-${tail}`;
 }
+
+/** The text of the person's last message: what Retry sends again after a failed turn. */
+export function lastUserText(transcript: Transcript): string | null {
+  for (let i = transcript.entries.length - 1; i >= 0; i--) {
+    const entry = transcript.entries[i];
+    if (entry.kind === "user") return entry.text;
+  }
+  return null;
+}
+
+/** What a key pressed anywhere in the chat asks for (Esc stops a running turn, Ctrl+K starts a
+ * new chat, Ctrl+L goes to the message box), or null for a key the chat leaves alone. A key
+ * something else already handled (a dialog, the search box's Esc) is left alone too. */
+export function chatShortcut(
+  key: { key: string; ctrlKey: boolean; metaKey: boolean; altKey: boolean; shiftKey: boolean; defaultPrevented: boolean },
+  running: boolean,
+): "stop" | "new_chat" | "focus_input" | null {
+  if (key.defaultPrevented || key.altKey) return null;
+  const command = key.ctrlKey || key.metaKey;
+  if (key.key === "Escape" && !command && !key.shiftKey) return running ? "stop" : null;
+  if (command && !key.shiftKey && key.key.toLowerCase() === "k") return "new_chat";
+  if (command && !key.shiftKey && key.key.toLowerCase() === "l") return "focus_input";
+  return null;
+}

@@ -47,6 +47,12 @@ const CACHE: &str = "org.a11y.atspi.Cache";
 const CACHE_PATH: &str = "/org/a11y/atspi/cache";
 /// Screen coordinates for `GetExtents`.
 const COORD_SCREEN: u32 = 0;
+/// AT-SPI's null object reference.
+const NULL_PATH: &str = "/org/a11y/atspi/null";
+/// At most this many children are asked for one by one (an embedding has one).
+const EMBEDDED_CHILDREN_MAX: i32 = 16;
+/// At most this many action names are read from one element.
+const ACTIONS_MAX: i32 = 16;
 /// Nodes fetched at once. Each has about seven requests in flight; the bus daemon caps pending
 /// replies per connection, so this stays well under common limits.
 const CONCURRENT_NODES: usize = 24;
@@ -103,6 +109,10 @@ struct Fetched {
     name: String,
     description: String,
     children: Vec<(String, OwnedObjectPath)>,
+    /// The children are another process's tree embedded here (found by index): the embedding
+    /// widget itself may not claim to be showing (WebKitGTK's web view does not), its content
+    /// says for itself.
+    embeds: bool,
     bounds: Option<Rect>,
     actions: Vec<String>,
     value: Option<String>,
@@ -236,17 +246,6 @@ fn states_of(set: StateSet) -> States {
         showing: set.contains(State::Showing),
         expanded: set.contains(State::Expanded),
     }
-}
-
-/// `GetActions` gives display names ("Click"); lower-cased they are the action names.
-fn action_names(actions: zbus::Result<Vec<(String, String, String)>>) -> Vec<String> {
-    actions
-        .map(|list| {
-            list.into_iter()
-                .map(|(name, _, _)| name.to_lowercase())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn is_gone(error: &zbus::Error) -> bool {
@@ -498,6 +497,111 @@ impl AtspiBackend {
         Self::call(bus, destination, path, ACCESSIBLE, "GetChildren", &()).await
     }
 
+    /// The children of a container whose `GetChildren` came back empty although it has some:
+    /// a GTK widget that embeds another process's tree (WebKitGTK's web view, whose page lives in
+    /// the web process under a well-known bus name) answers only `ChildCount` and
+    /// `GetChildAtIndex`. Asked only of container roles, so leaves cost no extra request.
+    async fn embedded_children(
+        bus: &Route,
+        destination: &str,
+        path: &str,
+        role: atspi::Role,
+    ) -> Vec<(String, OwnedObjectPath)> {
+        use atspi::Role;
+        if !matches!(
+            role,
+            Role::Filler | Role::Panel | Role::ScrollPane | Role::Embedded | Role::Unknown
+        ) {
+            return Vec::new();
+        }
+        let count: i32 = match Self::call::<OwnedValue>(
+            bus,
+            destination,
+            path,
+            PROPERTIES,
+            "Get",
+            &(ACCESSIBLE, "ChildCount"),
+        )
+        .await
+        .map(i32::try_from)
+        {
+            Ok(Ok(count)) => count.clamp(0, EMBEDDED_CHILDREN_MAX),
+            _ => return Vec::new(),
+        };
+        let children = futures::future::join_all((0..count).map(|index| async move {
+            Self::call::<(String, OwnedObjectPath)>(
+                bus,
+                destination,
+                path,
+                ACCESSIBLE,
+                "GetChildAtIndex",
+                &(index,),
+            )
+            .await
+        }))
+        .await;
+        children
+            .into_iter()
+            .filter_map(|child| child.ok())
+            // A null reference ("" or the null path) is no child.
+            .filter(|(name, child)| !name.is_empty() && child.as_str() != NULL_PATH)
+            .collect()
+    }
+
+    /// A cached element's screen box and action names, each asked only of an element that has
+    /// the interface (see [`AtspiBackend::fetch`] for why).
+    async fn extents_and_actions(
+        bus: &Route,
+        destination: &str,
+        path: &str,
+        interfaces: InterfaceSet,
+    ) -> (zbus::Result<Option<Rect>>, Vec<String>) {
+        let extents = async {
+            if interfaces.contains(Interface::Component) {
+                Self::extents(bus, destination, path).await
+            } else {
+                Ok(None)
+            }
+        };
+        let actions = async {
+            if interfaces.contains(Interface::Action) {
+                Self::action_names(bus, destination, path).await
+            } else {
+                Vec::new()
+            }
+        };
+        futures::join!(extents, actions)
+    }
+
+    /// The element's action names (`click`, `press`, `activate`), lower-cased, empty ones left
+    /// out. Asked as `NActions` and `GetName` per action, not `GetActions`: WebKitGTK's web
+    /// process never answers `GetActions`, and every toolkit answers these.
+    async fn action_names(bus: &Route, destination: &str, path: &str) -> Vec<String> {
+        let count = Self::call::<OwnedValue>(
+            bus,
+            destination,
+            path,
+            PROPERTIES,
+            "Get",
+            &(ACTION, "NActions"),
+        )
+        .await
+        .ok()
+        .and_then(|v| i32::try_from(v).ok())
+        .unwrap_or(0)
+        .clamp(0, ACTIONS_MAX);
+        let names = futures::future::join_all((0..count).map(|index| async move {
+            Self::call::<String>(bus, destination, path, ACTION, "GetName", &(index,)).await
+        }))
+        .await;
+        names
+            .into_iter()
+            .filter_map(|name| name.ok())
+            .map(|name| name.trim().to_lowercase())
+            .filter(|name| !name.is_empty())
+            .collect()
+    }
+
     async fn extents(bus: &Route, destination: &str, path: &str) -> zbus::Result<Option<Rect>> {
         let (x, y, width, height): (i32, i32, i32, i32) = Self::call(
             bus,
@@ -524,7 +628,10 @@ impl AtspiBackend {
         Ok(String::try_from(value).unwrap_or_default())
     }
 
-    /// All of one node's facts, its requests sent together.
+    /// All of one node's facts, its requests sent together; the actions only once the
+    /// interfaces say the element has some. Asking an element for an interface it lacks is not
+    /// harmless everywhere: WebKitGTK's web process never answers an Action request on a node
+    /// without the interface, so such a request would hold the walk until its deadline.
     async fn fetch(bus: &Route, destination: &str, path: &str) -> zbus::Result<Fetched> {
         let role = Self::call::<u32>(bus, destination, path, ACCESSIBLE, "GetRole", &());
         let states = Self::call::<StateSet>(bus, destination, path, ACCESSIBLE, "GetState", &());
@@ -540,20 +647,16 @@ impl AtspiBackend {
         );
         let children = Self::children(bus, destination, path);
         let extents = Self::extents(bus, destination, path);
-        let actions = Self::call::<Vec<(String, String, String)>>(
-            bus,
-            destination,
-            path,
-            ACTION,
-            "GetActions",
-            &(),
-        );
-        let (role, states, interfaces, properties, children, extents, actions) = futures::join!(
-            role, states, interfaces, properties, children, extents, actions
-        );
+        let (role, states, interfaces, properties, children, extents) =
+            futures::join!(role, states, interfaces, properties, children, extents);
+        let interfaces = interfaces.unwrap_or_else(|_| InterfaceSet::empty());
+        let actions = if interfaces.contains(Interface::Action) {
+            Self::action_names(bus, destination, path).await
+        } else {
+            Vec::new()
+        };
         let role = role?;
         let states = states?;
-        let interfaces = interfaces.unwrap_or_else(|_| InterfaceSet::empty());
         let mut properties = properties.unwrap_or_default();
         let mut text_property = |key: &str| {
             properties
@@ -565,18 +668,25 @@ impl AtspiBackend {
         let description = text_property("Description");
         let role = atspi::Role::try_from(role).unwrap_or(atspi::Role::Invalid);
         let value = Self::value(bus, destination, path, role, states, interfaces).await;
+        let mut children = children.unwrap_or_default();
+        let mut embeds = false;
+        if children.is_empty() {
+            children = Self::embedded_children(bus, destination, path, role).await;
+            embeds = !children.is_empty();
+        }
         Ok(Fetched {
             role,
             states,
             name,
             description,
-            children: children.unwrap_or_default(),
+            children,
+            embeds,
             bounds: if interfaces.contains(Interface::Component) {
                 extents.ok().flatten()
             } else {
                 None
             },
-            actions: action_names(actions),
+            actions,
             value,
         })
     }
@@ -631,30 +741,10 @@ impl AtspiBackend {
                 None => Self::children(bus, destination, path).await,
             }
         };
-        let extents = async {
-            if interfaces.contains(Interface::Component) {
-                Self::extents(bus, destination, path).await
-            } else {
-                Ok(None)
-            }
-        };
-        let actions = async {
-            if interfaces.contains(Interface::Action) {
-                Self::call::<Vec<(String, String, String)>>(
-                    bus,
-                    destination,
-                    path,
-                    ACTION,
-                    "GetActions",
-                    &(),
-                )
-                .await
-            } else {
-                Ok(Vec::new())
-            }
-        };
+        let extents_and_actions = Self::extents_and_actions(bus, destination, path, interfaces);
         let value = Self::value(bus, destination, path, role, cached.states, interfaces);
-        let (children, extents, actions, value) = futures::join!(children, extents, actions, value);
+        let (children, (extents, actions), value) =
+            futures::join!(children, extents_and_actions, value);
         // An element that vanished since the cache was read fails every request: treat it as
         // gone, as the full fetch does.
         if let Err(error) = &extents
@@ -662,14 +752,21 @@ impl AtspiBackend {
         {
             return Err(extents.unwrap_err());
         }
+        let mut children = children.unwrap_or_default();
+        let mut embeds = false;
+        if children.is_empty() {
+            children = Self::embedded_children(bus, destination, path, role).await;
+            embeds = !children.is_empty();
+        }
         Ok(Fetched {
             role,
             states: cached.states,
             name: cached.name.clone(),
             description: cached.description.clone(),
-            children: children.unwrap_or_default(),
+            children,
+            embeds,
             bounds: extents.ok().flatten(),
-            actions: action_names(actions),
+            actions,
             value,
         })
     }
@@ -808,8 +905,9 @@ impl AtspiBackend {
         let cache = &cache;
         // Level order first (with parent links), pre-order at the end.
         let mut nodes: Vec<AccessibleNode> = Vec::new();
-        let mut frontier: Vec<(Option<usize>, String, String, u32)> =
-            vec![(None, root.0, root.1, 0)];
+        // (parent, bus name, path, depth, whether the parent embeds it from another process)
+        let mut frontier: Vec<(Option<usize>, String, String, u32, bool)> =
+            vec![(None, root.0, root.1, 0, false)];
         let mut cut_by_depth = false;
         let mut failed = 0usize;
         while !frontier.is_empty() {
@@ -826,14 +924,14 @@ impl AtspiBackend {
                 break;
             }
             let mut pending = stream::iter(frontier.into_iter().enumerate().map(
-                |(index, (parent, destination, path, depth))| async move {
+                |(index, (parent, destination, path, depth, embedded))| async move {
                     let cached = cache.as_ref().and_then(|c| c.get(&destination, &path));
                     let fetched = match cached {
                         Some(cached) => Self::fetch_cached(bus, &destination, &path, cached).await,
                         None => Self::fetch(bus, &destination, &path).await,
                     };
                     let fetched = fetched.map(|f| (f, cached.is_some()));
-                    (index, parent, destination, path, depth, fetched)
+                    (index, parent, destination, path, depth, embedded, fetched)
                 },
             ))
             .buffer_unordered(CONCURRENT_NODES);
@@ -853,7 +951,7 @@ impl AtspiBackend {
             }
             results.sort_by_key(|r| r.0);
             let mut next = Vec::new();
-            for (_, parent, destination, path, depth, fetched) in results {
+            for (_, parent, destination, path, depth, embedded, fetched) in results {
                 let fetched = match fetched {
                     Ok((fetched, cached)) => {
                         tree.from_cache += usize::from(cached);
@@ -873,7 +971,12 @@ impl AtspiBackend {
                 if let Some(parent) = parent {
                     nodes[parent].children.push(index);
                 }
-                let showing = depth == 0 || fetched.states.contains(State::Showing);
+                // The embedding widget and the embedded tree's top (WebKitGTK's web view, the
+                // web process's plug and its scroll view) claim no Showing state; from the first
+                // node that does (the page's document), Showing decides as everywhere.
+                let claims_showing = fetched.states.contains(State::Showing);
+                let showing = depth == 0 || embedded || fetched.embeds || claims_showing;
+                let children_embedded = (embedded || fetched.embeds) && !claims_showing;
                 if !showing || fetched.children.is_empty() {
                     continue;
                 }
@@ -882,7 +985,13 @@ impl AtspiBackend {
                     continue;
                 }
                 for (child_bus, child_path) in fetched.children {
-                    next.push((Some(index), child_bus, child_path.to_string(), depth + 1));
+                    next.push((
+                        Some(index),
+                        child_bus,
+                        child_path.to_string(),
+                        depth + 1,
+                        children_embedded,
+                    ));
                 }
             }
             if timed_out {
