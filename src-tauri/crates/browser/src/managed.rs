@@ -227,6 +227,10 @@ impl ManagedDriver {
                  `web.chrome` setting"
             ))
         };
+        // chromiumoxide asks the browser's address with reqwest 0.13, which the workspace builds
+        // without a rustls provider of its own (rmcp's choice): the process needs one installed
+        // first, the ring provider every other TLS client here uses. A second install is a no-op.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let (browser, events) =
             tokio::time::timeout(self.config.launch_timeout, Browser::connect(address))
                 .await
