@@ -156,24 +156,6 @@ fn download_behavior(folder: Option<&std::path::Path>) -> Result<SetDownloadBeha
     })
 }
 
-/// Waits until chromiumoxide knows `page`'s main frame: it sends a navigation only then, and
-/// otherwise holds it until its 30 s request timeout (a page made a moment ago may not have
-/// told it yet).
-async fn main_frame_known(page: &Page, within: Duration) -> Result<()> {
-    let deadline = std::time::Instant::now() + within;
-    loop {
-        if page.mainframe().await.map_err(protocol)?.is_some() {
-            return Ok(());
-        }
-        if std::time::Instant::now() >= deadline {
-            return Err(BrowserError::Protocol(
-                "the page never reported its main frame".into(),
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// Reads the browser's event stream, which drives the connection: no command is answered unless
 /// this runs.
 fn follow(mut events: chromiumoxide::Handler) -> tokio::task::JoinHandle<()> {
@@ -855,7 +837,6 @@ impl Driver for ManagedDriver {
                 }
                 None
             };
-            main_frame_known(&page, timeout.min(Duration::from_secs(10))).await?;
             let navigation = tokio::time::timeout(timeout, page.execute(NavigateParams::new(url)));
             let started = tokio::select! {
                 started = navigation => started,
@@ -890,14 +871,10 @@ impl Driver for ManagedDriver {
             })?;
             let started = match started {
                 Ok(started) => started,
-                // chromiumoxide gave up waiting for the load it watches for; the page itself
-                // may well be there (the caller's settle loop then judges it), or not.
+                // chromiumoxide gave up waiting for the load: say where the page is, which tells
+                // a navigation that never started from a slow one.
                 Err(chromiumoxide::error::CdpError::Timeout) => {
                     let at = page.url().await.ok().flatten().unwrap_or_default();
-                    if at.starts_with(url.trim_end_matches('/')) {
-                        tracing::debug!(%url, "the browser library missed a navigation's load");
-                        return Ok(());
-                    }
                     return Err(BrowserError::Timeout(format!(
                         "{url} did not load (the page is at {at:?})"
                     )));

@@ -36,6 +36,9 @@ fn persons_browser(program: &Path, profile: &Path, url: &str) -> (PersonsBrowser
             "--no-first-run",
             "--no-default-browser-check",
             "--disable-gpu",
+            // A throwaway profile: with a session bus, Chromium would otherwise ask the keyring
+            // for its password store, whose unlock prompt nobody answers under Xvfb, and stall.
+            "--password-store=basic",
         ])
         .arg(url)
         .stdout(Stdio::null())
