@@ -25,6 +25,34 @@ pub mod store;
 #[cfg(unix)]
 pub use processes::{DesktopApp, LaunchOptions, SessionBus, TauriDriver, VirtualDisplay};
 
+/// Stores a setting in the data folder's database, as `osprey config set` would, before the
+/// Osprey under test starts.
+pub fn store_setting(data_dir: &Path, key: &str, value: serde_json::Value) -> Result<()> {
+    osprey_db::Database::open_in(data_dir)
+        .context("opening the test database")?
+        .settings()
+        .set(key, &value)
+        .with_context(|| format!("storing {key}"))
+}
+
+/// Polls `condition` every 50 ms until it holds, failing after `timeout` with `what` named.
+pub fn wait_until(
+    what: &str,
+    timeout: std::time::Duration,
+    mut condition: impl FnMut() -> Result<bool>,
+) -> Result<()> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if condition()? {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            bail!("timed out waiting for {what}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// The workspace root (this crate lives in `<root>/tests`). Cargo sets `CARGO_MANIFEST_DIR` when
 /// it runs a test, and that wins over the compile-time value: cargo reuses artifacts between
 /// checkouts that share a target directory, and the baked-in path may be another checkout's.

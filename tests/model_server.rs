@@ -217,6 +217,25 @@ impl AnthropicServer {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// Makes this server the default (Anthropic) provider of the Osprey on `data_dir`, with
+    /// `workspace` as the shell sandbox's workspace (stored before that Osprey starts).
+    pub fn use_as_provider(
+        &self,
+        data_dir: &std::path::Path,
+        workspace: &std::path::Path,
+    ) -> Result<()> {
+        crate::store_setting(
+            data_dir,
+            "shell.sandbox",
+            json!({"workspaces": [workspace]}),
+        )?;
+        crate::store_setting(
+            data_dir,
+            "providers",
+            json!({"default": "anthropic", "anthropic": {"base_url": self.url(), "model": "claude-test"}}),
+        )
+    }
+
     /// The request bodies received so far.
     pub fn seen(&self) -> Vec<Value> {
         self.script

@@ -15,47 +15,15 @@
 //! Linux only: tauri-driver drives WebKitGTK here.
 #![cfg(target_os = "linux")]
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use osprey_screen::{DesktopConfig, SeeOptions, SeeTarget, Seen};
 use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
-use osprey_tests::{DesktopApp, LaunchOptions, WebDriver, keys};
-use serde_json::{Value, json};
+use osprey_tests::{DesktopApp, LaunchOptions, WebDriver, keys, wait_until};
+use serde_json::json;
 
 const UI_TIMEOUT: Duration = Duration::from_secs(30);
-
-fn store(data_dir: &Path, key: &str, value: Value) -> Result<()> {
-    osprey_db::Database::open_in(data_dir)
-        .context("opening the test database")?
-        .settings()
-        .set(key, &value)
-        .with_context(|| format!("storing {key}"))
-}
-
-/// The scripted model as the provider, and `work` as the shell sandbox's workspace.
-fn configure(data_dir: &Path, server: &AnthropicServer, work: &Path) -> Result<()> {
-    store(data_dir, "shell.sandbox", json!({"workspaces": [work]}))?;
-    store(
-        data_dir,
-        "providers",
-        json!({"default": "anthropic", "anthropic": {"base_url": server.url(), "model": "claude-test"}}),
-    )
-}
-
-fn wait_until(what: &str, mut condition: impl FnMut() -> Result<bool>) -> Result<()> {
-    let deadline = Instant::now() + UI_TIMEOUT;
-    loop {
-        if condition()? {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("timed out waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 fn open_page(driver: &WebDriver, route: &str, heading: &str) -> Result<()> {
     driver.execute(
@@ -79,7 +47,7 @@ fn osprey_window(app: &DesktopApp) -> Result<u64> {
     let desktop = osprey_screen::Desktop::new(config(app)).context("connecting to the display")?;
     let data_dir = app.data_dir().to_string_lossy().into_owned();
     let mut found = None;
-    wait_until("Osprey's window", || {
+    wait_until("Osprey's window", UI_TIMEOUT, || {
         found = desktop
             .capture()
             .windows()
@@ -182,7 +150,7 @@ fn osprey_own_see_lists_the_chat_and_settings_controls_by_name() -> Result<()> {
         .prefix("osprey-e2e-work-")
         .tempdir()?;
     let server = AnthropicServer::start(vec![ScriptedReply::text("Hello.")])?;
-    configure(data.path(), &server, work.path())?;
+    server.use_as_provider(data.path(), work.path())?;
     let app = DesktopApp::launch_with(
         "desktop_a11y_see",
         LaunchOptions::with_test_model(data.path()),
@@ -450,7 +418,7 @@ fn the_keyboard_reaches_every_control_with_a_visible_focus_and_dialogs_trap_it()
         ),
         ScriptedReply::text("Understood, I will not."),
     ])?;
-    configure(data.path(), &server, work.path())?;
+    server.use_as_provider(data.path(), work.path())?;
     let app = DesktopApp::launch_with(
         "desktop_a11y_keyboard",
         LaunchOptions::with_test_model(data.path()),
@@ -459,7 +427,7 @@ fn the_keyboard_reaches_every_control_with_a_visible_focus_and_dialogs_trap_it()
     driver.wait_for_text("main h1", UI_TIMEOUT, |text| text == "Chat")?;
     send(driver, "Hello")?;
     driver.wait_for("[data-testid='code-copy']", UI_TIMEOUT)?;
-    wait_until("the turn to end", || {
+    wait_until("the turn to end", UI_TIMEOUT, || {
         Ok(driver.find("[data-testid='chat-send']")?.is_some())
     })?;
 
@@ -500,7 +468,7 @@ fn the_keyboard_reaches_every_control_with_a_visible_focus_and_dialogs_trap_it()
         "[data-testid='approval-dialog'] [aria-modal='true']",
         UI_TIMEOUT,
     )?;
-    wait_until("the dialog to take the focus", || {
+    wait_until("the dialog to take the focus", UI_TIMEOUT, || {
         Ok(driver.execute(FOCUSED, vec![])?["inDialog"] == true)
     })?;
     for (held, count) in [(vec![], 9), (vec![keys::SHIFT], 5)] {
@@ -519,10 +487,10 @@ fn the_keyboard_reaches_every_control_with_a_visible_focus_and_dialogs_trap_it()
     }
     app.save_screenshot("approval-dialog-focus")?;
     driver.press_keys(&[], &[keys::ESCAPE])?;
-    wait_until("the dialog to close", || {
+    wait_until("the dialog to close", UI_TIMEOUT, || {
         Ok(driver.find("[data-testid='approval-dialog']")?.is_none())
     })?;
-    wait_until("the denied call", || {
+    wait_until("the denied call", UI_TIMEOUT, || {
         Ok(driver.execute(
             "const e = document.querySelector(\"[data-testid='chat-tool']\"); return e ? e.dataset.status : '';",
             vec![],
@@ -578,7 +546,7 @@ fn both_themes_meet_wcag_aa_on_the_rendered_pages() -> Result<()> {
         ),
         ScriptedReply::text(reply),
     ])?;
-    configure(data.path(), &server, work.path())?;
+    server.use_as_provider(data.path(), work.path())?;
     let app = DesktopApp::launch_with(
         "desktop_a11y_contrast",
         LaunchOptions::with_test_model(data.path()),
@@ -600,7 +568,7 @@ fn both_themes_meet_wcag_aa_on_the_rendered_pages() -> Result<()> {
         .inspect_err(|_| {
             let _ = app.save_screenshot("no-highlighted-code");
         })?;
-    wait_until("the turn to end", || {
+    wait_until("the turn to end", UI_TIMEOUT, || {
         Ok(driver.find("[data-testid='chat-send']")?.is_some())
     })?;
     // The tool call open, so its input and result are measured too.
@@ -611,7 +579,7 @@ fn both_themes_meet_wcag_aa_on_the_rendered_pages() -> Result<()> {
 
     for theme in ["light", "dark"] {
         driver.invoke("set_setting", json!({"key": "ui.theme", "value": theme}))?;
-        wait_until(&format!("the {theme} theme"), || {
+        wait_until(&format!("the {theme} theme"), UI_TIMEOUT, || {
             Ok(driver.execute("return document.documentElement.dataset.theme;", vec![])? == theme)
         })?;
         open_page(driver, "chat", "Chat")?;

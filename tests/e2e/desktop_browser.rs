@@ -11,13 +11,12 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
-use osprey_tests::{DesktopApp, LaunchOptions};
+use osprey_tests::{DesktopApp, LaunchOptions, store_setting, wait_until};
 use serde_json::{Value, json};
 
 const UI_TIMEOUT: Duration = Duration::from_secs(30);
@@ -93,14 +92,6 @@ fn serve_page() -> Result<(String, Arc<Mutex<Vec<String>>>)> {
     Ok((url, seen))
 }
 
-fn store(data_dir: &Path, key: &str, value: Value) -> Result<()> {
-    let database = osprey_db::Database::open_in(data_dir).context("opening the test database")?;
-    database
-        .settings()
-        .set(key, &value)
-        .with_context(|| format!("storing {key}"))
-}
-
 /// The tool results of the turn, by tool call id, as the model received them.
 fn tool_results(request: &Value) -> HashMap<String, (bool, Vec<Value>)> {
     let mut out = HashMap::new();
@@ -174,17 +165,6 @@ fn close_like_a_person(display: &str, window: u32) -> Result<()> {
     Ok(())
 }
 
-fn wait_for(what: &str, mut condition: impl FnMut() -> Result<bool>) -> Result<()> {
-    let deadline = Instant::now() + UI_TIMEOUT;
-    while !condition()? {
-        if Instant::now() > deadline {
-            bail!("timed out waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(())
-}
-
 fn browse(id: &str, input: Value) -> ScriptedReply {
     let mut input = input;
     input["resource"] = json!("browser");
@@ -233,7 +213,7 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
         browse("after", json!({"action": "list_pages"})),
         ScriptedReply::text("Your window is closed."),
     ])?;
-    store(
+    store_setting(
         data.path(),
         "providers",
         json!({
@@ -242,10 +222,10 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
         }),
     )?;
     // No approval dialogs for this run, and pages on loopback allowed (the test page).
-    store(data.path(), "policy", json!({"level": "full"}))?;
-    store(data.path(), "web.allow_loopback", json!(true))?;
+    store_setting(data.path(), "policy", json!({"level": "full"}))?;
+    store_setting(data.path(), "web.allow_loopback", json!(true))?;
     let downloads = data.path().join("Downloads");
-    store(
+    store_setting(
         data.path(),
         "web.downloads",
         json!(downloads.display().to_string()),
@@ -373,7 +353,7 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
     let (error, download, _) = result("download")?;
     ensure!(!error, "clicking the download link: {download}");
     let saved = downloads.join("tool.sh");
-    wait_for("the download to land", || {
+    wait_until("the download to land", UI_TIMEOUT, || {
         Ok(std::fs::read_to_string(&saved).is_ok_and(|text| text == TOOL))
     })?;
     {
@@ -403,12 +383,12 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
     // The person sees the page in a window of Osprey's browser, and closes it.
     let title = "Native test page — Osprey browser";
     let mut windows = Vec::new();
-    wait_for("the browser window", || {
+    wait_until("the browser window", UI_TIMEOUT, || {
         windows = windows_titled(app.display(), title)?;
         Ok(!windows.is_empty())
     })?;
     let mut asked = 0;
-    wait_for("the browser window to close", || {
+    wait_until("the browser window to close", UI_TIMEOUT, || {
         let open = windows_titled(app.display(), title)?;
         // As a person would click the close button again when nothing happens: once a second.
         if !open.is_empty() && asked % 20 == 0 {
@@ -428,7 +408,11 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
     let input = driver.wait_for("[data-testid='chat-input']", UI_TIMEOUT)?;
     driver.send_keys(&input, "I closed it")?;
     driver.click(&driver.wait_for("[data-testid='chat-send']", UI_TIMEOUT)?)?;
-    wait_for("the second turn", || Ok(server.remaining() == 0))?;
+    wait_until(
+        "the second turn",
+        UI_TIMEOUT,
+        || Ok(server.remaining() == 0),
+    )?;
     let last = server.seen().pop().context("the model saw no request")?;
     let (error, after) = tool_results(&last)
         .get("after")
@@ -442,11 +426,15 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
     // The profile's own folder under the data directory, where the page's lasting cookie (a
     // login, say) is kept for the next run.
     let cookies = data.path().join("browser/native/cookies");
-    wait_for("the page's cookie in the profile folder", || {
-        Ok(std::fs::read_to_string(&cookies)
-            .map(|text| text.contains("osprey_login"))
-            .unwrap_or(false))
-    })
+    wait_until(
+        "the page's cookie in the profile folder",
+        UI_TIMEOUT,
+        || {
+            Ok(std::fs::read_to_string(&cookies)
+                .map(|text| text.contains("osprey_login"))
+                .unwrap_or(false))
+        },
+    )
     .with_context(|| format!("no cookie stored in {}", cookies.display()))?;
     Ok(())
 }

@@ -7,12 +7,11 @@
 //! Linux only: tauri-driver drives WebKitGTK here.
 #![cfg(target_os = "linux")]
 
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
-use osprey_tests::{DesktopApp, LaunchOptions, WebDriver, keys};
+use osprey_tests::{DesktopApp, LaunchOptions, WebDriver, keys, wait_until};
 use serde_json::json;
 
 const UI_TIMEOUT: Duration = Duration::from_secs(30);
@@ -20,26 +19,6 @@ const UI_TIMEOUT: Duration = Duration::from_secs(30);
 /// Points the app's chat at the loopback server through the stored provider settings (the same
 /// setting `osprey config set provider.anthropic.base_url` writes).
 /// The scripted model as the provider, and `work` as the shell sandbox's workspace (commands
-/// write only there).
-fn configure(data_dir: &Path, server: &AnthropicServer, work: &Path) -> Result<()> {
-    let database = osprey_db::Database::open_in(data_dir).context("opening the test database")?;
-    database
-        .settings()
-        .set("shell.sandbox", &json!({"workspaces": [work]}))
-        .context("storing the sandbox settings")?;
-    database
-        .settings()
-        .set(
-            "providers",
-            &json!({
-                "default": "anthropic",
-                "anthropic": {"base_url": server.url(), "model": "claude-test"},
-            }),
-        )
-        .context("storing the provider settings")?;
-    Ok(())
-}
-
 /// Types into the chat box and presses Send.
 fn send(driver: &WebDriver, text: &str) -> Result<()> {
     let input = driver.wait_for("[data-testid='chat-input']", UI_TIMEOUT)?;
@@ -62,19 +41,6 @@ fn texts(driver: &WebDriver, css: &str) -> Result<Vec<String>> {
                 .collect()
         })
         .unwrap_or_default())
-}
-
-fn wait_until(what: &str, mut condition: impl FnMut() -> Result<bool>) -> Result<()> {
-    let deadline = Instant::now() + UI_TIMEOUT;
-    loop {
-        if condition()? {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("timed out waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]
@@ -102,7 +68,7 @@ fn a_typed_message_streams_and_an_approved_tool_call_runs() -> Result<()> {
         ),
         ScriptedReply::text("Done: I created the file you asked for."),
     ])?;
-    configure(data.path(), &server, work.path())?;
+    server.use_as_provider(data.path(), work.path())?;
     let app = DesktopApp::launch_with("desktop_chat", LaunchOptions::with_test_model(data.path()))?;
     let driver = &app.driver;
     driver.wait_for_text("main h1", UI_TIMEOUT, |text| text == "Chat")?;
@@ -114,7 +80,7 @@ fn a_typed_message_streams_and_an_approved_tool_call_runs() -> Result<()> {
     })?;
     let mut partial_seen = false;
     let full = "Hello! I am the scripted model, streaming this answer piece by piece.";
-    wait_until("the streamed answer", || {
+    wait_until("the streamed answer", UI_TIMEOUT, || {
         let answers = texts(driver, "[data-testid='chat-assistant']")?;
         let answer = answers.last().cloned().unwrap_or_default();
         if !answer.is_empty() && answer != full {
@@ -134,7 +100,7 @@ fn a_typed_message_streams_and_an_approved_tool_call_runs() -> Result<()> {
         texts(driver, "[data-testid='chat-thinking'] summary")? == ["Thinking"],
         "thinking is shown collapsed under a 'Thinking' summary"
     );
-    wait_until("the turn to end", || {
+    wait_until("the turn to end", UI_TIMEOUT, || {
         Ok(driver.find("[data-testid='chat-send']")?.is_some())
     })?;
     app.save_screenshot("streamed-answer")?;
@@ -171,7 +137,7 @@ fn a_typed_message_streams_and_an_approved_tool_call_runs() -> Result<()> {
         UI_TIMEOUT,
     )?;
     driver.click(&allow)?;
-    wait_until("the final answer", || {
+    wait_until("the final answer", UI_TIMEOUT, || {
         Ok(texts(driver, "[data-testid='chat-assistant']")?
             .iter()
             .any(|t| t == "Done: I created the file you asked for."))
@@ -206,7 +172,7 @@ fn a_typed_message_streams_and_an_approved_tool_call_runs() -> Result<()> {
     driver.wait_for("[data-testid='chat-empty']", UI_TIMEOUT)?;
     let session = driver.wait_for("[data-testid='chat-sessions'] button", UI_TIMEOUT)?;
     driver.click(&session)?;
-    wait_until("the stored session", || {
+    wait_until("the stored session", UI_TIMEOUT, || {
         Ok(
             texts(driver, "[data-testid='chat-user']")?
                 == ["Hello there", "Please create the file"],
@@ -285,7 +251,7 @@ fn asking_about_the_current_window_sends_its_snapshot_image_to_the_model() -> Re
     let server = AnthropicServer::start(vec![ScriptedReply::text(
         "That is Osprey's own chat window.",
     )])?;
-    configure(data.path(), &server, work.path())?;
+    server.use_as_provider(data.path(), work.path())?;
     let app = DesktopApp::launch_with(
         "desktop_chat_ask_window",
         LaunchOptions::with_test_model(data.path()),
@@ -360,7 +326,7 @@ fn click_in_row(driver: &WebDriver, title: &str, button: &str) -> Result<()> {
 }
 
 fn wait_for_turn_end(driver: &WebDriver) -> Result<()> {
-    wait_until("the turn to end", || {
+    wait_until("the turn to end", UI_TIMEOUT, || {
         Ok(driver.find("[data-testid='chat-running']")?.is_none()
             && driver.find("[data-testid='chat-send']")?.is_some())
     })
@@ -378,7 +344,7 @@ fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Resul
         ScriptedReply::text("Herons wade."),
         ScriptedReply::text("Ospreys dive."),
     ])?;
-    configure(data.path(), &server, work.path())?;
+    server.use_as_provider(data.path(), work.path())?;
     let app = DesktopApp::launch_with(
         "desktop_chat_sessions",
         LaunchOptions::with_test_model(data.path()),
@@ -408,7 +374,7 @@ fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Resul
         t == "Ospreys dive."
     })?;
     wait_for_turn_end(driver)?;
-    wait_until("both sessions listed", || {
+    wait_until("both sessions listed", UI_TIMEOUT, || {
         Ok(texts(driver, "[data-testid='chat-sessions'] .title")?.len() == 2)
     })?;
 
@@ -416,7 +382,7 @@ fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Resul
     let input = driver.wait_for("[data-testid='chat-input']", UI_TIMEOUT)?;
     driver.send_keys(&input, "unsent beta draft")?;
     click_in_row(driver, "Alpha", "")?;
-    wait_until("the Alpha chat", || {
+    wait_until("the Alpha chat", UI_TIMEOUT, || {
         Ok(texts(driver, "[data-testid='chat-user']")? == ["Alpha: tell me about herons"])
     })?;
     ensure!(
@@ -426,11 +392,11 @@ fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Resul
     let input = driver.wait_for("[data-testid='chat-input']", UI_TIMEOUT)?;
     driver.send_keys(&input, "unsent alpha draft")?;
     click_in_row(driver, "Beta", "")?;
-    wait_until("the Beta draft back", || {
+    wait_until("the Beta draft back", UI_TIMEOUT, || {
         Ok(value_of(driver, "[data-testid='chat-input']")? == "unsent beta draft")
     })?;
     click_in_row(driver, "Alpha", "")?;
-    wait_until("the Alpha draft back", || {
+    wait_until("the Alpha draft back", UI_TIMEOUT, || {
         Ok(value_of(driver, "[data-testid='chat-input']")? == "unsent alpha draft")
     })?;
     // Ctrl+L goes back to the message box from anywhere on the page.
@@ -439,7 +405,7 @@ fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Resul
         vec![],
     )?;
     driver.press_keys(&[keys::CONTROL], &["l"])?;
-    wait_until("Ctrl+L to focus the input", || {
+    wait_until("Ctrl+L to focus the input", UI_TIMEOUT, || {
         Ok(focused_testid(driver)? == "chat-input")
     })?;
     app.save_screenshot("drafts")?;
@@ -450,7 +416,7 @@ fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Resul
     // The old title is selected, so typing replaces it.
     driver.send_keys(&rename, "Heron notes")?;
     driver.press_keys(&[], &[keys::ENTER])?;
-    wait_until("the new title", || {
+    wait_until("the new title", UI_TIMEOUT, || {
         Ok(texts(driver, "[data-testid='chat-sessions'] .title")?
             .iter()
             .any(|t| t == "Heron notes"))
@@ -466,7 +432,7 @@ fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Resul
     // Search finds the other chat by its words, says when nothing matches, Esc clears it.
     let search = driver.wait_for("[data-testid='chat-search']", UI_TIMEOUT)?;
     driver.send_keys(&search, "ospreys")?;
-    wait_until("the search results", || {
+    wait_until("the search results", UI_TIMEOUT, || {
         Ok(texts(driver, "[data-testid='chat-search-results'] .title")?
             .iter()
             .any(|t| t.starts_with("Beta")))
@@ -496,7 +462,7 @@ fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Resul
     let confirm = driver.wait_for("[data-testid='session-delete-confirm']", UI_TIMEOUT)?;
     app.save_screenshot("delete-confirm")?;
     driver.click(&confirm)?;
-    wait_until("the deleted chat to go", || {
+    wait_until("the deleted chat to go", UI_TIMEOUT, || {
         Ok(texts(driver, "[data-testid='chat-sessions'] .title")?.len() == 1)
     })?;
     ensure!(
@@ -533,7 +499,7 @@ fn esc_stops_a_streaming_turn_and_retry_sends_again_after_a_failure() -> Result<
         ScriptedReply::failure(400, "the scripted model refused this one"),
         ScriptedReply::text("Second time lucky."),
     ])?;
-    configure(data.path(), &server, work.path())?;
+    server.use_as_provider(data.path(), work.path())?;
     let app = DesktopApp::launch_with(
         "desktop_chat_stop_retry",
         LaunchOptions::with_test_model(data.path()),
@@ -571,7 +537,7 @@ fn esc_stops_a_streaming_turn_and_retry_sends_again_after_a_failure() -> Result<
     app.save_screenshot("failed-turn")?;
     let retry = driver.wait_for("[data-testid='chat-retry']", UI_TIMEOUT)?;
     driver.click(&retry)?;
-    wait_until("the retried answer", || {
+    wait_until("the retried answer", UI_TIMEOUT, || {
         Ok(texts(driver, "[data-testid='chat-assistant']")?
             .last()
             .map(String::as_str)

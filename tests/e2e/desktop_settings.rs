@@ -8,32 +8,14 @@
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
-use osprey_tests::{DesktopApp, LaunchOptions, WebDriver};
+use osprey_tests::{DesktopApp, LaunchOptions, WebDriver, store_setting, wait_until};
 use serde_json::{Value, json};
 
 const UI_TIMEOUT: Duration = Duration::from_secs(30);
-
-fn store(data_dir: &Path, key: &str, value: Value) -> Result<()> {
-    osprey_db::Database::open_in(data_dir)
-        .context("opening the test database")?
-        .settings()
-        .set(key, &value)
-        .with_context(|| format!("storing {key}"))
-}
-
-/// The scripted model as the provider, and `work` as the shell sandbox's workspace.
-fn configure(data_dir: &Path, server: &AnthropicServer, work: &Path) -> Result<()> {
-    store(data_dir, "shell.sandbox", json!({"workspaces": [work]}))?;
-    store(
-        data_dir,
-        "providers",
-        json!({"default": "anthropic", "anthropic": {"base_url": server.url(), "model": "claude-test"}}),
-    )
-}
 
 fn launch(test: &str, data_dir: &Path) -> Result<DesktopApp> {
     DesktopApp::launch_with(
@@ -46,19 +28,6 @@ fn launch(test: &str, data_dir: &Path) -> Result<DesktopApp> {
             ],
         },
     )
-}
-
-fn wait_until(what: &str, mut condition: impl FnMut() -> Result<bool>) -> Result<()> {
-    let deadline = Instant::now() + UI_TIMEOUT;
-    loop {
-        if condition()? {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("timed out waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn open_page(driver: &WebDriver, route: &str, heading: &str) -> Result<()> {
@@ -113,7 +82,7 @@ fn a_policy_set_in_settings_applies_to_the_next_call_and_survives_a_restart() ->
         ),
         ScriptedReply::text("Created it."),
     ])?;
-    configure(data.path(), &server, work.path())?;
+    server.use_as_provider(data.path(), work.path())?;
     let mut app = launch("desktop_settings_policy", data.path())?;
     let driver = &app.driver;
 
@@ -131,7 +100,7 @@ fn a_policy_set_in_settings_applies_to_the_next_call_and_survives_a_restart() ->
     // The next call runs without a question: no dialog, the file appears.
     open_page(driver, "chat", "Chat")?;
     send(driver, "Make the file")?;
-    wait_until("the final answer", || {
+    wait_until("the final answer", UI_TIMEOUT, || {
         Ok(script(
             driver,
             "return Array.from(document.querySelectorAll(\"[data-testid='chat-assistant']\")).some((e) => e.textContent.trim() === 'Created it.');",
@@ -177,7 +146,7 @@ fn a_policy_set_in_settings_applies_to_the_next_call_and_survives_a_restart() ->
     open_page(driver, "settings", "Settings")?;
     let checked = driver.wait_for("[data-testid='policy-level-full']", UI_TIMEOUT)?;
     let _ = checked;
-    wait_until("the stored level to be shown", || {
+    wait_until("the stored level to be shown", UI_TIMEOUT, || {
         Ok(script(
             driver,
             "return document.querySelector(\"[data-testid='policy-level-full']\").checked;",
@@ -236,10 +205,10 @@ fn an_mcp_server_added_in_settings_shows_its_tools() -> Result<()> {
 
     // Removing it takes its tools away.
     click(driver, "[data-testid='mcp-server-echo'] button")?;
-    wait_until("the server to go", || {
+    wait_until("the server to go", UI_TIMEOUT, || {
         Ok(driver.find("[data-testid='mcp-server-echo']")?.is_none())
     })?;
-    wait_until("its tools to go", || {
+    wait_until("its tools to go", UI_TIMEOUT, || {
         let info = driver.invoke("app_info", json!({}))?;
         Ok(!info["tools"]
             .as_array()
@@ -267,9 +236,9 @@ fn pausing_from_the_tray_holds_a_turn_until_resumed() -> Result<()> {
         ),
         ScriptedReply::text("Done after the pause."),
     ])?;
-    configure(data.path(), &server, work.path())?;
+    server.use_as_provider(data.path(), work.path())?;
     // No question in the way: the pause is what holds the call.
-    store(data.path(), "policy", json!({"level": "full"}))?;
+    store_setting(data.path(), "policy", json!({"level": "full"}))?;
     let app = launch("desktop_settings_pause", data.path())?;
     let driver = &app.driver;
     driver.wait_for_text("main h1", UI_TIMEOUT, |t| t == "Chat")?;
@@ -282,7 +251,7 @@ fn pausing_from_the_tray_holds_a_turn_until_resumed() -> Result<()> {
     ensure!(status["paused"] == true, "status: {status}");
 
     send(driver, "Make the file")?;
-    wait_until("the tool call to wait", || {
+    wait_until("the tool call to wait", UI_TIMEOUT, || {
         Ok(tool_status(driver)? == "running|waiting: automation is paused")
     })
     .inspect_err(|_| {
@@ -298,7 +267,7 @@ fn pausing_from_the_tray_holds_a_turn_until_resumed() -> Result<()> {
 
     // Resume from the tray: the call runs and the turn ends.
     driver.invoke("tray_action", json!({"id": "pause"}))?;
-    wait_until("the final answer", || {
+    wait_until("the final answer", UI_TIMEOUT, || {
         Ok(script(
             driver,
             "return Array.from(document.querySelectorAll(\"[data-testid='chat-assistant']\")).some((e) => e.textContent.trim() === 'Done after the pause.');",
@@ -323,7 +292,7 @@ fn the_persona_set_in_settings_is_the_next_chats_identity() -> Result<()> {
         .prefix("osprey-e2e-work-")
         .tempdir()?;
     let server = AnthropicServer::start(vec![ScriptedReply::text("Aye.")])?;
-    configure(data.path(), &server, work.path())?;
+    server.use_as_provider(data.path(), work.path())?;
     let app = launch("desktop_settings_persona", data.path())?;
     let driver = &app.driver;
 
@@ -379,7 +348,9 @@ fn the_persona_set_in_settings_is_the_next_chats_identity() -> Result<()> {
 
     open_page(driver, "chat", "Chat")?;
     send(driver, "Who are you?")?;
-    wait_until("the model to be asked", || Ok(!server.seen().is_empty()))?;
+    wait_until("the model to be asked", UI_TIMEOUT, || {
+        Ok(!server.seen().is_empty())
+    })?;
     let system = server.seen()[0]["system"].to_string();
     for expected in [
         "You are Kestrel, an AI agent",
@@ -403,7 +374,7 @@ fn the_dark_theme_renders_and_is_kept() -> Result<()> {
         driver,
         "[data-testid='theme-settings'] label:nth-of-type(3)",
     )?;
-    wait_until("the dark theme", || {
+    wait_until("the dark theme", UI_TIMEOUT, || {
         Ok(script(driver, "return document.documentElement.dataset.theme;")? == "dark")
     })?;
     let background = script(
@@ -463,7 +434,7 @@ fn tools_switched_off_in_settings_leave_the_models_list_and_autonomous_mode_show
         ScriptedReply::text("With every tool."),
         ScriptedReply::text("Without the shell."),
     ])?;
-    configure(data.path(), &server, work.path())?;
+    server.use_as_provider(data.path(), work.path())?;
     let app = launch("desktop_settings_tools", data.path())?;
     let driver = &app.driver;
     driver.wait_for_text("main h1", UI_TIMEOUT, |t| t == "Chat")?;
@@ -481,7 +452,7 @@ fn tools_switched_off_in_settings_leave_the_models_list_and_autonomous_mode_show
     // Switch the shell group (shell and exec) off in Settings > Tools.
     open_page(driver, "settings", "Settings")?;
     click(driver, "[data-testid='tool-category-shell']")?;
-    wait_until("the shell group to be stored as off", || {
+    wait_until("the shell group to be stored as off", UI_TIMEOUT, || {
         let overview = driver.invoke("settings_overview", json!({}))?;
         Ok(overview["tools"]["disabled"]
             .as_array()
@@ -538,7 +509,7 @@ fn tools_switched_off_in_settings_leave_the_models_list_and_autonomous_mode_show
     app.save_screenshot("autonomous-banner")?;
     open_page(driver, "settings", "Settings")?;
     click(driver, "[data-testid='autonomous-off']")?;
-    wait_until("the banner to go", || {
+    wait_until("the banner to go", UI_TIMEOUT, || {
         Ok(driver.find("[data-testid='autonomous-banner']")?.is_none())
     })?;
     Ok(())

@@ -11,13 +11,13 @@
 //! Linux only (tauri-driver drives WebKitGTK).
 #![cfg(target_os = "linux")]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use osprey_apps::store_client::{Listing, StoreClient};
 use osprey_store::{Store, StoreConfig};
 use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
-use osprey_tests::{DesktopApp, LaunchOptions, WebDriver, app_project, fixture_binary};
+use osprey_tests::{DesktopApp, LaunchOptions, WebDriver, app_project, fixture_binary, wait_until};
 use osprey_types::{GrantDuration, GrantScope};
 use serde_json::json;
 
@@ -131,19 +131,6 @@ fn listed(category: &str, featured: bool) -> Listing {
     }
 }
 
-fn wait_until(what: &str, mut condition: impl FnMut() -> Result<bool>) -> Result<()> {
-    let deadline = Instant::now() + UI_TIMEOUT;
-    loop {
-        if condition()? {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("timed out waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn click(driver: &WebDriver, css: &str) -> Result<()> {
     let element = driver.wait_for(css, UI_TIMEOUT)?;
     driver.click(&element)
@@ -159,7 +146,7 @@ fn attribute(driver: &WebDriver, css: &str, name: &str) -> Result<Option<String>
 }
 
 fn wait_attribute(driver: &WebDriver, css: &str, name: &str, wanted: &str) -> Result<()> {
-    wait_until(&format!("{css} [{name}={wanted}]"), || {
+    wait_until(&format!("{css} [{name}={wanted}]"), UI_TIMEOUT, || {
         Ok(attribute(driver, css, name)?.as_deref() == Some(wanted))
     })
 }
@@ -313,7 +300,7 @@ fn an_app_installs_from_the_store_after_its_permission_prompt_and_an_update_is_a
     )?;
     app.save_screenshot("update-pending")?;
     click(driver, "[data-testid='install-approve']")?;
-    wait_until("the dialog to close", || {
+    wait_until("the dialog to close", UI_TIMEOUT, || {
         Ok(driver.find("[data-testid='install-dialog']")?.is_none())
     })?;
     wait_attribute(
@@ -391,7 +378,7 @@ fn a_revoked_grant_makes_the_next_matching_call_ask_again() -> Result<()> {
 
     // Covered by the grant: it runs without a question.
     send(driver, "Write the first file")?;
-    wait_until("the first answer", || {
+    wait_until("the first answer", UI_TIMEOUT, || {
         ensure!(
             driver.find("[data-testid='approval-dialog']")?.is_none(),
             "a call the grant covers was asked"
@@ -419,7 +406,7 @@ fn a_revoked_grant_makes_the_next_matching_call_ask_again() -> Result<()> {
 
     // The trail shows the call the grant let through.
     click(driver, "[data-testid='approvals-tab-activity']")?;
-    wait_until("the granted call in the trail", || {
+    wait_until("the granted call in the trail", UI_TIMEOUT, || {
         Ok(driver
             .find("[data-testid='audit-row'][data-decision='allow:grant']")?
             .is_some())
@@ -447,7 +434,7 @@ fn a_revoked_grant_makes_the_next_matching_call_ask_again() -> Result<()> {
         driver,
         "[data-testid='approval-dialog'] [data-testid='approval-once']",
     )?;
-    wait_until("the second answer", || {
+    wait_until("the second answer", UI_TIMEOUT, || {
         assistant_said(driver, "Wrote second.txt.")
     })?;
     ensure!(work.path().join("second.txt").exists());
@@ -462,7 +449,7 @@ fn a_revoked_grant_makes_the_next_matching_call_ask_again() -> Result<()> {
         vec![],
     )?;
     click(driver, "[data-testid='audit-apply']")?;
-    wait_until("only the approved call", || {
+    wait_until("only the approved call", UI_TIMEOUT, || {
         let rows = driver.execute(
             "return Array.from(document.querySelectorAll(\"[data-testid='audit-row']\")).map((r) => r.dataset.decision);",
             vec![],
@@ -548,7 +535,7 @@ fn the_agent_installs_from_the_store_only_after_a_dialog_showing_what_the_app_ma
     app.save_screenshot("install-dialog")?;
 
     click(driver, &format!("{dialog} [data-testid='approval-once']"))?;
-    wait_until("the agent's answer", || {
+    wait_until("the agent's answer", UI_TIMEOUT, || {
         assistant_said(driver, "Unit Converter is installed.")
     })?;
     ensure!(
@@ -628,7 +615,7 @@ fn a_skill_installs_from_the_stores_skills_tab_after_showing_its_files_and_is_re
     // A new version in the store reaches this computer through the store's push; the tab,
     // opened again, shows it installed at that version.
     store.publish_skill("pdf-forms", "1.1.0")?;
-    wait_until("the pushed update of the skill", || {
+    wait_until("the pushed update of the skill", UI_TIMEOUT, || {
         Ok(std::fs::read_to_string(installed.join("SKILL.md"))?.contains("\"1.1.0\""))
     })?;
     click(driver, "[data-testid='store-tab-apps']")?;
@@ -645,7 +632,9 @@ fn a_skill_installs_from_the_stores_skills_tab_after_showing_its_files_and_is_re
     driver.wait_for_text("[data-testid='store-skill-notice']", UI_TIMEOUT, |t| {
         t.contains("Removed the skill pdf-forms")
     })?;
-    wait_until("the skill's folder to go", || Ok(!installed.exists()))?;
+    wait_until("the skill's folder to go", UI_TIMEOUT, || {
+        Ok(!installed.exists())
+    })?;
     driver.wait_for(
         &format!("{card} [data-testid='store-skill-install']"),
         UI_TIMEOUT,
