@@ -180,49 +180,39 @@ fn tool_call(c: &mut Criterion) {
             })
         })
     });
-    // The same call straight over gRPC, without the registry's layers.
-    let mut client = osprey_rpc::v1::tool_service_client::ToolServiceClient::new(app.channel());
-    group.bench_function("tool_call_grpc_direct", |b| {
-        b.iter(|| {
-            rt.block_on(async {
-                let response = client
-                    .execute(osprey_rpc::v1::ExecuteRequest {
-                        tool: "convert".into(),
-                        input_json: r#"{"value": 3, "from": "km", "to": "mi"}"#.into(),
-                        context: None,
-                    })
-                    .await
-                    .unwrap();
-                black_box(response)
-            })
-        })
-    });
-    // The same direct call on a channel without the gRPC inspector's tap (the baseline of what
-    // keeping each call for `osprey app inspect` costs).
+    // The same call straight over gRPC, without the registry's layers; then on a channel without
+    // the gRPC inspector's tap (the baseline of what keeping each call for `osprey app inspect`
+    // costs).
     let bare = rt
         .block_on(osprey_rpc::connect(
             &app.dir().join(osprey_apps::layout::SOCKET_FILE),
             Duration::from_secs(5),
         ))
         .unwrap();
-    let mut bare_client = osprey_rpc::v1::tool_service_client::ToolServiceClient::new(
-        osprey_rpc::AppChannel::uninspected(bare),
-    );
-    group.bench_function("tool_call_grpc_direct_uninspected", |b| {
-        b.iter(|| {
-            rt.block_on(async {
-                let response = bare_client
-                    .execute(osprey_rpc::v1::ExecuteRequest {
-                        tool: "convert".into(),
-                        input_json: r#"{"value": 3, "from": "km", "to": "mi"}"#.into(),
-                        context: None,
-                    })
-                    .await
-                    .unwrap();
-                black_box(response)
+    for (name, channel) in [
+        ("tool_call_grpc_direct", app.channel()),
+        (
+            "tool_call_grpc_direct_uninspected",
+            osprey_rpc::AppChannel::uninspected(bare),
+        ),
+    ] {
+        let mut client = osprey_rpc::v1::tool_service_client::ToolServiceClient::new(channel);
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    let response = client
+                        .execute(osprey_rpc::v1::ExecuteRequest {
+                            tool: "convert".into(),
+                            input_json: r#"{"value": 3, "from": "km", "to": "mi"}"#.into(),
+                            context: None,
+                        })
+                        .await
+                        .unwrap();
+                    black_box(response)
+                })
             })
-        })
-    });
+        });
+    }
     // The same echo answered by another process (the fixture binary in its echo mode, blocking
     // std I/O): the cheapest round trip with the topology of an app call.
     let process_socket = root.path().join("process-echo.sock");

@@ -1104,6 +1104,24 @@ fn calls_since(lifecycle: &Path, from: usize) -> Vec<String> {
         .collect()
 }
 
+/// A new Osprey on `data` with its apps started, and the first `calls` lifecycle calls the bridge
+/// logged for it.
+async fn next_osprey(data: &Path, lifecycle: &Path, calls: usize) -> (Core, Vec<String>) {
+    let core = Core::open(CoreOptions {
+        data_dir: Some(data.to_path_buf()),
+        ..CoreOptions::default()
+    })
+    .unwrap();
+    let before = records(lifecycle).len();
+    core.start_apps().unwrap();
+    let joined = until("the bridge to join the next Osprey", async || {
+        let after = calls_since(lifecycle, before);
+        (after.len() >= calls).then_some(after)
+    })
+    .await;
+    (core, joined)
+}
+
 /// A subscription outlives Osprey itself: the next Osprey on the folder subscribes again when the
 /// bridge attaches; an unsubscription and an uninstall are kept too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1131,21 +1149,7 @@ async fn topic_subscriptions_are_subscribed_again_after_osprey_restarts() {
     setup.core.stop_apps().await;
     drop(setup.core);
 
-    let reopen = || {
-        Core::open(CoreOptions {
-            data_dir: Some(data.clone()),
-            ..CoreOptions::default()
-        })
-        .unwrap()
-    };
-    let core = reopen();
-    let before = records(&lifecycle).len();
-    core.start_apps().unwrap();
-    let joined = until("the bridge to join the next Osprey", async || {
-        let after = calls_since(&lifecycle, before);
-        (after.len() >= 4).then_some(after)
-    })
-    .await;
+    let (core, joined) = next_osprey(&data, &lifecycle, 4).await;
     assert_eq!(joined[0], "connect ");
     assert!(joined[1].starts_with("register "), "{joined:?}");
     assert_eq!(joined[2..4], ["subscribe jobs", "subscribe news"]);
@@ -1172,14 +1176,7 @@ async fn topic_subscriptions_are_subscribed_again_after_osprey_restarts() {
     );
     core.stop_apps().await;
     drop(core);
-    let core = reopen();
-    let before = records(&lifecycle).len();
-    core.start_apps().unwrap();
-    let joined = until("the bridge to join again", async || {
-        let after = calls_since(&lifecycle, before);
-        (after.len() >= 3).then_some(after)
-    })
-    .await;
+    let (core, joined) = next_osprey(&data, &lifecycle, 3).await;
     assert_eq!(joined[2], "subscribe news", "{joined:?}");
     assert!(
         !joined.contains(&"subscribe jobs".to_string()),
