@@ -22,6 +22,7 @@
 //! session_id}` before `recall` and `search` and may rewrite them or answer itself (an app with
 //! embeddings, for instance). Both are only called when someone subscribes.
 
+mod advisor;
 mod comm;
 mod graph;
 mod memory;
@@ -48,6 +49,7 @@ use crate::scheduler::ScheduleSlot;
 pub use memory::{DEFAULT_LIMIT, MAX_LIMIT};
 pub use profile::PROFILE_NAMESPACE;
 
+use crate::advisors::Advisors;
 use crate::subagent::SubAgents;
 
 /// The `agent` domain tool.
@@ -61,6 +63,8 @@ pub struct AgentTool {
     subagent_tasks: SubAgentTasks,
     /// Sub-agents for the task resource; without them `task` says they are unavailable.
     subagents: Option<SubAgents>,
+    /// Personas for the advisor resource; without them `advisor` says it is unavailable.
+    advisors: Option<Advisors>,
     /// Where the reminder resource finds the scheduler (empty until core starts one).
     schedule: ScheduleSlot,
     /// Where `message send` to a channel and `comm` go (empty until core fills it).
@@ -80,6 +84,7 @@ impl AgentTool {
             graph: db.graph_tasks(),
             subagent_tasks: db.subagent_tasks(),
             subagents: None,
+            advisors: None,
             schedule: ScheduleSlot::new(),
             outbox: OutboxSlot::default(),
             hooks: None,
@@ -111,6 +116,12 @@ impl AgentTool {
         self
     }
 
+    /// Lets the advisor resource consult personas through `advisors`.
+    pub fn with_advisors(mut self, advisors: Advisors) -> Self {
+        self.advisors = Some(advisors);
+        self
+    }
+
     /// Calls `memory.pre_store` / `memory.pre_recall` through this dispatcher when subscribed.
     pub fn with_hooks(mut self, hooks: Arc<dyn HookDispatcher>) -> Self {
         self.hooks = Some(hooks);
@@ -124,6 +135,7 @@ impl AgentTool {
             reminder::SUMMARY,
             task::SUMMARY,
             graph::SUMMARY,
+            advisor::SUMMARY,
             work::SUMMARY,
             message::SUMMARY,
             comm::SUMMARY,
@@ -135,7 +147,7 @@ impl AgentTool {
             format!("Osprey's own data and machinery. {}", summaries.join(" ")),
         );
         let domain = reminder::table(memory::table(domain));
-        let domain = graph::table(task::table(work::table(domain)));
+        let domain = advisor::table(graph::table(task::table(work::table(domain))));
         profile::table(session::table(comm::table(message::table(domain))))
     }
 
@@ -230,11 +242,13 @@ impl DomainTool for AgentTool {
             .or_else(|| call.str("session_id").map(|s| format!("session {s}")))
             .or_else(|| call.str("title").map(|t| format!("\"{t}\"")))
             .or_else(|| {
-                call.str("prompt").map(|p| {
-                    let short: String = p.chars().take(60).collect();
-                    let more = if short.len() < p.len() { "…" } else { "" };
-                    format!("\"{short}{more}\"")
-                })
+                call.str("prompt")
+                    .or_else(|| call.str("question"))
+                    .map(|p| {
+                        let short: String = p.chars().take(60).collect();
+                        let more = if short.len() < p.len() { "…" } else { "" };
+                        format!("\"{short}{more}\"")
+                    })
             })
             .unwrap_or_default();
         let facts = CallFacts {
@@ -275,6 +289,7 @@ impl DomainTool for AgentTool {
                 "memory" => memory::run(self, ctx, call).await,
                 "task" => task::run(self, ctx, call).await,
                 "graph" => graph::run(self, ctx, call).await,
+                "advisor" => advisor::run(self, ctx, call).await,
                 "work" => work::run(self, ctx, call).await,
                 "message" => message::run(self, ctx, call).await,
                 "comm" => comm::run(self, call).await,

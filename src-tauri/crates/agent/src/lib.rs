@@ -7,6 +7,7 @@
 //! [`Provider`] and hands over the hook dispatcher; every tool call goes through
 //! `osprey_tools::Registry::execute`, never around it.
 
+pub mod advisors;
 pub mod agent_tool;
 pub mod embedding;
 pub mod mcp;
@@ -20,6 +21,7 @@ pub mod scheduler;
 pub mod skill_tool;
 pub mod skills;
 pub mod subagent;
+pub mod vision;
 
 use std::time::Duration;
 
@@ -44,6 +46,7 @@ pub use skills::Skills;
 pub use subagent::{
     RunnerPool, SpawnRequest, Spawned, SubAgentConfig, SubAgentFactory, SubAgentSettings, SubAgents,
 };
+pub use vision::VisionTool;
 
 /// What can go wrong talking to a model or running a turn. Provider errors are classified so the
 /// runner (and the person) can tell what to do about them.

@@ -40,6 +40,8 @@ const BUILTIN_PACKS: &[(&str, &str)] = &[
         include_str!("../roles/packs/memory-read.json"),
     ),
     ("os", include_str!("../roles/packs/os.json")),
+    ("vision", include_str!("../roles/packs/vision.json")),
+    ("advice", include_str!("../roles/packs/advice.json")),
     (
         "task-graph-worker",
         include_str!("../roles/packs/task-graph-worker.json"),
@@ -267,27 +269,14 @@ impl RoleCatalog {
         source: &str,
         settings: &AgentSettings,
     ) -> Result<AgentType, String> {
-        if manifest.schema_version != SCHEMA_VERSION {
-            return Err(format!(
-                "schemaVersion {} is not supported (this Osprey reads {SCHEMA_VERSION})",
-                manifest.schema_version
-            ));
-        }
-        if let Some(message) = packs::invalid_name("agent type", &manifest.name) {
-            return Err(message);
-        }
+        check_prompted(
+            "agent type",
+            manifest.schema_version,
+            &manifest.name,
+            &manifest.description,
+            &manifest.prompt,
+        )?;
         let name = manifest.name.clone();
-        if manifest.description.trim().is_empty() {
-            return Err(format!("agent type `{name}` needs a description"));
-        }
-        if manifest.prompt.trim().is_empty() {
-            return Err(format!("agent type `{name}` needs a prompt"));
-        }
-        if manifest.prompt.chars().count() > MAX_PROMPT_CHARS {
-            return Err(format!(
-                "agent type `{name}`: the prompt is longer than {MAX_PROMPT_CHARS} characters"
-            ));
-        }
         if manifest.packs.is_empty() {
             return Err(format!("agent type `{name}` names no packs"));
         }
@@ -404,13 +393,44 @@ fn invalid_name_of(name: &str) -> Option<String> {
     packs::invalid_name("pack", name)
 }
 
-fn parse<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+/// What an agent type and an advisor persona share: the schema version, a valid name, a
+/// description, and a prompt of reasonable length. `kind` names it in the message.
+pub(crate) fn check_prompted(
+    kind: &str,
+    schema_version: u32,
+    name: &str,
+    description: &str,
+    prompt: &str,
+) -> Result<(), String> {
+    if schema_version != SCHEMA_VERSION {
+        return Err(format!(
+            "schemaVersion {schema_version} is not supported (this Osprey reads {SCHEMA_VERSION})"
+        ));
+    }
+    if let Some(message) = packs::invalid_name(kind, name) {
+        return Err(message);
+    }
+    if description.trim().is_empty() {
+        return Err(format!("{kind} `{name}` needs a description"));
+    }
+    if prompt.trim().is_empty() {
+        return Err(format!("{kind} `{name}` needs a prompt"));
+    }
+    if prompt.chars().count() > MAX_PROMPT_CHARS {
+        return Err(format!(
+            "{kind} `{name}`: the prompt is longer than {MAX_PROMPT_CHARS} characters"
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
     serde_json::from_str(text).map_err(|e| format!("not a valid manifest: {e}"))
 }
 
 /// `*.json` files of `dir`, sorted by name, each read (size-capped) or with why not. A missing
 /// folder has none.
-fn read_dir(dir: &Path) -> Vec<(String, Result<String, String>)> {
+pub(crate) fn read_dir(dir: &Path) -> Vec<(String, Result<String, String>)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };

@@ -807,26 +807,49 @@ impl Runner {
         messages: &[Message],
         max_chars: usize,
     ) -> Result<String> {
+        let message = Message::user_text(format!(
+            "Summarize this conversation so far:\n\n{}",
+            compaction::transcript_text(messages, max_chars)
+        ));
+        let summary = self
+            .complete(SUMMARY_INSTRUCTIONS, message, 2_048, &turn.cancel)
+            .await?;
+        if summary.trim().is_empty() {
+            return Err(Error::Protocol(
+                "the model returned an empty summary".into(),
+            ));
+        }
+        Ok(summary)
+    }
+
+    /// One model call with no tools and no session: `system` as the instructions, `message` as
+    /// the whole conversation, the answer's text back (at most `max_tokens`, and never more than
+    /// the runner's own limit). Summaries, advisors and image analysis use it; nothing is
+    /// stored.
+    pub async fn complete(
+        &self,
+        system: &str,
+        message: Message,
+        max_tokens: u32,
+        cancel: &CancellationToken,
+    ) -> Result<String> {
         let request = ChatRequest {
             model: self.inner.config.model.clone(),
-            system: SUMMARY_INSTRUCTIONS.to_string(),
-            messages: vec![Message::user_text(format!(
-                "Summarize this conversation so far:\n\n{}",
-                compaction::transcript_text(messages, max_chars)
-            ))],
+            system: system.to_string(),
+            messages: vec![message],
             tools: Vec::new(),
-            max_tokens: self.inner.config.max_tokens.min(2_048),
+            max_tokens: self.inner.config.max_tokens.min(max_tokens),
         };
         let mut assembler = Assembler::new();
         let mut stream = tokio::select! {
             biased;
-            _ = turn.cancel.cancelled() => return Err(Error::Cancelled),
+            _ = cancel.cancelled() => return Err(Error::Cancelled),
             stream = self.inner.provider.stream(request) => stream?,
         };
         loop {
             let next = tokio::select! {
                 biased;
-                _ = turn.cancel.cancelled() => return Err(Error::Cancelled),
+                _ = cancel.cancelled() => return Err(Error::Cancelled),
                 next = stream.next() => next,
             };
             match next {
@@ -835,13 +858,7 @@ impl Runner {
                 Some(Ok(event)) => assembler.push(&event),
             }
         }
-        let summary = assembler.text();
-        if summary.trim().is_empty() {
-            return Err(Error::Protocol(
-                "the model returned an empty summary".into(),
-            ));
-        }
-        Ok(summary)
+        Ok(assembler.text())
     }
 
     async fn steer(&self, turn: &TurnRequest, step: u32, request: &mut ChatRequest) {

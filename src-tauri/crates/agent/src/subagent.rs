@@ -368,6 +368,16 @@ impl SubAgents {
         &self.inner.config
     }
 
+    /// A runner for a one-off model call on behalf of `session_id` (an advisor, an image
+    /// analysis): the session's own model, or `model` on the same provider.
+    pub fn model_runner(&self, session_id: &str, model: Option<&str>) -> Result<Runner, String> {
+        let factory = self.factory()?;
+        match model {
+            Some(model) => runner_on(&*factory, session_id, model),
+            None => factory.runner(session_id, None),
+        }
+    }
+
     /// The depth of `session_id`: 0 for a session no sub-agent runs in.
     pub fn depth_of(&self, session_id: &str) -> Result<i64, String> {
         Ok(self

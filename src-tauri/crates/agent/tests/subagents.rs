@@ -9,17 +9,10 @@ mod server;
 #[path = "support/wire.rs"]
 mod wire;
 
-use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::Uri;
-use axum::response::Response;
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use osprey_agent::{
     AgentTool, Runner, RunnerConfig, RunnerPool, SubAgentConfig, SubAgentFactory, SubAgents,
@@ -33,13 +26,13 @@ use osprey_tools::{
 };
 use osprey_types::{ApprovalAnswer, ErrorCode, Origin, ToolResult};
 use serde_json::{Value, json};
-use server::Reply;
+use server::{Reply, RoutedServer};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use wire::{ScriptCall, Wire, offered_schema, offered_tools, recording_retry};
 
 // ---------------------------------------------------------------------------------------------
-// A model server with one script per agent.
+// Which script answers a request.
 
 /// Which agent a request comes from, by the preamble of the sub-agent's first message.
 fn agent_of(body: &str) -> usize {
@@ -50,89 +43,6 @@ fn agent_of(body: &str) -> usize {
     } else {
         0
     }
-}
-
-struct Scripts {
-    queues: Mutex<Vec<VecDeque<Reply>>>,
-    seen: Mutex<Vec<(usize, String)>>,
-}
-
-struct RoutedServer {
-    url: String,
-    scripts: Arc<Scripts>,
-}
-
-impl RoutedServer {
-    /// `scripts[0]` answers the parent, `scripts[1]` children, `scripts[2]` grandchildren.
-    async fn start(scripts: Vec<Vec<Reply>>) -> RoutedServer {
-        let scripts = Arc::new(Scripts {
-            queues: Mutex::new(scripts.into_iter().map(VecDeque::from).collect()),
-            seen: Mutex::new(Vec::new()),
-        });
-        let app = Router::new().fallback(routed).with_state(scripts.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        RoutedServer { url, scripts }
-    }
-
-    /// The bodies of the requests one agent made, in order.
-    fn seen(&self, agent: usize) -> Vec<String> {
-        self.scripts
-            .seen
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(a, _)| *a == agent)
-            .map(|(_, body)| body.clone())
-            .collect()
-    }
-}
-
-async fn routed(State(scripts): State<Arc<Scripts>>, uri: Uri, body: Bytes) -> Response {
-    if uri.path() == "/api/show" {
-        return server::show_reply();
-    }
-    let text = String::from_utf8_lossy(&body).to_string();
-    let agent = agent_of(&text);
-    scripts.seen.lock().unwrap().push((agent, text));
-    let reply = scripts
-        .queues
-        .lock()
-        .unwrap()
-        .get_mut(agent)
-        .and_then(|q| q.pop_front());
-    let (content_type, chunks, hang) = match reply {
-        Some(Reply::Stream {
-            content_type,
-            chunks,
-        }) => (content_type, chunks, false),
-        Some(Reply::Hang {
-            content_type,
-            chunks,
-        }) => (content_type, chunks, true),
-        other => {
-            return Response::builder()
-                .status(500)
-                .body(Body::from(format!(
-                    "no scripted reply for agent {agent}: {other:?}"
-                )))
-                .unwrap();
-        }
-    };
-    let body = futures::stream::iter(chunks).then(|chunk| async move {
-        tokio::task::yield_now().await;
-        Ok::<_, std::io::Error>(Bytes::from(chunk))
-    });
-    let body = if hang {
-        Body::from_stream(body.chain(futures::stream::pending()))
-    } else {
-        Body::from_stream(body)
-    };
-    Response::builder()
-        .header("content-type", content_type)
-        .body(body)
-        .unwrap()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -236,20 +146,7 @@ fn fixture(level: Level, config: SubAgentConfig) -> Fixture {
 }
 
 fn runner(fx: &Fixture, wire: Wire, url: &str) -> Runner {
-    let (retry, _) = recording_retry(0);
-    let runner = Runner::new(
-        wire.provider(url, retry),
-        fx.registry.clone(),
-        fx.db.sessions(),
-        RunnerConfig {
-            model: "test-model".into(),
-            max_steps: 8,
-            identity: "You are a test agent.".into(),
-            ..RunnerConfig::default()
-        },
-    );
-    fx.subagents.set_factory(Arc::new(runner.clone()));
-    runner
+    wire.runner(url, &fx.registry, &fx.db, &fx.subagents, "test-model", 8)
 }
 
 fn agent_call(id: &'static str, args: Value) -> ScriptCall {
@@ -296,24 +193,27 @@ fn task_status(fx: &Fixture, id: i64) -> String {
 async fn a_child_uses_a_tool_and_its_answer_returns_to_the_waiting_parent() {
     for wire in wire::ALL {
         let fx = fixture(Level::Allowlist, SubAgentConfig::default());
-        let server = RoutedServer::start(vec![
+        let server = RoutedServer::start(
+            agent_of,
             vec![
-                wire.turn(
-                    "Let me ask a helper.",
-                    &[agent_call(
-                        "call_spawn",
-                        json!({"resource": "subagent", "action": "spawn",
+                vec![
+                    wire.turn(
+                        "Let me ask a helper.",
+                        &[agent_call(
+                            "call_spawn",
+                            json!({"resource": "subagent", "action": "spawn",
                                "prompt": "Look at the sky and say its colour.",
                                "system": "Answer in one sentence."}),
-                    )],
-                ),
-                wire.turn("My helper says the sky is blue.", &[]),
+                        )],
+                    ),
+                    wire.turn("My helper says the sky is blue.", &[]),
+                ],
+                vec![
+                    wire.turn("", &[probe("call_look", "look", "the sky")]),
+                    wire.turn("The sky is blue.", &[]),
+                ],
             ],
-            vec![
-                wire.turn("", &[probe("call_look", "look", "the sky")]),
-                wire.turn("The sky is blue.", &[]),
-            ],
-        ])
+        )
         .await;
         let outcome = runner(&fx, wire, &server.url)
             .run_turn(TurnRequest::new("main", "What colour is the sky?"))
@@ -365,22 +265,25 @@ async fn a_child_uses_a_tool_and_its_answer_returns_to_the_waiting_parent() {
 async fn a_no_wait_spawn_returns_an_id_that_status_and_result_poll() {
     let fx = fixture(Level::Allowlist, SubAgentConfig::default());
     let wire = Wire::OpenAi;
-    let server = RoutedServer::start(vec![
+    let server = RoutedServer::start(
+        agent_of,
         vec![
-            wire.turn(
-                "",
-                &[agent_call(
-                    "call_spawn",
-                    json!({"action": "spawn", "prompt": "Hold the line.", "wait": false}),
-                )],
-            ),
-            wire.turn("Started a helper.", &[]),
+            vec![
+                wire.turn(
+                    "",
+                    &[agent_call(
+                        "call_spawn",
+                        json!({"action": "spawn", "prompt": "Hold the line.", "wait": false}),
+                    )],
+                ),
+                wire.turn("Started a helper.", &[]),
+            ],
+            vec![
+                wire.turn("", &[probe("call_hold", "hold", "the line")]),
+                wire.turn("Held it.", &[]),
+            ],
         ],
-        vec![
-            wire.turn("", &[probe("call_hold", "hold", "the line")]),
-            wire.turn("Held it.", &[]),
-        ],
-    ])
+    )
     .await;
     let outcome = runner(&fx, wire, &server.url)
         .run_turn(TurnRequest::new("main", "start a helper"))
@@ -470,7 +373,7 @@ async fn a_grandchild_spawn_beyond_the_depth_limit_is_refused_and_the_model_is_t
         },
     );
     let wire = Wire::Anthropic;
-    let server = RoutedServer::start(vec![
+    let server = RoutedServer::start(agent_of, vec![
         vec![
             wire.turn(
                 "",
@@ -539,20 +442,23 @@ async fn the_default_depth_allows_a_grandchild_and_refuses_a_great_grandchild() 
             json!({"resource": "task", "action": "spawn", "prompt": prompt}),
         )
     };
-    let server = RoutedServer::start(vec![
+    let server = RoutedServer::start(
+        agent_of,
         vec![
-            wire.turn("", &[spawn("c1", "level one")]),
-            wire.turn("top done", &[]),
+            vec![
+                wire.turn("", &[spawn("c1", "level one")]),
+                wire.turn("top done", &[]),
+            ],
+            vec![
+                wire.turn("", &[spawn("c2", "level two")]),
+                wire.turn("child done", &[]),
+            ],
+            vec![
+                wire.turn("", &[spawn("c3", "level three")]),
+                wire.turn("grandchild done", &[]),
+            ],
         ],
-        vec![
-            wire.turn("", &[spawn("c2", "level two")]),
-            wire.turn("child done", &[]),
-        ],
-        vec![
-            wire.turn("", &[spawn("c3", "level three")]),
-            wire.turn("grandchild done", &[]),
-        ],
-    ])
+    )
     .await;
     let outcome = runner(&fx, wire, &server.url)
         .run_turn(TurnRequest::new("main", "go"))
@@ -573,22 +479,25 @@ async fn the_childs_calls_are_asked_like_the_parents_and_never_auto_run() {
     // The registry's policy asks for `change`; the person (the parent's approver) says no.
     let fx = fixture(Level::Allowlist, SubAgentConfig::default());
     let wire = Wire::Anthropic;
-    let server = RoutedServer::start(vec![
+    let server = RoutedServer::start(
+        agent_of,
         vec![
-            wire.turn(
-                "",
-                &[agent_call(
-                    "toolu_spawn",
-                    json!({"action": "spawn", "prompt": "Change the door."}),
-                )],
-            ),
-            wire.turn("The helper was not allowed.", &[]),
+            vec![
+                wire.turn(
+                    "",
+                    &[agent_call(
+                        "toolu_spawn",
+                        json!({"action": "spawn", "prompt": "Change the door."}),
+                    )],
+                ),
+                wire.turn("The helper was not allowed.", &[]),
+            ],
+            vec![
+                wire.turn("", &[probe("toolu_change", "change", "the door")]),
+                wire.turn("I was not allowed to change it.", &[]),
+            ],
         ],
-        vec![
-            wire.turn("", &[probe("toolu_change", "change", "the door")]),
-            wire.turn("I was not allowed to change it.", &[]),
-        ],
-    ])
+    )
     .await;
     let approver = Arc::new(FixedApprover::new(ApprovalAnswer::Deny));
     let mut turn = TurnRequest::new("main", "change the door, via a helper");
@@ -630,16 +539,19 @@ async fn a_child_cannot_loosen_its_parents_level_and_may_tighten_it() {
         if let Some(level) = asked_level {
             spawn["policy"] = json!(level);
         }
-        let server = RoutedServer::start(vec![
+        let server = RoutedServer::start(
+            agent_of,
             vec![
-                wire.turn("", &[agent_call("call_spawn", spawn)]),
-                wire.turn("ok", &[]),
+                vec![
+                    wire.turn("", &[agent_call("call_spawn", spawn)]),
+                    wire.turn("ok", &[]),
+                ],
+                vec![
+                    wire.turn("", &[probe("call_change", "change", "the door")]),
+                    wire.turn("refused", &[]),
+                ],
             ],
-            vec![
-                wire.turn("", &[probe("call_change", "change", "the door")]),
-                wire.turn("refused", &[]),
-            ],
-        ])
+        )
         .await;
         let mut turn = TurnRequest::new("main", "go");
         turn.level_cap = parent_cap;
@@ -657,22 +569,25 @@ async fn a_child_cannot_loosen_its_parents_level_and_may_tighten_it() {
     // Without a cap the same call runs at `full`: the refusals above came from the caps.
     let fx = fixture(Level::Full, SubAgentConfig::default());
     let wire = Wire::OpenAi;
-    let server = RoutedServer::start(vec![
+    let server = RoutedServer::start(
+        agent_of,
         vec![
-            wire.turn(
-                "",
-                &[agent_call(
-                    "call_spawn",
-                    json!({"action": "spawn", "prompt": "Change it."}),
-                )],
-            ),
-            wire.turn("ok", &[]),
+            vec![
+                wire.turn(
+                    "",
+                    &[agent_call(
+                        "call_spawn",
+                        json!({"action": "spawn", "prompt": "Change it."}),
+                    )],
+                ),
+                wire.turn("ok", &[]),
+            ],
+            vec![
+                wire.turn("", &[probe("call_change", "change", "the door")]),
+                wire.turn("changed", &[]),
+            ],
         ],
-        vec![
-            wire.turn("", &[probe("call_change", "change", "the door")]),
-            wire.turn("changed", &[]),
-        ],
-    ])
+    )
     .await;
     runner(&fx, wire, &server.url)
         .run_turn(TurnRequest::new("main", "go"))
@@ -685,16 +600,19 @@ async fn a_child_cannot_loosen_its_parents_level_and_may_tighten_it() {
 async fn cancelling_the_parent_turn_cancels_the_running_child() {
     let fx = fixture(Level::Allowlist, SubAgentConfig::default());
     let wire = Wire::Anthropic;
-    let server = RoutedServer::start(vec![
-        vec![wire.turn(
-            "",
-            &[agent_call(
-                "toolu_spawn",
-                json!({"action": "spawn", "prompt": "Hold on."}),
+    let server = RoutedServer::start(
+        agent_of,
+        vec![
+            vec![wire.turn(
+                "",
+                &[agent_call(
+                    "toolu_spawn",
+                    json!({"action": "spawn", "prompt": "Hold on."}),
+                )],
             )],
-        )],
-        vec![wire.turn("", &[probe("toolu_hold", "hold", "on")])],
-    ])
+            vec![wire.turn("", &[probe("toolu_hold", "hold", "on")])],
+        ],
+    )
     .await;
     let runner = runner(&fx, wire, &server.url);
     let cancel = CancellationToken::new();
@@ -731,19 +649,22 @@ async fn cancelling_the_parent_turn_cancels_the_running_child() {
 async fn a_child_past_its_timeout_is_stopped_and_the_parent_is_told() {
     let fx = fixture(Level::Allowlist, SubAgentConfig::default());
     let wire = Wire::OpenAi;
-    let server = RoutedServer::start(vec![
+    let server = RoutedServer::start(
+        agent_of,
         vec![
-            wire.turn(
-                "",
-                &[agent_call(
-                    "call_spawn",
-                    json!({"action": "spawn", "prompt": "Hold forever.", "timeout_seconds": 1}),
-                )],
-            ),
-            wire.turn("The helper took too long.", &[]),
+            vec![
+                wire.turn(
+                    "",
+                    &[agent_call(
+                        "call_spawn",
+                        json!({"action": "spawn", "prompt": "Hold forever.", "timeout_seconds": 1}),
+                    )],
+                ),
+                wire.turn("The helper took too long.", &[]),
+            ],
+            vec![wire.turn("Holding.", &[probe("call_hold", "hold", "forever")])],
         ],
-        vec![wire.turn("Holding.", &[probe("call_hold", "hold", "forever")])],
-    ])
+    )
     .await;
     let started = Instant::now();
     let outcome = runner(&fx, wire, &server.url)
@@ -885,10 +806,13 @@ async fn cancel_stops_a_no_wait_child_and_the_running_limit_holds() {
         },
     );
     let wire = Wire::Anthropic;
-    let server = RoutedServer::start(vec![
-        vec![],
-        vec![wire.turn("", &[probe("toolu_hold", "hold", "on")])],
-    ])
+    let server = RoutedServer::start(
+        agent_of,
+        vec![
+            vec![],
+            vec![wire.turn("", &[probe("toolu_hold", "hold", "on")])],
+        ],
+    )
     .await;
     // Building the runner attaches it as the children's factory.
     runner(&fx, wire, &server.url);
@@ -947,22 +871,25 @@ async fn a_child_keeps_its_parents_origin_and_meets_its_origin_rules() {
         serde_json::from_value(json!({"deny": {"comm": ["probe"]}})).unwrap();
     fx.registry.set_origin_rules(rules);
     let wire = Wire::Anthropic;
-    let server = RoutedServer::start(vec![
+    let server = RoutedServer::start(
+        agent_of,
         vec![
-            wire.turn(
-                "",
-                &[agent_call(
-                    "toolu_spawn",
-                    json!({"action": "spawn", "prompt": "Change the door."}),
-                )],
-            ),
-            wire.turn("ok", &[]),
+            vec![
+                wire.turn(
+                    "",
+                    &[agent_call(
+                        "toolu_spawn",
+                        json!({"action": "spawn", "prompt": "Change the door."}),
+                    )],
+                ),
+                wire.turn("ok", &[]),
+            ],
+            vec![
+                wire.turn("", &[probe("toolu_change", "change", "the door")]),
+                wire.turn("not allowed", &[]),
+            ],
         ],
-        vec![
-            wire.turn("", &[probe("toolu_change", "change", "the door")]),
-            wire.turn("not allowed", &[]),
-        ],
-    ])
+    )
     .await;
     let mut turn = TurnRequest::new("bridge", "change the door via a helper");
     turn.origin = Origin::Comm;
@@ -1052,42 +979,45 @@ async fn a_researcher_child_sees_and_may_call_only_its_packs_tools() {
         let notes = fx._dir.path().join("notes.txt");
         std::fs::write(&notes, "The sky is blue.\n").unwrap();
         let marker = fx._dir.path().join("shell-ran");
-        let server = RoutedServer::start(vec![
+        let server = RoutedServer::start(
+            agent_of,
             vec![
-                wire.turn(
-                    "",
-                    &[agent_call(
-                        "call_spawn",
-                        json!({"action": "spawn", "agent_type": "researcher",
+                vec![
+                    wire.turn(
+                        "",
+                        &[agent_call(
+                            "call_spawn",
+                            json!({"action": "spawn", "agent_type": "researcher",
                                "prompt": "What colour is the sky, per notes.txt?"}),
-                    )],
-                ),
-                wire.turn("The researcher says blue.", &[]),
-            ],
-            vec![
-                calling(
-                    wire,
-                    "call_shell",
-                    "shell",
-                    json!({"resource": "bash", "action": "exec",
+                        )],
+                    ),
+                    wire.turn("The researcher says blue.", &[]),
+                ],
+                vec![
+                    calling(
+                        wire,
+                        "call_shell",
+                        "shell",
+                        json!({"resource": "bash", "action": "exec",
                                      "command": format!("touch {}", marker.display())}),
-                ),
-                calling(
-                    wire,
-                    "call_write",
-                    "file",
-                    json!({"action": "write", "path": notes.display().to_string(),
+                    ),
+                    calling(
+                        wire,
+                        "call_write",
+                        "file",
+                        json!({"action": "write", "path": notes.display().to_string(),
                                      "content": "changed"}),
-                ),
-                calling(
-                    wire,
-                    "call_read",
-                    "file",
-                    json!({"action": "read", "path": notes.display().to_string()}),
-                ),
-                wire.turn("Blue, says notes.txt line 1.", &[]),
+                    ),
+                    calling(
+                        wire,
+                        "call_read",
+                        "file",
+                        json!({"action": "read", "path": notes.display().to_string()}),
+                    ),
+                    wire.turn("Blue, says notes.txt line 1.", &[]),
+                ],
             ],
-        ])
+        )
         .await;
         let outcome = runner(&fx, wire, &server.url)
             .run_turn(TurnRequest::new("main", "Ask a researcher."))
@@ -1160,16 +1090,19 @@ async fn a_researcher_child_sees_and_may_call_only_its_packs_tools() {
 async fn an_unknown_agent_type_is_refused_with_the_known_ones() {
     let fx = typed_fixture(SubAgentConfig::default(), None);
     let wire = Wire::Anthropic;
-    let server = RoutedServer::start(vec![vec![
-        wire.turn(
-            "",
-            &[agent_call(
-                "toolu_spawn",
-                json!({"action": "spawn", "agent_type": "astronaut", "prompt": "Fly."}),
-            )],
-        ),
-        wire.turn("No astronauts here.", &[]),
-    ]])
+    let server = RoutedServer::start(
+        agent_of,
+        vec![vec![
+            wire.turn(
+                "",
+                &[agent_call(
+                    "toolu_spawn",
+                    json!({"action": "spawn", "agent_type": "astronaut", "prompt": "Fly."}),
+                )],
+            ),
+            wire.turn("No astronauts here.", &[]),
+        ]],
+    )
     .await;
     runner(&fx, wire, &server.url)
         .run_turn(TurnRequest::new("main", "send an astronaut"))
@@ -1321,18 +1254,21 @@ async fn a_bad_pack_file_is_refused_clearly_and_the_others_still_load() {
 
     // The person's type runs with its pack's tools, on its model, with its prompt.
     let wire = Wire::OpenAi;
-    let server = RoutedServer::start(vec![
-        parent_spawning(
-            wire,
-            json!({"action": "spawn", "agent_type": "note_reader", "prompt": "Look."}),
-            "done",
-        ),
+    let server = RoutedServer::start(
+        agent_of,
         vec![
-            wire.turn("", &[probe("call_change", "change", "it")]),
-            wire.turn("", &[probe("call_look", "look", "it")]),
-            wire.turn("Looked.", &[]),
+            parent_spawning(
+                wire,
+                json!({"action": "spawn", "agent_type": "note_reader", "prompt": "Look."}),
+                "done",
+            ),
+            vec![
+                wire.turn("", &[probe("call_change", "change", "it")]),
+                wire.turn("", &[probe("call_look", "look", "it")]),
+                wire.turn("Looked.", &[]),
+            ],
         ],
-    ])
+    )
     .await;
     runner(&fx, wire, &server.url)
         .run_turn(TurnRequest::new("main", "read the notes"))
@@ -1375,22 +1311,25 @@ async fn a_typed_child_never_gets_a_tool_its_parent_lacks_and_none_past_the_dept
         None,
     );
     let wire = Wire::Ollama;
-    let server = RoutedServer::start(vec![
-        parent_spawning(
-            wire,
-            json!({"action": "spawn", "agent_type": "coder", "prompt": "Run ls."}),
-            "done",
-        ),
+    let server = RoutedServer::start(
+        agent_of,
         vec![
-            calling(
+            parent_spawning(
                 wire,
-                "call_shell",
-                "shell",
-                json!({"action": "exec", "command": "ls"}),
+                json!({"action": "spawn", "agent_type": "coder", "prompt": "Run ls."}),
+                "done",
             ),
-            wire.turn("I could not.", &[]),
+            vec![
+                calling(
+                    wire,
+                    "call_shell",
+                    "shell",
+                    json!({"action": "exec", "command": "ls"}),
+                ),
+                wire.turn("I could not.", &[]),
+            ],
         ],
-    ])
+    )
     .await;
     // The parent itself runs as a reader: file reads and the spawn tool, no shell.
     let mut parent_scope = osprey_tools::ToolScope::new("reader");
@@ -1475,24 +1414,27 @@ async fn the_task_graph_is_shared_and_role_gated_a_worker_cannot_complete_and_a_
             .extend(args.as_object().unwrap().clone());
         calling(wire, id, "agent", input)
     };
-    let server = RoutedServer::start(vec![
-        vec![],
+    let server = RoutedServer::start(
+        agent_of,
         vec![
-            worker("toolu_list", "list_tasks", json!({})),
-            worker("toolu_complete", "complete_task", json!({"id": first_id})),
-            worker(
-                "toolu_early",
-                "submit_result",
-                json!({"id": second_id, "result": "early"}),
-            ),
-            worker(
-                "toolu_submit",
-                "submit_result",
-                json!({"id": first_id, "result": "three notes"}),
-            ),
-            wire.turn("Submitted task 1.", &[]),
+            vec![],
+            vec![
+                worker("toolu_list", "list_tasks", json!({})),
+                worker("toolu_complete", "complete_task", json!({"id": first_id})),
+                worker(
+                    "toolu_early",
+                    "submit_result",
+                    json!({"id": second_id, "result": "early"}),
+                ),
+                worker(
+                    "toolu_submit",
+                    "submit_result",
+                    json!({"id": first_id, "result": "three notes"}),
+                ),
+                wire.turn("Submitted task 1.", &[]),
+            ],
         ],
-    ])
+    )
     .await;
     runner(&fx, wire, &server.url);
     let spawned = agent(
@@ -1566,20 +1508,23 @@ async fn the_task_graph_is_shared_and_role_gated_a_worker_cannot_complete_and_a_
 async fn an_interactive_worker_reports_progress_and_answers_a_follow_up() {
     let fx = typed_fixture(SubAgentConfig::default(), None);
     let wire = Wire::OpenAi;
-    let server = RoutedServer::start(vec![
-        vec![],
+    let server = RoutedServer::start(
+        agent_of,
         vec![
-            calling(
-                wire,
-                "call_status",
-                "agent",
-                json!({"action": "set_status", "text": "reading the notes"}),
-            ),
-            wire.turn("First answer: three notes.", &[]),
-            wire.turn("Follow-up answer: the second note is about tea.", &[]),
-            wire.turn("A plain answer.", &[]),
+            vec![],
+            vec![
+                calling(
+                    wire,
+                    "call_status",
+                    "agent",
+                    json!({"action": "set_status", "text": "reading the notes"}),
+                ),
+                wire.turn("First answer: three notes.", &[]),
+                wire.turn("Follow-up answer: the second note is about tea.", &[]),
+                wire.turn("A plain answer.", &[]),
+            ],
         ],
-    ])
+    )
     .await;
     runner(&fx, wire, &server.url);
     let first = body(
@@ -1656,20 +1601,23 @@ async fn an_interactive_worker_reports_progress_and_answers_a_follow_up() {
 async fn a_branch_forks_the_conversation_and_its_answer_joins_it_at_the_next_turn() {
     let fx = typed_fixture(SubAgentConfig::default(), None);
     let wire = Wire::Anthropic;
-    let server = RoutedServer::start(vec![
+    let server = RoutedServer::start(
+        agent_of,
         vec![
-            wire.turn(
-                "Let me think about that on the side.",
-                &[agent_call(
-                    "toolu_branch",
-                    json!({"action": "branch", "prompt": "Think of names for the cat."}),
-                )],
-            ),
-            wire.turn("A branch is thinking about names.", &[]),
-            wire.turn("The branch suggests Whiskers or Mochi.", &[]),
+            vec![
+                wire.turn(
+                    "Let me think about that on the side.",
+                    &[agent_call(
+                        "toolu_branch",
+                        json!({"action": "branch", "prompt": "Think of names for the cat."}),
+                    )],
+                ),
+                wire.turn("A branch is thinking about names.", &[]),
+                wire.turn("The branch suggests Whiskers or Mochi.", &[]),
+            ],
+            vec![wire.turn("Whiskers or Mochi.", &[])],
         ],
-        vec![wire.turn("Whiskers or Mochi.", &[])],
-    ])
+    )
     .await;
     let runner = runner(&fx, wire, &server.url);
     runner.set_inbox(fx.subagents.inbox());

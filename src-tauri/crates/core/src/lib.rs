@@ -268,7 +268,7 @@ fn register_builtin_tools(
     paths: &PathGuard,
     secrets: secrets::Backend,
     downloads: &osprey_browser::DownloadFolder,
-) -> anyhow::Result<(osprey_browser::BrowserActions, bool)> {
+) -> anyhow::Result<Builtin> {
     let (screenshot, desktop) = ScreenTools::new(desktop_config(paths.data_dir()));
     registry.register_domain(screenshot);
     registry.register_domain(desktop);
@@ -290,7 +290,9 @@ fn register_builtin_tools(
             _ => PathBuf::from(dir),
         })
         .collect();
-    registry.register_domain(FileTool::new(paths.clone()).with_workspaces(workspaces.clone()));
+    let files = FileTool::new(paths.clone()).with_workspaces(workspaces.clone());
+    let image_files = FileTool::new(paths.clone()).with_workspaces(workspaces.clone());
+    registry.register_domain(files);
     let shell = ShellConfig {
         extra_env: settings::read(stored, settings::SHELL_EXTRA_ENV),
         sandbox: ShellSandbox {
@@ -316,7 +318,20 @@ fn register_builtin_tools(
     .context("building the web tool")?
     .with_extension(Arc::new(browsing));
     registry.register_domain(web);
-    Ok((browser, allow_loopback))
+    Ok(Builtin {
+        browser,
+        allow_loopback,
+        image_files,
+    })
+}
+
+/// What registering the built-in tools hands on.
+struct Builtin {
+    browser: osprey_browser::BrowserActions,
+    /// `web.allow_loopback`.
+    allow_loopback: bool,
+    /// A file tool configured as the `file` tool is, for the vision tool's image files.
+    image_files: FileTool,
 }
 
 /// What a shell needs to build its own browser profile (the desktop's `native` webview): the
@@ -405,8 +420,11 @@ impl Core {
             .unwrap_or_else(secrets::Backend::from_environment);
         // Shared by every browser profile; `web.downloads` changes it live.
         let downloads = osprey_browser::DownloadFolder::new(settings::downloads(&stored));
-        let (browser, web_allow_loopback) =
-            register_builtin_tools(&registry, &stored, &paths, secrets, &downloads)?;
+        let Builtin {
+            browser,
+            allow_loopback: web_allow_loopback,
+            image_files,
+        } = register_builtin_tools(&registry, &stored, &paths, secrets, &downloads)?;
         // Before the subsystems, so each can keep a handle to emit on.
         let events = events::EventBus::new();
         #[cfg(unix)]
@@ -452,15 +470,36 @@ impl Core {
             channels: apps.channels().clone(),
             installer: apps.installer().clone(),
         }));
+        let agent_settings: osprey_agent::AgentSettings = settings::read(&stored, settings::AGENTS);
+        let advisors = osprey_agent::advisors::Advisors::new(subagents.clone());
+        advisors.set_personas(osprey_agent::advisors::Personas::load(
+            Some(&data_dir),
+            &agent_settings,
+        ));
         let mut agent_tool = AgentTool::new(&db)
             .with_hooks(registry.hooks())
             .with_outbox(outbox.clone())
             .with_schedule(reminders.slot.clone())
-            .with_subagents(subagents.clone());
+            .with_subagents(subagents.clone())
+            .with_advisors(advisors);
         if let Some(embedder) = agent::memory_embedder(&stored, &data_dir) {
             agent_tool = agent_tool.with_embedder(embedder);
         }
         registry.register_domain(agent_tool);
+        // Image analysis on the conversation's runner, or the `vision` setting's model.
+        registry.register_domain(
+            osprey_agent::VisionTool::new(db.sessions(), subagents.clone(), image_files)
+                .with_model(Arc::new({
+                    let stored = stored.clone();
+                    move || {
+                        settings::read::<osprey_agent::vision::VisionSettings>(
+                            &stored,
+                            settings::VISION,
+                        )
+                        .model
+                    }
+                })),
+        );
         // Bundled, <data>/apps/*/SKILL.md and <data>/skills: indexed on first use, not here.
         let skills = osprey_agent::Skills::for_data_dir(&data_dir);
         // The revocation sweep removes revoked store skills too.
@@ -474,7 +513,6 @@ impl Core {
         registry.register_domain(store_tool::StoreTool::new(Arc::clone(&store_tool_core)));
         // Packs and agent types, checked against the tools registered so far (MCP servers' and
         // apps' tools come later, so packs cannot name those yet).
-        let agent_settings: osprey_agent::AgentSettings = settings::read(&stored, settings::AGENTS);
         subagents.set_roles(osprey_agent::RoleCatalog::load(
             Some(&data_dir),
             &registry,

@@ -62,6 +62,10 @@ pub const SUBAGENTS: &str = "subagents";
 /// {"summarizer": "claude-haiku-4-5"}}`; read at start-up with `<data>/packs` and `<data>/agents`.
 pub const AGENTS: &str = "agents";
 
+/// The vision tool's own model (`osprey_agent::vision::VisionSettings`): `{"model": "gpt-4o"}`;
+/// none: the conversation's model. Read at each call.
+pub const VISION: &str = "vision";
+
 /// Embeddings for memory search (optional): `{"provider": "ollama", "model": "nomic-embed-text"}`
 /// or `{"provider": "openai", "model": "text-embedding-3-small", "base_url": ...}`.
 pub const MEMORY_EMBEDDINGS: &str = "memory.embeddings";
@@ -250,7 +254,11 @@ pub const KNOWN: &[(&str, &str)] = &[
     ),
     (
         AGENTS,
-        "tool packs and agent types: {\"trust\": \"read-only\"|\"standard\"|\"privileged\" (the riskiest pack loaded, default privileged), \"models\": {\"summarizer\": \"a cheaper model\"}} (read at start-up)",
+        "tool packs, agent types and advisor personas: {\"trust\": \"read-only\"|\"standard\"|\"privileged\" (the riskiest pack loaded, default privileged), \"models\": {\"summarizer\": \"a cheaper model\", \"skeptic\": \"...\"}} (read at start-up)",
+    ),
+    (
+        VISION,
+        "the vision tool's model: {\"model\": \"a model on the same provider that sees images\"} (default: the conversation's model)",
     ),
 ];
 
@@ -294,6 +302,7 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
             Ok(())
         }
         AGENTS => check::<osprey_agent::AgentSettings>(key, value),
+        VISION => check::<osprey_agent::vision::VisionSettings>(key, value),
         SUBAGENTS => {
             check::<osprey_agent::SubAgentSettings>(key, value)?;
             let settings: osprey_agent::SubAgentSettings = serde_json::from_value(value.clone())?;

@@ -225,3 +225,66 @@ async fn the_core_loads_packs_and_types_and_a_researcher_gets_only_its_tools() {
         "{names:?}"
     );
 }
+
+#[tokio::test]
+async fn the_core_loads_the_persons_advisors_and_vision_runs_on_the_vision_setting_s_model() {
+    use osprey_core::settings::{VISION, validate};
+    validate(VISION, &json!({"model": "vision-x"})).unwrap();
+    validate(VISION, &json!({"modle": "vision-x"})).unwrap_err();
+
+    let dir = tempfile::tempdir().unwrap();
+    let advisors = dir.path().join("advisors");
+    std::fs::create_dir_all(&advisors).unwrap();
+    std::fs::write(
+        advisors.join("lawyer.json"),
+        r#"{"schemaVersion": 1, "name": "lawyer", "description": "Contract risk.", "prompt": "You are a careful contract lawyer."}"#,
+    )
+    .unwrap();
+    {
+        let db = osprey_db::Database::open_in(dir.path()).unwrap();
+        db.settings()
+            .set(VISION, &json!({"model": "vision-x"}))
+            .unwrap();
+    }
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::call(
+            "toolu_personas",
+            "agent",
+            json!({"resource": "advisor", "action": "personas"}),
+        ),
+        ScriptedReply::call(
+            "toolu_look",
+            "vision",
+            json!({"action": "analyze", "prompt": "What shape is it?"}),
+        ),
+        ScriptedReply::text("A red square."),
+        ScriptedReply::text("It is a red square, and a lawyer is on the panel."),
+    ])
+    .unwrap();
+    let (_core, runner) = open(dir.path(), &server);
+    let mut turn = TurnRequest::new("main", "What is in this picture?");
+    turn.images = vec![osprey_agent::InputImage {
+        mime_type: "image/png".into(),
+        data: "iVBORw0KGgo=".into(),
+    }];
+    let outcome = runner.run_turn(turn).await.unwrap();
+    assert_eq!(
+        outcome.text,
+        "It is a red square, and a lawyer is on the panel."
+    );
+    let seen = server.seen();
+    assert_eq!(seen.len(), 4);
+    // The person's persona is listed beside the built-in ones.
+    let listed = seen[1].to_string();
+    assert!(listed.contains("lawyer"), "{listed}");
+    assert!(listed.contains("skeptic"));
+    // The vision call went out on the setting's model, with the attached image and no tools.
+    assert_eq!(seen[2]["model"], "vision-x");
+    assert!(seen[2].to_string().contains("iVBORw0KGgo="));
+    assert!(
+        seen[2]
+            .get("tools")
+            .is_none_or(|t| t.as_array().unwrap().is_empty())
+    );
+    assert!(seen[3].to_string().contains("A red square."));
+}

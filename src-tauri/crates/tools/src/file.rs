@@ -88,6 +88,26 @@ impl FileTool {
         &self.guard
     }
 
+    /// What reading the file a call's `path` (and `cwd`) names involves, judged as `file read`
+    /// judges it: the path, and whether it lies outside the workspace folders. Another tool that
+    /// reads a file the model names (the vision tool's images) states these facts, so the same
+    /// safeguard, denied paths and approval apply to it.
+    pub fn read_facts(&self, input: &serde_json::Map<String, serde_json::Value>) -> CallFacts {
+        self.facts(&read_call(input))
+    }
+
+    /// The file a call's `path` (and `cwd`) names, resolved and checked by the path guard as
+    /// `file read` does.
+    pub fn resolve_read(
+        &self,
+        input: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<PathBuf, crate::Refusal> {
+        let target = self
+            .target(&read_call(input))
+            .map_err(|message| crate::Refusal::new(ErrorCode::InvalidInput, message))?;
+        self.guard.check_read(&target)
+    }
+
     /// The absolute (not yet guard-resolved) path a call's `path` field names, or the search
     /// root for glob/grep when `path` is absent.
     fn target(&self, call: &Call) -> Result<PathBuf, String> {
@@ -231,6 +251,21 @@ impl DomainTool for FileTool {
 
     fn run<'a>(&'a self, ctx: &'a ToolContext, call: Call) -> BoxFuture<'a, ToolResult> {
         Box::pin(self.dispatch(ctx, call))
+    }
+}
+
+/// A `file read` of the `path` and `cwd` in `input`.
+fn read_call(input: &serde_json::Map<String, serde_json::Value>) -> Call {
+    let mut only = serde_json::Map::new();
+    for key in ["path", "cwd"] {
+        if let Some(value) = input.get(key) {
+            only.insert(key.to_string(), value.clone());
+        }
+    }
+    Call {
+        resource: Some("file".into()),
+        action: Some("read".into()),
+        input: only,
     }
 }
 

@@ -56,8 +56,8 @@ pub const CATEGORIES: &[(&str, &[&str], &str)] = &[
     ("store", &["store"], "the app store"),
     (
         "agent",
-        &["agent", "skill"],
-        "memory, sessions, reminders, sub-agents and skills",
+        &["agent", "skill", "vision"],
+        "memory, sessions, reminders, sub-agents, advisors, image analysis and skills",
     ),
     ("mcp", &[], "tools of connected MCP servers"),
 ];

@@ -126,13 +126,8 @@ async fn handle(
         headers,
         body: body.clone(),
     });
-    // Refused as the real API refuses it, without using up a scripted reply.
-    if let Some((status, error)) = osprey_tests::provider_rules::refusal(uri.path(), &body) {
-        return Response::builder()
-            .status(status)
-            .header("content-type", "application/json")
-            .body(Body::from(error.to_string()))
-            .unwrap();
+    if let Some(refused) = refused(uri.path(), &body) {
+        return refused;
     }
     let reply = script.replies.lock().unwrap().pop_front();
     let Some(reply) = reply else {
@@ -141,6 +136,23 @@ async fn handle(
             .body(Body::from("the test script has no more replies"))
             .unwrap();
     };
+    respond(reply)
+}
+
+/// Refused as the real API refuses it, without using up a scripted reply.
+fn refused(path: &str, body: &Value) -> Option<Response> {
+    let (status, error) = osprey_tests::provider_rules::refusal(path, body)?;
+    Some(
+        Response::builder()
+            .status(status)
+            .header("content-type", "application/json")
+            .body(Body::from(error.to_string()))
+            .unwrap(),
+    )
+}
+
+/// The response a scripted reply makes.
+pub fn respond(reply: Reply) -> Response {
     match reply {
         Reply::Stream {
             content_type,
@@ -211,3 +223,69 @@ pub fn ndjson(line: Value) -> String {
 
 pub const SSE: &str = "text/event-stream";
 pub const NDJSON: &str = "application/x-ndjson";
+struct Scripts {
+    classify: fn(&str) -> usize,
+    queues: Mutex<Vec<VecDeque<Reply>>>,
+    seen: Mutex<Vec<(usize, String)>>,
+}
+
+/// A model server with one script per kind of request: `classify` says which script answers a
+/// request (by its body), so agents running in parallel each get their own replies in order.
+pub struct RoutedServer {
+    pub url: String,
+    scripts: Arc<Scripts>,
+}
+
+impl RoutedServer {
+    /// `scripts[classify(body)]` answers each request.
+    pub async fn start(classify: fn(&str) -> usize, scripts: Vec<Vec<Reply>>) -> RoutedServer {
+        let scripts = Arc::new(Scripts {
+            classify,
+            queues: Mutex::new(scripts.into_iter().map(VecDeque::from).collect()),
+            seen: Mutex::new(Vec::new()),
+        });
+        let app = Router::new().fallback(routed).with_state(scripts.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        RoutedServer { url, scripts }
+    }
+
+    /// The bodies of the requests one script answered, in order.
+    pub fn seen(&self, agent: usize) -> Vec<String> {
+        self.scripts
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(a, _)| *a == agent)
+            .map(|(_, body)| body.clone())
+            .collect()
+    }
+}
+
+async fn routed(State(scripts): State<Arc<Scripts>>, uri: Uri, body: Bytes) -> Response {
+    if uri.path() == "/api/show" {
+        return show_reply();
+    }
+    let text = String::from_utf8_lossy(&body).to_string();
+    let agent = (scripts.classify)(&text);
+    scripts.seen.lock().unwrap().push((agent, text));
+    let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if let Some(refused) = refused(uri.path(), &json) {
+        return refused;
+    }
+    let reply = scripts
+        .queues
+        .lock()
+        .unwrap()
+        .get_mut(agent)
+        .and_then(|q| q.pop_front());
+    match reply {
+        Some(reply) => respond(reply),
+        None => Response::builder()
+            .status(500)
+            .body(Body::from(format!("no scripted reply for script {agent}")))
+            .unwrap(),
+    }
+}

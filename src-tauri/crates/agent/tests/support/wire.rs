@@ -5,7 +5,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use osprey_agent::{Anthropic, Ollama, OpenAi, Provider, RetryPolicy};
+use osprey_agent::{
+    Anthropic, Ollama, OpenAi, Provider, RetryPolicy, Runner, RunnerConfig, SubAgents,
+};
 use serde_json::{Value, json};
 
 use super::server::{NDJSON, Reply, SSE, ndjson, sse_data, sse_event};
@@ -74,6 +76,34 @@ impl Wire {
             ),
             Wire::Ollama => Arc::new(Ollama::new(Some(url)).with_retry(retry)),
         }
+    }
+
+    /// A runner on this wire's client for `url` (no retries) over `registry` and `db`'s
+    /// sessions, on `model` with at most `max_steps` steps, and offered to `subagents` as the
+    /// runner their children, advisors and image analyses use.
+    pub fn runner(
+        self,
+        url: &str,
+        registry: &osprey_tools::Registry,
+        db: &osprey_db::Database,
+        subagents: &SubAgents,
+        model: &str,
+        max_steps: u32,
+    ) -> Runner {
+        let (retry, _) = recording_retry(0);
+        let runner = Runner::new(
+            self.provider(url, retry),
+            registry.clone(),
+            db.sessions(),
+            RunnerConfig {
+                model: model.into(),
+                max_steps,
+                identity: "You are a test agent.".into(),
+                ..RunnerConfig::default()
+            },
+        );
+        subagents.set_factory(Arc::new(runner.clone()));
+        runner
     }
 
     pub fn content_type(self) -> &'static str {
