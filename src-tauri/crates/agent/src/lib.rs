@@ -35,7 +35,8 @@ pub use provider::openai::OpenAi;
 pub use provider::{Assembler, EventStream, Provider, RetryPolicy, Sleeper};
 pub use roles::{AgentSettings, AgentType, AgentTypeManifest, RiskProfile, RoleCatalog, ToolPack};
 pub use runner::{
-    AgentEvent, IdentitySection, Inbox, Runner, RunnerConfig, TurnOutcome, TurnRequest, TurnStop,
+    AgentEvent, Consolidate, Consolidation, IdentitySection, Inbox, Runner, RunnerConfig,
+    TurnOutcome, TurnRequest, TurnStop,
 };
 pub use scheduler::{
     ManualClock, ReminderHandler, ScheduleBackend, ScheduleSlot, Scheduler, SchedulerConfig,

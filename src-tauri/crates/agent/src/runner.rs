@@ -100,6 +100,19 @@ pub type IdentitySection = Arc<dyn Fn() -> String + Send + Sync>;
 /// it from the sub-agents.
 pub type Inbox = Arc<dyn Fn(&str) -> Vec<String> + Send + Sync>;
 
+/// Older turns of a session about to be summarised out of its context (`transcript` as text),
+/// handed to whoever keeps what is worth remembering from them (core attaches
+/// `SubAgents::consolidator`, which runs the memory consolidator on them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Consolidation {
+    pub session_id: String,
+    pub origin: Origin,
+    pub transcript: String,
+}
+
+/// Takes [`Consolidation`]s; it must not block (it starts the work and returns).
+pub type Consolidate = Arc<dyn Fn(Consolidation) + Send + Sync>;
+
 /// One turn to run.
 #[derive(Clone)]
 pub struct TurnRequest {
@@ -240,6 +253,7 @@ struct Sources {
     memory: Option<Memory>,
     apps: Option<AppsSection>,
     inbox: Option<Inbox>,
+    consolidate: Option<Consolidate>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -305,6 +319,12 @@ impl Runner {
         self.write_sources().inbox = Some(inbox);
     }
 
+    /// Who keeps what is worth remembering from turns compaction summarises (see
+    /// [`Consolidate`]).
+    pub fn set_consolidator(&self, consolidate: Consolidate) {
+        self.write_sources().consolidate = Some(consolidate);
+    }
+
     /// The installed-apps section, asked for at each turn.
     pub fn set_installed_apps(&self, apps: AppsSection) {
         self.write_sources().apps = Some(apps);
@@ -335,6 +355,11 @@ impl Runner {
 
     pub fn config(&self) -> &RunnerConfig {
         &self.inner.config
+    }
+
+    /// The registry this runner's turns call tools through.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
     }
 
     /// A runner like this one (provider, registry, sessions, hooks, prompt sources) asking the
@@ -747,6 +772,18 @@ impl Runner {
             if let Some(cut) = cut {
                 // The summarizer sees at most half the window of transcript.
                 let max_chars = (window as usize / 2).saturating_mul(4);
+                // What is worth remembering from these turns is kept before they leave the
+                // context (in the background: the turn does not wait for it).
+                if let Some(consolidate) = self.sources().consolidate {
+                    consolidate(Consolidation {
+                        session_id: turn.session_id.clone(),
+                        origin: turn.origin,
+                        transcript: compaction::transcript_text(
+                            &transcript.messages[..cut],
+                            max_chars,
+                        ),
+                    });
+                }
                 match self
                     .summarize(turn, &transcript.messages[..cut], max_chars)
                     .await

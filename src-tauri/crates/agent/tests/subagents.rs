@@ -45,6 +45,51 @@ fn agent_of(body: &str) -> usize {
     }
 }
 
+/// The `task` actions the `agent` tool offers in a request (its action enum, by the table's
+/// `<action> (task)` descriptions).
+fn task_actions(body: &str) -> Vec<String> {
+    resource_actions(body, "task")
+}
+
+/// The actions of `resource` of the `agent` tool a request offers.
+fn resource_actions(body: &str, resource: &str) -> Vec<String> {
+    let schema: Value = serde_json::from_str(&offered_schema(body, "agent")).unwrap();
+    let parameters = ["input_schema", "parameters"]
+        .iter()
+        .find_map(|k| schema.get(*k).or_else(|| schema["function"].get(*k)))
+        .cloned()
+        .unwrap();
+    let description = parameters["properties"]["action"]["description"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let marker = format!(" ({resource}): ");
+    description
+        .split("; ")
+        .filter_map(|entry| {
+            entry
+                .split_once(&marker)
+                .map(|(action, _)| action.to_string())
+        })
+        .collect()
+}
+
+/// The `agent` tool's resources a request offers.
+fn agent_resources(body: &str) -> Vec<String> {
+    let schema: Value = serde_json::from_str(&offered_schema(body, "agent")).unwrap();
+    let parameters = ["input_schema", "parameters"]
+        .iter()
+        .find_map(|k| schema.get(*k).or_else(|| schema["function"].get(*k)))
+        .cloned()
+        .unwrap();
+    parameters["properties"]["resource"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect()
+}
+
 // ---------------------------------------------------------------------------------------------
 // A test tool and an approver.
 
@@ -404,11 +449,14 @@ async fn a_grandchild_spawn_beyond_the_depth_limit_is_refused_and_the_model_is_t
         .unwrap();
     assert_eq!(outcome.text, "Done.");
 
-    // The child was told it cannot spawn, tried anyway, and got an error it could act on.
+    // The child was told it cannot spawn and was not offered the action; it tried anyway and
+    // was refused by its role.
     let child_requests = server.seen(1);
     assert!(child_requests[0].contains("You cannot spawn sub-agents of your own."));
+    let actions = task_actions(&child_requests[0]);
+    assert_eq!(actions, ["set_status"], "{}", child_requests[0]);
     assert!(
-        child_requests[1].contains("depth limit reached"),
+        child_requests[1].contains("is not among the tools of role `worker`"),
         "{}",
         child_requests[1]
     );
@@ -422,7 +470,7 @@ async fn a_grandchild_spawn_beyond_the_depth_limit_is_refused_and_the_model_is_t
     );
     let refused = &fx.db.sessions().tool_calls(&tasks[0].session_id).unwrap()[0];
     assert_eq!(refused.status, "error");
-    assert_eq!(refused.code.as_deref(), Some("tool_failed"));
+    assert_eq!(refused.code.as_deref(), Some("role_denied"));
     assert!(
         fx.db
             .subagent_tasks()
@@ -467,7 +515,10 @@ async fn the_default_depth_allows_a_grandchild_and_refuses_a_great_grandchild() 
     assert_eq!(outcome.text, "top done");
     let grandchild = server.seen(2);
     assert_eq!(grandchild.len(), 2);
-    assert!(grandchild[1].contains("depth limit reached"));
+    assert_eq!(task_actions(&grandchild[0]), ["set_status"]);
+    assert!(grandchild[1].contains("is not among the tools of role `worker`"));
+    // The child, below the limit, could spawn.
+    assert!(task_actions(&server.seen(1)[0]).contains(&"spawn".to_string()));
     let child = &fx.db.subagent_tasks().list("main", 1).unwrap()[0];
     let grand = &fx.db.subagent_tasks().list(&child.session_id, 1).unwrap()[0];
     assert_eq!((child.depth, grand.depth), (1, 2));
@@ -1674,4 +1725,239 @@ async fn a_branch_forks_the_conversation_and_its_answer_joins_it_at_the_next_tur
         .filter(|m| m.content.to_string().contains("has ended"))
         .count();
     assert_eq!(notes, 1);
+}
+
+#[tokio::test]
+async fn a_worker_has_no_memory_or_conversation_tools_and_a_branch_may_only_recall() {
+    let fx = fixture(Level::Allowlist, SubAgentConfig::default());
+    let wire = Wire::OpenAi;
+    let store = |id| {
+        agent_call(
+            id,
+            json!({"resource": "memory", "action": "store", "content": "The person likes tea."}),
+        )
+    };
+    let server = RoutedServer::start(
+        agent_of,
+        vec![
+            vec![
+                wire.turn(
+                    "",
+                    &[agent_call(
+                        "p_spawn",
+                        json!({"resource": "task", "action": "spawn", "prompt": "Work."}),
+                    )],
+                ),
+                wire.turn(
+                    "",
+                    &[agent_call(
+                        "p_branch",
+                        json!({"resource": "task", "action": "branch", "prompt": "Think."}),
+                    )],
+                ),
+                wire.turn("ok", &[]),
+            ],
+            vec![
+                // The worker tries to remember something and to route a follow-up.
+                wire.turn(
+                    "",
+                    &[
+                        store("w_store"),
+                        agent_call(
+                            "w_route",
+                            json!({"resource": "task", "action": "route", "id": 1,
+                                   "message": "hi"}),
+                        ),
+                    ],
+                ),
+                wire.turn("worked", &[]),
+                // The branch searches memory, then tries to store.
+                wire.turn(
+                    "",
+                    &[
+                        agent_call(
+                            "b_search",
+                            json!({"resource": "memory", "action": "search", "query": "tea"}),
+                        ),
+                        store("b_store"),
+                    ],
+                ),
+                wire.turn("thought", &[]),
+            ],
+        ],
+    )
+    .await;
+    runner(&fx, wire, &server.url)
+        .run_turn(TurnRequest::new("main", "go"))
+        .await
+        .unwrap();
+    let tasks = || fx.db.subagent_tasks().list("main", 10).unwrap();
+    until("the branch to end", || {
+        tasks().len() == 2 && tasks().iter().all(|t| t.status == "done")
+    })
+    .await;
+
+    let requests = server.seen(1);
+    // The worker is offered no conversation resource, and of `task` no branch or route.
+    let resources = agent_resources(&requests[0]);
+    for conversation in [
+        "memory", "profile", "session", "message", "comm", "reminder",
+    ] {
+        assert!(
+            !resources.contains(&conversation.to_string()),
+            "{conversation} offered to a worker: {resources:?}"
+        );
+    }
+    for kept in ["work", "graph", "task", "advisor"] {
+        assert!(resources.contains(&kept.to_string()), "{resources:?}");
+    }
+    let actions = task_actions(&requests[0]);
+    assert!(actions.contains(&"set_status".to_string()));
+    assert!(!actions.contains(&"branch".to_string()) && !actions.contains(&"route".to_string()));
+
+    let code_of = |session: &str, call: &str| {
+        fx.db
+            .sessions()
+            .tool_calls(session)
+            .unwrap()
+            .into_iter()
+            .find(|c| c.call_id == call)
+            .unwrap()
+            .code
+    };
+    let (branch, worker): (Vec<_>, Vec<_>) =
+        tasks().into_iter().partition(|t| t.prompt == "Think.");
+    let worker = &worker[0].session_id;
+    let branch = &branch[0].session_id;
+    assert_eq!(code_of(worker, "w_store").as_deref(), Some("role_denied"));
+    assert_eq!(code_of(worker, "w_route").as_deref(), Some("role_denied"));
+    // The branch recalls but does not store.
+    assert_eq!(code_of(branch, "b_search"), None);
+    assert_eq!(code_of(branch, "b_store").as_deref(), Some("role_denied"));
+    let recall = resource_actions(&requests[2], "memory");
+    assert!(!recall.is_empty());
+    assert!(
+        recall
+            .iter()
+            .all(|a| ["search", "recall", "list"].contains(&a.as_str())),
+        "{recall:?}"
+    );
+    assert!(
+        fx.db.memory().list(&Default::default()).unwrap().is_empty(),
+        "nothing was stored"
+    );
+}
+
+/// Which script answers in the consolidation test: the consolidator, the summarizer, the
+/// conversation.
+fn consolidation_part(body: &str) -> usize {
+    if body.contains("You are Osprey's memory consolidator.") {
+        2
+    } else if body.contains("You summarize the earlier part of a conversation") {
+        1
+    } else {
+        0
+    }
+}
+
+#[tokio::test]
+async fn turns_leaving_the_context_are_consolidated_into_memory_by_a_role_that_may_only_store() {
+    let fx = fixture(Level::Allowlist, SubAgentConfig::default());
+    let wire = Wire::Anthropic;
+    let server = RoutedServer::start(
+        consolidation_part,
+        vec![
+            vec![wire.turn("Noted.", &[]), wire.turn("Sure.", &[])],
+            vec![wire.turn("The person introduced themselves at length.", &[])],
+            vec![
+                wire.turn(
+                    "",
+                    &[
+                        agent_call(
+                            "c_store",
+                            json!({"resource": "memory", "action": "store", "layer": "tacit",
+                                   "content": "The person drinks green tea, never coffee."}),
+                        ),
+                        // Anything else is refused, whatever the model asks.
+                        probe("c_probe", "change", "the door"),
+                        agent_call(
+                            "c_delete",
+                            json!({"resource": "memory", "action": "clear",
+                                   "namespace": "default"}),
+                        ),
+                    ],
+                ),
+                wire.turn("Saved 1 memory.", &[]),
+            ],
+        ],
+    )
+    .await;
+    let (retry, _) = recording_retry(0);
+    let runner = Runner::new(
+        wire.provider(&server.url, retry),
+        fx.registry.clone(),
+        fx.db.sessions(),
+        RunnerConfig {
+            model: "test-model".into(),
+            identity: "Test.".into(),
+            context_window: Some(3_000),
+            compact_threshold: 0.8,
+            keep_turns: 1,
+            ..RunnerConfig::default()
+        },
+    );
+    fx.subagents.set_factory(Arc::new(runner.clone()));
+    runner.set_consolidator(fx.subagents.consolidator());
+
+    let long = format!("I drink green tea, never coffee. {}", "word ".repeat(1_600));
+    runner
+        .run_turn(TurnRequest::new("chat", long))
+        .await
+        .unwrap();
+    runner
+        .run_turn(TurnRequest::new("chat", "And one more thing."))
+        .await
+        .unwrap();
+    until("the consolidator to finish", || {
+        fx.db
+            .subagent_tasks()
+            .list("chat", 10)
+            .unwrap()
+            .first()
+            .is_some_and(|t| t.status == "done")
+    })
+    .await;
+
+    let task = &fx.db.subagent_tasks().list("chat", 10).unwrap()[0];
+    assert_eq!(task.agent_type.as_deref(), Some("memory-consolidator"));
+    assert_eq!(task.result.as_deref(), Some("Saved 1 memory."));
+    // It read the turns leaving the context, and was offered only memory store.
+    let asked = &server.seen(2)[0];
+    assert!(asked.contains("I drink green tea, never coffee."));
+    assert_eq!(offered_tools(asked), ["agent"]);
+    assert_eq!(resource_actions(asked, "memory"), ["store"]);
+    assert_eq!(agent_resources(asked), ["memory"]);
+
+    let calls = fx.db.sessions().tool_calls(&task.session_id).unwrap();
+    let code = |id: &str| calls.iter().find(|c| c.call_id == id).unwrap().code.clone();
+    assert_eq!(code("c_store"), None);
+    assert_eq!(code("c_probe").as_deref(), Some("role_denied"));
+    assert_eq!(code("c_delete").as_deref(), Some("role_denied"));
+    assert_eq!(fx.changes.load(Ordering::SeqCst), 0);
+    let memories = fx.db.memory().list(&Default::default()).unwrap();
+    assert_eq!(memories.len(), 1);
+    assert_eq!(
+        memories[0].content,
+        "The person drinks green tea, never coffee."
+    );
+    // The conversation went on without waiting, and its list of sessions does not show the
+    // consolidator's.
+    assert!(
+        fx.db
+            .sessions()
+            .list_conversations(None)
+            .unwrap()
+            .iter()
+            .all(|s| s.id == "chat")
+    );
 }

@@ -420,6 +420,8 @@ impl Core {
         );
         self.attach_prompt_sources(&runner);
         runner.set_inbox(self.inner.subagents.inbox());
+        // Turns compaction summarises away leave what is worth remembering in memory first.
+        runner.set_consolidator(self.inner.subagents.consolidator());
         self.inner.subagent_runners.register(&runner);
         runner
     }

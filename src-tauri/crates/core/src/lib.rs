@@ -300,6 +300,8 @@ fn register_builtin_tools(
             home_caches: sandbox.caches,
             // Osprey's own database, keys and app data.
             hidden: vec![paths.data_dir().to_path_buf()],
+            // And what the person denied by name (`tools.denied_paths`, live).
+            denied: paths.denied().clone(),
             network: sandbox.network,
             ..ShellSandbox::default()
         },

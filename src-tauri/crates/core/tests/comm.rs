@@ -449,6 +449,8 @@ async fn comm_turns_meet_origin_rules_and_approval_is_never_assumed() {
     assert!(text.starts_with("done: "), "{text}");
     assert!(text.contains("origin rules"), "{text}");
     assert!(!marker.exists(), "the shell command ran");
+    // Audit rows are written by a background thread: wait for what was sent.
+    setup.core.test_registry().audit().flush();
     let audit = setup
         .core
         .test_db()
@@ -476,6 +478,8 @@ async fn comm_turns_meet_origin_rules_and_approval_is_never_assumed() {
     let text = answer["text"].as_str().unwrap();
     assert!(text.contains("no one is attached to answer"), "{text}");
     assert!(!target.exists(), "the write ran without approval");
+    // Audit rows are written by a background thread: wait for what was sent.
+    setup.core.test_registry().audit().flush();
     let audit = setup
         .core
         .test_db()

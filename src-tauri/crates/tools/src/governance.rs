@@ -166,6 +166,8 @@ pub struct DeniedPaths {
 struct DeniedSet {
     set: GlobSet,
     patterns: Vec<String>,
+    /// The patterns that name one path (no glob characters), `~/` expanded.
+    literal: Vec<PathBuf>,
 }
 
 impl std::fmt::Debug for DeniedPaths {
@@ -179,13 +181,24 @@ impl DeniedPaths {
         self.inner.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn replace(&self, set: GlobSet, patterns: Vec<String>) {
-        *self.inner.write().unwrap_or_else(|e| e.into_inner()) =
-            Arc::new(DeniedSet { set, patterns });
+    fn replace(&self, set: GlobSet, patterns: Vec<String>, literal: Vec<PathBuf>) {
+        *self.inner.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(DeniedSet {
+            set,
+            patterns,
+            literal,
+        });
     }
 
     pub fn is_empty(&self) -> bool {
         self.current().set.is_empty()
+    }
+
+    /// The denied paths that name one path rather than a pattern (`~/private`, not
+    /// `/srv/**/*.key`), absolute: what the kernel sandbox hides from shell and exec commands,
+    /// so a path built at run time is out of reach too. Patterns stay with [`DeniedPaths::check`],
+    /// which sees only the paths a call names.
+    pub fn literal_paths(&self) -> Vec<PathBuf> {
+        self.current().literal.clone()
     }
 
     /// Refuses an absolute, tidied `path` under a denied path; `shown` is how the call named it.
@@ -276,7 +289,7 @@ impl Governance {
 
     /// Puts new settings in force; an invalid one is refused whole, the old ones stay.
     pub fn set_config(&self, config: GovernanceConfig) -> Result<(), String> {
-        let denied = denied_set(&config.denied_paths, self.inner.home.as_deref())?;
+        let (denied, literal) = denied_set(&config.denied_paths, self.inner.home.as_deref())?;
         let patterns = config.denied_paths.clone();
         let blocklist = config
             .blocklist
@@ -289,7 +302,7 @@ impl Governance {
             .compiled
             .write()
             .unwrap_or_else(|e| e.into_inner()) = Arc::new(Compiled { config, blocklist });
-        self.inner.denied.replace(denied, patterns);
+        self.inner.denied.replace(denied, patterns, literal);
         Ok(())
     }
 
@@ -621,9 +634,11 @@ fn day_scope(now: chrono::DateTime<chrono::Utc>) -> String {
 }
 
 /// The denied globs, each as itself and as everything under it (`~/secret` denies
-/// `~/secret/key` too): pattern `i` is entries `2i` and `2i + 1`.
-fn denied_set(patterns: &[String], home: Option<&Path>) -> Result<GlobSet, String> {
+/// `~/secret/key` too): pattern `i` is entries `2i` and `2i + 1`; and the patterns that are one
+/// absolute path.
+fn denied_set(patterns: &[String], home: Option<&Path>) -> Result<(GlobSet, Vec<PathBuf>), String> {
     let mut builder = GlobSetBuilder::new();
+    let mut literal = Vec::new();
     for pattern in patterns {
         let trimmed = pattern.trim().trim_end_matches('/');
         if trimmed.is_empty() {
@@ -639,6 +654,9 @@ fn denied_set(patterns: &[String], home: Option<&Path>) -> Result<GlobSet, Strin
                 "the denied path `{pattern}` must be absolute, start with `~/`, or start with `**/`"
             ));
         }
+        if expanded.starts_with('/') && !expanded.contains(['*', '?', '[', ']', '{', '}']) {
+            literal.push(PathBuf::from(&expanded));
+        }
         for glob in [expanded.clone(), format!("{expanded}/**")] {
             let glob = GlobBuilder::new(&glob)
                 .literal_separator(true)
@@ -647,9 +665,10 @@ fn denied_set(patterns: &[String], home: Option<&Path>) -> Result<GlobSet, Strin
             builder.add(glob);
         }
     }
-    builder
+    let set = builder
         .build()
-        .map_err(|e| format!("the denied paths cannot be used: {e}"))
+        .map_err(|e| format!("the denied paths cannot be used: {e}"))?;
+    Ok((set, literal))
 }
 
 /// The blocklist entry that covers `command`, if one does.

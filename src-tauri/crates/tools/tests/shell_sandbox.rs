@@ -352,3 +352,43 @@ async fn outside_the_sandbox_is_asked_every_time_even_under_full() {
     assert!(!r.is_error, "{}", r.text_content());
     assert_eq!(always.count(), 2, "the second call was not asked");
 }
+
+#[tokio::test]
+async fn a_denied_path_is_hidden_by_the_kernel_even_when_the_command_builds_it_at_run_time() {
+    let world = world();
+    std::fs::create_dir_all(world.home.join("private")).unwrap();
+    std::fs::write(world.home.join("private/diary.txt"), "PLANTED-DIARY").unwrap();
+    std::fs::write(world.home.join("keys.pem"), "PLANTED-PEM").unwrap();
+    let governance = osprey_tools::Governance::in_memory(Some(world.home.clone()));
+    governance
+        .set_config(osprey_tools::GovernanceConfig {
+            denied_paths: vec!["~/private".into(), "~/*.pem".into()],
+            ..Default::default()
+        })
+        .unwrap();
+    osprey_tests::build_sandbox_launcher();
+    let tool = ShellTool::new(ShellConfig {
+        parent_env: Some(env(&world)),
+        default_cwd: Some(world.workspace.clone()),
+        sandbox: ShellSandbox {
+            hidden: vec![world.data.clone()],
+            denied: governance.denied_paths(),
+            ..ShellSandbox::default()
+        },
+        ..ShellConfig::default()
+    });
+    // The path is put together when the command runs, where no parser can see it.
+    let built = sh(&tool, "d=pri; cat ~/${d}vate/diary.txt; ls ~/${d}vate").await;
+    assert!(!built.contains("PLANTED-DIARY"), "{built}");
+    assert!(built.contains("Permission denied"), "{built}");
+    // A pattern is not a path the kernel can hide: it is refused where a call names it (the
+    // registry's safeguard step), so here, with no registry, the file is still readable.
+    let pattern = sh(&tool, "cat ~/keys.pem").await;
+    assert!(pattern.contains("PLANTED-PEM"), "{pattern}");
+    // A change applies to the next command.
+    governance
+        .set_config(osprey_tools::GovernanceConfig::default())
+        .unwrap();
+    let lifted = sh(&tool, "cat ~/private/diary.txt").await;
+    assert!(lifted.contains("PLANTED-DIARY"), "{lifted}");
+}

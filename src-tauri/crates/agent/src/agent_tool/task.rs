@@ -140,7 +140,8 @@ pub(super) fn table(domain: Domain) -> Domain {
         FieldType::String,
         "task: the role the sub-agent runs as, with only that role's tools (researcher, writer, \
          planner, critic, summarizer, coder, desktop-operator, browser-operator, or one the \
-         person defined; `types` lists them); leave out for a helper with your own tools",
+         person defined; `types` lists them); leave out for a worker with your tools except \
+         memory and the conversation's own (session, message, comm, reminder, branch, route)",
         &[],
     );
     let domain = field(

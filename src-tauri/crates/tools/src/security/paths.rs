@@ -630,6 +630,11 @@ impl PathGuard {
         Self::new(home, data_dir)
     }
 
+    /// The person's denied paths this guard refuses (empty unless [`PathGuard::with_denied`]).
+    pub fn denied(&self) -> &crate::governance::DeniedPaths {
+        &self.denied
+    }
+
     pub fn home(&self) -> Option<&Path> {
         self.home.as_deref()
     }

@@ -64,6 +64,9 @@ pub struct ShellSandbox {
     /// Never reachable by commands, on top of the credential stores and password databases
     /// ([`crate::security::paths::secret_paths`]): Osprey's data folder.
     pub hidden: Vec<PathBuf>,
+    /// The person's denied paths (`tools.denied_paths`, live): those that name one path are
+    /// hidden too, looked up as each command starts.
+    pub denied: crate::governance::DeniedPaths,
     /// Commands may use the network.
     pub network: bool,
 }
@@ -76,6 +79,7 @@ impl Default for ShellSandbox {
             workspaces: Vec::new(),
             home_caches: DEFAULT_HOME_CACHES.iter().map(|s| s.to_string()).collect(),
             hidden: Vec::new(),
+            denied: Default::default(),
             network: true,
         }
     }
@@ -190,6 +194,7 @@ pub(crate) fn confine(
     }
     let mut hidden = crate::security::paths::secret_paths(home);
     hidden.extend(config.hidden.iter().cloned());
+    hidden.extend(config.denied.literal_paths());
     let (program, args) = match run {
         Run::Bash(command) => (
             bash(env),
