@@ -53,12 +53,7 @@ fn task_actions(body: &str) -> Vec<String> {
 
 /// The actions of `resource` of the `agent` tool a request offers.
 fn resource_actions(body: &str, resource: &str) -> Vec<String> {
-    let schema: Value = serde_json::from_str(&offered_schema(body, "agent")).unwrap();
-    let parameters = ["input_schema", "parameters"]
-        .iter()
-        .find_map(|k| schema.get(*k).or_else(|| schema["function"].get(*k)))
-        .cloned()
-        .unwrap();
+    let parameters = agent_parameters(body);
     let description = parameters["properties"]["action"]["description"]
         .as_str()
         .unwrap()
@@ -74,14 +69,19 @@ fn resource_actions(body: &str, resource: &str) -> Vec<String> {
         .collect()
 }
 
-/// The `agent` tool's resources a request offers.
-fn agent_resources(body: &str) -> Vec<String> {
+/// The JSON schema of the `agent` tool's input in a request, in any wire's form.
+fn agent_parameters(body: &str) -> Value {
     let schema: Value = serde_json::from_str(&offered_schema(body, "agent")).unwrap();
-    let parameters = ["input_schema", "parameters"]
+    ["input_schema", "parameters"]
         .iter()
         .find_map(|k| schema.get(*k).or_else(|| schema["function"].get(*k)))
         .cloned()
-        .unwrap();
+        .unwrap()
+}
+
+/// The `agent` tool's resources a request offers.
+fn agent_resources(body: &str) -> Vec<String> {
+    let parameters = agent_parameters(body);
     parameters["properties"]["resource"]["enum"]
         .as_array()
         .unwrap()
