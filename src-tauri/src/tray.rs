@@ -32,18 +32,22 @@ pub enum TrayAction {
     OpenStore,
     /// Brings the native browser profile's windows forward (the pages the agent browses).
     ShowBrowser,
+    /// The person takes the browser over (to log in, to do a step themselves; the agent's
+    /// browser calls wait) or hands it back.
+    ToggleBrowserControl,
     Quit,
 }
 
 impl TrayAction {
     /// In menu order.
-    pub const ALL: [TrayAction; 7] = [
+    pub const ALL: [TrayAction; 8] = [
         TrayAction::Show,
         TrayAction::NewChat,
         TrayAction::AskAboutWindow,
         TrayAction::TogglePause,
         TrayAction::OpenStore,
         TrayAction::ShowBrowser,
+        TrayAction::ToggleBrowserControl,
         TrayAction::Quit,
     ];
 
@@ -56,6 +60,7 @@ impl TrayAction {
             TrayAction::TogglePause => "pause",
             TrayAction::OpenStore => "open-store",
             TrayAction::ShowBrowser => "show-browser",
+            TrayAction::ToggleBrowserControl => "browser-control",
             TrayAction::Quit => "quit",
         }
     }
@@ -70,12 +75,22 @@ impl TrayAction {
             TrayAction::TogglePause => "Pause automation",
             TrayAction::OpenStore => "Open the store",
             TrayAction::ShowBrowser => "Show browser windows",
+            TrayAction::ToggleBrowserControl => browser_control_label(false),
             TrayAction::Quit => "Quit Osprey",
         }
     }
 
     pub fn from_id(id: &str) -> Option<TrayAction> {
         TrayAction::ALL.into_iter().find(|action| action.id() == id)
+    }
+}
+
+/// The browser control item's label, given whether the person has the browser now.
+pub fn browser_control_label(held: bool) -> &'static str {
+    if held {
+        "Hand the browser back"
+    } else {
+        "Take over the browser"
     }
 }
 
@@ -137,6 +152,10 @@ pub trait TrayShell {
     fn send_snapshot(&self, snapshot: &Result<WindowSnapshot, UiError>) -> Result<(), String>;
     /// Shows the windows of the native browser profile.
     fn show_browser_windows(&self) -> Result<(), String>;
+    /// Whether the person has taken the default browser profile over.
+    fn browser_held(&self) -> Result<bool, String>;
+    /// Takes the default browser profile over (`true`) or hands it back.
+    fn set_browser_held(&self, held: bool) -> Result<(), String>;
     fn quit(&self);
 }
 
@@ -159,6 +178,15 @@ pub fn handle_menu_event(shell: &impl TrayShell, id: &str) -> Option<Result<(), 
             .show_main_window()
             .and_then(|()| shell.navigate("store")),
         TrayAction::ShowBrowser => shell.show_browser_windows(),
+        // Taking over brings the pages forward, so the person sees what they took.
+        TrayAction::ToggleBrowserControl => shell.browser_held().and_then(|held| {
+            shell.set_browser_held(!held)?;
+            if held {
+                Ok(())
+            } else {
+                shell.show_browser_windows()
+            }
+        }),
         TrayAction::Quit => {
             shell.quit();
             Ok(())
@@ -252,6 +280,24 @@ impl<R: Runtime> TrayShell for AppShell<'_, R> {
         Ok(())
     }
 
+    fn browser_held(&self) -> Result<bool, String> {
+        let core = self.core()?;
+        let (_, default) = core.browser_profiles();
+        Ok(core.browser_taken_over().contains(&default))
+    }
+
+    fn set_browser_held(&self, held: bool) -> Result<(), String> {
+        let core = self.core()?;
+        if held {
+            core.browser_take_over(None)
+                .map(|_| ())
+                .map_err(|error| error.to_string())
+        } else {
+            core.browser_hand_back(None);
+            Ok(())
+        }
+    }
+
     fn quit(&self) {
         // RunEvent::Exit stops the background services (apps) before the process ends.
         self.0.exit(0);
@@ -276,12 +322,18 @@ pub fn create<R: Runtime>(app: &AppHandle<R>, core: Option<Core>) -> tauri::Resu
         TrayAction::TogglePause.label(paused),
     )
     .build(app)?;
+    let browser = MenuItemBuilder::with_id(
+        TrayAction::ToggleBrowserControl.id(),
+        TrayAction::ToggleBrowserControl.label(paused),
+    )
+    .build(app)?;
     let mut menu = MenuBuilder::new(app);
     for action in TrayAction::ALL {
         match action {
             TrayAction::TogglePause => {
                 menu = menu.separator().item(&status).item(&pause);
             }
+            TrayAction::ToggleBrowserControl => menu = menu.item(&browser),
             TrayAction::Quit => {
                 menu = menu.separator().text(action.id(), action.label(paused));
             }
@@ -293,9 +345,15 @@ pub fn create<R: Runtime>(app: &AppHandle<R>, core: Option<Core>) -> tauri::Resu
         .icon(tauri::include_image!("../icons/tray.png"))
         .tooltip("Osprey")
         .menu(&menu)
-        .on_menu_event(|app, event| {
-            if let Some(Err(error)) = handle_menu_event(&AppShell(app), event.id().as_ref()) {
+        .on_menu_event(move |app, event| {
+            let shell = AppShell(app);
+            if let Some(Err(error)) = handle_menu_event(&shell, event.id().as_ref()) {
                 tracing::warn!("tray action {:?} failed: {error}", event.id().as_ref());
+            }
+            if event.id().as_ref() == TrayAction::ToggleBrowserControl.id()
+                && let Ok(held) = shell.browser_held()
+            {
+                let _ = browser.set_text(browser_control_label(held));
             }
         })
         .build(app)?;
@@ -352,6 +410,7 @@ mod tests {
         calls: RefCell<Vec<String>>,
         window_missing: bool,
         paused: RefCell<bool>,
+        browser_held: RefCell<bool>,
     }
 
     impl TrayShell for FakeShell {
@@ -390,6 +449,14 @@ mod tests {
             self.calls.borrow_mut().push("browser".into());
             Ok(())
         }
+        fn browser_held(&self) -> Result<bool, String> {
+            Ok(*self.browser_held.borrow())
+        }
+        fn set_browser_held(&self, held: bool) -> Result<(), String> {
+            self.calls.borrow_mut().push(format!("browser held {held}"));
+            *self.browser_held.borrow_mut() = held;
+            Ok(())
+        }
         fn quit(&self) {
             self.calls.borrow_mut().push("quit".into());
         }
@@ -410,10 +477,12 @@ mod tests {
                 "Pause automation",
                 "Open the store",
                 "Show browser windows",
+                "Take over the browser",
                 "Quit Osprey"
             ]
         );
         assert_eq!(TrayAction::TogglePause.label(true), "Resume automation");
+        assert_eq!(browser_control_label(true), "Hand the browser back");
     }
 
     #[test]
@@ -427,6 +496,8 @@ mod tests {
             "pause",
             "open-store",
             "show-browser",
+            "browser-control",
+            "browser-control",
             "quit",
         ] {
             assert_eq!(handle_menu_event(&shell, id), Some(Ok(())), "{id}");
@@ -443,6 +514,9 @@ mod tests {
                 "show",
                 "navigate store",
                 "browser",
+                "browser held true",
+                "browser",
+                "browser held false",
                 "quit"
             ]
         );

@@ -39,10 +39,44 @@ const WAIT_STEP: Duration = Duration::from_millis(50);
 #[derive(Clone)]
 pub struct BrowserActions {
     profiles: Arc<RwLock<Profiles>>,
+    /// Profiles the person has taken over; shared by clones.
+    holds: Arc<Holds>,
     allow_loopback: bool,
     resolver: GuardedResolver,
     /// Where `screenshot` with `path` saves (a file name inside this folder).
     screenshots: Option<std::path::PathBuf>,
+}
+
+/// How long an agent's browser call waits for the person to hand a profile back.
+pub const PERSON_WAIT: Duration = Duration::from_secs(300);
+
+/// Profiles the person has taken over (to log in, to do a step themselves), with when; the
+/// counter moves at every change so waiting calls look again.
+struct Holds {
+    held: std::sync::Mutex<BTreeMap<String, Instant>>,
+    changed: tokio::sync::watch::Sender<u64>,
+    /// Calls waiting for the person now.
+    waiting: std::sync::atomic::AtomicUsize,
+}
+
+impl Default for Holds {
+    fn default() -> Self {
+        Holds {
+            held: Default::default(),
+            changed: tokio::sync::watch::Sender::new(0),
+            waiting: Default::default(),
+        }
+    }
+}
+
+impl Holds {
+    fn since(&self, profile: &str) -> Option<Instant> {
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(profile)
+            .copied()
+    }
 }
 
 /// The drivers by profile name, and the one calls without `profile` use.
@@ -206,10 +240,87 @@ impl BrowserActions {
                 drivers,
                 default: name,
             })),
+            holds: Arc::new(Holds::default()),
             allow_loopback,
             resolver: GuardedResolver::new(None, allow_loopback),
             screenshots: None,
         }
+    }
+
+    /// The person takes `profile` over (to log in, to do a step themselves): until they hand
+    /// it back, the agent's calls on it (but `status` and `list_pages`) wait, for at most
+    /// [`PERSON_WAIT`], and then fail with `paused` saying so. An unknown profile is refused.
+    pub fn take_over(&self, profile: &str) -> Result<()> {
+        if !self.profile_names().iter().any(|p| p == profile) {
+            return Err(BrowserError::Invalid(format!(
+                "no browser profile `{profile}`; the profiles are: {}",
+                self.profile_names().join(", ")
+            )));
+        }
+        self.holds
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(profile.to_string())
+            .or_insert_with(Instant::now);
+        self.holds.changed.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
+    /// The person hands `profile` back: waiting calls go on. False when it was not taken over.
+    pub fn hand_back(&self, profile: &str) -> bool {
+        let was = self
+            .holds
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(profile)
+            .is_some();
+        self.holds.changed.send_modify(|n| *n += 1);
+        was
+    }
+
+    /// The profiles the person has taken over now.
+    pub fn taken_over(&self) -> Vec<String> {
+        self.holds
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// How many of the agent's calls wait for the person now.
+    pub fn waiting_for_person(&self) -> usize {
+        self.holds.waiting.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Returns once the person is not holding `profile`, or fails after `limit`.
+    async fn wait_for_person(&self, profile: &str, limit: Duration) -> Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let Some(since) = self.holds.since(profile) else {
+            return Ok(());
+        };
+        let mut changes = self.holds.changed.subscribe();
+        self.holds.waiting.fetch_add(1, SeqCst);
+        let waited = tokio::time::timeout(limit, async {
+            while self.holds.since(profile).is_some() {
+                if changes.changed().await.is_err() {
+                    break;
+                }
+            }
+        })
+        .await;
+        self.holds.waiting.fetch_sub(1, SeqCst);
+        waited.map_err(|_| {
+            BrowserError::PersonInControl(format!(
+                "the person took over the {profile} browser {} s ago (to log in or do a step \
+                 themselves) and has not handed it back; ask them to hand it back (tray: Hand \
+                 the browser back), then try again",
+                since.elapsed().as_secs()
+            ))
+        })
     }
 
     /// Lets `screenshot` save files (by name) in `folder`.
@@ -351,10 +462,21 @@ impl BrowserActions {
 
     /// Runs one browser call; errors become error results with their codes.
     pub async fn run(&self, call: &Call) -> ToolResult {
+        self.run_waiting(call, PERSON_WAIT).await
+    }
+
+    /// [`BrowserActions::run`], waiting at most `limit` for the person to hand the profile back.
+    pub async fn run_waiting(&self, call: &Call, limit: Duration) -> ToolResult {
         let driver = match self.driver(call) {
             Ok(d) => d,
             Err(e) => return e.into_result(),
         };
+        // While the person has the profile, the agent may look but not act.
+        if !matches!(call.action(), "status" | "list_pages")
+            && let Err(e) = self.wait_for_person(driver.profile(), limit).await
+        {
+            return e.into_result();
+        }
         let target = call.str("target_id");
         let outcome = self.act(&*driver, target, call).await;
         let notes = driver.take_refusals();

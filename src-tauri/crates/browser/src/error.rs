@@ -27,6 +27,9 @@ pub enum BrowserError {
     /// The profile cannot do this (the native profile outside the desktop app).
     #[error("{0}")]
     Unsupported(String),
+    /// The person has taken the profile over and did not hand it back in time.
+    #[error("{0}")]
+    PersonInControl(String),
 }
 
 impl BrowserError {
@@ -35,6 +38,7 @@ impl BrowserError {
             BrowserError::Invalid(_) => ErrorCode::InvalidInput,
             BrowserError::Refused(_) => ErrorCode::SsrfBlocked,
             BrowserError::Timeout(_) => ErrorCode::Timeout,
+            BrowserError::PersonInControl(_) => ErrorCode::Paused,
             _ => ErrorCode::ToolFailed,
         }
     }

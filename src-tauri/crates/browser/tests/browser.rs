@@ -465,3 +465,70 @@ async fn the_navigation_policy_refuses_private_targets_schemes_and_subrequests()
     assert_eq!(r.code, Some(ErrorCode::SsrfBlocked), "{}", r.text_content());
     strict.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_the_person_has_taken_the_browser_over_the_agent_waits_for_it_back() {
+    use osprey_tools::DomainTool;
+    if chromium().is_none() {
+        return;
+    }
+    let base = serve("127.0.0.1").await;
+    let rig = std::sync::Arc::new(Rig::new(true, SearchConfig::default()));
+    assert!(rig.actions.take_over("nowhere").is_err());
+    rig.actions.take_over("managed").unwrap();
+    assert_eq!(rig.actions.taken_over(), ["managed"]);
+
+    // Looking is fine; acting waits.
+    rig.ok(json!({"resource": "browser", "action": "status"}))
+        .await;
+    let navigating = tokio::spawn({
+        let rig = rig.clone();
+        let url = format!("{base}/form");
+        async move { rig.call(json!({"action": "navigate", "url": url})).await }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while rig.actions.waiting_for_person() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call never waited"
+        );
+        tokio::task::yield_now().await;
+    }
+    assert!(!navigating.is_finished());
+    // Handed back: the waiting call goes on and does its work.
+    assert!(rig.actions.hand_back("managed"));
+    let navigated = navigating.await.unwrap();
+    assert!(!navigated.is_error, "{}", navigated.text_content());
+    assert!(
+        navigated.text_content().contains("Name"),
+        "{}",
+        navigated.text_content()
+    );
+    assert_eq!(rig.actions.waiting_for_person(), 0);
+    assert!(
+        !rig.actions.hand_back("managed"),
+        "it was not taken over any more"
+    );
+
+    // Not handed back in time: the call fails with `paused`, saying who has the browser.
+    rig.actions.take_over("managed").unwrap();
+    let call = rig
+        .tool
+        .domain()
+        .resolve(json!({"action": "snapshot"}))
+        .unwrap();
+    let refused = rig
+        .actions
+        .run_waiting(&call, std::time::Duration::from_millis(50))
+        .await;
+    assert_eq!(refused.code, Some(ErrorCode::Paused));
+    assert!(
+        refused
+            .text_content()
+            .contains("took over the managed browser"),
+        "{}",
+        refused.text_content()
+    );
+    rig.actions.hand_back("managed");
+    rig.close().await;
+}

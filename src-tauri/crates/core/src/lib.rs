@@ -576,6 +576,27 @@ impl Core {
         self.inner.browser.add_profile(driver, default);
     }
 
+    /// The person takes the browser `profile` over (the default one when `None`) to log in or
+    /// do a step themselves: the agent's browser calls on it wait until they hand it back
+    /// ([`Core::browser_hand_back`]), at most five minutes each. Returns the profile's name.
+    pub fn browser_take_over(&self, profile: Option<&str>) -> anyhow::Result<String> {
+        let profile = profile.map_or_else(|| self.inner.browser.default_profile(), String::from);
+        self.inner.browser.take_over(&profile)?;
+        Ok(profile)
+    }
+
+    /// The person hands `profile` (the default one when `None`) back to the agent; false when
+    /// it was not taken over.
+    pub fn browser_hand_back(&self, profile: Option<&str>) -> bool {
+        let profile = profile.map_or_else(|| self.inner.browser.default_profile(), String::from);
+        self.inner.browser.hand_back(&profile)
+    }
+
+    /// The browser profiles the person has taken over now.
+    pub fn browser_taken_over(&self) -> Vec<String> {
+        self.inner.browser.taken_over()
+    }
+
     /// The `web` tool's browser profiles by name, and the default one.
     pub fn browser_profiles(&self) -> (Vec<String>, String) {
         (
