@@ -24,6 +24,7 @@ pub mod gateway;
 pub mod live_settings;
 pub mod mcp;
 #[cfg(unix)]
+mod os_accounts;
 mod outbox;
 pub mod provider_settings;
 pub mod runners;
