@@ -119,7 +119,7 @@ fn a_dav_account_added_in_settings_is_tested_against_a_real_server_and_stored() 
     scroll_to(driver, "[data-testid='accounts-settings']")?;
     app.save_screenshot("accounts-dav-wrong-password")?;
     ensure!(
-        said.to_lowercase().contains("password") || said.contains("401"),
+        said.contains("refused the sign-in as alice") && said.contains("password"),
         "a wrong password was reported as: {said}"
     );
     Ok(())

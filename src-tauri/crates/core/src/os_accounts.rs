@@ -315,7 +315,15 @@ impl Core {
                 code: None,
                 message,
             },
-            Ok(Err(error)) => failed(&error),
+            Ok(Err(error)) => {
+                let stored: MailSettings = settings::read(&self.db().settings(), settings::OS_MAIL);
+                let login = stored
+                    .accounts
+                    .iter()
+                    .find(|a| a.name.eq_ignore_ascii_case(name))
+                    .map_or(name, |a| a.login());
+                refused(error.code().as_str(), error.to_string(), login)
+            }
             Err(_) => timed_out(),
         }
     }
@@ -370,11 +378,8 @@ impl Core {
             };
             let text = result.text_content();
             if result.is_error {
-                return AccountCheck {
-                    ok: false,
-                    code: result.code.map(|c| c.as_str().to_string()),
-                    message: text,
-                };
+                let code = result.code.map_or("failed", |c| c.as_str());
+                return refused(code, text, &account.username);
             }
             let names: Vec<&str> = text
                 .lines()
@@ -400,11 +405,25 @@ impl Core {
     }
 }
 
-fn failed(error: &osprey_platform::Error) -> AccountCheck {
+/// A failed test in the page's words: the tool's messages end with the command-line steps
+/// (`osprey config set dav.<name>.password -`), which the form replaces, so a refused sign-in
+/// says what to check here instead. A refused certificate (also `permission_denied`) keeps the
+/// tool's own explanation.
+fn refused(code: &str, message: String, login: &str) -> AccountCheck {
+    let message = if code == "permission_denied" && !message.to_lowercase().contains("certificate")
+    {
+        format!(
+            "The server refused the sign-in as {login}: check the username and the password \
+             (providers with two-step sign-in want an app password). Edit the account to change \
+             them."
+        )
+    } else {
+        message
+    };
     AccountCheck {
         ok: false,
-        code: Some(error.code().as_str().to_string()),
-        message: error.to_string(),
+        code: Some(code.to_string()),
+        message,
     }
 }
 
