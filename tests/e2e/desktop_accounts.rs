@@ -122,5 +122,19 @@ fn a_dav_account_added_in_settings_is_tested_against_a_real_server_and_stored() 
         said.contains("refused the sign-in as alice") && said.contains("password"),
         "a wrong password was reported as: {said}"
     );
+    // The mail form: the servers suggested from the address, secure defaults.
+    click(driver, "[data-testid='mail-add']")?;
+    fill(driver, "mail-name", "work")?;
+    fill(driver, "mail-email", "alice@example.org")?;
+    // Leaving the address fills the empty server fields.
+    fill(driver, "mail-display-name", "Alice")?;
+    wait_until("the suggested IMAP server", UI_TIMEOUT, || {
+        Ok(driver.execute(
+            "return document.querySelector(\"[data-testid='mail-imap-host']\").value;",
+            vec![],
+        )? == json!("imap.example.org"))
+    })?;
+    scroll_to(driver, "[data-testid='mail-form']")?;
+    app.save_screenshot("accounts-mail-form")?;
     Ok(())
 }
