@@ -109,6 +109,10 @@ fn see_until(
     }
 }
 
+/// A part of Settings to check: the element scrolled into view, the button that opens it (the
+/// Accounts forms), the field a marker is typed into, and the (kind, name) pairs `see` must list.
+type FieldGroup<'a> = (&'a str, Option<&'a str>, &'a str, &'a [(&'a str, &'a str)]);
+
 /// Whether `see` lists an element of `kind` whose name is `name`.
 fn lists(seen: &Seen, kind: &str, name: &str) -> bool {
     seen.snapshot
@@ -232,7 +236,7 @@ fn osprey_own_see_lists_the_chat_and_settings_controls_by_name() -> Result<()> {
     // Every field of every section, the Accounts forms included, named by its label and never
     // by its value: each group is scrolled into view (`see` lists what is visible), a marker is
     // typed into one of its fields, and no listed name may contain it.
-    let groups: [(&str, Option<&str>, &str, &[(&str, &str)]); 10] = [
+    let groups: [FieldGroup; 10] = [
         (
             "persona-settings",
             None,
