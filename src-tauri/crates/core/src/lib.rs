@@ -23,8 +23,8 @@ pub mod events;
 pub mod gateway;
 pub mod live_settings;
 pub mod mcp;
-#[cfg(unix)]
 mod os_accounts;
+#[cfg(unix)]
 mod outbox;
 pub mod provider_settings;
 pub mod runners;
