@@ -242,6 +242,27 @@ async fn invalid_accounts_are_refused_with_the_reason_and_nothing_is_stored() {
         .unwrap();
     let error = refused(mail_input_without_server()).await;
     assert!(error.message.contains("exists already"), "{error:?}");
+    // Nor may a rename land on another account's name.
+    core.save_mail_account(MailAccountInput {
+        name: "home".into(),
+        ..mail_input_without_server()
+    })
+    .await
+    .unwrap();
+    let error = refused(MailAccountInput {
+        previous_name: Some("home".into()),
+        name: "Work".into(),
+        ..mail_input_without_server()
+    })
+    .await;
+    assert!(error.message.contains("exists already"), "{error:?}");
+    let names: Vec<String> = core
+        .os_accounts()
+        .mail
+        .into_iter()
+        .map(|a| a.name)
+        .collect();
+    assert_eq!(names, ["work", "home"]);
 
     let error = core
         .save_dav_account(DavAccountInput {
