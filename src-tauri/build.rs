@@ -52,6 +52,13 @@ const COMMANDS: &[&str] = &[
     "install_store_skill",
     "uninstall_store_skill",
     "explain_permissions",
+    "os_accounts",
+    "save_mail_account",
+    "remove_mail_account",
+    "save_dav_account",
+    "remove_dav_account",
+    "test_mail_account",
+    "test_dav_account",
 ];
 
 fn main() {

@@ -20,6 +20,8 @@ pub mod daemon;
 #[cfg(unix)]
 mod processes;
 #[cfg(unix)]
+pub mod servers;
+#[cfg(unix)]
 #[path = "store_process.rs"]
 pub mod store;
 #[cfg(unix)]

@@ -2,6 +2,7 @@
 //! errors as `UiError { code, message }`. A new command must also be listed in `build.rs`
 //! (`COMMANDS`) and granted in `capabilities/main.json`.
 
+pub mod accounts;
 pub mod approvals;
 pub mod apps;
 pub mod automation;

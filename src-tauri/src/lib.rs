@@ -198,6 +198,13 @@ pub fn run() {
             commands::store::install_store_skill,
             commands::store::uninstall_store_skill,
             commands::store::explain_permissions,
+            commands::accounts::os_accounts,
+            commands::accounts::save_mail_account,
+            commands::accounts::remove_mail_account,
+            commands::accounts::save_dav_account,
+            commands::accounts::remove_dav_account,
+            commands::accounts::test_mail_account,
+            commands::accounts::test_dav_account,
         ]);
     #[cfg(unix)]
     let builder = builder.register_asynchronous_uri_scheme_protocol(app_ui::SCHEME, app_ui::handle);

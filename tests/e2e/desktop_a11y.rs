@@ -2,7 +2,9 @@
 //! app under Xvfb:
 //! - Osprey's own `see` (the screen crate's snapshot, what the agent's `desktop` tool and
 //!   `osprey see` run) on Osprey's window lists the chat's and Settings' controls as actionable
-//!   elements with their accessible names, read over AT-SPI from WebKitGTK's tree;
+//!   elements with their accessible names, read over AT-SPI from WebKitGTK's tree: every field of
+//!   every Settings section (the Accounts forms too) by its label, never by its value, and the
+//!   Apps page's controls with an app installed;
 //! - Tab walks every control of the chat and Settings pages with a visible focus ring, and comes
 //!   back round (no trap); the approval dialog keeps Tab inside itself and Esc denies;
 //! - every visible text, placeholder and control edge on the chat (with a highlighted code block,
@@ -107,6 +109,10 @@ fn see_until(
     }
 }
 
+/// A part of Settings to check: the element scrolled into view, the button that opens it (the
+/// Accounts forms), the field a marker is typed into, and the (kind, name) pairs `see` must list.
+type FieldGroup<'a> = (&'a str, Option<&'a str>, &'a str, &'a [(&'a str, &'a str)]);
+
 /// Whether `see` lists an element of `kind` whose name is `name`.
 fn lists(seen: &Seen, kind: &str, name: &str) -> bool {
     seen.snapshot
@@ -151,6 +157,20 @@ fn osprey_own_see_lists_the_chat_and_settings_controls_by_name() -> Result<()> {
         .tempdir()?;
     let server = AnthropicServer::start(vec![ScriptedReply::text("Hello.")])?;
     server.use_as_provider(data.path(), work.path())?;
+    // An installed app, so the Apps page has controls to name.
+    let projects = tempfile::Builder::new()
+        .prefix("osprey-e2e-a11y-apps-")
+        .tempdir()?;
+    osprey_tests::app_project(
+        &projects.path().join("units"),
+        &json!({"id": "units", "name": "Units", "version": "1.0.0",
+            "description": "Converts units", "provides": ["tool:convert"]}),
+        &osprey_tests::fixture_binary("osprey-fixture-unit-converter"),
+    );
+    std::fs::create_dir_all(data.path().join("apps"))?;
+    osprey_apps::Installer::new(data.path().join("apps"))
+        .sideload(&projects.path().join("units"))
+        .context("sideloading the fixture app")?;
     let app = DesktopApp::launch_with(
         "desktop_a11y_see",
         LaunchOptions::with_test_model(data.path()),
@@ -212,6 +232,169 @@ fn osprey_own_see_lists_the_chat_and_settings_controls_by_name() -> Result<()> {
         seen.snapshot.elements.len(),
         seen.text
     );
+
+    // Every field of every section, the Accounts forms included, named by its label and never
+    // by its value: each group is scrolled into view (`see` lists what is visible), a marker is
+    // typed into one of its fields, and no listed name may contain it.
+    let groups: [FieldGroup; 10] = [
+        (
+            "persona-settings",
+            None,
+            "persona-vibe",
+            &[
+                ("text field", "Name"),
+                ("text field", "Emoji"),
+                ("text field", "Manner"),
+                ("text field", "Personality"),
+            ],
+        ),
+        (
+            "policy-ask",
+            None,
+            "policy-allowlist",
+            &[
+                ("combo box", "When to ask"),
+                ("text field", "Allowed commands"),
+            ],
+        ),
+        (
+            "tools-denied-paths",
+            None,
+            "tools-blocklist",
+            &[
+                ("text field", "Denied paths"),
+                ("text field", "Command blocklist"),
+            ],
+        ),
+        (
+            "quota-key",
+            None,
+            "quota-key",
+            &[
+                ("text field", "Tool or action for a quota"),
+                ("text field", "Calls per session"),
+                ("text field", "Calls per day"),
+                ("text field", "Failures"),
+                ("text field", "Within (s)"),
+                ("text field", "Cool-down (s)"),
+            ],
+        ),
+        (
+            "origin-new-entry",
+            None,
+            "origin-new-entry",
+            &[
+                ("combo box", "Source"),
+                ("text field", "Tool, resource or action"),
+            ],
+        ),
+        (
+            "mcp-new-name",
+            None,
+            "mcp-new-command",
+            &[
+                ("text field", "Name"),
+                ("text field", "Program"),
+                ("text field", "Arguments"),
+            ],
+        ),
+        (
+            "store-url",
+            None,
+            "store-url",
+            &[("text field", "Store address")],
+        ),
+        (
+            "mail-form",
+            Some("mail-add"),
+            "mail-email",
+            &[
+                ("text field", "Name"),
+                ("text field", "Email address"),
+                ("text field", "Your name (shown beside the address)"),
+                ("text field", "Username (empty: the address)"),
+                ("text field", "IMAP server"),
+                ("text field", "IMAP port"),
+                ("combo box", "IMAP security"),
+                ("text field", "SMTP server"),
+                ("text field", "SMTP port"),
+                ("combo box", "SMTP security"),
+            ],
+        ),
+        (
+            "mail-password",
+            None,
+            "mail-sent-folder",
+            &[
+                (
+                    "text field",
+                    "Sent folder (empty: the server keeps its own copy)",
+                ),
+                ("text field", "Password"),
+            ],
+        ),
+        (
+            "dav-form",
+            Some("dav-add"),
+            "dav-url",
+            &[
+                ("text field", "Name"),
+                ("combo box", "Serves"),
+                ("text field", "Server address"),
+                ("text field", "Username"),
+                ("text field", "Password"),
+            ],
+        ),
+    ];
+    for (index, (anchor, open, typed, expected)) in groups.iter().enumerate() {
+        if let Some(button) = open {
+            let button = driver.wait_for(&format!("[data-testid='{button}']"), UI_TIMEOUT)?;
+            driver.click(&button)?;
+        }
+        let anchor = format!("[data-testid='{anchor}']");
+        driver.wait_for(&anchor, UI_TIMEOUT)?;
+        let marker = format!("zqmark{index}");
+        let field = driver.wait_for(&format!("[data-testid='{typed}']"), UI_TIMEOUT)?;
+        driver.send_keys(&field, &marker)?;
+        driver.execute(
+            "document.querySelector(arguments[0]).scrollIntoView({block: 'center'}); return true;",
+            vec![anchor.into()],
+        )?;
+        let name = format!("see-settings-{index}");
+        let seen = see_until(&app, window, &name, |seen| {
+            expected.iter().all(|(k, n)| lists(seen, k, n))
+        })?;
+        check_listed(&seen, expected)?;
+        let by_value: Vec<String> = seen
+            .snapshot
+            .elements
+            .iter()
+            .filter(|e| e.name.contains(&marker))
+            .map(|e| e.line())
+            .collect();
+        ensure!(
+            by_value.is_empty(),
+            "fields named by their value ({marker}): {by_value:?}\n{}",
+            seen.text
+        );
+    }
+
+    // The Apps page: the installed app's controls, named.
+    open_page(driver, "apps", "Apps")?;
+    driver.wait_for_text(
+        "[data-app-id='units'] [data-testid='app-state']",
+        UI_TIMEOUT,
+        |t| !t.is_empty(),
+    )?;
+    let apps_controls = [
+        ("link", "Apps"),
+        ("link", "Settings"),
+        ("button", "Inspect calls"),
+    ];
+    let seen = see_until(&app, window, "see-apps", |seen| {
+        apps_controls.iter().all(|(k, n)| lists(seen, k, n))
+    })?;
+    check_listed(&seen, &apps_controls)?;
     Ok(())
 }
 

@@ -435,3 +435,59 @@ export function listGrants(): Promise<GrantRow[]> {
 export function revokeGrant(grantId: number): Promise<void> {
   return call<void>("revoke_grant", { grantId });
 }
+
+// ---- Mail and calendar/contacts accounts (Settings' Accounts) --------------------------------------
+
+import type {
+  AccountCheck,
+  DavAccountInput,
+  DavAccountView,
+  MailAccountInput,
+  MailAccountView,
+  MailServerView,
+  OsAccountsView,
+} from "./gen";
+export type {
+  AccountCheck,
+  DavAccountInput,
+  DavAccountView,
+  MailAccountInput,
+  MailAccountView,
+  MailServerView,
+  OsAccountsView,
+};
+
+/** The `os` tool's mail and calendar/contacts accounts; whether each has a password, never it. */
+export function osAccounts(): Promise<OsAccountsView> {
+  return call<OsAccountsView>("os_accounts");
+}
+
+/** Adds or changes a mail account; an empty password keeps the stored one. */
+export function saveMailAccount(account: MailAccountInput): Promise<OsAccountsView> {
+  return call<OsAccountsView>("save_mail_account", { account });
+}
+
+/** Removes a mail account and its stored password. */
+export function removeMailAccount(name: string): Promise<OsAccountsView> {
+  return call<OsAccountsView>("remove_mail_account", { name });
+}
+
+/** Adds or changes a CalDAV/CardDAV account; an empty password keeps the stored one. */
+export function saveDavAccount(account: DavAccountInput): Promise<OsAccountsView> {
+  return call<OsAccountsView>("save_dav_account", { account });
+}
+
+/** Removes a CalDAV/CardDAV account and its stored password. */
+export function removeDavAccount(name: string): Promise<OsAccountsView> {
+  return call<OsAccountsView>("remove_dav_account", { name });
+}
+
+/** Logs in to the mail account's IMAP server; whether it worked, in words. */
+export function testMailAccount(name: string): Promise<AccountCheck> {
+  return call<AccountCheck>("test_mail_account", { name });
+}
+
+/** Lists the account's calendars and address books; whether it worked, in words. */
+export function testDavAccount(name: string): Promise<AccountCheck> {
+  return call<AccountCheck>("test_dav_account", { name });
+}

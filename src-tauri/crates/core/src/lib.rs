@@ -23,6 +23,7 @@ pub mod events;
 pub mod gateway;
 pub mod live_settings;
 pub mod mcp;
+mod os_accounts;
 #[cfg(unix)]
 mod outbox;
 pub mod provider_settings;

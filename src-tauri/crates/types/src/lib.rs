@@ -11,10 +11,15 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 mod audit;
+mod os_accounts;
 pub mod skill_md;
 mod store;
 
 pub use audit::{AuditFilter, AuditOutcome, AuditRow, GrantRow};
+pub use os_accounts::{
+    AccountCheck, DavAccountInput, DavAccountView, MailAccountInput, MailAccountView,
+    MailServerView, OsAccountsView,
+};
 pub use store::{
     InstallStage, PermissionExplained, PermissionSensitivity, StoreAppDetails, StoreAppSummary,
     StoreCatalogPage, StoreCategory, StoreHome, StoreInstallState, StoreReview, StoreSkillPage,

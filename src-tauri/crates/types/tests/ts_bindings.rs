@@ -92,6 +92,14 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<osprey_types::ToolBreakerView>(&config, &mut index);
     export::<osprey_types::ToolCategoryView>(&config, &mut index);
     export::<osprey_types::WindowSnapshot>(&config, &mut index);
+    // Settings' Accounts section (issue 13).
+    export::<osprey_types::MailServerView>(&config, &mut index);
+    export::<osprey_types::MailAccountView>(&config, &mut index);
+    export::<osprey_types::DavAccountView>(&config, &mut index);
+    export::<osprey_types::OsAccountsView>(&config, &mut index);
+    export::<osprey_types::MailAccountInput>(&config, &mut index);
+    export::<osprey_types::DavAccountInput>(&config, &mut index);
+    export::<osprey_types::AccountCheck>(&config, &mut index);
     // The store and the approvals page.
     export::<PermissionExplained>(&config, &mut index);
     export::<PermissionSensitivity>(&config, &mut index);

@@ -311,81 +311,26 @@ pub fn ok_text(result: &ToolResult) -> String {
     result.text_content()
 }
 
-/// The python3 on PATH, when Radicale can be imported with it (scripts/setup installs it with
-/// pip).
-pub fn python_with_radicale() -> Option<&'static str> {
-    static PYTHON: OnceLock<Option<&'static str>> = OnceLock::new();
-    *PYTHON.get_or_init(|| {
-        Command::new("python3")
-            .args(["-c", "import radicale"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-            .then_some("python3")
-    })
+/// The shared Radicale server (`osprey_tests::servers`) with a client that talks to it as
+/// `alice`, as another CalDAV client would.
+pub struct Radicale {
+    server: osprey_tests::servers::Radicale,
+    client: reqwest::Client,
 }
 
-/// A Radicale server (CalDAV and CardDAV) on a free loopback port with its own configuration
-/// and storage in a temporary folder, and htpasswd (plain) users `alice:secret`.
-pub struct Radicale {
-    /// `http://127.0.0.1:PORT/`
-    pub url: String,
-    pub port: u16,
-    pub dir: tempfile::TempDir,
-    client: reqwest::Client,
-    _process: Guarded,
+impl std::ops::Deref for Radicale {
+    type Target = osprey_tests::servers::Radicale;
+
+    fn deref(&self) -> &Self::Target {
+        &self.server
+    }
 }
 
 /// Starts Radicale, or says why the test is skipped (never on CI: it must be installed there).
 pub fn radicale(test: &str) -> Option<Radicale> {
-    let Some(python) = python_with_radicale() else {
-        assert!(
-            std::env::var("CI").is_err(),
-            "Radicale must be installed on CI (scripts/setup installs it with pip)"
-        );
-        eprintln!(
-            "skipped {test}: Radicale is not installed for python3 (scripts/setup installs it: \
-             python3 -m pip install radicale)"
-        );
-        return None;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let users = dir.path().join("users");
-    std::fs::write(&users, "alice:secret\n").unwrap();
-    let config = dir.path().join("config");
-    std::fs::write(
-        &config,
-        format!(
-            "[server]\nhosts = 127.0.0.1:{port}\n\
-             [auth]\ntype = htpasswd\nhtpasswd_filename = {}\nhtpasswd_encryption = plain\n\
-             [storage]\nfilesystem_folder = {}\n\
-             [rights]\ntype = owner_only\n\
-             [logging]\nlevel = warning\n",
-            users.display(),
-            dir.path().join("collections").display()
-        ),
-    )
-    .unwrap();
-    let process = Guarded::spawn(
-        python,
-        &["-m", "radicale", "--config", config.to_str().unwrap()],
-        &[],
-    );
-    wait_until("Radicale listening", STARTUP, || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
     Some(Radicale {
-        url: format!("http://127.0.0.1:{port}/"),
-        port,
-        dir,
+        server: osprey_tests::servers::Radicale::start(test)?,
         client: reqwest::Client::new(),
-        _process: process,
     })
 }
 
@@ -422,22 +367,7 @@ impl Radicale {
 
     /// Creates a calendar (`calendar`) or address book (`addressbook`) with a display name.
     pub async fn collection(&self, path: &str, kind: &str, name: &str) {
-        let (ns, tag) = match kind {
-            "calendar" => ("urn:ietf:params:xml:ns:caldav", "calendar"),
-            _ => ("urn:ietf:params:xml:ns:carddav", "addressbook"),
-        };
-        let body = format!(
-            r#"<?xml version="1.0"?><d:mkcol xmlns:d="DAV:" xmlns:x="{ns}"><d:set><d:prop><d:resourcetype><d:collection/><x:{tag}/></d:resourcetype><d:displayname>{name}</d:displayname></d:prop></d:set></d:mkcol>"#
-        );
-        let (status, _, answer) = self
-            .request(
-                "MKCOL",
-                path,
-                &[("Content-Type", "application/xml")],
-                Some(&body),
-            )
-            .await;
-        assert_eq!(status, 201, "MKCOL {path}: {answer}");
+        self.server.make_collection(path, kind, name);
     }
 
     /// The `os` tool's account settings for this server: account `home` as `alice`, with

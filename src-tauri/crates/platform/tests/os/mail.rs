@@ -9,9 +9,8 @@
 //! Where Dovecot, aiosmtpd or openssl is missing the tests say so and stop, except on CI
 //! (`CI` set), where scripts/setup installs them and a missing one fails.
 
-use std::io::Read as _;
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::net::TcpListener;
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -24,20 +23,15 @@ use osprey_tools::{
 use osprey_types::{Origin, ToolResult};
 use serde_json::{Value, json};
 
+use osprey_tests::servers::{
+    Certificates, Dovecot, free_port, missing_mail_programs, skip_for_missing,
+};
+
 use crate::harness::{Guarded, Lines, STARTUP, call, ok_text};
 
 const USER: &str = "alice";
 const PASSWORD: &str = "s3cret-Pass";
 const EMAIL: &str = "alice@example.com";
-
-/// A program on PATH or in the sbin folders (Dovecot lives in /usr/sbin).
-fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin"].map(PathBuf::from))
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
-}
 
 /// The system python3 with aiosmtpd (Debian's python3-aiosmtpd).
 fn python_with_aiosmtpd() -> Option<&'static str> {
@@ -53,122 +47,11 @@ fn python_with_aiosmtpd() -> Option<&'static str> {
 
 /// Whether the servers can be started here; on CI a missing one fails the test.
 fn servers_available() -> bool {
-    let missing: Vec<&str> = [
-        ("dovecot", find_program("dovecot").is_some()),
-        ("openssl", find_program("openssl").is_some()),
-        ("python3 with aiosmtpd", python_with_aiosmtpd().is_some()),
-    ]
-    .into_iter()
-    .filter(|(_, found)| !found)
-    .map(|(name, _)| name)
-    .collect();
-    if missing.is_empty() {
-        return true;
+    let mut missing = missing_mail_programs();
+    if python_with_aiosmtpd().is_none() {
+        missing.push("python3 with aiosmtpd");
     }
-    assert!(
-        std::env::var("CI").is_err(),
-        "{} must be installed on CI (scripts/setup: dovecot-imapd, openssl, python3-aiosmtpd)",
-        missing.join(", ")
-    );
-    eprintln!(
-        "skipped: {} not installed (scripts/setup installs dovecot-imapd, openssl, python3-aiosmtpd)",
-        missing.join(", ")
-    );
-    false
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn run(program: &Path, args: &[&str]) {
-    let output = Command::new(program).args(args).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{} {args:?}: {}",
-        program.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-/// A test CA and a server certificate for localhost and 127.0.0.1 signed by it.
-struct Certificates {
-    ca: PathBuf,
-    cert: PathBuf,
-    key: PathBuf,
-}
-
-fn certificates(dir: &Path) -> Certificates {
-    let openssl = find_program("openssl").unwrap();
-    let at = |name: &str| dir.join(name);
-    let s = |p: &Path| p.to_str().unwrap().to_string();
-    run(
-        &openssl,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=Osprey test CA",
-            "-keyout",
-            &s(&at("ca.key")),
-            "-out",
-            &s(&at("ca.pem")),
-        ],
-    );
-    run(
-        &openssl,
-        &[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-subj",
-            "/CN=localhost",
-            "-keyout",
-            &s(&at("server.key")),
-            "-out",
-            &s(&at("server.csr")),
-        ],
-    );
-    std::fs::write(
-        at("ext.cnf"),
-        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-    )
-    .unwrap();
-    run(
-        &openssl,
-        &[
-            "x509",
-            "-req",
-            "-days",
-            "2",
-            "-in",
-            &s(&at("server.csr")),
-            "-CA",
-            &s(&at("ca.pem")),
-            "-CAkey",
-            &s(&at("ca.key")),
-            "-CAcreateserial",
-            "-extfile",
-            &s(&at("ext.cnf")),
-            "-out",
-            &s(&at("server.pem")),
-        ],
-    );
-    Certificates {
-        ca: at("ca.pem"),
-        cert: at("server.pem"),
-        key: at("server.key"),
-    }
+    !skip_for_missing("the mail test", &missing)
 }
 
 /// A message file in a maildir, received (its mtime, Dovecot's INTERNALDATE) at `received`.
@@ -266,53 +149,32 @@ Message-ID: <receipt-1@bank.example>
 Thank you for your payment.
 ";
 
-/// Dovecot on free loopback ports: `imap` (plain, offers STARTTLS) and `imaps` (TLS).
-struct Dovecot {
-    dir: tempfile::TempDir,
-    imap: u16,
-    imaps: u16,
-    certificates: Certificates,
-    _process: Guarded,
-}
-
-impl Dovecot {
-    fn start() -> Dovecot {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        // Dovecot's unprivileged login processes must reach the sockets under base_dir.
-        std::fs::set_permissions(root, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
-        let certificates = certificates(root);
-        let home = root.join("home");
-        let maildir = home.join("Maildir");
-        for folder in ["", ".Archive", ".Sent", ".Entw&APw-rfe"] {
-            for sub in ["cur", "new", "tmp"] {
-                std::fs::create_dir_all(maildir.join(folder).join(sub)).unwrap();
-            }
-        }
+/// Dovecot with alice's maildir filled with the messages above.
+fn start_dovecot() -> Dovecot {
+    Dovecot::start(USER, PASSWORD, |maildir| {
         deliver(
-            &maildir,
+            maildir,
             "1740830400.M1P1.osprey",
             true,
             day("2025-03-01"),
             LUNCH,
         );
         deliver(
-            &maildir,
+            maildir,
             "1741003200.M2P1.osprey",
             false,
             day("2025-03-03"),
             NEWSLETTER,
         );
         deliver(
-            &maildir,
+            maildir,
             "1741172400.M3P1.osprey",
             false,
             day("2025-03-05"),
             REPORT,
         );
         deliver(
-            &maildir,
+            maildir,
             "1741348800.M4P1.osprey",
             true,
             day("2025-03-07"),
@@ -325,137 +187,7 @@ impl Dovecot {
             day("2024-01-15"),
             RECEIPT,
         );
-
-        use nix::unistd::{Gid, Group, Uid, User};
-        let root_user = Uid::effective().is_root();
-        let (uid, gid, login_user, internal_user, internal_group) = if root_user {
-            // Dovecot refuses to run mail or login processes as root: its own users do.
-            let dovecot = User::from_name("dovecot")
-                .unwrap()
-                .expect("the dovecot user (made by dovecot-core)");
-            (
-                dovecot.uid,
-                dovecot.gid,
-                "dovenull".to_string(),
-                "dovecot".to_string(),
-                "dovecot".to_string(),
-            )
-        } else {
-            let me = User::from_uid(Uid::effective()).unwrap().unwrap();
-            let group = Group::from_gid(Gid::effective()).unwrap().unwrap();
-            (me.uid, me.gid, me.name.clone(), me.name, group.name)
-        };
-        if root_user {
-            for entry in walk(&home) {
-                nix::unistd::chown(&entry, Some(uid), Some(gid)).unwrap();
-            }
-        }
-        std::fs::write(
-            root.join("passwd"),
-            format!(
-                "{USER}:{{PLAIN}}{PASSWORD}:{uid}:{gid}::{}::\n",
-                home.display()
-            ),
-        )
-        .unwrap();
-        let (imap, imaps) = (free_port(), free_port());
-        let r = root.display();
-        let config = format!(
-            "base_dir = {r}/run
-state_dir = {r}/state
-log_path = {r}/dovecot.log
-protocols = imap
-listen = 127.0.0.1
-ssl = yes
-ssl_cert = <{cert}
-ssl_key = <{key}
-disable_plaintext_auth = no
-auth_mechanisms = plain login
-auth_failure_delay = 0
-default_login_user = {login_user}
-default_internal_user = {internal_user}
-default_internal_group = {internal_group}
-first_valid_uid = 1
-mail_location = maildir:~/Maildir
-passdb {{
-  driver = passwd-file
-  args = {r}/passwd
-}}
-userdb {{
-  driver = passwd-file
-  args = {r}/passwd
-}}
-service imap-login {{
-  chroot =
-  inet_listener imap {{
-    address = 127.0.0.1
-    port = {imap}
-  }}
-  inet_listener imaps {{
-    address = 127.0.0.1
-    port = {imaps}
-    ssl = yes
-  }}
-}}
-service anvil {{
-  chroot =
-}}
-",
-            cert = certificates.cert.display(),
-            key = certificates.key.display(),
-        );
-        std::fs::create_dir_all(root.join("state")).unwrap();
-        std::fs::write(root.join("dovecot.conf"), config).unwrap();
-        let program = find_program("dovecot").unwrap();
-        let conf = root.join("dovecot.conf");
-        let process = Guarded::spawn(
-            program.to_str().unwrap(),
-            &["-F", "-c", conf.to_str().unwrap()],
-            &[],
-        );
-        let log = root.join("dovecot.log");
-        let greeting = |port: u16| {
-            TcpStream::connect(("127.0.0.1", port)).is_ok_and(|mut s| {
-                s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-                let mut buf = [0u8; 64];
-                s.read(&mut buf)
-                    .is_ok_and(|n| buf[..n].starts_with(b"* OK"))
-            })
-        };
-        let end = std::time::Instant::now() + STARTUP;
-        while !greeting(imap) {
-            assert!(
-                std::time::Instant::now() < end,
-                "dovecot did not greet on {imap}; its log:\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Dovecot {
-            dir,
-            imap,
-            imaps,
-            certificates,
-            _process: process,
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("dovecot.log")).unwrap_or_default()
-    }
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = vec![dir.to_path_buf()];
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
+    })
 }
 
 const SMTP_SERVER: &str = r#"
@@ -611,7 +343,7 @@ async fn folders_list_search_and_read_a_real_imap_server() {
     if !servers_available() {
         return;
     }
-    let dovecot = Dovecot::start();
+    let dovecot = start_dovecot();
     let tool = tool_with(vec![account(&dovecot, None)], Some(PASSWORD));
 
     let folders = ok_text(&mail(&tool, json!({"action": "folders"})).await);
@@ -815,7 +547,7 @@ async fn send_and_reply_reach_a_real_smtp_server() {
     if !servers_available() {
         return;
     }
-    let dovecot = Dovecot::start();
+    let dovecot = start_dovecot();
     let smtp = Smtp::start(&dovecot.certificates);
     let tool = tool_with(vec![account(&dovecot, Some(&smtp))], Some(PASSWORD));
 
@@ -959,7 +691,7 @@ async fn tls_and_starttls_are_used_and_checked() {
     if !servers_available() {
         return;
     }
-    let dovecot = Dovecot::start();
+    let dovecot = start_dovecot();
     let smtp = Smtp::start(&dovecot.certificates);
     let ca = dovecot.certificates.ca.to_str().unwrap().to_string();
     let secured =
@@ -1045,7 +777,7 @@ async fn failures_have_codes_and_say_what_to_do() {
     if !servers_available() {
         return;
     }
-    let dovecot = Dovecot::start();
+    let dovecot = start_dovecot();
     let smtp = Smtp::start(&dovecot.certificates);
 
     // No account at all: how to add one.
