@@ -52,6 +52,11 @@ const COMMANDS: &[&str] = &[
     "install_store_skill",
     "uninstall_store_skill",
     "explain_permissions",
+    "session_team",
+    "cancel_subagent",
+    "agent_catalog",
+    "save_agent_type",
+    "delete_agent_type",
 ];
 
 fn main() {

@@ -198,6 +198,11 @@ pub fn run() {
             commands::store::install_store_skill,
             commands::store::uninstall_store_skill,
             commands::store::explain_permissions,
+            commands::team::session_team,
+            commands::team::cancel_subagent,
+            commands::team::agent_catalog,
+            commands::team::save_agent_type,
+            commands::team::delete_agent_type,
         ]);
     #[cfg(unix)]
     let builder = builder.register_asynchronous_uri_scheme_protocol(app_ui::SCHEME, app_ui::handle);

@@ -42,7 +42,8 @@ pub use scheduler::{
 pub use skill_tool::SkillTool;
 pub use skills::Skills;
 pub use subagent::{
-    RunnerPool, SpawnRequest, Spawned, SubAgentConfig, SubAgentFactory, SubAgentSettings, SubAgents,
+    RunnerPool, SpawnRequest, Spawned, SubAgentConfig, SubAgentFactory, SubAgentSettings,
+    SubAgents, TeamObserver,
 };
 
 /// What can go wrong talking to a model or running a turn. Provider errors are classified so the
