@@ -59,6 +59,11 @@ const COMMANDS: &[&str] = &[
     "remove_dav_account",
     "test_mail_account",
     "test_dav_account",
+    "session_team",
+    "cancel_subagent",
+    "agent_catalog",
+    "save_agent_type",
+    "delete_agent_type",
 ];
 
 fn main() {

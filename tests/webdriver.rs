@@ -358,6 +358,22 @@ impl WebDriver {
         self.session_command("POST", "/execute/sync", Some(&body))
     }
 
+    /// The trimmed texts of every element matching `css`, in document order.
+    pub fn texts(&self, css: &str) -> Result<Vec<String>> {
+        let value = self.execute(
+            "return Array.from(document.querySelectorAll(arguments[0])).map((e) => e.textContent);",
+            vec![css.into()],
+        )?;
+        Ok(value
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .map(|v| v.as_str().unwrap_or_default().trim().to_string())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
     /// Runs an asynchronous script: it gets a callback as its last argument and the command
     /// returns the value passed to it.
     pub fn execute_async(&self, script: &str, args: Vec<Value>) -> Result<Value> {

@@ -9,3 +9,4 @@ pub mod automation;
 pub mod chat;
 pub mod settings;
 pub mod store;
+pub mod team;

@@ -205,6 +205,11 @@ pub fn run() {
             commands::accounts::remove_dav_account,
             commands::accounts::test_mail_account,
             commands::accounts::test_dav_account,
+            commands::team::session_team,
+            commands::team::cancel_subagent,
+            commands::team::agent_catalog,
+            commands::team::save_agent_type,
+            commands::team::delete_agent_type,
         ]);
     #[cfg(unix)]
     let builder = builder.register_asynchronous_uri_scheme_protocol(app_ui::SCHEME, app_ui::handle);

@@ -27,22 +27,6 @@ fn send(driver: &WebDriver, text: &str) -> Result<()> {
     driver.click(&button)
 }
 
-/// The texts of every element matching `css`, in document order.
-fn texts(driver: &WebDriver, css: &str) -> Result<Vec<String>> {
-    let value = driver.execute(
-        "return Array.from(document.querySelectorAll(arguments[0])).map((e) => e.textContent);",
-        vec![css.into()],
-    )?;
-    Ok(value
-        .as_array()
-        .map(|list| {
-            list.iter()
-                .map(|v| v.as_str().unwrap_or_default().trim().to_string())
-                .collect()
-        })
-        .unwrap_or_default())
-}
-
 #[test]
 fn a_typed_message_streams_and_an_approved_tool_call_runs() -> Result<()> {
     let data = tempfile::Builder::new()
@@ -81,7 +65,7 @@ fn a_typed_message_streams_and_an_approved_tool_call_runs() -> Result<()> {
     let mut partial_seen = false;
     let full = "Hello! I am the scripted model, streaming this answer piece by piece.";
     wait_until("the streamed answer", UI_TIMEOUT, || {
-        let answers = texts(driver, "[data-testid='chat-assistant']")?;
+        let answers = driver.texts("[data-testid='chat-assistant']")?;
         let answer = answers.last().cloned().unwrap_or_default();
         if !answer.is_empty() && answer != full {
             ensure!(
@@ -97,7 +81,7 @@ fn a_typed_message_streams_and_an_approved_tool_call_runs() -> Result<()> {
         "the answer appeared all at once; it should stream"
     );
     ensure!(
-        texts(driver, "[data-testid='chat-thinking'] summary")? == ["Thinking"],
+        driver.texts("[data-testid='chat-thinking'] summary")? == ["Thinking"],
         "thinking is shown collapsed under a 'Thinking' summary"
     );
     wait_until("the turn to end", UI_TIMEOUT, || {
@@ -138,7 +122,8 @@ fn a_typed_message_streams_and_an_approved_tool_call_runs() -> Result<()> {
     )?;
     driver.click(&allow)?;
     wait_until("the final answer", UI_TIMEOUT, || {
-        Ok(texts(driver, "[data-testid='chat-assistant']")?
+        Ok(driver
+            .texts("[data-testid='chat-assistant']")?
             .iter()
             .any(|t| t == "Done: I created the file you asked for."))
     })?;
@@ -173,13 +158,11 @@ fn a_typed_message_streams_and_an_approved_tool_call_runs() -> Result<()> {
     let session = driver.wait_for("[data-testid='chat-sessions'] button", UI_TIMEOUT)?;
     driver.click(&session)?;
     wait_until("the stored session", UI_TIMEOUT, || {
-        Ok(
-            texts(driver, "[data-testid='chat-user']")?
-                == ["Hello there", "Please create the file"],
-        )
+        Ok(driver.texts("[data-testid='chat-user']")? == ["Hello there", "Please create the file"])
     })?;
     ensure!(
-        texts(driver, "[data-testid='chat-assistant']")?
+        driver
+            .texts("[data-testid='chat-assistant']")?
             .last()
             .map(String::as_str)
             == Some("Done: I created the file you asked for."),
@@ -375,7 +358,7 @@ fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Resul
     })?;
     wait_for_turn_end(driver)?;
     wait_until("both sessions listed", UI_TIMEOUT, || {
-        Ok(texts(driver, "[data-testid='chat-sessions'] .title")?.len() == 2)
+        Ok(driver.texts("[data-testid='chat-sessions'] .title")?.len() == 2)
     })?;
 
     // Drafts: each chat keeps what was typed in it, across switches.
@@ -383,7 +366,7 @@ fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Resul
     driver.send_keys(&input, "unsent beta draft")?;
     click_in_row(driver, "Alpha", "")?;
     wait_until("the Alpha chat", UI_TIMEOUT, || {
-        Ok(texts(driver, "[data-testid='chat-user']")? == ["Alpha: tell me about herons"])
+        Ok(driver.texts("[data-testid='chat-user']")? == ["Alpha: tell me about herons"])
     })?;
     ensure!(
         value_of(driver, "[data-testid='chat-input']")?.is_empty(),
@@ -417,7 +400,8 @@ fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Resul
     driver.send_keys(&rename, "Heron notes")?;
     driver.press_keys(&[], &[keys::ENTER])?;
     wait_until("the new title", UI_TIMEOUT, || {
-        Ok(texts(driver, "[data-testid='chat-sessions'] .title")?
+        Ok(driver
+            .texts("[data-testid='chat-sessions'] .title")?
             .iter()
             .any(|t| t == "Heron notes"))
     })?;
@@ -433,16 +417,21 @@ fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Resul
     let search = driver.wait_for("[data-testid='chat-search']", UI_TIMEOUT)?;
     driver.send_keys(&search, "ospreys")?;
     wait_until("the search results", UI_TIMEOUT, || {
-        Ok(texts(driver, "[data-testid='chat-search-results'] .title")?
+        Ok(driver
+            .texts("[data-testid='chat-search-results'] .title")?
             .iter()
             .any(|t| t.starts_with("Beta")))
     })?;
     ensure!(
-        texts(driver, "[data-testid='chat-search-results'] .title")?.len() == 1,
+        driver
+            .texts("[data-testid='chat-search-results'] .title")?
+            .len()
+            == 1,
         "the search for ospreys found the heron chat too"
     );
     ensure!(
-        texts(driver, "[data-testid='chat-search-snippet']")?
+        driver
+            .texts("[data-testid='chat-search-snippet']")?
             .iter()
             .any(|t| t.to_lowercase().contains("osprey")),
         "the result shows no excerpt with the word"
@@ -463,10 +452,11 @@ fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Resul
     app.save_screenshot("delete-confirm")?;
     driver.click(&confirm)?;
     wait_until("the deleted chat to go", UI_TIMEOUT, || {
-        Ok(texts(driver, "[data-testid='chat-sessions'] .title")?.len() == 1)
+        Ok(driver.texts("[data-testid='chat-sessions'] .title")?.len() == 1)
     })?;
     ensure!(
-        !texts(driver, "[data-testid='chat-sessions'] .title")?
+        !driver
+            .texts("[data-testid='chat-sessions'] .title")?
             .iter()
             .any(|t| t == "Heron notes"),
         "the deleted chat is still listed"
@@ -517,7 +507,8 @@ fn esc_stops_a_streaming_turn_and_retry_sends_again_after_a_failure() -> Result<
     );
     driver.press_keys(&[], &[keys::ESCAPE])?;
     wait_for_turn_end(driver)?;
-    let words = texts(driver, "[data-testid='chat-assistant']")?
+    let words = driver
+        .texts("[data-testid='chat-assistant']")?
         .last()
         .map(|t| t.split_whitespace().count())
         .unwrap_or_default();
@@ -538,7 +529,8 @@ fn esc_stops_a_streaming_turn_and_retry_sends_again_after_a_failure() -> Result<
     let retry = driver.wait_for("[data-testid='chat-retry']", UI_TIMEOUT)?;
     driver.click(&retry)?;
     wait_until("the retried answer", UI_TIMEOUT, || {
-        Ok(texts(driver, "[data-testid='chat-assistant']")?
+        Ok(driver
+            .texts("[data-testid='chat-assistant']")?
             .last()
             .map(String::as_str)
             == Some("Second time lucky."))

@@ -491,3 +491,40 @@ export function testMailAccount(name: string): Promise<AccountCheck> {
 export function testDavAccount(name: string): Promise<AccountCheck> {
   return call<AccountCheck>("test_dav_account", { name });
 }
+
+// The team under a conversation and the agent types of Settings (issue 14).
+import type {
+  AgentCatalogView,
+  AgentTypeDraft,
+  AgentTypeView,
+  TeamAgent,
+  TeamGraphTask,
+  TeamView,
+  ToolPackView,
+} from "./gen";
+export type { AgentCatalogView, AgentTypeDraft, AgentTypeView, TeamAgent, TeamGraphTask, TeamView, ToolPackView };
+
+/** A conversation's sub-agents, branches and task graph. */
+export function sessionTeam(sessionId: string): Promise<TeamView> {
+  return call<TeamView>("session_team", { sessionId });
+}
+
+/** Cancels a running sub-agent of the conversation (its own sub-agents stop with it). */
+export function cancelSubagent(sessionId: string, taskId: number): Promise<TeamAgent> {
+  return call<TeamAgent>("cancel_subagent", { sessionId, taskId });
+}
+
+/** The agent types and tool packs loaded now. */
+export function agentCatalog(): Promise<AgentCatalogView> {
+  return call<AgentCatalogView>("agent_catalog");
+}
+
+/** Saves the person's agent type (`<data>/agents/<name>.json`); the next spawn uses it. */
+export function saveAgentType(draft: AgentTypeDraft): Promise<AgentTypeView> {
+  return call<AgentTypeView>("save_agent_type", { draft });
+}
+
+/** Deletes the person's agent type. */
+export function deleteAgentType(name: string): Promise<void> {
+  return call<void>("delete_agent_type", { name });
+}

@@ -315,6 +315,41 @@ impl RoleCatalog {
         })
     }
 
+    /// Checks an agent type the person is saving (from the desktop) to `source`, with the
+    /// loader's own checks ([`RoleCatalog::load`] runs the same ones on every file), and two
+    /// more that the loader only notes: a pack that did not load here (the trust level refuses
+    /// its risk, or its tools are missing) would leave a type that cannot run, and another of
+    /// the person's files may already define the name.
+    pub fn check_user_type(
+        &self,
+        manifest: AgentTypeManifest,
+        source: &str,
+        settings: &AgentSettings,
+    ) -> Result<AgentType, String> {
+        if let Some(existing) = self.types.get(&manifest.name)
+            && !existing.source.starts_with("built-in ")
+            && existing.source != source
+        {
+            return Err(format!(
+                "an agent type named `{}` is already defined in {}; choose another name",
+                manifest.name, existing.source
+            ));
+        }
+        let agent_type = self.validate_type(manifest, source, settings)?;
+        if let Some((pack, why)) = agent_type.unavailable_packs.iter().next() {
+            return Err(format!(
+                "agent type `{}` cannot use the pack `{pack}` here: {why}",
+                agent_type.manifest.name
+            ));
+        }
+        Ok(agent_type)
+    }
+
+    /// Packs that parsed but did not load here, with why (the trust level, missing tools).
+    pub fn unavailable_packs(&self) -> &BTreeMap<String, String> {
+        &self.unavailable
+    }
+
     fn refuse(&mut self, source: &str, message: String) {
         self.problems.push(Problem {
             source: source.to_string(),

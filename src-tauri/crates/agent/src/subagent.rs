@@ -281,6 +281,11 @@ pub struct Spawned {
     pub dropped: Vec<String>,
 }
 
+/// Told the session a sub-agent task or a graph task changed in (the parent session of the
+/// task; a graph's root conversation): front ends show a session's team live from this. Called
+/// on the thread that made the change, so it must be quick and must not block.
+pub type TeamObserver = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// Sub-agent tasks: spawning, waiting, cancelling. Cheap to clone.
 #[derive(Clone)]
 pub struct SubAgents {
@@ -297,6 +302,7 @@ struct Inner {
     running: Mutex<HashMap<i64, Running>>,
     /// Interactive workers: what a follow-up turn runs with. In memory: a restart ends them.
     interactive: Mutex<HashMap<i64, Interactive>>,
+    observer: RwLock<Option<TeamObserver>>,
 }
 
 /// An interactive worker's standing turn: its model, origin, approver, level cap, role and
@@ -337,6 +343,7 @@ impl SubAgents {
                 roles: RwLock::new(Arc::new(RoleCatalog::default())),
                 running: Mutex::new(HashMap::new()),
                 interactive: Mutex::new(HashMap::new()),
+                observer: RwLock::new(None),
             }),
         }
     }
@@ -348,6 +355,38 @@ impl SubAgents {
             .factory
             .write()
             .unwrap_or_else(|e| e.into_inner()) = Some(factory);
+    }
+
+    /// Attaches (or replaces) who is told when a session's team changes.
+    pub fn set_observer(&self, observer: TeamObserver) {
+        *self
+            .inner
+            .observer
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(observer);
+    }
+
+    /// Tells the observer that something of `session`'s team changed.
+    pub(crate) fn notify(&self, session: &str) {
+        let observer = self
+            .inner
+            .observer
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(observer) = observer {
+            observer(session);
+        }
+    }
+
+    /// Whether task `id` is an interactive worker that takes follow-ups now (they live in
+    /// memory: a restart ends them).
+    pub fn is_interactive(&self, id: i64) -> bool {
+        self.inner
+            .interactive
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(&id)
     }
 
     /// Attaches (or replaces) the packs and agent types typed spawns draw on.
@@ -511,6 +550,7 @@ impl SubAgents {
                 );
         }
         self.launch(task.id, runner, turn, timeout, cancel, done_sender);
+        self.notify(parent);
         Ok(Spawned {
             task,
             agent_type,
@@ -592,6 +632,7 @@ impl SubAgents {
             images: Vec::new(),
         };
         self.launch(task.id, runner, turn, timeout, cancel, done_sender);
+        self.notify(parent);
         Ok(Some(task))
     }
 
@@ -690,6 +731,11 @@ impl SubAgents {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .remove(&id);
+            // Told before the waiting parent wakes, so the ending is announced before whatever
+            // the parent does next.
+            if let Ok(Some(task)) = this.inner.tasks.get(id) {
+                this.notify(&task.parent_session_id);
+            }
             let _ = done_sender.send(true);
         });
     }
@@ -955,6 +1001,7 @@ impl SubAgents {
         turn.input = format!("Follow-up from the agent you work for:\n{message}");
         turn.cancel = cancel.clone();
         self.launch(id, runner, turn, timeout, cancel, done_sender);
+        self.notify(session);
         Ok(task)
     }
 
@@ -979,6 +1026,7 @@ impl SubAgents {
             .tasks
             .set_progress(task.id, &text)
             .map_err(storage)?;
+        self.notify(&task.parent_session_id);
         self.inner
             .tasks
             .get(task.id)

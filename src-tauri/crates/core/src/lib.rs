@@ -37,6 +37,7 @@ pub mod store;
 pub mod store_push;
 #[cfg(unix)]
 pub mod store_tool;
+pub mod team;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -465,6 +466,8 @@ impl Core {
         let subagent_runners = osprey_agent::RunnerPool::new(db.sessions());
         let subagents = osprey_agent::SubAgents::new(&db, subagent_config);
         subagents.set_factory(subagent_runners.factory());
+        // The desktop's team panel under a conversation reloads on `team_changed`.
+        subagents.set_observer(team::team_observer(db.subagent_tasks(), events.clone()));
         // `message send` to a channel, `comm` and reminders' `deliver` reach the apps here.
         let outbox = osprey_agent::outbox::OutboxSlot::default();
         #[cfg(unix)]

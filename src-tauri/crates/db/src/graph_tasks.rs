@@ -59,6 +59,21 @@ pub struct GraphTask {
     pub updated_ms: i64,
 }
 
+impl GraphTask {
+    /// Its dependencies that are not done (among `all`, the graph's tasks): it waits for them.
+    pub fn blocked_by(&self, all: &[GraphTask]) -> Vec<i64> {
+        self.depends_on
+            .iter()
+            .copied()
+            .filter(|id| {
+                all.iter()
+                    .find(|t| t.id == *id)
+                    .is_none_or(|t| t.status != GraphStatus::Done)
+            })
+            .collect()
+    }
+}
+
 /// The graph tasks repository.
 #[derive(Clone, Debug)]
 pub struct GraphTasks {

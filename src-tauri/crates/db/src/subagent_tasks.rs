@@ -30,6 +30,10 @@ pub struct SubAgentTask {
     pub progress: Option<String>,
     /// The agent type it was spawned as (`researcher`, ...); `None` for an untyped child.
     pub agent_type: Option<String>,
+    /// `task`, or `branch` (its result is delivered into the parent's conversation).
+    pub kind: String,
+    /// When a branch's result was handed to its parent's conversation.
+    pub delivered_ms: Option<i64>,
 }
 
 /// What a new task starts with.
@@ -50,7 +54,8 @@ pub struct SubAgentTasks {
 }
 
 const COLUMNS: &str = "id, parent_session_id, session_id, depth, prompt, model, status, result, \
-                       error, timeout_ms, created_ms, finished_ms, progress, agent_type";
+                       error, timeout_ms, created_ms, finished_ms, progress, agent_type, kind, \
+                       delivered_ms";
 
 fn task_row(row: &Row<'_>) -> rusqlite::Result<SubAgentTask> {
     Ok(SubAgentTask {
@@ -68,6 +73,8 @@ fn task_row(row: &Row<'_>) -> rusqlite::Result<SubAgentTask> {
         finished_ms: row.get(11)?,
         progress: row.get(12)?,
         agent_type: row.get(13)?,
+        kind: row.get(14)?,
+        delivered_ms: row.get(15)?,
     })
 }
 
@@ -129,6 +136,21 @@ impl SubAgentTasks {
             )
             .optional()?)
         })
+    }
+
+    /// The conversation `session_id` belongs to: walks up the sub-agent links (a child's task
+    /// names its parent) to the session no sub-agent runs in. Names a conversation's task graph
+    /// and its team.
+    pub fn root_session(&self, session_id: &str) -> Result<String> {
+        let mut current = session_id.to_string();
+        // Depth is limited (at most 16), so a short walk always ends.
+        for _ in 0..32 {
+            match self.by_session(&current)? {
+                Some(task) => current = task.parent_session_id,
+                None => break,
+            }
+        }
+        Ok(current)
     }
 
     /// The tasks spawned from `parent_session_id`, newest first.
@@ -255,6 +277,9 @@ mod tests {
         assert_eq!(task.session_id, format!("chat/task-{}", task.id));
         assert_eq!(task.status, "running");
         assert_eq!(task.agent_type.as_deref(), Some("researcher"));
+        assert_eq!(task.kind, "task");
+        tasks.mark_branch(task.id).unwrap();
+        assert_eq!(tasks.get(task.id).unwrap().unwrap().kind, "branch");
         assert_eq!(
             tasks.by_session(&task.session_id).unwrap().unwrap().depth,
             1

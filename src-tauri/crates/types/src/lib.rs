@@ -760,6 +760,11 @@ pub enum CoreEvent {
     /// An app's account was connected, refreshed, disconnected by the person, or dropped
     /// because the provider refused a refresh (`state: disconnected`, with the reason).
     AppAccountChanged { account: AppAccount },
+    /// Something of a conversation's team changed: a sub-agent started, reported its status
+    /// (`set_status`), ended or took a follow-up, or a task of its task graph was created,
+    /// submitted, completed or rejected. `session_id` is the conversation's (the root of every
+    /// sub-agent under it); the desktop reloads the team panel under that conversation.
+    TeamChanged { session_id: String },
 }
 
 /// What installing an app did (the desktop's store and the CLI show `message`).
@@ -1262,4 +1267,150 @@ mod tests {
         let ok = serde_json::to_value(ToolResult::text("hi")).unwrap();
         assert!(ok.get("code").is_none());
     }
+}
+
+/// A conversation's team, shown under it in the desktop: every sub-agent under it (however
+/// deep), its branches, and the task graph its agents share.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct TeamView {
+    pub session_id: String,
+    /// Sub-agents (workers, not branches), oldest first; a child's children follow it.
+    pub agents: Vec<TeamAgent>,
+    /// Branches of the conversation, oldest first.
+    pub branches: Vec<TeamAgent>,
+    /// The task graph, oldest first.
+    pub graph: Vec<TeamGraphTask>,
+}
+
+/// One sub-agent or branch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct TeamAgent {
+    #[ts(type = "number")]
+    pub id: i64,
+    /// Its own session (`<parent>/task-<id>`).
+    pub session_id: String,
+    pub parent_session_id: String,
+    /// 1 for a child of the conversation, 2 for a grandchild, ...
+    #[ts(type = "number")]
+    pub depth: i64,
+    /// The agent type it runs as (`researcher`, ...); `None` for an untyped child.
+    #[ts(optional)]
+    pub agent_type: Option<String>,
+    /// What it was asked to do.
+    pub prompt: String,
+    #[ts(optional)]
+    pub model: Option<String>,
+    /// `running`, `done`, `failed`, `cancelled`, `timed_out` or `interrupted`.
+    pub status: String,
+    /// Its latest report of where it stands (`set_status`).
+    #[ts(optional)]
+    pub progress: Option<String>,
+    /// Its final answer (or what it had said when stopped).
+    #[ts(optional)]
+    pub result: Option<String>,
+    #[ts(optional)]
+    pub error: Option<String>,
+    /// An interactive worker that takes follow-ups now.
+    pub interactive: bool,
+    /// A branch whose result was delivered into the conversation (`false` while pending).
+    pub delivered: bool,
+    #[ts(type = "number")]
+    pub started_ms: i64,
+    #[ts(optional, type = "number")]
+    pub finished_ms: Option<i64>,
+}
+
+/// One task of a conversation's task graph, as the database has it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct TeamGraphTask {
+    #[ts(type = "number")]
+    pub id: i64,
+    pub title: String,
+    #[ts(optional)]
+    pub description: Option<String>,
+    /// `open`, `submitted` (waiting for an orchestrator), `done` or `deferred` (rejected back).
+    pub status: String,
+    #[ts(type = "number[]")]
+    pub depends_on: Vec<i64>,
+    /// Dependencies that are not done yet: the task waits for them.
+    #[ts(type = "number[]")]
+    pub blocked_by: Vec<i64>,
+    /// The session that created it and the one that submitted its result.
+    pub created_by: String,
+    #[ts(optional)]
+    pub submitted_by: Option<String>,
+    /// Why it was last rejected.
+    #[ts(optional)]
+    pub feedback: Option<String>,
+    #[ts(optional)]
+    pub result: Option<String>,
+    #[ts(type = "number")]
+    pub updated_ms: i64,
+}
+
+/// The agent types and tool packs loaded now (Settings, Agents).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct AgentCatalogView {
+    pub types: Vec<AgentTypeView>,
+    pub packs: Vec<ToolPackView>,
+    /// Packs that did not load here, with why (the trust level, tools this build lacks).
+    pub unavailable_packs: Vec<UnavailablePack>,
+    /// The riskiest pack this Osprey loads (`agents.trust`).
+    pub trust: String,
+    /// Files in `<data>/agents` and `<data>/packs` that were refused, with why.
+    pub problems: Vec<String>,
+}
+
+/// A pack that did not load.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct UnavailablePack {
+    pub name: String,
+    pub reason: String,
+}
+
+/// An agent type: built in (read-only) or the person's own (`<data>/agents/<name>.json`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct AgentTypeView {
+    pub name: String,
+    pub description: String,
+    pub prompt: String,
+    /// The model it runs on: the `agents.models` setting's for it, else its own, else its
+    /// parent's (`None`).
+    #[ts(optional)]
+    pub model: Option<String>,
+    /// The model its own definition names (what the editor shows).
+    #[ts(optional)]
+    pub own_model: Option<String>,
+    /// The model comes from the `agents.models` setting.
+    pub model_from_setting: bool,
+    pub packs: Vec<String>,
+    pub builtin: bool,
+    /// Where it came from (`built-in researcher` or the file's path).
+    pub source: String,
+    /// Packs it names that did not load here, with why (such a type cannot run).
+    pub unavailable_packs: Vec<UnavailablePack>,
+}
+
+/// A tool pack: a named set of tools with a risk profile.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ToolPackView {
+    pub name: String,
+    pub description: String,
+    /// `read-only`, `standard` or `privileged`.
+    pub risk: String,
+    /// Its entries as written (`file.read`, `web.http`, `shell`).
+    pub tools: Vec<String>,
+    pub builtin: bool,
+}
+
+/// An agent type the person saves from the desktop.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct AgentTypeDraft {
+    pub name: String,
+    pub description: String,
+    pub prompt: String,
+    /// Empty or missing: the parent's model (or the `agents.models` setting's).
+    #[ts(optional)]
+    pub model: Option<String>,
+    pub packs: Vec<String>,
 }

@@ -118,6 +118,15 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<AuditRow>(&config, &mut index);
     export::<AuditFilter>(&config, &mut index);
     export::<GrantRow>(&config, &mut index);
+    // The team under a conversation and the agent types in Settings (issue 14).
+    export::<osprey_types::TeamView>(&config, &mut index);
+    export::<osprey_types::TeamAgent>(&config, &mut index);
+    export::<osprey_types::TeamGraphTask>(&config, &mut index);
+    export::<osprey_types::AgentCatalogView>(&config, &mut index);
+    export::<osprey_types::UnavailablePack>(&config, &mut index);
+    export::<osprey_types::AgentTypeView>(&config, &mut index);
+    export::<osprey_types::ToolPackView>(&config, &mut index);
+    export::<osprey_types::AgentTypeDraft>(&config, &mut index);
 
     index.sort();
     let mut index_ts = String::from(

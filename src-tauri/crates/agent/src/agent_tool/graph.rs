@@ -142,6 +142,7 @@ pub(super) async fn run(tool: &AgentTool, ctx: &ToolContext, call: Call) -> Tool
                              `list_tasks` shows its ids"
                         ))
                     })?;
+                notify(tool, graph);
                 let all = tasks.list(graph).map_err(storage)?;
                 Ok(json_result(&task_json(&created, &all)))
             }
@@ -177,6 +178,7 @@ pub(super) async fn run(tool: &AgentTool, ctx: &ToolContext, call: Call) -> Tool
                     .set_status(graph, task.id, status, result, feedback, by)
                     .map_err(storage)?
                     .ok_or_else(|| not_found(task.id))?;
+                notify(tool, graph);
                 let all = tasks.list(graph).map_err(storage)?;
                 Ok(json_result(&task_json(&changed, &all)))
             }
@@ -189,16 +191,16 @@ pub(super) async fn run(tool: &AgentTool, ctx: &ToolContext, call: Call) -> Tool
 /// The graph a session belongs to: its root conversation's session, found by walking up the
 /// sub-agent links (a child's session row names its parent).
 fn graph_of(tool: &AgentTool, session: &str) -> Result<String, ToolResult> {
-    let mut current = session.to_string();
-    // Depth is limited (at most 16), so a short walk always ends.
-    for _ in 0..32 {
-        match tool.subagent_tasks.by_session(&current) {
-            Ok(Some(task)) => current = task.parent_session_id,
-            Ok(None) => return Ok(current),
-            Err(e) => return Err(db_error("sub-agent task", e)),
-        }
+    tool.subagent_tasks
+        .root_session(session)
+        .map_err(|e| db_error("sub-agent task", e))
+}
+
+/// Tells whoever shows the team (the desktop's panel) that the graph changed.
+fn notify(tool: &AgentTool, graph: &str) {
+    if let Some(subagents) = &tool.subagents {
+        subagents.notify(graph);
     }
-    Ok(current)
 }
 
 fn find(
@@ -245,15 +247,7 @@ fn blocked_note(blocked: &[i64]) -> String {
 
 /// The task's dependencies that are not done.
 fn blocked_by(task: &GraphTask, all: &[GraphTask]) -> Vec<i64> {
-    task.depends_on
-        .iter()
-        .copied()
-        .filter(|id| {
-            all.iter()
-                .find(|t| t.id == *id)
-                .is_none_or(|t| t.status != GraphStatus::Done)
-        })
-        .collect()
+    task.blocked_by(all)
 }
 
 fn task_json(task: &GraphTask, all: &[GraphTask]) -> Value {
