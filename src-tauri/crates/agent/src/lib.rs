@@ -45,8 +45,8 @@ pub use scheduler::{
 pub use skill_tool::SkillTool;
 pub use skills::Skills;
 pub use subagent::{
-    RunnerPool, SpawnRequest, Spawned, SubAgentConfig, SubAgentFactory, SubAgentSettings,
-    SubAgents, TeamObserver,
+    RolesLoader, RunnerPool, SpawnRequest, Spawned, SubAgentConfig, SubAgentFactory,
+    SubAgentSettings, SubAgents, TeamObserver,
 };
 pub use vision::VisionTool;
 

@@ -162,6 +162,17 @@ impl RoleCatalog {
     /// The built-in packs and types, then the person's from `data_dir` (`packs/`, `agents/`),
     /// checked against `registry` (which should hold every tool by now) and `settings`.
     pub fn load(data_dir: Option<&Path>, registry: &Registry, settings: &AgentSettings) -> Self {
+        Self::load_with(data_dir, Vec::new(), registry, settings)
+    }
+
+    /// [`RoleCatalog::load`] with packs from elsewhere after the person's: the installed apps'
+    /// (`(source, manifest JSON)`, the source `app <id>`). The person's files keep their names.
+    pub fn load_with(
+        data_dir: Option<&Path>,
+        app_packs: Vec<(String, String)>,
+        registry: &Registry,
+        settings: &AgentSettings,
+    ) -> Self {
         let trust = settings.trust();
         let mut catalog = RoleCatalog {
             trust: Some(trust),
@@ -179,7 +190,14 @@ impl RoleCatalog {
             .map(|d| read_dir(&d.join("agents")))
             .unwrap_or_default();
 
-        for (source, text) in builtin(BUILTIN_PACKS).into_iter().chain(user_packs) {
+        let app_packs = app_packs
+            .into_iter()
+            .map(|(source, text)| (source, Ok(text)));
+        for (source, text) in builtin(BUILTIN_PACKS)
+            .into_iter()
+            .chain(user_packs)
+            .chain(app_packs)
+        {
             catalog.add_pack(&source, text, registry, trust);
         }
         let mut user_type_names = BTreeMap::new();
@@ -190,8 +208,9 @@ impl RoleCatalog {
             catalog.add_type(&source, text, settings, Some(&mut user_type_names));
         }
         for problem in &catalog.problems {
-            if problem.source.starts_with("built-in ") {
-                // A built-in pack whose tools this build lacks (no display, no browser).
+            if problem.source.starts_with("built-in ") || problem.source.starts_with("app ") {
+                // A built-in pack whose tools this build lacks (no display, no browser), or an
+                // app's whose app does not run now.
                 tracing::debug!(source = %problem.source, message = %problem.message, "role not loaded");
             } else {
                 tracing::warn!(source = %problem.source, message = %problem.message, "role file refused");

@@ -30,6 +30,9 @@ use tokio_util::sync::CancellationToken;
 use crate::roles::RoleCatalog;
 use crate::runner::{Consolidation, Runner, TurnRequest, TurnStop};
 
+/// Builds the role catalog again (see [`SubAgents::set_roles_loader`]).
+pub type RolesLoader = Arc<dyn Fn() -> RoleCatalog + Send + Sync>;
+
 /// Builds the runner a child runs on.
 pub trait SubAgentFactory: Send + Sync {
     /// A runner for a child of `parent_session_id`; `model` is the parent's hint. A factory that
@@ -299,6 +302,10 @@ struct Inner {
     config: SubAgentConfig,
     factory: RwLock<Option<Arc<dyn SubAgentFactory>>>,
     roles: RwLock<Arc<RoleCatalog>>,
+    /// Builds the catalog again (core's: data folder, apps' packs, the registry now).
+    roles_loader: RwLock<Option<RolesLoader>>,
+    /// The registry changed since the catalog was built: rebuild it at the next use.
+    roles_stale: std::sync::atomic::AtomicBool,
     running: Mutex<HashMap<i64, Running>>,
     /// Interactive workers: what a follow-up turn runs with. In memory: a restart ends them.
     interactive: Mutex<HashMap<i64, Interactive>>,
@@ -341,6 +348,8 @@ impl SubAgents {
                 config,
                 factory: RwLock::new(None),
                 roles: RwLock::new(Arc::new(RoleCatalog::default())),
+                roles_loader: RwLock::new(None),
+                roles_stale: Default::default(),
                 running: Mutex::new(HashMap::new()),
                 interactive: Mutex::new(HashMap::new()),
                 observer: RwLock::new(None),
@@ -394,8 +403,49 @@ impl SubAgents {
         *self.inner.roles.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(roles);
     }
 
-    /// The packs and agent types loaded now.
+    /// How the catalog is built again: [`SubAgents::roles_changed`] marks it stale, and the next
+    /// [`SubAgents::roles`] rebuilds it (once, however many tools came and went meanwhile).
+    pub fn set_roles_loader(&self, loader: RolesLoader) {
+        *self
+            .inner
+            .roles_loader
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(loader);
+    }
+
+    /// Tools came or went (an app started, an MCP server connected): packs naming them load or
+    /// stop loading at the next use of the catalog.
+    pub fn roles_changed(&self) {
+        self.inner
+            .roles_stale
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Builds the catalog again now with the loader (when there is one).
+    pub fn reload_roles(&self) {
+        let loader = self
+            .inner
+            .roles_loader
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(loader) = loader {
+            self.inner
+                .roles_stale
+                .store(false, std::sync::atomic::Ordering::SeqCst);
+            self.set_roles(loader());
+        }
+    }
+
+    /// The packs and agent types loaded now (rebuilt first when tools changed since).
     pub fn roles(&self) -> Arc<RoleCatalog> {
+        if self
+            .inner
+            .roles_stale
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            self.reload_roles();
+        }
         self.inner
             .roles
             .read()

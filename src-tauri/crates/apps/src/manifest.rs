@@ -31,6 +31,7 @@ const FIELDS: &[&str] = &[
     "overrides",
     "oauth",
     "build",
+    "packs",
 ];
 
 /// A validated manifest.
@@ -54,6 +55,10 @@ pub struct Manifest {
     /// How a developer's project builds its binary: `osprey app sideload` runs it. A package
     /// carries its built binary, so installs ignore it.
     pub build: Option<Build>,
+    /// Tool packs the app ships (each a pack manifest, as in `<data>/packs/*.json`), naming only
+    /// the app's own tools; the agent's role catalog loads them while the app's tools are
+    /// registered. Checked here for their shape and tools; the catalog checks the rest.
+    pub packs: Vec<Value>,
 }
 
 /// The manifest's `build`: `{"command": ["cargo", "build", "--release"], "output":
@@ -313,6 +318,8 @@ impl Manifest {
             Some(_) => return Err(Error::manifest("build", "must be an object")),
         };
 
+        let packs = parse_packs(&object, &provides)?;
+
         Ok(Manifest {
             id,
             name,
@@ -326,6 +333,7 @@ impl Manifest {
             overrides,
             oauth,
             build,
+            packs,
         })
     }
 
@@ -484,6 +492,70 @@ fn parse_oauth(object: &Map<String, Value>, permissions: &[String]) -> Result<OA
         revocation_url,
         scopes,
     })
+}
+
+/// The most packs one app ships.
+const MAX_PACKS: usize = 16;
+
+/// `packs`: pack manifests (objects with a `name` and `tools`), each naming only tools the app
+/// provides, so an app cannot hand a role tools that are not its own.
+fn parse_packs(object: &Map<String, Value>, provides: &[Capability]) -> Result<Vec<Value>> {
+    let packs = match object.get("packs") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(packs)) => packs,
+        Some(_) => return Err(Error::manifest("packs", "must be a list of pack manifests")),
+    };
+    if packs.len() > MAX_PACKS {
+        return Err(Error::manifest(
+            "packs",
+            format!("at most {MAX_PACKS} packs per app"),
+        ));
+    }
+    let own: Vec<&str> = provides
+        .iter()
+        .filter_map(|capability| match capability {
+            Capability::Tool(name) => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    for (index, pack) in packs.iter().enumerate() {
+        let field = format!("packs[{index}]");
+        let Value::Object(pack) = pack else {
+            return Err(Error::manifest(
+                field,
+                "must be a pack manifest (an object)",
+            ));
+        };
+        if !pack.get("name").is_some_and(Value::is_string) {
+            return Err(Error::manifest(format!("{field}.name"), "must be a string"));
+        }
+        let Some(Value::Array(tools)) = pack.get("tools") else {
+            return Err(Error::manifest(
+                format!("{field}.tools"),
+                "must be a list of the app's tool names",
+            ));
+        };
+        for (t, tool) in tools.iter().enumerate() {
+            let name = tool.as_str().unwrap_or_default();
+            // `convert` or `convert.<resource or action>`: the tool part must be the app's.
+            let base = name.split('.').next().unwrap_or_default();
+            if !own.contains(&base) {
+                return Err(Error::manifest(
+                    format!("{field}.tools[{t}]"),
+                    format!(
+                        "`{name}` is not one of this app's tools ({}); an app's packs name only \
+                         the tools it provides",
+                        if own.is_empty() {
+                            "it provides none".to_string()
+                        } else {
+                            own.join(", ")
+                        }
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(packs.clone())
 }
 
 /// Tool and channel names: `[a-z][a-z0-9_]*`, at most 64 (they become tool names the model sees).
@@ -650,6 +722,29 @@ mod tests {
             serde_json::to_value(&manifest).unwrap()["provides"],
             json!(["tool:convert"])
         );
+    }
+
+    #[test]
+    fn an_app_ships_packs_of_its_own_tools_only() {
+        let pack = json!({"schemaVersion": 1, "name": "units", "description": "Convert units",
+                          "tools": ["convert"], "riskProfile": "standard"});
+        let manifest = parse(&with("packs", json!([pack.clone()]))).unwrap();
+        assert_eq!(manifest.packs, [pack]);
+        assert!(parse(&base()).unwrap().packs.is_empty());
+
+        let (field, reason) = refusal(&with(
+            "packs",
+            json!([{"name": "grab", "tools": ["convert", "shell"]}]),
+        ));
+        assert_eq!(field, "packs[0].tools[1]");
+        assert!(
+            reason.contains("`shell` is not one of this app's tools (convert)"),
+            "{reason}"
+        );
+        let (field, _) = refusal(&with("packs", json!([{"tools": ["convert"]}])));
+        assert_eq!(field, "packs[0].name");
+        let (field, _) = refusal(&with("packs", json!({"name": "x"})));
+        assert_eq!(field, "packs");
     }
 
     #[test]

@@ -329,6 +329,47 @@ fn register_builtin_tools(
     })
 }
 
+/// The packs the installed apps ship, as `(source, manifest JSON)`.
+type AppPacks = Arc<dyn Fn() -> Vec<(String, String)> + Send + Sync>;
+
+/// The packs of the installed apps that are not quarantined (`manifest.json`'s `packs`), each
+/// with the source `app <id>`.
+#[cfg(unix)]
+fn installed_app_packs(installer: osprey_apps::Installer) -> AppPacks {
+    Arc::new(move || {
+        installer
+            .list()
+            .into_iter()
+            .filter(|app| app.quarantined.is_none())
+            .flat_map(|app| {
+                let source = format!("app {}", app.manifest.id);
+                app.manifest
+                    .packs
+                    .iter()
+                    .map(|pack| (source.clone(), pack.to_string()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    })
+}
+
+/// Builds the role catalog as at start (built-in, `<data>/packs`, `<data>/agents`) plus the
+/// apps' packs, against the registry as it is now and the `agents` setting as it is now.
+fn roles_loader(
+    data_dir: PathBuf,
+    registry: osprey_tools::WeakRegistry,
+    stored: osprey_db::Settings,
+    app_packs: AppPacks,
+) -> osprey_agent::RolesLoader {
+    Arc::new(move || {
+        let Some(registry) = registry.upgrade() else {
+            return osprey_agent::RoleCatalog::default();
+        };
+        let settings: osprey_agent::AgentSettings = settings::read(&stored, settings::AGENTS);
+        osprey_agent::RoleCatalog::load_with(Some(&data_dir), app_packs(), &registry, &settings)
+    })
+}
+
 /// What registering the built-in tools hands on.
 struct Builtin {
     browser: osprey_browser::BrowserActions,
@@ -517,13 +558,29 @@ impl Core {
         let store_tool_core = Arc::new(std::sync::OnceLock::new());
         #[cfg(unix)]
         registry.register_domain(store_tool::StoreTool::new(Arc::clone(&store_tool_core)));
-        // Packs and agent types, checked against the tools registered so far (MCP servers' and
-        // apps' tools come later, so packs cannot name those yet).
+        // Packs and agent types, checked against the tools registered so far. MCP servers' and
+        // apps' tools come and go later: every change marks the catalog stale, and its next use
+        // builds it again, so packs naming those tools (the person's, or an app's own) load
+        // while the tools are there.
         subagents.set_roles(osprey_agent::RoleCatalog::load(
             Some(&data_dir),
             &registry,
             &agent_settings,
         ));
+        #[cfg(unix)]
+        let app_packs = installed_app_packs(apps.installer().clone());
+        #[cfg(not(unix))]
+        let app_packs: AppPacks = Arc::new(Vec::new);
+        subagents.set_roles_loader(roles_loader(
+            data_dir.clone(),
+            registry.downgrade(),
+            stored.clone(),
+            app_packs,
+        ));
+        registry.on_change({
+            let subagents = subagents.clone();
+            move |_| subagents.roles_changed()
+        });
         let core = Core {
             inner: Arc::new(Inner {
                 data_dir,

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use osprey_agent::roles::{AgentTypeManifest, SCHEMA_VERSION};
-use osprey_agent::{AgentSettings, RoleCatalog, TeamObserver};
+use osprey_agent::{AgentSettings, TeamObserver};
 use osprey_db::{GraphTask, SubAgentTask, SubAgentTasks};
 use osprey_types::{
     AgentCatalogView, AgentTypeDraft, AgentTypeView, CoreEvent, TeamAgent, TeamGraphTask, TeamView,
@@ -282,11 +282,7 @@ impl Core {
 
     /// Loads the packs and agent types again, as at start, and tells the shells.
     fn reload_roles(&self) {
-        self.inner.subagents.set_roles(RoleCatalog::load(
-            Some(self.data_dir()),
-            self.registry(),
-            &self.agent_settings(),
-        ));
+        self.inner.subagents.reload_roles();
         self.emit(CoreEvent::SettingChanged {
             key: settings::AGENTS.to_string(),
         });

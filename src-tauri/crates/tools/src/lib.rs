@@ -29,7 +29,7 @@ pub use domain::{Domain, FieldType};
 pub use exec::ExecTool;
 pub use governance::{BreakerConfig, DeniedPaths, Governance, GovernanceConfig, Quota};
 pub use hooks::{FilterOutcome, HookDispatcher, NoHooks};
-pub use registry::{CheckOutcome, Registry, RegistryChange, RegistryConfig};
+pub use registry::{CheckOutcome, Registry, RegistryChange, RegistryConfig, WeakRegistry};
 pub use scope::ToolScope;
 pub use security::Refusal;
 pub use security::origin::OriginRules;

@@ -103,6 +103,18 @@ pub struct Registry {
     inner: Arc<Inner>,
 }
 
+/// A registry held without keeping it alive: what something the registry itself holds (a
+/// listener, a tool's helper) keeps of it, so there is no cycle.
+#[derive(Clone)]
+pub struct WeakRegistry(std::sync::Weak<Inner>);
+
+impl WeakRegistry {
+    /// The registry, while anyone still holds it.
+    pub fn upgrade(&self) -> Option<Registry> {
+        self.0.upgrade().map(|inner| Registry { inner })
+    }
+}
+
 struct Inner {
     tools: RwLock<BTreeMap<String, Arc<dyn Tool>>>,
     /// The schema validators of the tools without a domain table (app and MCP tools), compiled
@@ -224,6 +236,11 @@ impl Registry {
             self.notify(&RegistryChange::Removed(name.to_string()));
         }
         removed
+    }
+
+    /// This registry, held weakly.
+    pub fn downgrade(&self) -> WeakRegistry {
+        WeakRegistry(Arc::downgrade(&self.inner))
     }
 
     /// Calls `listener` on every later registration change.
