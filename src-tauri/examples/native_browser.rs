@@ -174,6 +174,7 @@ mod linux {
                             profile_dir: data_dir.join("browser/native"),
                             allow_loopback: true,
                             downloads: osprey_browser::DownloadFolder::default(),
+                            hidden_windows: Default::default(),
                         },
                     );
                     let mut managed =

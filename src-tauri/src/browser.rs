@@ -245,10 +245,13 @@ impl NativeDriver {
         let popup_app = self.app.clone();
         let popup_label = label.clone();
         let popup_refusals = self.refusals.clone();
+        let hidden = self.config.hidden_windows.load(Ordering::SeqCst);
         let builder = WebviewWindowBuilder::new(&self.app, &label, WebviewUrl::External(blank))
             .title(TITLE)
             .inner_size(1280.0, 800.0)
             .focused(false)
+            // `web.native_windows: "hidden"`: off screen until the person shows it.
+            .visible(!hidden)
             .data_directory(self.config.profile_dir.clone())
             .proxy_url(proxy)
             .initialization_script(initialization_script())
@@ -330,6 +333,10 @@ impl NativeDriver {
         let window = builder
             .build()
             .map_err(|e| BrowserError::Launch(format!("cannot open a browser window: {e}")))?;
+        if hidden {
+            // WebKitGTK's view is shown with its window as it is added; hide the window again.
+            window.hide().map_err(shell)?;
+        }
         {
             let mut pages = self.lock();
             pages.order.push(label.clone());
@@ -600,7 +607,9 @@ impl Driver for NativeDriver {
         Box::pin(async move {
             let (label, window, _) = self.page(Some(target)).await?;
             self.lock().current = Some(label.clone());
-            window.show().map_err(shell)?;
+            if !self.config.hidden_windows.load(Ordering::SeqCst) {
+                window.show().map_err(shell)?;
+            }
             self.info(&label, Some(&label))
                 .ok_or_else(|| BrowserError::Page(format!("the page {label} was closed")))
         })
@@ -738,8 +747,8 @@ impl Driver for NativeDriver {
             } else {
                 SnapshotRegion::Visible
             };
-            let pixels = self
-                .on_webview(&window, Duration::from_secs(20), move |view, send| {
+            let snapshot = || {
+                self.on_webview(&window, Duration::from_secs(20), move |view, send| {
                     view.snapshot(
                         region,
                         SnapshotOptions::NONE,
@@ -750,10 +759,32 @@ impl Driver for NativeDriver {
                         },
                     );
                 })
-                .await?
-                .map_err(|e| {
-                    BrowserError::Page(format!("WebKit could not take the snapshot: {e}"))
-                })?;
+            };
+            // WebKit draws nothing for a window that is not mapped (`web.native_windows:
+            // "hidden"`): the window is shown off screen, unfocused, for the snapshot, then
+            // hidden again where it was.
+            let hidden = !window.is_visible().unwrap_or(true);
+            let mut pixels = snapshot().await?;
+            if hidden && pixels.is_err() {
+                let place = window.outer_position().ok();
+                let _ = window.set_position(tauri::PhysicalPosition::new(-32_000, -32_000));
+                window.show().map_err(shell)?;
+                let deadline = Instant::now() + Duration::from_secs(5);
+                loop {
+                    pixels = snapshot().await?;
+                    if pixels.is_ok() || Instant::now() >= deadline {
+                        break;
+                    }
+                    tokio::time::sleep(POLL).await;
+                }
+                let _ = window.hide();
+                if let Some(place) = place {
+                    let _ = window.set_position(place);
+                }
+            }
+            let pixels = pixels.map_err(|e| {
+                BrowserError::Page(format!("WebKit could not take the snapshot: {e}"))
+            })?;
             tokio::task::spawn_blocking(move || {
                 encode(&pixels, request.jpeg_quality, request.max_height)
             })

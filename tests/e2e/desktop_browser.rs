@@ -4,7 +4,8 @@
 //! navigation policy holds: a metadata address is refused when asked for, a link the page offers
 //! to it is refused when clicked, an image on a private address is refused by the guard proxy,
 //! the page cannot reach the app's IPC, and a download link saves its file in the folder the
-//! `web.downloads` setting names, not executable.
+//! `web.downloads` setting names, not executable. With `web.native_windows: "hidden"` the same
+//! works off screen.
 //! Linux only: tauri-driver drives WebKitGTK here.
 #![cfg(target_os = "linux")]
 
@@ -165,6 +166,27 @@ fn close_like_a_person(display: &str, window: u32) -> Result<()> {
     Ok(())
 }
 
+/// Starts the app on `data` with the scripted model, the `full` policy (no approval dialogs)
+/// and loopback pages allowed (the test page), and sends `message` from the chat.
+fn ask_to_browse(
+    data: &std::path::Path,
+    server: &AnthropicServer,
+    test: &str,
+    message: &str,
+) -> Result<DesktopApp> {
+    server.use_as_provider(data, data)?;
+    store_setting(data, "policy", json!({"level": "full"}))?;
+    store_setting(data, "web.allow_loopback", json!(true))?;
+    let app = DesktopApp::launch_with(test, LaunchOptions::with_test_model(data))?;
+    let driver = &app.driver;
+    driver.wait_for_text("main h1", UI_TIMEOUT, |text| text == "Chat")?;
+    let input = driver.wait_for("[data-testid='chat-input']", UI_TIMEOUT)?;
+    driver.send_keys(&input, message)?;
+    let button = driver.wait_for("[data-testid='chat-send']", UI_TIMEOUT)?;
+    driver.click(&button)?;
+    Ok(app)
+}
+
 fn browse(id: &str, input: Value) -> ScriptedReply {
     let mut input = input;
     input["resource"] = json!("browser");
@@ -213,33 +235,19 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
         browse("after", json!({"action": "list_pages"})),
         ScriptedReply::text("Your window is closed."),
     ])?;
-    store_setting(
-        data.path(),
-        "providers",
-        json!({
-            "default": "anthropic",
-            "anthropic": {"base_url": server.url(), "model": "claude-test"},
-        }),
-    )?;
-    // No approval dialogs for this run, and pages on loopback allowed (the test page).
-    store_setting(data.path(), "policy", json!({"level": "full"}))?;
-    store_setting(data.path(), "web.allow_loopback", json!(true))?;
     let downloads = data.path().join("Downloads");
     store_setting(
         data.path(),
         "web.downloads",
         json!(downloads.display().to_string()),
     )?;
-    let app = DesktopApp::launch_with(
+    let app = ask_to_browse(
+        data.path(),
+        &server,
         "desktop_browser",
-        LaunchOptions::with_test_model(data.path()),
+        "Look at my test page",
     )?;
     let driver = &app.driver;
-    driver.wait_for_text("main h1", UI_TIMEOUT, |text| text == "Chat")?;
-    let input = driver.wait_for("[data-testid='chat-input']", UI_TIMEOUT)?;
-    driver.send_keys(&input, "Look at my test page")?;
-    let button = driver.wait_for("[data-testid='chat-send']", UI_TIMEOUT)?;
-    driver.click(&button)?;
 
     let started = Instant::now();
     loop {
@@ -436,5 +444,131 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
         },
     )
     .with_context(|| format!("no cookie stored in {}", cookies.display()))?;
+    Ok(())
+}
+
+/// The pid of the desktop app started on `data` (its command line names the data folder):
+/// other tests' apps share the display.
+fn app_pid(data: &std::path::Path) -> Result<u32> {
+    let wanted = data.display().to_string();
+    for entry in std::fs::read_dir("/proc")? {
+        let entry = entry?;
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args.first().is_some_and(|a| a.ends_with("osprey-desktop"))
+            && args.iter().any(|a| a == &wanted)
+        {
+            return Ok(pid);
+        }
+    }
+    bail!("no osprey-desktop runs on {wanted}")
+}
+
+/// The process that owns `window` (`_NET_WM_PID`).
+fn window_pid(display: &str, window: u32) -> Result<Option<u32>> {
+    use x11rb::protocol::xproto::{AtomEnum, ConnectionExt};
+    let (conn, _) = x11rb::connect(Some(display)).context("connecting to the display")?;
+    let atom = conn.intern_atom(false, b"_NET_WM_PID")?.reply()?.atom;
+    let reply = conn
+        .get_property(false, window, atom, AtomEnum::CARDINAL, 0, 1)?
+        .reply()?;
+    Ok(reply.value32().and_then(|mut values| values.next()))
+}
+
+/// Whether X maps `window` on screen (a hidden GTK window is unmapped or not created at all).
+fn viewable(display: &str, window: u32) -> Result<bool> {
+    use x11rb::protocol::xproto::{ConnectionExt, MapState};
+    let (conn, _) = x11rb::connect(Some(display)).context("connecting to the display")?;
+    let attributes = conn.get_window_attributes(window)?.reply()?;
+    Ok(attributes.map_state == MapState::VIEWABLE)
+}
+
+#[test]
+fn with_hidden_windows_the_agent_browses_off_screen() -> Result<()> {
+    let data = tempfile::Builder::new()
+        .prefix("osprey-e2e-hidden-")
+        .tempdir()?;
+    let (page, _) = serve_page()?;
+    let server = AnthropicServer::start(vec![
+        browse("nav", json!({"action": "navigate", "url": page})),
+        browse("snap", json!({"action": "snapshot"})),
+        browse("text", json!({"action": "text"})),
+        browse("shot", json!({"action": "screenshot"})),
+        ScriptedReply::text("Browsed unseen."),
+    ])?;
+    store_setting(data.path(), "web.native_windows", json!("hidden"))?;
+    let app = ask_to_browse(
+        data.path(),
+        &server,
+        "desktop_browser_hidden",
+        "Look at my test page quietly",
+    )?;
+    wait_until("the turn", TURN_TIMEOUT, || Ok(server.remaining() == 0))?;
+
+    let last = server.seen().pop().context("the model saw no request")?;
+    let results = tool_results(&last);
+    for id in ["nav", "snap", "text", "shot"] {
+        let (error, content) = results
+            .get(id)
+            .with_context(|| format!("no result for {id} in {last}"))?;
+        ensure!(!error, "{id} failed off screen: {}", text_of(content));
+    }
+    let snap = text_of(&results["snap"].1);
+    ensure!(
+        snap.contains("- button \"Change the text\" [e2]"),
+        "the hidden page's snapshot: {snap}"
+    );
+    ensure!(
+        text_of(&results["text"].1).contains("Not clicked yet"),
+        "the hidden page's text"
+    );
+    // The screenshot is of the page (drawn while the window was shown off screen), not blank.
+    let shot = &results["shot"];
+    let image = shot
+        .1
+        .iter()
+        .find(|block| block["type"] == "image")
+        .and_then(|block| block["source"]["data"].as_str())
+        .with_context(|| format!("no screenshot of the hidden page: {}", text_of(&shot.1)))?;
+    let bytes = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.decode(image)?
+    };
+    let saved = osprey_tests::artifacts_dir("desktop_browser_hidden")?.join("hidden-page.png");
+    std::fs::write(&saved, &bytes)?;
+    ensure!(
+        bytes.len() > 2_000,
+        "the hidden page's screenshot is {} bytes, blank? ({})",
+        bytes.len(),
+        saved.display()
+    );
+    // The page's window exists but is not on screen (GTK unmaps a hidden window on its next
+    // main-loop turn, so this waits for it).
+    let pid = app_pid(app.data_dir())?;
+    let mut windows = Vec::new();
+    for window in windows_titled(app.display(), "Osprey browser")? {
+        if window_pid(app.display(), window)? == Some(pid) {
+            windows.push(window);
+        }
+    }
+    ensure!(!windows.is_empty(), "no browser window was made");
+    wait_until("the browser window off screen", UI_TIMEOUT, || {
+        for window in &windows {
+            if viewable(app.display(), *window)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    })
+    .context("a browser window stays on screen although web.native_windows is hidden")?;
+    app.save_screenshot("hidden-browsing")?;
     Ok(())
 }

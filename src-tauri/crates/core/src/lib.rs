@@ -110,6 +110,8 @@ struct Inner {
     web_allow_loopback: bool,
     /// Where every browser profile saves downloads (`web.downloads`, live).
     downloads: osprey_browser::DownloadFolder,
+    /// A shell's own browser profile opens its pages hidden (`web.native_windows`, live).
+    hidden_windows: Arc<std::sync::atomic::AtomicBool>,
     /// The turns running now (the tray's and the window's state of running work).
     turns: automation::RunningTurns,
     #[cfg(unix)]
@@ -388,6 +390,8 @@ pub struct BrowserProfileConfig {
     pub allow_loopback: bool,
     /// Where downloads are saved (none refuses them); shared, changed live by `web.downloads`.
     pub downloads: osprey_browser::DownloadFolder,
+    /// Pages open hidden (`web.native_windows: "hidden"`); shared, changed live.
+    pub hidden_windows: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The web tool's browser (the managed Chromium profile in `<data>/browser/`) and search
@@ -602,6 +606,9 @@ impl Core {
                 browser,
                 web_allow_loopback,
                 downloads,
+                hidden_windows: Arc::new(std::sync::atomic::AtomicBool::new(
+                    settings::native_windows_hidden(&stored),
+                )),
                 turns: automation::RunningTurns::default(),
                 #[cfg(unix)]
                 apps,
@@ -626,6 +633,7 @@ impl Core {
             profile_dir: self.inner.data_dir.join("browser").join(name),
             allow_loopback: self.inner.web_allow_loopback,
             downloads: self.inner.downloads.clone(),
+            hidden_windows: self.inner.hidden_windows.clone(),
         }
     }
 

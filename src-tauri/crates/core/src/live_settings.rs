@@ -228,6 +228,10 @@ impl Core {
                 }
             }
             settings::WEB_DOWNLOADS => self.inner.downloads.set(settings::downloads(&stored)),
+            settings::WEB_NATIVE_WINDOWS => self.inner.hidden_windows.store(
+                settings::native_windows_hidden(&stored),
+                std::sync::atomic::Ordering::SeqCst,
+            ),
             // Read where they are used (the theme by the UI).
             _ => {}
         }

@@ -25,6 +25,10 @@ pub const WEB_CHROME: &str = "web.chrome";
 /// The folder browser downloads are saved to (`~/Downloads/Osprey`; `~/` is the home folder).
 /// Unset: downloads are refused. Downloaded files are never opened or run.
 pub const WEB_DOWNLOADS: &str = "web.downloads";
+/// How the desktop's own browser profile (`native`) opens its pages: `"shown"` (the default:
+/// the person watches the agent browse) or `"hidden"` (off screen until the person shows them
+/// or takes the browser over). For pages opened from then on.
+pub const WEB_NATIVE_WINDOWS: &str = "web.native_windows";
 /// Extra environment variable names passed to shell commands: `["CARGO_HOME", "RUSTUP_HOME"]`.
 pub const SHELL_EXTRA_ENV: &str = "shell.extra_env";
 /// The kernel sandbox shell commands run in: `{"workspaces": ["~/src"], "caches": [".cargo",
@@ -159,6 +163,10 @@ pub const KNOWN: &[(&str, &str)] = &[
     (
         WEB_DOWNLOADS,
         "the folder the browser saves downloads to (\"~/Downloads/Osprey\"); unset, downloads are refused; files are never opened",
+    ),
+    (
+        WEB_NATIVE_WINDOWS,
+        "the desktop's browser windows: \"shown\" (default: you watch the agent browse) or \"hidden\" (until you show them or take the browser over); for pages opened from then on",
     ),
     (
         WEB_SEARCH,
@@ -355,6 +363,10 @@ pub fn validate(key: &str, value: &Value) -> anyhow::Result<()> {
             mail.validate()
                 .map_err(|why| anyhow::anyhow!("invalid value for `{key}`: {why}"))
         }
+        WEB_NATIVE_WINDOWS => match typed::<Option<String>>(key, value)?.as_deref() {
+            None | Some("shown" | "hidden") => Ok(()),
+            Some(other) => bail!("`{key}` is \"shown\" or \"hidden\", not {other:?}"),
+        },
         WEB_SEARCH => check::<osprey_browser::SearchSettings>(key, value),
         WEB_CHROME => check::<Option<osprey_browser::ChromeAttach>>(key, value),
         WEB_DOWNLOADS => {
@@ -416,6 +428,11 @@ fn check<T: DeserializeOwned>(key: &str, value: &Value) -> anyhow::Result<()> {
     serde_json::from_value::<T>(value.clone())
         .map(|_| ())
         .with_context(|| format!("invalid value for `{key}`: {value}"))
+}
+
+/// Whether `web.native_windows` hides the desktop's browser windows.
+pub fn native_windows_hidden(settings: &Settings) -> bool {
+    read::<Option<String>>(settings, WEB_NATIVE_WINDOWS).as_deref() == Some("hidden")
 }
 
 /// The folder `web.downloads` names: an absolute path, or one under `~/` (the home folder).
@@ -517,6 +534,22 @@ mod tests {
         .unwrap();
         let err = validate("colour", &json!(1)).unwrap_err().to_string();
         assert!(err.contains("known settings: policy"), "{err}");
+    }
+
+    #[test]
+    fn the_desktops_browser_windows_are_shown_or_hidden() {
+        validate(WEB_NATIVE_WINDOWS, &json!("hidden")).unwrap();
+        validate(WEB_NATIVE_WINDOWS, &json!("shown")).unwrap();
+        let err = validate(WEB_NATIVE_WINDOWS, &json!("invisible"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("\"shown\" or \"hidden\""), "{err}");
+        let db = osprey_db::Database::open_in_memory().unwrap();
+        assert!(!native_windows_hidden(&db.settings()));
+        db.settings()
+            .set(WEB_NATIVE_WINDOWS, &json!("hidden"))
+            .unwrap();
+        assert!(native_windows_hidden(&db.settings()));
     }
 
     #[test]
