@@ -5,7 +5,8 @@
 //! - Anthropic Messages (`/v1/messages`): a tool's `input_schema` must be an object schema with
 //!   `type: object` and no `oneOf`, `allOf` or `anyOf` at its top level; tool names match
 //!   `^[a-zA-Z0-9_-]{1,128}$`; an image block (in a message or a tool result) is base64 of
-//!   `image/jpeg`, `image/png`, `image/gif` or `image/webp`, and the data must decode.
+//!   `image/jpeg`, `image/png`, `image/gif` or `image/webp`, the data must decode, and its bytes
+//!   must be of the format named.
 //! - OpenAI Chat Completions (`/chat/completions`): a function's `parameters` must have
 //!   `type: object` at the top; names match `^[a-zA-Z0-9_-]{1,64}$`.
 
@@ -76,12 +77,23 @@ fn anthropic_images(body: &Value) -> Option<String> {
                     ));
                 }
                 let data = source["data"].as_str().unwrap_or_default();
-                if base64::engine::general_purpose::STANDARD
-                    .decode(data)
-                    .is_err()
-                {
+                let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data) else {
                     return Some(format!(
                         "{path}.image.source.base64.data: invalid base64 data"
+                    ));
+                };
+                // The API reads the image: bytes of another format than the one named are
+                // refused.
+                let magic: &[u8] = match media {
+                    "image/png" => b"\x89PNG\r\n\x1a\n",
+                    "image/jpeg" => &[0xFF, 0xD8, 0xFF],
+                    "image/gif" => b"GIF8",
+                    _ => b"RIFF",
+                };
+                if !bytes.starts_with(magic) {
+                    return Some(format!(
+                        "{path}.image.source.base64: Image does not match the provided media type \
+                         {media}"
                     ));
                 }
             }
@@ -165,6 +177,12 @@ mod tests {
             ]}]})
         };
         assert!(refusal("/v1/messages", &with("image/png", "iVBORw0KGgo=")).is_none());
+        // JPEG bytes sent as a PNG.
+        let (_, body) = refusal("/v1/messages", &with("image/png", "/9j/4AAQ")).unwrap();
+        assert!(
+            body.to_string().contains("does not match the provided media type"),
+            "{body}"
+        );
         let (_, body) = refusal("/v1/messages", &with("image/bmp", "iVBORw0KGgo=")).unwrap();
         assert!(
             body["error"]["message"]
