@@ -180,7 +180,8 @@ mod tests {
         // JPEG bytes sent as a PNG.
         let (_, body) = refusal("/v1/messages", &with("image/png", "/9j/4AAQ")).unwrap();
         assert!(
-            body.to_string().contains("does not match the provided media type"),
+            body.to_string()
+                .contains("does not match the provided media type"),
             "{body}"
         );
         let (_, body) = refusal("/v1/messages", &with("image/bmp", "iVBORw0KGgo=")).unwrap();
