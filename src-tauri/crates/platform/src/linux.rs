@@ -13,6 +13,7 @@ mod notify;
 mod secrets;
 mod services;
 mod speech;
+mod tracker;
 mod x11;
 
 use std::sync::Mutex;

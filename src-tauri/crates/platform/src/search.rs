@@ -1,8 +1,14 @@
-//! File search by name and content, a walk with ripgrep's libraries (`ignore` for the walk:
-//! hidden files and ignore files respected; `grep-searcher` + `grep-regex` for content), bounded
-//! by a result limit, a count of files looked at, a file size cap for content and a deadline.
+//! File search by name and content: through the desktop's file index where one runs and holds
+//! the folders asked about (Tracker on Linux, [`FileIndex`]), and a walk with ripgrep's libraries
+//! everywhere else (`ignore` for the walk: hidden files and ignore files respected;
+//! `grep-searcher` + `grep-regex` for content). Whatever the index offers is checked on disk
+//! with the same matcher as the walk, so an out-of-date index never returns a file that does not
+//! match. Bounded by a result limit, a count of files looked at, a file size cap for content and a
+//! deadline.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use grep_regex::RegexMatcherBuilder;
@@ -25,6 +31,8 @@ pub struct SearchRequest {
     pub max_content_bytes: u64,
     pub include_hidden: bool,
     pub deadline: Instant,
+    /// Ask the desktop's index first where it holds the folders (off: walk every file).
+    pub use_index: bool,
 }
 
 /// A file found, with the first matching line when content was searched.
@@ -40,7 +48,52 @@ pub struct SearchOutcome {
     pub files_seen: usize,
     /// Why the walk stopped early, when it did.
     pub stopped: Option<String>,
+    /// How the files were found: which folders the desktop's index answered for, or why it did
+    /// not (none runs, still indexing, a pattern only a full read can match).
+    pub source: Option<String>,
 }
+
+/// The desktop's file index, where the platform has one.
+#[allow(async_fn_in_trait)]
+pub trait FileIndex {
+    /// Whether an index runs and is up to date (and, with `content`, holds files' words), and
+    /// the folders whose whole tree it holds.
+    async fn index_state(&self, content: bool) -> IndexState {
+        let _ = content;
+        IndexState::Absent
+    }
+
+    /// Files under `query.under` that may match; each is checked on disk before it is shown.
+    async fn index_candidates(&self, query: &IndexQuery) -> Result<Vec<PathBuf>> {
+        let _ = query;
+        Err(Error::unsupported("a desktop file index"))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum IndexState {
+    Ready {
+        index: &'static str,
+        trees: Vec<PathBuf>,
+    },
+    /// An index runs but cannot answer now, and why.
+    Unavailable(String),
+    /// No index runs here (the search walks and says nothing of it).
+    Absent,
+}
+
+/// What the index is asked: files under a folder, by name (a regular expression, case
+/// insensitive) and by a word of their text (matched from the start of a word).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexQuery {
+    pub under: PathBuf,
+    pub name_regex: Option<String>,
+    pub word: Option<String>,
+    pub limit: usize,
+}
+
+/// Whether a path may be shown (credential stores and Osprey's data may not).
+pub type Allowed = Arc<dyn Fn(&Path) -> bool + Send + Sync>;
 
 enum NameMatch {
     Glob(globset::GlobMatcher),
@@ -72,77 +125,116 @@ impl NameMatch {
     }
 }
 
-/// Runs the search, skipping files `allowed` refuses (credential stores, Osprey's data).
-/// Blocking: call from a blocking thread.
-pub fn search(request: &SearchRequest, allowed: &dyn Fn(&Path) -> bool) -> Result<SearchOutcome> {
-    if request.name.is_none() && request.content.is_none() {
-        return Err(Error::invalid(
-            "search needs `query` (a file name or glob) or `content` (a pattern), or both",
-        ));
-    }
-    let name = request.name.as_deref().map(NameMatch::new).transpose()?;
-    let matcher = request
-        .content
-        .as_deref()
-        .map(|pattern| {
-            RegexMatcherBuilder::new()
-                .case_smart(true)
-                .build(pattern)
-                .map_err(|e| Error::invalid(format!("bad content pattern {pattern:?}: {e}")))
-        })
-        .transpose()?;
-    let mut searcher = SearcherBuilder::new()
-        .binary_detection(BinaryDetection::quit(b'\x00'))
-        .line_number(true)
-        .build();
-    let Some((first, rest)) = request.roots.split_first() else {
-        return Err(Error::invalid("no folder to search in"));
-    };
-    for root in &request.roots {
-        if !root.is_dir() {
-            return Err(Error::invalid(format!(
-                "{} is not a folder",
-                root.display()
-            )));
+impl NameMatch {
+    /// The same match as a regular expression for the index (anchored for a glob).
+    fn regex(pattern: &str) -> String {
+        let escape = |c: char, out: &mut String| {
+            if "\\.^$|?*+()[]{}".contains(c) {
+                out.push('\\');
+            }
+            out.push(c);
+        };
+        let mut out = String::new();
+        if !pattern.contains(['*', '?', '[']) {
+            pattern.chars().for_each(|c| escape(c, &mut out));
+            return out;
         }
-    }
-    let mut walk = ignore::WalkBuilder::new(first);
-    for root in rest {
-        walk.add(root);
-    }
-    walk.hidden(!request.include_hidden)
-        .follow_links(false)
-        .require_git(false);
-    let mut outcome = SearchOutcome::default();
-    for entry in walk.build() {
-        let Ok(entry) = entry else { continue };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
+        out.push('^');
+        let mut chars = pattern.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '*' => out.push_str("[^/]*"),
+                '?' => out.push_str("[^/]"),
+                '[' => {
+                    out.push('[');
+                    if chars.peek() == Some(&'!') {
+                        chars.next();
+                        out.push('^');
+                    }
+                    for c in chars.by_ref() {
+                        if c == '\\' {
+                            out.push_str("\\\\");
+                            continue;
+                        }
+                        out.push(c);
+                        if c == ']' {
+                            break;
+                        }
+                    }
+                }
+                c => escape(c, &mut out),
+            }
         }
-        outcome.files_seen += 1;
-        if outcome.files_seen > request.max_files {
-            outcome.stopped = Some(format!(
-                "looked at {} files, the limit; name a narrower folder with `path`",
-                request.max_files
+        out.push('$');
+        out
+    }
+}
+
+/// The longest word of a content pattern that is only words (letters and digits), which the
+/// index can look up; `None` for a pattern only reading every file can match.
+fn index_word(pattern: &str) -> Option<String> {
+    let words: Vec<&str> = pattern.split_whitespace().collect();
+    if words.is_empty() || !words.iter().all(|w| w.chars().all(char::is_alphanumeric)) {
+        return None;
+    }
+    words
+        .into_iter()
+        .max_by_key(|w| w.chars().count())
+        .map(str::to_lowercase)
+}
+
+/// The name and content tests every file found goes through, walked or offered by the index.
+struct Matcher {
+    name: Option<NameMatch>,
+    content: Option<grep_regex::RegexMatcher>,
+    searcher: grep_searcher::Searcher,
+    max_content_bytes: u64,
+}
+
+impl Matcher {
+    fn new(request: &SearchRequest) -> Result<Matcher> {
+        if request.name.is_none() && request.content.is_none() {
+            return Err(Error::invalid(
+                "search needs `query` (a file name or glob) or `content` (a pattern), or both",
             ));
-            break;
         }
-        if outcome.files_seen % 256 == 0 && Instant::now() >= request.deadline {
-            outcome.stopped = Some("ran out of time; name a narrower folder with `path`".into());
-            break;
+        let content = request
+            .content
+            .as_deref()
+            .map(|pattern| {
+                RegexMatcherBuilder::new()
+                    .case_smart(true)
+                    .build(pattern)
+                    .map_err(|e| Error::invalid(format!("bad content pattern {pattern:?}: {e}")))
+            })
+            .transpose()?;
+        Ok(Matcher {
+            name: request.name.as_deref().map(NameMatch::new).transpose()?,
+            content,
+            searcher: SearcherBuilder::new()
+                .binary_detection(BinaryDetection::quit(b'\x00'))
+                .line_number(true)
+                .build(),
+            max_content_bytes: request.max_content_bytes,
+        })
+    }
+
+    /// The hit for a file (with its first matching line when content is searched), if it
+    /// matches.
+    fn check(
+        &mut self,
+        path: &Path,
+        size: Option<u64>,
+        allowed: &dyn Fn(&Path) -> bool,
+    ) -> Option<SearchHit> {
+        if self.name.as_ref().is_some_and(|n| !n.matches(path)) || !allowed(path) {
+            return None;
         }
-        let path = entry.path();
-        if name.as_ref().is_some_and(|n| !n.matches(path)) || !allowed(path) {
-            continue;
-        }
-        let line = match &matcher {
+        let line = match &self.content {
             None => None,
             Some(matcher) => {
-                if entry
-                    .metadata()
-                    .is_ok_and(|m| m.len() > request.max_content_bytes)
-                {
-                    continue;
+                if size.is_some_and(|size| size > self.max_content_bytes) {
+                    return None;
                 }
                 let mut found = None;
                 let sink = UTF8(|number, text| {
@@ -151,25 +243,232 @@ pub fn search(request: &SearchRequest, allowed: &dyn Fn(&Path) -> bool) -> Resul
                     found = Some((number, text));
                     Ok(false)
                 });
-                if searcher.search_path(matcher, path, sink).is_err() {
-                    continue;
-                }
-                match found {
-                    Some(found) => Some(found),
-                    None => continue,
-                }
+                self.searcher.search_path(matcher, path, sink).ok()?;
+                Some(found?)
             }
         };
-        outcome.hits.push(SearchHit {
+        Some(SearchHit {
             path: path.to_path_buf(),
             line,
-        });
+        })
+    }
+}
+
+/// What the index answers for: the folders it covers (the walk skips them) and the files it
+/// offered there.
+#[derive(Default)]
+struct IndexPlan {
+    covered: HashSet<PathBuf>,
+    candidates: Vec<PathBuf>,
+    source: Option<String>,
+}
+
+/// Asks the index for the folders it holds whole, when it can answer this search.
+async fn plan(index: &impl FileIndex, request: &SearchRequest) -> IndexPlan {
+    let not_used = |why: String| IndexPlan {
+        source: Some(format!("searched by walking the folders: {why}")),
+        ..IndexPlan::default()
+    };
+    if !request.use_index {
+        return IndexPlan::default();
+    }
+    let (name, trees) = match index.index_state(request.content.is_some()).await {
+        IndexState::Ready { index, trees } => (index, trees),
+        IndexState::Unavailable(why) => return not_used(why),
+        IndexState::Absent => return IndexPlan::default(),
+    };
+    if request.include_hidden {
+        return not_used(format!("{name} leaves hidden files out"));
+    }
+    let word = request.content.as_deref().and_then(index_word);
+    if request.content.is_some() && word.is_none() {
+        return not_used(format!(
+            "{name} finds words, and this pattern needs every file read"
+        ));
+    }
+    // Each root inside an indexed tree is asked whole; trees inside a root are asked and left
+    // out of the walk.
+    let mut folders: Vec<PathBuf> = Vec::new();
+    for root in &request.roots {
+        match trees.iter().find(|tree| root.starts_with(tree)) {
+            Some(_) => folders.push(root.clone()),
+            None => folders.extend(trees.iter().filter(|t| t.starts_with(root)).cloned()),
+        }
+    }
+    folders.sort();
+    folders.dedup_by(|later, earlier| later.starts_with(earlier));
+    let mut plan = IndexPlan::default();
+    let mut failed = None;
+    for folder in folders {
+        let query = IndexQuery {
+            under: folder.clone(),
+            name_regex: request.name.as_deref().map(NameMatch::regex),
+            word: word.clone(),
+            limit: (request.limit * 20).clamp(200, 5000),
+        };
+        match index.index_candidates(&query).await {
+            Ok(found) => {
+                plan.candidates.extend(found);
+                plan.covered.insert(folder);
+            }
+            Err(e) => failed = Some(e.to_string()),
+        }
+    }
+    let mut covered: Vec<String> = plan
+        .covered
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    covered.sort();
+    plan.source = match (covered.is_empty(), failed) {
+        (true, Some(why)) => Some(format!(
+            "searched by walking the folders: {name} failed ({why})"
+        )),
+        (true, None) => Some(format!(
+            "searched by walking the folders: {name} does not index them"
+        )),
+        (false, failed) => Some(format!(
+            "{} from the desktop's index ({name}){}, the rest by walking; `index: false` reads every file{}",
+            covered.join(", "),
+            if word.is_some() {
+                ", matching words from their start"
+            } else {
+                ""
+            },
+            failed
+                .map(|why| format!(" ({name} failed for a folder: {why})"))
+                .unwrap_or_default()
+        )),
+    };
+    plan
+}
+
+/// Runs the search: the index's offers for the folders it holds (checked on disk), then a walk
+/// of the rest, skipping files `allowed` refuses.
+pub async fn run(
+    index: &impl FileIndex,
+    request: SearchRequest,
+    allowed: Allowed,
+) -> Result<SearchOutcome> {
+    let matcher = Matcher::new(&request)?;
+    check_roots(&request.roots)?;
+    let plan = plan(index, &request).await;
+    tokio::task::spawn_blocking(move || Ok(search_with(&request, matcher, plan, &*allowed)))
+        .await
+        .map_err(|e| Error::Failed(e.to_string()))?
+}
+
+/// Runs the search by walking only, skipping files `allowed` refuses. Blocking: call from a
+/// blocking thread.
+pub fn search(request: &SearchRequest, allowed: &dyn Fn(&Path) -> bool) -> Result<SearchOutcome> {
+    let matcher = Matcher::new(request)?;
+    check_roots(&request.roots)?;
+    Ok(search_with(request, matcher, IndexPlan::default(), allowed))
+}
+
+fn check_roots(roots: &[PathBuf]) -> Result<()> {
+    if roots.is_empty() {
+        return Err(Error::invalid("no folder to search in"));
+    }
+    match roots.iter().find(|root| !root.is_dir()) {
+        Some(root) => Err(Error::invalid(format!(
+            "{} is not a folder",
+            root.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn search_with(
+    request: &SearchRequest,
+    mut matcher: Matcher,
+    plan: IndexPlan,
+    allowed: &dyn Fn(&Path) -> bool,
+) -> SearchOutcome {
+    let mut outcome = SearchOutcome {
+        source: plan.source,
+        ..SearchOutcome::default()
+    };
+    // An offer is taken only inside a folder asked about, and like the walk, not when a name
+    // beneath that folder is hidden.
+    let acceptable = |path: &Path| {
+        request.roots.iter().any(|root| {
+            path.strip_prefix(root).is_ok_and(|inside| {
+                request.include_hidden
+                    || !inside
+                        .components()
+                        .any(|c| c.as_os_str().to_string_lossy().starts_with('.'))
+            })
+        })
+    };
+    let mut offered = HashSet::new();
+    for path in plan.candidates {
+        if !offered.insert(path.clone()) || !acceptable(&path) {
+            continue;
+        }
+        let Ok(metadata) = std::fs::symlink_metadata(&path) else {
+            continue; // gone since it was indexed
+        };
+        if !metadata.is_file() {
+            continue;
+        }
+        outcome.files_seen += 1;
+        if let Some(hit) = matcher.check(&path, Some(metadata.len()), allowed) {
+            outcome.hits.push(hit);
+            if outcome.hits.len() >= request.limit {
+                outcome.stopped =
+                    Some(format!("stopped at the limit of {} results", request.limit));
+                return outcome;
+            }
+        }
+    }
+    let roots: Vec<&PathBuf> = request
+        .roots
+        .iter()
+        .filter(|root| !plan.covered.iter().any(|c| root.starts_with(c)))
+        .collect();
+    let Some((first, rest)) = roots.split_first() else {
+        return outcome;
+    };
+    let mut walk = ignore::WalkBuilder::new(first);
+    for root in rest {
+        walk.add(root);
+    }
+    let covered = plan.covered;
+    walk.hidden(!request.include_hidden)
+        .follow_links(false)
+        .require_git(false)
+        .filter_entry(move |entry| !covered.contains(entry.path()));
+    let mut walked = 0;
+    for entry in walk.build() {
+        let Ok(entry) = entry else { continue };
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        outcome.files_seen += 1;
+        walked += 1;
+        if walked > request.max_files {
+            outcome.stopped = Some(format!(
+                "looked at {} files, the limit; name a narrower folder with `path`",
+                request.max_files
+            ));
+            break;
+        }
+        if walked % 256 == 0 && Instant::now() >= request.deadline {
+            outcome.stopped = Some("ran out of time; name a narrower folder with `path`".into());
+            break;
+        }
+        let size = entry.metadata().ok().map(|m| m.len());
+        let Some(hit) = matcher.check(entry.path(), size, allowed) else {
+            continue;
+        };
+        outcome.hits.push(hit);
         if outcome.hits.len() >= request.limit {
             outcome.stopped = Some(format!("stopped at the limit of {} results", request.limit));
             break;
         }
     }
-    Ok(outcome)
+    outcome
 }
 
 #[cfg(test)]
@@ -188,7 +487,131 @@ mod tests {
             max_content_bytes: 1 << 20,
             include_hidden: false,
             deadline: Instant::now() + Duration::from_secs(10),
+            use_index: true,
         }
+    }
+
+    #[test]
+    fn names_and_words_become_what_the_index_understands() {
+        assert_eq!(NameMatch::regex("budget"), "budget");
+        assert_eq!(NameMatch::regex("a.b(1)"), "a\\.b\\(1\\)");
+        assert_eq!(NameMatch::regex("*.pdf"), "^[^/]*\\.pdf$");
+        assert_eq!(
+            NameMatch::regex("rep?rt[!0-9].txt"),
+            "^rep[^/]rt[^0-9]\\.txt$"
+        );
+        for (glob, name, matches) in [
+            ("*.pdf", "Tax 2025.PDF", true),
+            ("*.pdf", "a.pdf.bak", false),
+            ("rep?rt[!0-9].txt", "report.txt", false),
+            ("rep?rt[!0-9].txt", "repxrtA.txt", true),
+        ] {
+            let regex = RegexMatcherBuilder::new()
+                .case_insensitive(true)
+                .build(&NameMatch::regex(glob))
+                .unwrap();
+            let found = grep_matcher::Matcher::is_match(&regex, name.as_bytes()).unwrap();
+            assert_eq!(found, matches, "{glob} {name}");
+            let glob_match = NameMatch::new(glob).unwrap().matches(Path::new(name));
+            assert_eq!(glob_match, matches, "the walk's own match: {glob} {name}");
+        }
+        assert_eq!(
+            index_word("Groceries on friday").as_deref(),
+            Some("groceries")
+        );
+        assert_eq!(index_word("Käse"), Some("käse".into()));
+        assert_eq!(index_word("groc.*ies"), None);
+        assert_eq!(index_word("   "), None);
+    }
+
+    /// An index that holds `tree` and offers a fixed list, to check what is done with its
+    /// offers; the real one (Tracker) is tested in tests/os/search.rs.
+    struct Offering {
+        tree: PathBuf,
+        offers: Vec<PathBuf>,
+        asked: std::sync::Mutex<Vec<IndexQuery>>,
+    }
+
+    impl FileIndex for Offering {
+        async fn index_state(&self, _content: bool) -> IndexState {
+            IndexState::Ready {
+                index: "Offering",
+                trees: vec![self.tree.clone()],
+            }
+        }
+
+        async fn index_candidates(&self, query: &IndexQuery) -> Result<Vec<PathBuf>> {
+            self.asked.lock().unwrap().push(query.clone());
+            Ok(self.offers.clone())
+        }
+    }
+
+    #[tokio::test]
+    async fn the_index_answers_for_its_trees_and_every_offer_is_checked_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let docs = root.join("Documents");
+        std::fs::create_dir_all(root.join("code")).unwrap();
+        std::fs::create_dir_all(&docs).unwrap();
+        std::fs::write(docs.join("groceries.txt"), "milk\n").unwrap();
+        std::fs::write(docs.join("groceries-old.txt"), "eggs\n").unwrap();
+        std::fs::write(docs.join("secret-groceries.txt"), "x\n").unwrap();
+        std::fs::create_dir_all(docs.join(".cache")).unwrap();
+        std::fs::write(docs.join(".cache/groceries.txt"), "x\n").unwrap();
+        std::fs::write(root.join("code/groceries.rs"), "// list\n").unwrap();
+        // Not offered by the index: inside its tree, so never walked.
+        std::fs::write(docs.join("groceries-unindexed.txt"), "").unwrap();
+        let index = Offering {
+            tree: docs.clone(),
+            offers: vec![
+                docs.join("groceries.txt"),
+                docs.join("groceries.txt"),
+                docs.join("groceries-deleted.txt"),
+                docs.join("notes.txt"),
+                docs.join("secret-groceries.txt"),
+                docs.join("groceries-old.txt"),
+                docs.join(".cache/groceries.txt"),
+                PathBuf::from("/etc/groceries"),
+            ],
+            asked: Default::default(),
+        };
+        let mut request = request(root);
+        request.name = Some("groceries".into());
+        let allowed: Allowed = Arc::new(|p: &Path| !p.ends_with("secret-groceries.txt"));
+        let found = run(&index, request.clone(), allowed.clone()).await.unwrap();
+        let mut paths: Vec<_> = found.hits.iter().map(|h| h.path.clone()).collect();
+        paths.sort();
+        assert_eq!(
+            paths,
+            vec![
+                root.join("Documents/groceries-old.txt"),
+                root.join("Documents/groceries.txt"),
+                root.join("code/groceries.rs"),
+            ]
+        );
+        let source = found.source.unwrap();
+        assert!(
+            source.contains("from the desktop's index (Offering)"),
+            "{source}"
+        );
+        assert!(source.contains(&docs.display().to_string()), "{source}");
+        let asked = index.asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].under, docs);
+        assert_eq!(asked[0].name_regex.as_deref(), Some("groceries"));
+
+        // Content that only a full read can match, hidden files, and `index: false` walk.
+        let mut regex = request.clone();
+        regex.content = Some("mi.k".into());
+        let found = run(&index, regex, allowed.clone()).await.unwrap();
+        assert_eq!(found.hits.len(), 1);
+        assert!(found.source.unwrap().contains("needs every file read"));
+        let mut walk = request.clone();
+        walk.use_index = false;
+        let found = run(&index, walk, allowed).await.unwrap();
+        assert_eq!(found.hits.len(), 4, "the unindexed file too: {found:?}");
+        assert_eq!(found.source, None);
+        assert_eq!(index.asked.lock().unwrap().len(), 1);
     }
 
     #[test]

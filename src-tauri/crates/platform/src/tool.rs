@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::keychain::{Keychain as _, check_key};
 use crate::music::{MediaCommand, MediaPlayers as _};
 use crate::notification::{Notification, Notifications as _, Outcome, Urgency};
-use crate::search::{SearchRequest, search};
+use crate::search::{self, Allowed, FileIndex, IndexState, SearchRequest};
 use crate::system::{SystemServices as _, machine_facts};
 use crate::window::{self, WindowOp, Windows as _};
 
@@ -133,14 +133,22 @@ impl OsTool {
             "search" => {
                 let roots = self.backend.config().search_roots();
                 if roots.iter().any(|r| r.is_dir()) {
-                    Ok(format!(
-                        "walks {} (no desktop index is used)",
-                        roots
-                            .iter()
-                            .map(|r| r.display().to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ))
+                    let shown = |paths: &[PathBuf]| {
+                        let shown: Vec<String> =
+                            paths.iter().map(|r| r.display().to_string()).collect();
+                        shown.join(", ")
+                    };
+                    let index = match self.backend.index_state(false).await {
+                        IndexState::Ready { index, trees } if !trees.is_empty() => {
+                            format!("; the desktop's index ({index}) holds {}", shown(&trees))
+                        }
+                        IndexState::Ready { index, .. } => {
+                            format!("; the desktop's index ({index}) holds no whole folder")
+                        }
+                        IndexState::Unavailable(why) => format!("; {why}"),
+                        IndexState::Absent => "; no desktop index runs".into(),
+                    };
+                    Ok(format!("searches {}{index}", shown(&roots)))
                 } else {
                     Err(Error::NotConfigured(
                         "no folder to search: set HOME or the search roots".into(),
@@ -538,6 +546,11 @@ fn os_domain(offered: &[&Capability]) -> Domain {
         )
         .default_value(json!(20))
         .field("hidden", FieldType::Boolean, "search: include hidden files")
+        .field(
+            "index",
+            FieldType::Boolean,
+            "search: false reads every file instead of the desktop's index",
+        )
         .field(
             "start",
             FieldType::String,
@@ -1132,15 +1145,12 @@ impl OsTool {
                 .checked_sub(Duration::from_millis(500))
                 .unwrap_or(ctx.deadline)
                 .min(Instant::now() + Duration::from_secs(30)),
+            use_index: call.bool("index").unwrap_or(true),
         };
         let guard = self.guard.clone();
-        let outcome = tokio::task::spawn_blocking(move || {
-            search(&request, &|path: &Path| {
-                guard.as_ref().is_none_or(|g| g.check_read(path).is_ok())
-            })
-        })
-        .await
-        .map_err(|e| Error::Failed(e.to_string()))??;
+        let allowed: Allowed =
+            Arc::new(move |path: &Path| guard.as_ref().is_none_or(|g| g.check_read(path).is_ok()));
+        let outcome = search::run(&*self.backend, request, allowed).await?;
         let mut lines: Vec<String> = outcome
             .hits
             .iter()
@@ -1155,8 +1165,8 @@ impl OsTool {
                 outcome.files_seen
             ));
         }
-        if let Some(why) = outcome.stopped {
-            lines.push(format!("({why})"));
+        for note in [outcome.stopped, outcome.source].into_iter().flatten() {
+            lines.push(format!("({note})"));
         }
         text(lines.join("\n"))
     }

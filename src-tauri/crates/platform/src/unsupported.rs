@@ -8,6 +8,7 @@ use crate::config::OsConfig;
 use crate::keychain::Keychain;
 use crate::music::MediaPlayers;
 use crate::notification::Notifications;
+use crate::search::FileIndex;
 use crate::system::SystemServices;
 use crate::tts::Speech;
 use crate::window::Windows;
@@ -34,6 +35,7 @@ impl Unsupported {
 
 impl Applications for Unsupported {}
 impl Audio for Unsupported {}
+impl FileIndex for Unsupported {}
 impl Keychain for Unsupported {}
 impl MediaPlayers for Unsupported {}
 impl Notifications for Unsupported {}

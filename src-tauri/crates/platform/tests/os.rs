@@ -52,3 +52,6 @@ mod mail;
 
 #[path = "os/tts.rs"]
 mod tts;
+
+#[path = "os/search.rs"]
+mod search;

@@ -116,21 +116,29 @@ pub fn program_exists(name: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// A bus that starts nothing on demand: the standard session configuration would activate the
-/// machine's own services (gnome-keyring with the real HOME, a notification daemon).
-const BUS_CONFIG: &str = r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+/// A session bus's configuration. Without `services` it starts nothing on demand: the standard
+/// session configuration would activate the machine's own services (gnome-keyring with the
+/// real HOME, a notification daemon). With it, only the services described there.
+pub fn bus_config(services: Option<&std::path::Path>) -> String {
+    let services = services
+        .map(|dir| format!("\n  <servicedir>{}</servicedir>", dir.display()))
+        .unwrap_or_default();
+    format!(
+        r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
   <type>session</type>
   <listen>unix:tmpdir=/tmp</listen>
-  <auth>EXTERNAL</auth>
+  <auth>EXTERNAL</auth>{services}
   <policy context="default">
     <allow send_destination="*" eavesdrop="true"/>
     <allow eavesdrop="true"/>
     <allow own="*"/>
   </policy>
 </busconfig>
-"#;
+"#
+    )
+}
 
 /// A private D-Bus session bus (dbus-daemon, no service activation) and its address.
 pub fn private_bus() -> (Guarded, String) {
@@ -141,7 +149,7 @@ pub fn private_bus() -> (Guarded, String) {
     static CONFIG: OnceLock<tempfile::TempPath> = OnceLock::new();
     let config = CONFIG.get_or_init(|| {
         let mut file = tempfile::NamedTempFile::new().unwrap();
-        std::io::Write::write_all(&mut file, BUS_CONFIG.as_bytes()).unwrap();
+        std::io::Write::write_all(&mut file, bus_config(None).as_bytes()).unwrap();
         file.into_temp_path()
     });
     let config = format!("--config-file={}", config.display());
