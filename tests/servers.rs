@@ -1,6 +1,7 @@
 //! Real mail and calendar servers on loopback for the suites that need one: Dovecot (IMAP, plain
 //! with STARTTLS and implicit TLS, one passwd-file user) with a certificate from a test CA made
-//! with openssl, and Radicale (CalDAV and CardDAV, htpasswd user `alice:secret`). The platform
+//! with openssl, aiosmtpd (SMTP: STARTTLS as a submission server, implicit TLS and plain, one
+//! login) with the same certificate, and Radicale (CalDAV and CardDAV, htpasswd user `alice:secret`). The platform
 //! crate's `os` tests and the core's account tests start the same servers from here, so there
 //! is one copy of how each is configured.
 //!
@@ -12,7 +13,7 @@ use std::io::Read as _;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 /// How long a server may take to answer after it is started.
@@ -31,6 +32,31 @@ impl ServerProcess {
             .spawn()
             .unwrap_or_else(|e| panic!("starting {}: {e}", program.display()));
         ServerProcess(child)
+    }
+}
+
+impl ServerProcess {
+    /// Like `spawn`, with the lines the program prints.
+    fn spawn_reading(program: &Path, args: &[&str]) -> (ServerProcess, mpsc::Receiver<String>) {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", program.display()));
+        let stdout = child.stdout.take().expect("piped");
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        (ServerProcess(child), receiver)
     }
 }
 
@@ -335,6 +361,137 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// The system python3 with aiosmtpd (Debian's python3-aiosmtpd).
+pub fn python_with_aiosmtpd() -> Option<&'static str> {
+    static PYTHON: OnceLock<Option<&'static str>> = OnceLock::new();
+    *PYTHON.get_or_init(|| {
+        ["/usr/bin/python3", "python3"].into_iter().find(|python| {
+            Command::new(python)
+                .args(["-c", "import aiosmtpd"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+    })
+}
+
+const SMTP_SERVER: &str = r#"
+import json, ssl, sys, time
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
+
+user, password, cert, key, plain_port, starttls_port, tls_port = sys.argv[1:8]
+
+class Handler:
+    async def handle_DATA(self, server, session, envelope):
+        print(json.dumps({
+            "mail_from": envelope.mail_from,
+            "rcpt_tos": envelope.rcpt_tos,
+            "data": envelope.content.decode("utf-8", "replace"),
+            "authenticated": bool(session.authenticated),
+            # STARTTLS sets session.ssl; an implicit TLS connection shows on its transport.
+            "tls": session.ssl is not None
+                   or server.transport.get_extra_info("ssl_object") is not None,
+        }), flush=True)
+        return "250 OK"
+
+def authenticator(server, session, envelope, mechanism, auth_data):
+    ok = (isinstance(auth_data, LoginPassword)
+          and auth_data.login.decode() == user and auth_data.password.decode() == password)
+    print(json.dumps({"login": auth_data.login.decode(), "ok": ok}), flush=True)
+    return AuthResult(success=ok, handled=False)
+
+context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+context.load_cert_chain(cert, key)
+common = dict(hostname="127.0.0.1", authenticator=authenticator, auth_required=True)
+# As a submission server: STARTTLS offered, and no login before it.
+starttls = Controller(Handler(), port=int(starttls_port), tls_context=context,
+                      auth_require_tls=True, **common)
+# aiosmtpd only counts STARTTLS as TLS, so a connection that starts with TLS must not ask again.
+wrapped = Controller(Handler(), port=int(tls_port), ssl_context=context,
+                     auth_require_tls=False, **common)
+# Clear text, for the loopback `plain` accounts (the client allows it to loopback only).
+plain = Controller(Handler(), port=int(plain_port), auth_require_tls=False, **common)
+for server in (starttls, wrapped, plain):
+    server.start()
+print("ready", flush=True)
+while True:
+    time.sleep(3600)
+"#;
+
+/// aiosmtpd on `starttls` (login only after STARTTLS), `tls` (implicit TLS) and `plain` (clear
+/// text), taking one login; what it receives: each message and each login tried.
+pub struct Aiosmtpd {
+    pub plain: u16,
+    pub starttls: u16,
+    pub tls: u16,
+    events: Mutex<mpsc::Receiver<String>>,
+    _process: ServerProcess,
+}
+
+impl Aiosmtpd {
+    /// Starts the server for `user` / `password` with `certificates`' certificate. Check
+    /// [`python_with_aiosmtpd`] first.
+    pub fn start(user: &str, password: &str, certificates: &Certificates) -> Aiosmtpd {
+        let python = python_with_aiosmtpd().expect("python3 with aiosmtpd");
+        let (plain, starttls, tls) = (free_port(), free_port(), free_port());
+        let (process, events) = ServerProcess::spawn_reading(
+            Path::new(python),
+            &[
+                "-c",
+                SMTP_SERVER,
+                user,
+                password,
+                certificates.cert.to_str().unwrap(),
+                certificates.key.to_str().unwrap(),
+                &plain.to_string(),
+                &starttls.to_string(),
+                &tls.to_string(),
+            ],
+        );
+        let server = Aiosmtpd {
+            plain,
+            starttls,
+            tls,
+            events: Mutex::new(events),
+            _process: process,
+        };
+        server.next("aiosmtpd ready", STARTUP, |line| line == "ready");
+        server
+    }
+
+    /// The next message the server received.
+    pub fn received(&self) -> serde_json::Value {
+        self.event("a received message", "data")
+    }
+
+    /// The next login tried: `{"login", "ok"}`.
+    pub fn login(&self) -> serde_json::Value {
+        self.event("a login", "login")
+    }
+
+    fn event(&self, what: &str, key: &str) -> serde_json::Value {
+        let line = self.next(what, Duration::from_secs(20), |line| {
+            serde_json::from_str::<serde_json::Value>(line).is_ok_and(|v| v.get(key).is_some())
+        });
+        serde_json::from_str(&line).unwrap()
+    }
+
+    fn next(&self, what: &str, deadline: Duration, wanted: impl Fn(&str) -> bool) -> String {
+        let events = self.events.lock().unwrap_or_else(|p| p.into_inner());
+        let end = Instant::now() + deadline;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            match events.recv_timeout(left) {
+                Ok(line) if wanted(&line) => return line,
+                Ok(_) => continue,
+                Err(_) => panic!("no {what} from aiosmtpd within {deadline:?}"),
+            }
+        }
+    }
 }
 
 /// The user Radicale knows.

@@ -289,25 +289,33 @@ impl Core {
     }
 
     /// Logs in to the mail account's IMAP server with the stored password and lists its
-    /// folders, as the `os` tool would.
+    /// folders, then logs in to its SMTP server as sending would (sending nothing), as the `os`
+    /// tool would.
     pub async fn test_mail_account(&self, name: &str) -> AccountCheck {
         let config =
             crate::os_config_with(&self.db().settings(), self.data_dir(), self.inner.secrets);
         let mail = osprey_platform::mail::Mail::new(config.mail);
+        // The error, and what worked before it (so a refused SMTP login says reading works).
         let work = async {
-            let call = mail.resolve(Some(name)).await?;
-            let folders = mail.folders(&call).await?;
-            let server = &call.account.imap;
+            let call = mail.resolve(Some(name)).await.map_err(|e| (e, None))?;
+            let folders = mail.folders(&call).await.map_err(|e| (e, None))?;
             let found = folders
                 .lines()
                 .next()
                 .unwrap_or_default()
                 .trim_end_matches(':');
-            Ok::<_, osprey_platform::Error>(format!(
+            let receiving = format!(
                 "Logged in to {} as {}: {found}.",
-                server.host,
+                call.account.imap.host,
                 call.account.login()
-            ))
+            );
+            match mail.check_sending(&call).await {
+                Ok(()) => Ok(format!(
+                    "{receiving} Logged in to {} for sending.",
+                    call.account.smtp.host
+                )),
+                Err(e) => Err((e, Some(receiving))),
+            }
         };
         match tokio::time::timeout(TEST_TIMEOUT, work).await {
             Ok(Ok(message)) => AccountCheck {
@@ -315,14 +323,23 @@ impl Core {
                 code: None,
                 message,
             },
-            Ok(Err(error)) => {
+            Ok(Err((error, receiving))) => {
                 let stored: MailSettings = settings::read(&self.db().settings(), settings::OS_MAIL);
                 let login = stored
                     .accounts
                     .iter()
                     .find(|a| a.name.eq_ignore_ascii_case(name))
                     .map_or(name, |a| a.login());
-                refused(error.code().as_str(), error.to_string(), login)
+                let mut check = refused(error.code().as_str(), error.to_string(), login);
+                if let Some(receiving) = receiving {
+                    check.message = format!(
+                        "{receiving} Sending does not work: {}",
+                        check
+                            .message
+                            .replace("The server", "The outgoing (SMTP) server")
+                    );
+                }
+                check
             }
             Err(_) => timed_out(),
         }

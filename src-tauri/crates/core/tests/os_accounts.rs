@@ -1,6 +1,8 @@
 //! Settings' Accounts section on a real core against real servers on loopback (started from
 //! `osprey_tests::servers`, as the platform crate's `os` tests do): a mail account added with
-//! its password works when tested (an IMAP login at Dovecot), a wrong password says so, an edit
+//! its password works when tested (an IMAP login at Dovecot and an SMTP login at aiosmtpd), a
+//! wrong password says so, an SMTP server that refuses the login is named as the part that
+//! does not work, an edit
 //! with no password keeps the stored one, a rename carries it, removing the account deletes it
 //! from the secret store; the same for a CalDAV/CardDAV account at Radicale, whose calendars the
 //! registered `os` tool sees at once. Invalid accounts are refused with the reason and nothing
@@ -11,7 +13,8 @@ use std::path::Path;
 
 use osprey_core::{Core, CoreOptions};
 use osprey_tests::servers::{
-    Dovecot, RADICALE_PASSWORD, RADICALE_USER, Radicale, missing_mail_programs, skip_for_missing,
+    Aiosmtpd, Dovecot, RADICALE_PASSWORD, RADICALE_USER, Radicale, missing_mail_programs,
+    python_with_aiosmtpd, skip_for_missing,
 };
 use osprey_types::{
     CoreEvent, DavAccountInput, MailAccountInput, MailServerView, Origin, UiErrorCode,
@@ -30,7 +33,23 @@ fn open(data: &Path) -> Core {
     .unwrap()
 }
 
-fn mail_input(dovecot: &Dovecot, password: Option<&str>) -> MailAccountInput {
+/// Dovecot and aiosmtpd taking `smtp_password` (or `None` with the reason printed where they
+/// are not installed; on CI they must be).
+fn mail_servers(test: &str, smtp_password: &str) -> Option<(Dovecot, Aiosmtpd)> {
+    let mut missing = missing_mail_programs();
+    if python_with_aiosmtpd().is_none() {
+        missing.push("python3 with aiosmtpd");
+    }
+    if skip_for_missing(test, &missing) {
+        return None;
+    }
+    let dovecot = Dovecot::start(USER, PASSWORD, |_| {});
+    let smtp = Aiosmtpd::start(USER, smtp_password, &dovecot.certificates);
+    Some((dovecot, smtp))
+}
+
+fn mail_input(servers: &(Dovecot, Aiosmtpd), password: Option<&str>) -> MailAccountInput {
+    let (dovecot, smtp) = servers;
     MailAccountInput {
         previous_name: None,
         name: "work".into(),
@@ -44,7 +63,7 @@ fn mail_input(dovecot: &Dovecot, password: Option<&str>) -> MailAccountInput {
         },
         smtp: MailServerView {
             host: "127.0.0.1".into(),
-            port: Some(2525),
+            port: Some(smtp.plain),
             tls: "plain".into(),
         },
         sent_folder: "Sent".into(),
@@ -58,21 +77,20 @@ fn stored_secret(core: &Core, key: &str) -> Option<String> {
 
 #[tokio::test]
 async fn a_mail_account_is_added_tested_edited_renamed_and_removed_with_its_password() {
-    if skip_for_missing("the mail account test", &missing_mail_programs()) {
+    let Some(servers) = mail_servers("the mail account test", PASSWORD) else {
         return;
-    }
-    let dovecot = Dovecot::start(USER, PASSWORD, |_| {});
+    };
     let dir = tempfile::tempdir().unwrap();
     let core = open(dir.path());
     let mut events = core.subscribe();
 
     let view = core
-        .save_mail_account(mail_input(&dovecot, Some(PASSWORD)))
+        .save_mail_account(mail_input(&servers, Some(PASSWORD)))
         .await
         .unwrap();
     assert_eq!(view.mail.len(), 1);
     assert!(view.mail[0].password_stored);
-    assert_eq!(view.mail[0].imap.port, Some(dovecot.imap));
+    assert_eq!(view.mail[0].imap.port, Some(servers.0.imap));
     assert_eq!(view.mail[0].sent_folder, "Sent");
     // Announced, so an open Settings page and the tool see it without a restart.
     let changed = loop {
@@ -99,9 +117,17 @@ async fn a_mail_account_is_added_tested_edited_renamed_and_removed_with_its_pass
         "{check:?}"
     );
     assert!(check.message.contains("folder"), "{check:?}");
+    assert!(
+        check
+            .message
+            .contains("Logged in to 127.0.0.1 for sending."),
+        "{check:?}"
+    );
+    let login = servers.1.login();
+    assert_eq!(login, json!({"login": USER, "ok": true}));
 
     // An edit with the password left blank keeps the stored one.
-    let mut edit = mail_input(&dovecot, Some(""));
+    let mut edit = mail_input(&servers, Some(""));
     edit.previous_name = Some("work".into());
     edit.display_name = "Alice E.".into();
     let view = core.save_mail_account(edit).await.unwrap();
@@ -109,7 +135,7 @@ async fn a_mail_account_is_added_tested_edited_renamed_and_removed_with_its_pass
     assert!(core.test_mail_account("work").await.ok);
 
     // A wrong password is a clear result, not a failed command.
-    let mut wrong = mail_input(&dovecot, Some("not-the-password"));
+    let mut wrong = mail_input(&servers, Some("not-the-password"));
     wrong.previous_name = Some("work".into());
     core.save_mail_account(wrong).await.unwrap();
     let check = core.test_mail_account("work").await;
@@ -126,10 +152,10 @@ async fn a_mail_account_is_added_tested_edited_renamed_and_removed_with_its_pass
     );
 
     // A rename with no new password carries the stored one to the new name.
-    let mut renamed = mail_input(&dovecot, Some(PASSWORD));
+    let mut renamed = mail_input(&servers, Some(PASSWORD));
     renamed.previous_name = Some("work".into());
     core.save_mail_account(renamed).await.unwrap();
-    let mut renamed = mail_input(&dovecot, None);
+    let mut renamed = mail_input(&servers, None);
     renamed.previous_name = Some("work".into());
     renamed.name = "office".into();
     let view = core.save_mail_account(renamed).await.unwrap();
@@ -152,6 +178,34 @@ async fn a_mail_account_is_added_tested_edited_renamed_and_removed_with_its_pass
     let check = core.test_mail_account("office").await;
     assert!(!check.ok);
     assert_eq!(check.code.as_deref(), Some("not_configured"), "{check:?}");
+}
+
+#[tokio::test]
+async fn an_smtp_server_that_refuses_the_login_is_named_in_the_check() {
+    let Some(servers) = mail_servers("the SMTP check test", "another-password") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let core = open(dir.path());
+    core.save_mail_account(mail_input(&servers, Some(PASSWORD)))
+        .await
+        .unwrap();
+    let check = core.test_mail_account("work").await;
+    assert!(!check.ok, "{check:?}");
+    assert_eq!(
+        check.code.as_deref(),
+        Some("permission_denied"),
+        "{check:?}"
+    );
+    // Reading works; the page says which half does not.
+    assert!(
+        check.message.starts_with("Logged in to 127.0.0.1 as alice")
+            && check
+                .message
+                .contains("Sending does not work: The outgoing (SMTP) server refused the sign-in"),
+        "{check:?}"
+    );
+    assert_eq!(servers.1.login(), json!({"login": USER, "ok": false}));
 }
 
 #[tokio::test]

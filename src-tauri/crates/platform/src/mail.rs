@@ -498,6 +498,11 @@ impl Mail {
         )
     }
 
+    /// Logs in to the account's SMTP server as sending would, and sends nothing.
+    pub async fn check_sending(&self, call: &Resolved) -> Result<()> {
+        smtp::check(&call.account, &call.password, call.timeout).await
+    }
+
     /// Sends a new message.
     pub async fn send(&self, call: &Resolved, outgoing: Outgoing) -> Result<String> {
         let email = message::compose(&call.account, &outgoing, None)?;

@@ -23,6 +23,53 @@ pub(crate) async fn send(
     timeout: Duration,
 ) -> Result<()> {
     let target = Target::smtp(account);
+    let transport = transport(target, password, timeout).await?;
+    // lettre's timeout holds for each step; the whole conversation gets a few of them.
+    let whole = timeout * 4 + Duration::from_secs((email.formatted.len() >> 20) as u64);
+    within(
+        format!("sending through {}", target.label()),
+        whole,
+        async {
+            transport
+                .send_raw(&email.envelope, &email.formatted)
+                .await
+                .map(drop)
+                .map_err(|e| smtp_error(target, e, timeout))
+        },
+    )
+    .await
+}
+
+/// Connects to the account's SMTP server and logs in as sending would, then says goodbye: a
+/// check that sending will work, without a message.
+pub(crate) async fn check(account: &MailAccount, password: &str, timeout: Duration) -> Result<()> {
+    let target = Target::smtp(account);
+    let transport = transport(target, password, timeout).await?;
+    within(
+        format!("logging in to {}", target.label()),
+        timeout * 4,
+        async {
+            match transport.test_connection().await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(Error::unavailable(
+                    target.label(),
+                    "it closed the connection after the login",
+                )),
+                Err(e) => Err(smtp_error(target, e, timeout)),
+            }
+        },
+    )
+    .await
+}
+
+/// A transport to the account's server: implicit TLS, required STARTTLS or (to the checked
+/// loopback address) plain, with the account's login.
+async fn transport(
+    target: Target<'_>,
+    password: &str,
+    timeout: Duration,
+) -> Result<AsyncSmtpTransport<Tokio1Executor>> {
+    let account = target.account;
     let addresses = net::resolve(target, timeout).await?;
     let tls = || -> Result<TlsParameters> {
         let mut builder = TlsParameters::builder(target.host().to_string());
@@ -42,29 +89,17 @@ pub(crate) async fn send(
         // The address the clear-text rule checked, not a second look-up.
         TlsMode::Plain => (addresses[0].ip().to_string(), Tls::None),
     };
-    let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(server)
-        .port(target.port())
-        .tls(security)
-        .credentials(Credentials::new(
-            account.login().to_string(),
-            password.to_string(),
-        ))
-        .timeout(Some(timeout))
-        .build();
-    // lettre's timeout holds for each step; the whole conversation gets a few of them.
-    let whole = timeout * 4 + Duration::from_secs((email.formatted.len() >> 20) as u64);
-    within(
-        format!("sending through {}", target.label()),
-        whole,
-        async {
-            transport
-                .send_raw(&email.envelope, &email.formatted)
-                .await
-                .map(drop)
-                .map_err(|e| smtp_error(target, e, timeout))
-        },
+    Ok(
+        AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(server)
+            .port(target.port())
+            .tls(security)
+            .credentials(Credentials::new(
+                account.login().to_string(),
+                password.to_string(),
+            ))
+            .timeout(Some(timeout))
+            .build(),
     )
-    .await
 }
 
 /// An SMTP failure as the crate's error.

@@ -11,7 +11,6 @@
 
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -24,26 +23,15 @@ use osprey_types::{Origin, ToolResult};
 use serde_json::{Value, json};
 
 use osprey_tests::servers::{
-    Certificates, Dovecot, free_port, missing_mail_programs, skip_for_missing,
+    Aiosmtpd as Smtp, Dovecot, free_port, missing_mail_programs, python_with_aiosmtpd,
+    skip_for_missing,
 };
 
-use crate::harness::{Guarded, Lines, STARTUP, call, ok_text};
+use crate::harness::{call, ok_text};
 
 const USER: &str = "alice";
 const PASSWORD: &str = "s3cret-Pass";
 const EMAIL: &str = "alice@example.com";
-
-/// The system python3 with aiosmtpd (Debian's python3-aiosmtpd).
-fn python_with_aiosmtpd() -> Option<&'static str> {
-    ["/usr/bin/python3", "python3"].into_iter().find(|python| {
-        Command::new(python)
-            .args(["-c", "import aiosmtpd"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
-}
 
 /// Whether the servers can be started here; on CI a missing one fails the test.
 fn servers_available() -> bool {
@@ -188,99 +176,6 @@ fn start_dovecot() -> Dovecot {
             RECEIPT,
         );
     })
-}
-
-const SMTP_SERVER: &str = r#"
-import json, ssl, sys, time
-from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import AuthResult, LoginPassword
-
-user, password, cert, key, plain_port, starttls_port, tls_port = sys.argv[1:8]
-
-class Handler:
-    async def handle_DATA(self, server, session, envelope):
-        print(json.dumps({
-            "mail_from": envelope.mail_from,
-            "rcpt_tos": envelope.rcpt_tos,
-            "data": envelope.content.decode("utf-8", "replace"),
-            "authenticated": bool(session.authenticated),
-            # STARTTLS sets session.ssl; an implicit TLS connection shows on its transport.
-            "tls": session.ssl is not None
-                   or server.transport.get_extra_info("ssl_object") is not None,
-        }), flush=True)
-        return "250 OK"
-
-def authenticator(server, session, envelope, mechanism, auth_data):
-    ok = (isinstance(auth_data, LoginPassword)
-          and auth_data.login.decode() == user and auth_data.password.decode() == password)
-    return AuthResult(success=ok, handled=False)
-
-context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-context.load_cert_chain(cert, key)
-common = dict(hostname="127.0.0.1", authenticator=authenticator, auth_required=True)
-# As a submission server: STARTTLS offered, and no login before it.
-starttls = Controller(Handler(), port=int(starttls_port), tls_context=context,
-                      auth_require_tls=True, **common)
-# aiosmtpd only counts STARTTLS as TLS, so a connection that starts with TLS must not ask again.
-wrapped = Controller(Handler(), port=int(tls_port), ssl_context=context,
-                     auth_require_tls=False, **common)
-# Clear text, for the loopback `plain` accounts (the client allows it to loopback only).
-plain = Controller(Handler(), port=int(plain_port), auth_require_tls=False, **common)
-for server in (starttls, wrapped, plain):
-    server.start()
-print("ready", flush=True)
-while True:
-    time.sleep(3600)
-"#;
-
-/// aiosmtpd on `starttls` (login only after STARTTLS), `tls` (implicit TLS) and `plain` (clear
-/// text); the messages it receives.
-struct Smtp {
-    plain: u16,
-    starttls: u16,
-    tls: u16,
-    messages: Lines,
-    _process: Guarded,
-}
-
-impl Smtp {
-    fn start(certificates: &Certificates) -> Smtp {
-        let (plain, starttls, tls) = (free_port(), free_port(), free_port());
-        let mut process = Guarded::spawn(
-            python_with_aiosmtpd().unwrap(),
-            &[
-                "-c",
-                SMTP_SERVER,
-                USER,
-                PASSWORD,
-                certificates.cert.to_str().unwrap(),
-                certificates.key.to_str().unwrap(),
-                &plain.to_string(),
-                &starttls.to_string(),
-                &tls.to_string(),
-            ],
-            &[],
-        );
-        let messages = process.lines();
-        messages.wait_for("aiosmtpd ready", STARTUP, |l| l == "ready");
-        Smtp {
-            plain,
-            starttls,
-            tls,
-            messages,
-            _process: process,
-        }
-    }
-
-    /// The next message the server received.
-    fn received(&self) -> Value {
-        let line = self
-            .messages
-            .wait_for("a received message", Duration::from_secs(20), |l| {
-                l.starts_with('{')
-            });
-        serde_json::from_str(&line).unwrap()
-    }
 }
 
 fn account(dovecot: &Dovecot, smtp: Option<&Smtp>) -> Value {
@@ -548,7 +443,7 @@ async fn send_and_reply_reach_a_real_smtp_server() {
         return;
     }
     let dovecot = start_dovecot();
-    let smtp = Smtp::start(&dovecot.certificates);
+    let smtp = Smtp::start(USER, PASSWORD, &dovecot.certificates);
     let tool = tool_with(vec![account(&dovecot, Some(&smtp))], Some(PASSWORD));
 
     let attachment = dovecot.dir.path().join("agenda.txt");
@@ -692,7 +587,7 @@ async fn tls_and_starttls_are_used_and_checked() {
         return;
     }
     let dovecot = start_dovecot();
-    let smtp = Smtp::start(&dovecot.certificates);
+    let smtp = Smtp::start(USER, PASSWORD, &dovecot.certificates);
     let ca = dovecot.certificates.ca.to_str().unwrap().to_string();
     let secured =
         |imap_tls: &str, imap_port: u16, smtp_tls: &str, smtp_port: u16, ca: Option<&str>| {
@@ -778,7 +673,7 @@ async fn failures_have_codes_and_say_what_to_do() {
         return;
     }
     let dovecot = start_dovecot();
-    let smtp = Smtp::start(&dovecot.certificates);
+    let smtp = Smtp::start(USER, PASSWORD, &dovecot.certificates);
 
     // No account at all: how to add one.
     let tool = tool_with(vec![], None);
