@@ -1,10 +1,17 @@
 //! Drives the `native` browser profile outside the agent, for a quick look and for timing:
 //! starts the desktop shell's Tauri runtime (no main window), serves a page with many elements
 //! on loopback, and runs browser actions on it in the native profile and, when Chromium is
-//! installed, in the managed one, printing each result and the median snapshot times.
+//! installed, in the managed one and with Playwright (playwright-core driving the same Chromium,
+//! osprey-browser's bench peer) in the same run, printing each result and a table of the median
+//! snapshot and navigate-to-snapshot times.
 //!
-//! `cargo run -p osprey-desktop --example native_browser [-- --elements N --rounds R]` under a
-//! display (Xvfb works).
+//! `cargo run --release -p osprey-desktop --example native_browser [-- --elements N --rounds R]`
+//! under a display (Xvfb works); the Playwright side needs `npm ci --prefix
+//! src-tauri/crates/browser/benches/playwright` (scripts/bench does it).
+
+#[cfg(target_os = "linux")]
+#[path = "../crates/browser/benches/playwright/peer.rs"]
+mod peer;
 
 #[cfg(target_os = "linux")]
 fn main() {
@@ -22,6 +29,8 @@ mod linux {
     use std::time::{Duration, Instant};
 
     use osprey_browser::{BrowserActions, Driver};
+
+    use super::peer;
     use osprey_tools::Call;
     use serde_json::{Value, json};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -94,7 +103,21 @@ mod linux {
         );
     }
 
-    async fn exercise(actions: &BrowserActions, profile: &str, url: &str, rounds: usize) {
+    /// The median of `times`, in milliseconds.
+    fn median(mut times: Vec<Duration>) -> Option<f64> {
+        times.sort();
+        times.get(times.len() / 2).map(|d| d.as_secs_f64() * 1000.0)
+    }
+
+    /// Median snapshot and navigate-to-snapshot times, in milliseconds.
+    type Figures = (Option<f64>, Option<f64>);
+
+    async fn exercise(
+        actions: &BrowserActions,
+        profile: &str,
+        url: &str,
+        rounds: usize,
+    ) -> Figures {
         let run = |input: Value| {
             let mut input = input;
             input["profile"] = json!(profile);
@@ -104,24 +127,25 @@ mod linux {
         let nav = run(json!({"action": "navigate", "url": url, "max_chars": 400})).await;
         let nav_ms = started.elapsed().as_millis();
         show(&format!("{profile} navigate ({nav_ms} ms)"), &nav);
-        let mut times = Vec::new();
-        for _ in 0..rounds {
-            let t = Instant::now();
-            let snap = run(json!({"action": "snapshot", "max_chars": 100000})).await;
-            times.push(t.elapsed());
-            if snap.is_error {
-                show("snapshot", &snap);
-                break;
+        let timed = |input: Value| async move {
+            let mut times = Vec::new();
+            for _ in 0..rounds {
+                let t = Instant::now();
+                let result = run(input.clone()).await;
+                times.push(t.elapsed());
+                if result.is_error {
+                    show(input["action"].as_str().unwrap_or_default(), &result);
+                    break;
+                }
             }
-        }
-        times.sort();
-        if let Some(median) = times.get(times.len() / 2) {
-            println!(
-                "{profile}: snapshot median {:.1} ms over {} rounds\n",
-                median.as_secs_f64() * 1000.0,
-                times.len()
-            );
-        }
+            median(times)
+        };
+        let snapshot = timed(json!({"action": "snapshot", "max_chars": 100000})).await;
+        // Navigate with the whole snapshot in the answer, as Playwright's `goto` + snapshot.
+        let navigate = timed(json!({"action": "navigate", "url": url, "max_chars": 100000})).await;
+        println!(
+            "{profile}: snapshot median {snapshot:.1?} ms, navigate + snapshot {navigate:.1?} ms over {rounds} rounds\n"
+        );
         if profile == "native" {
             // The page script's own time (native only: in `managed` it lives in an isolated
             // world that `evaluate` does not reach).
@@ -142,6 +166,51 @@ mod linux {
         ] {
             let name = format!("{profile} {}", input["action"].as_str().unwrap_or_default());
             show(&name, &run(input).await);
+        }
+        (snapshot, navigate)
+    }
+
+    /// The same figures with Playwright driving the same Chromium on the same page.
+    fn playwright(url: &str, rounds: usize) -> Result<Figures, String> {
+        let chromium = osprey_browser::find_chromium().map_err(|e| e.to_string())?;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("crates/browser/benches/playwright");
+        let mut peer = peer::Peer::start(&dir, &chromium, url)?;
+        let mut time = |command: &str| {
+            let times: Vec<Duration> = (0..rounds)
+                .map(|_| {
+                    let t = Instant::now();
+                    peer.ask(command);
+                    t.elapsed()
+                })
+                .collect();
+            median(times)
+        };
+        Ok((time("snapshot"), time("navigate")))
+    }
+
+    fn table(rows: &[(&str, Figures)]) {
+        let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0} ms"));
+        let baseline = rows
+            .iter()
+            .find(|(name, _)| *name == "Playwright")
+            .map(|r| r.1);
+        let ratio = |v: Option<f64>, base: Option<f64>| match (v, base) {
+            (Some(v), Some(b)) if b > 0.0 => format!("{:.2}x", v / b),
+            _ => "-".into(),
+        };
+        println!(
+            "| profile | snapshot, 1,000 elements | vs Playwright | navigate + snapshot | vs Playwright |"
+        );
+        println!("| --- | --- | --- | --- | --- |");
+        for (name, (snapshot, navigate)) in rows {
+            println!(
+                "| {name} | {} | {} | {} | {} |",
+                ms(*snapshot),
+                ratio(*snapshot, baseline.and_then(|b| b.0)),
+                ms(*navigate),
+                ratio(*navigate, baseline.and_then(|b| b.1)),
+            );
         }
     }
 
@@ -184,13 +253,21 @@ mod linux {
                         Arc::new(osprey_browser::ManagedDriver::new(managed));
                     let actions = BrowserActions::new(managed, true);
                     actions.add_profile(Arc::new(native), true);
-                    exercise(&actions, "native", &url, rounds).await;
+                    let mut rows =
+                        vec![("native", exercise(&actions, "native", &url, rounds).await)];
                     if osprey_browser::find_chromium().is_ok() {
-                        exercise(&actions, "managed", &url, rounds).await;
+                        rows.push(("managed", exercise(&actions, "managed", &url, rounds).await));
                         let _ = actions
                             .run(&call(json!({"action": "close", "profile": "managed"})))
                             .await;
+                        let page = url.clone();
+                        match tokio::task::spawn_blocking(move || playwright(&page, rounds)).await {
+                            Ok(Ok(figures)) => rows.push(("Playwright", figures)),
+                            Ok(Err(why)) => println!("no Playwright baseline: {why}"),
+                            Err(e) => println!("no Playwright baseline: {e}"),
+                        }
                     }
+                    table(&rows);
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     handle.exit(0);
                 });

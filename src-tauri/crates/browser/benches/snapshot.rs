@@ -11,9 +11,6 @@
 //! them only our side runs, and it says why. The native profile's figures come from the desktop's
 //! `examples/native_browser.rs` (it needs the Tauri runtime).
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +21,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use osprey_browser::{BrowserActions, ManagedConfig, ManagedDriver};
 use osprey_tools::Call;
 use serde_json::{Value, json};
+
+#[path = "playwright/peer.rs"]
+mod peer;
+use peer::Peer;
 
 /// The page: 1,000 rows of a link, a checkbox and text, as in the tests.
 fn page() -> String {
@@ -47,60 +48,6 @@ fn call(input: Value) -> Call {
             .and_then(Value::as_str)
             .map(str::to_string),
         input,
-    }
-}
-
-/// Playwright, one step per line.
-struct Peer {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Peer {
-    fn start(chromium: &std::path::Path, url: &str) -> Result<Peer, String> {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/playwright");
-        if !dir.join("node_modules/playwright-core").exists() {
-            return Err(format!(
-                "playwright-core is not installed: run `npm ci --prefix {}`",
-                dir.display()
-            ));
-        }
-        let mut child = Command::new("node")
-            .arg(dir.join("peer.mjs"))
-            .arg(chromium)
-            .arg(url)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("node did not start: {e}"))?;
-        let stdin = child.stdin.take().expect("piped");
-        let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
-        let mut ready = String::new();
-        stdout.read_line(&mut ready).map_err(|e| e.to_string())?;
-        if ready.trim() != "ready" {
-            return Err(format!("the peer said {ready:?}"));
-        }
-        Ok(Peer {
-            child,
-            stdin,
-            stdout,
-        })
-    }
-
-    fn ask(&mut self, command: &str) -> String {
-        writeln!(self.stdin, "{command}").expect("peer stdin");
-        let mut answer = String::new();
-        self.stdout.read_line(&mut answer).expect("peer stdout");
-        assert!(!answer.starts_with("error"), "playwright: {answer}");
-        answer
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -155,7 +102,8 @@ fn benches(c: &mut Criterion) {
             r
         })
     });
-    match Peer::start(&chromium, &url) {
+    let peer_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/playwright");
+    match Peer::start(&peer_dir, &chromium, &url) {
         Ok(mut peer) => {
             group.bench_function("snapshot_1000_playwright", |b| {
                 b.iter(|| peer.ask("snapshot"))
