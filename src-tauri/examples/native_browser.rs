@@ -109,6 +109,10 @@ mod linux {
         times.get(times.len() / 2).map(|d| d.as_secs_f64() * 1000.0)
     }
 
+    fn ms(value: Option<f64>) -> String {
+        value.map_or("-".into(), |v| format!("{v:.0} ms"))
+    }
+
     /// Median snapshot and navigate-to-snapshot times, in milliseconds.
     type Figures = (Option<f64>, Option<f64>);
 
@@ -144,7 +148,9 @@ mod linux {
         // Navigate with the whole snapshot in the answer, as Playwright's `goto` + snapshot.
         let navigate = timed(json!({"action": "navigate", "url": url, "max_chars": 100000})).await;
         println!(
-            "{profile}: snapshot median {snapshot:.1?} ms, navigate + snapshot {navigate:.1?} ms over {rounds} rounds\n"
+            "{profile}: snapshot median {}, navigate + snapshot {} over {rounds} rounds\n",
+            ms(snapshot),
+            ms(navigate)
         );
         if profile == "native" {
             // The page script's own time (native only: in `managed` it lives in an isolated
@@ -190,7 +196,6 @@ mod linux {
     }
 
     fn table(rows: &[(&str, Figures)]) {
-        let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0} ms"));
         let baseline = rows
             .iter()
             .find(|(name, _)| *name == "Playwright")
