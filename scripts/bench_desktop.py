@@ -1,0 +1,408 @@
+#!/usr/bin/env python3
+"""The desktop's release benchmarks (`scripts/bench --desktop`), each against its floor: a bare
+Tauri window built the same way and showing an empty page (src-tauri/examples/bare_window).
+
+- Cold start to the first painted chat view: each binary is launched --runs times with a fresh
+  HOME (and, for Osprey, a fresh data folder), started with OSPREY_PAINT_PROBE=1 so the page
+  prints `painted` on stdout two animation frames after its first view mounted; the figure is the
+  median time from spawn to that line. "Cold" is a new process on a new profile; the page cache
+  is warm (one untimed launch of each binary comes first), as it is for a person's second start.
+- Idle memory: once painted, the PSS (not RSS: shared pages are split between their users) of
+  the app and every process under it (WebKitWebProcess, WebKitNetworkProcess, ...) from
+  /proc/<pid>/smaps_rollup, summed when it stops changing (with a deadline); the median of the
+  runs.
+- Sizes of the release binary (next to the floor's) and of the `.deb` that scripts/package
+  builds, when there is one.
+
+Runs under a private Xvfb and D-Bus session when DISPLAY is unset. Every process a launch starts
+is killed before the next launch; this script is their subreaper, so none can outlive it unseen.
+"""
+
+import argparse
+import ctypes
+import glob
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PAINTED = "painted"  # src-tauri/src/paint_probe.rs PAINTED
+PR_SET_CHILD_SUBREAPER = 36
+# Set in the private X session this script starts, where it also starts a window manager.
+SESSION_ENV = "OSPREY_BENCH_SESSION"
+
+
+# --- Processes --------------------------------------------------------------------------------
+
+
+def parent_from_stat(stat):
+    """The parent pid in a /proc/<pid>/stat line. The command name may hold spaces and
+    parentheses, so the fields are read after its last ')'."""
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def state_from_stat(stat):
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def read_stat(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def alive(pid):
+    """Running, or stopped; a zombie (exited, not yet reaped) is not alive."""
+    stat = read_stat(pid)
+    return stat is not None and state_from_stat(stat) not in ("Z", "X")
+
+
+def process_tree(root):
+    """`root` and every process under it, parents before children."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        stat = read_stat(entry)
+        if stat is None:
+            continue
+        children.setdefault(parent_from_stat(stat), []).append(int(entry))
+    tree, index = [root], 0
+    while index < len(tree):
+        tree.extend(sorted(children.get(tree[index], [])))
+        index += 1
+    return tree
+
+
+def pss_kb(pid):
+    """The process's proportional set size in kB, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def tree_pss_kb(root):
+    """PSS summed over `root` and its descendants (processes that ended meanwhile count 0)."""
+    return sum(pss_kb(pid) or 0 for pid in process_tree(root))
+
+
+def process_name(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
+def settle(sample, interval=0.25, window=4, tolerance=0.01, deadline=20.0, clock=time.monotonic,
+           sleep=time.sleep):
+    """Samples until the last `window` values lie within `tolerance` (relative) of each other, or
+    until `deadline` seconds have passed. Returns (last value, whether it settled)."""
+    start = clock()
+    values = []
+    while True:
+        values.append(sample())
+        recent = values[-window:]
+        if len(recent) == window and max(recent) - min(recent) <= tolerance * max(recent):
+            return values[-1], True
+        if clock() - start >= deadline:
+            return values[-1], False
+        sleep(interval)
+
+
+def stop(process, grace=5.0):
+    """Ends `process` and everything under it: SIGTERM to all, SIGKILL to whatever is still
+    running after `grace` seconds. Raises if any process survives."""
+    pids = process_tree(process.pid)
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, grace)):
+        # Children started since the first look are caught by a second look.
+        pids = list(dict.fromkeys(pids + process_tree(process.pid)))
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            process.poll()
+            reap_zombies()
+            if not any(alive(pid) for pid in pids):
+                process.wait()
+                return
+            time.sleep(0.02)
+    left = [f"{pid} ({process_name(pid)})" for pid in pids if alive(pid)]
+    raise RuntimeError(f"processes survived SIGKILL: {', '.join(left)}")
+
+
+# Processes of this script's own that are not a launch's (the window manager).
+KEEP = set()
+
+
+def reap_zombies():
+    """Reaps the exited processes that were reparented to this process (the subreaper)."""
+    for pid in process_tree(os.getpid())[1:]:
+        stat = read_stat(pid)
+        if pid not in KEEP and stat and state_from_stat(stat) == "Z" \
+                and parent_from_stat(stat) == os.getpid():
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def kill_orphans():
+    """Kills what a finished launch left running under this process (a daemon that detached
+    from the app, say) and returns its names; there should be none."""
+    left = [pid for pid in process_tree(os.getpid())[1:] if pid not in KEEP and alive(pid)]
+    names = [process_name(pid) for pid in left]
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    end = time.monotonic() + 5
+    while any(alive(pid) for pid in left) and time.monotonic() < end:
+        reap_zombies()
+        time.sleep(0.02)
+    reap_zombies()
+    return names
+
+
+def become_subreaper():
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+# --- One launch -------------------------------------------------------------------------------
+
+
+class Launch:
+    """One binary started on a fresh profile, its stdout watched for the paint probe's line."""
+
+    def __init__(self, argv, env, log_path):
+        self.painted = threading.Event()
+        self.painted_at = None
+        self.log = open(log_path, "wb")
+        self.started_at = time.monotonic()
+        self.process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=self.log,
+                                        start_new_session=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            if not self.painted.is_set() and line.strip() == PAINTED.encode():
+                self.painted_at = time.monotonic()
+                self.painted.set()
+            self.log.write(line)
+            self.log.flush()
+
+    def wait_painted(self, timeout):
+        """Seconds from spawn to `painted`; raises with the log's path when it does not come."""
+        end = time.monotonic() + timeout
+        while not self.painted.wait(0.05):
+            if self.process.poll() is not None:
+                raise RuntimeError(f"exited with {self.process.returncode} before painting; "
+                                   f"see {self.log.name}")
+            if time.monotonic() >= end:
+                raise RuntimeError(f"no `{PAINTED}` line within {timeout:.0f} s (was the binary "
+                                   f"built from this tree?); see {self.log.name}")
+        return self.painted_at - self.started_at
+
+    def close(self):
+        try:
+            stop(self.process)
+        finally:
+            self.reader.join(timeout=5)
+            self.process.stdout.close()
+            self.log.close()
+
+
+def fresh_env(home):
+    env = dict(os.environ)
+    for name in ("WAYLAND_DISPLAY", "OSPREY_DATA_DIR"):
+        env.pop(name, None)
+    env.update({
+        "HOME": home,
+        "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+        "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
+        "XDG_CACHE_HOME": os.path.join(home, ".cache"),
+        "XDG_STATE_HOME": os.path.join(home, ".local", "state"),
+        "GDK_BACKEND": "x11",
+        # No keyring prompt under Xvfb: keys stay in the data folder's file.
+        "OSPREY_SECRETS": "file",
+        "OSPREY_PAINT_PROBE": "1",
+    })
+    return env
+
+
+def measure(name, binary, takes_data_dir, scratch, timeout, settle_deadline):
+    """One launch: (seconds to paint, settled PSS in kB, names of the processes)."""
+    run = tempfile.mkdtemp(prefix=f"{name}-", dir=scratch)
+    home = os.path.join(run, "home")
+    os.makedirs(home)
+    argv = [binary]
+    if takes_data_dir:
+        argv += ["--data-dir", os.path.join(run, "data")]
+    launch = Launch(argv, fresh_env(home), os.path.join(run, "log"))
+    try:
+        painted = launch.wait_painted(timeout)
+        pss, settled = settle(lambda: tree_pss_kb(launch.process.pid), deadline=settle_deadline)
+        if not settled:
+            print(f"bench: {name}: PSS still moving after {settle_deadline:.0f} s; took the last "
+                  "sample", file=sys.stderr)
+        names = sorted({process_name(pid) for pid in process_tree(launch.process.pid)})
+    finally:
+        launch.close()
+        orphans = kill_orphans()
+        if orphans:
+            print(f"bench: {name}: killed processes left after the app ended: "
+                  f"{', '.join(orphans)}", file=sys.stderr)
+    return painted, pss, names
+
+
+# --- Figures ----------------------------------------------------------------------------------
+
+
+def fmt_seconds(s):
+    return "-" if s is None else (f"{s:.2f} s" if s >= 1 else f"{s * 1e3:.0f} ms")
+
+
+def fmt_mib(kb):
+    return "-" if kb is None else f"{kb / 1024:.1f} MiB"
+
+
+def table(rows):
+    """rows: (figure, value, baseline name, baseline value, ratio, goal), as scripts/bench."""
+    header = ("figure", "median", "baseline", "baseline median", "ratio", "goal")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    def line(r):
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
+    out = [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    return "\n".join(out + [line(r) for r in rows])
+
+
+def ratio(value, base):
+    return f"{value / base:.2f}x" if value and base else "-"
+
+
+def newest_deb(target):
+    debs = glob.glob(os.path.join(target, "release", "bundle", "deb", "*.deb"))
+    return max(debs, key=os.path.getmtime) if debs else None
+
+
+def build():
+    run = lambda *argv: subprocess.run(argv, cwd=ROOT, check=True, stdout=sys.stderr)
+    if not os.path.isdir(os.path.join(ROOT, "ui", "node_modules")):
+        run("npm", "--prefix", "ui", "ci", "--no-audit", "--no-fund")
+    run("npm", "--prefix", "ui", "run", "build")
+    # tauri/custom-protocol is what `tauri build` (scripts/package) adds: the shipped binary.
+    run("cargo", "build", "--release", "-p", "osprey-desktop", "--features",
+        "tauri/custom-protocol", "--bin", "osprey-desktop", "--example", "bare_window")
+
+
+def in_session(argv):
+    """The command that re-runs this script under a private X display and D-Bus session, when it
+    has neither, or a private D-Bus session on its display; None when it has both."""
+    if not os.environ.get("DISPLAY"):
+        os.environ[SESSION_ENV] = "1"
+        return ["xvfb-run", "-a", "-s", "-screen 0 1920x1080x24", "dbus-run-session", "--", *argv]
+    if not os.environ.get("DBUS_SESSION_BUS_ADDRESS"):
+        return ["dbus-run-session", "--", *argv]
+    return None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--no-build", action="store_true",
+                        help="measure the binaries already in the target dir")
+    parser.add_argument("--timeout", type=float, default=60.0,
+                        help="seconds a launch may take to paint")
+    parser.add_argument("--settle", type=float, default=20.0,
+                        help="seconds to wait for the PSS to stop changing")
+    args = parser.parse_args()
+
+    session = in_session([sys.executable, os.path.abspath(__file__), *sys.argv[1:]])
+    if session:
+        os.execvp(session[0], session)
+
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+    if not args.no_build:
+        build()
+    osprey = os.path.join(target, "release", "osprey-desktop")
+    floor = os.path.join(target, "release", "examples", "bare_window")
+    for path in (osprey, floor):
+        if not os.path.exists(path):
+            sys.exit(f"bench: {path} is missing; run without --no-build")
+
+    become_subreaper()
+    window_manager = None
+    if os.environ.get(SESSION_ENV) and shutil.which("openbox"):
+        # A desktop has one; without it the window maps without decorations or placement.
+        window_manager = subprocess.Popen(["openbox"], stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL)
+        KEEP.add(window_manager.pid)
+    scratch = tempfile.mkdtemp(prefix="osprey-bench-desktop-")
+    subjects = [("osprey", osprey, True), ("floor", floor, False)]
+    results = {name: {"paint": [], "pss": []} for name, _, _ in subjects}
+    try:
+        for name, binary, takes_data_dir in subjects:
+            # Untimed: brings the binary and WebKit's libraries into the page cache.
+            measure(name, binary, takes_data_dir, scratch, args.timeout, 2.0)
+        for round_ in range(args.runs):
+            # Alternating the order spreads the machine's other load over both sides.
+            order = subjects if round_ % 2 == 0 else subjects[::-1]
+            for name, binary, takes_data_dir in order:
+                painted, pss, names = measure(name, binary, takes_data_dir, scratch,
+                                              args.timeout, args.settle)
+                results[name]["paint"].append(painted)
+                results[name]["pss"].append(pss)
+                print(f"bench: {name} run {round_ + 1}: painted {fmt_seconds(painted)}, "
+                      f"PSS {fmt_mib(pss)} over {', '.join(names)}", file=sys.stderr)
+    finally:
+        if window_manager:
+            window_manager.terminate()
+            window_manager.wait()
+        reap_zombies()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    median = {name: {key: statistics.median(values) for key, values in figures.items()}
+              for name, figures in results.items()}
+    deb = newest_deb(target)
+    osprey_size, floor_size = os.path.getsize(osprey) // 1024, os.path.getsize(floor) // 1024
+    deb_size = os.path.getsize(deb) // 1024 if deb else None
+    o, f = median["osprey"], median["floor"]
+    floor_name = "a bare Tauri window showing an empty page, same build"
+    print(table([
+        (f"desktop: cold start to the first painted chat view (median of {args.runs}, Xvfb)",
+         fmt_seconds(o["paint"]), floor_name, fmt_seconds(f["paint"]),
+         ratio(o["paint"], f["paint"]), "<= 1.0x"),
+        ("desktop: idle memory after start, PSS of the app and its WebKit processes",
+         fmt_mib(o["pss"]), floor_name, fmt_mib(f["pss"]), ratio(o["pss"], f["pss"]),
+         "<= 1.1x"),
+        ("desktop: release binary size", fmt_mib(osprey_size), "the bare window's binary",
+         fmt_mib(floor_size), ratio(osprey_size, floor_size), "-"),
+        ("desktop: the .deb (scripts/package)", fmt_mib(deb_size), "-", "-", "-", "-"),
+    ]))
+    if deb is None:
+        print("No .deb in the target dir: scripts/package builds it.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Tests of the desktop benchmark's process handling on real processes:
+`python3 scripts/bench_desktop_test.py`."""
+
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_desktop as bench  # noqa: E402
+
+
+def wait_for(condition, timeout=10.0):
+    end = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= end:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
+
+
+class ProcessTree(unittest.TestCase):
+    def setUp(self):
+        # A shell with two children, one of which has a child of its own.
+        self.shell = subprocess.Popen(
+            ["sh", "-c", "sleep 60 & sh -c 'sleep 60 & wait' & wait"], start_new_session=True)
+        self.addCleanup(self.end_shell)
+        wait_for(lambda: len(bench.process_tree(self.shell.pid)) == 4)
+
+    def end_shell(self):
+        if self.shell.poll() is None:
+            bench.stop(self.shell)
+
+    def test_the_tree_holds_children_and_grandchildren_and_nothing_else(self):
+        tree = bench.process_tree(self.shell.pid)
+        self.assertEqual(tree[0], self.shell.pid)
+        names = sorted(bench.process_name(pid) for pid in tree)
+        self.assertEqual(names, ["sh", "sh", "sleep", "sleep"])
+        for pid in tree[1:]:
+            self.assertIn(bench.parent_from_stat(bench.read_stat(pid)), tree)
+        self.assertNotIn(os.getpid(), tree)
+
+    def test_pss_is_summed_over_the_whole_tree(self):
+        tree = bench.process_tree(self.shell.pid)
+        each = [bench.pss_kb(pid) for pid in tree]
+        self.assertTrue(all(kb and kb > 0 for kb in each), each)
+        # Idle sleeping processes: their PSS does not move between the two reads.
+        self.assertEqual(bench.tree_pss_kb(self.shell.pid), sum(each))
+        self.assertGreater(bench.tree_pss_kb(self.shell.pid), bench.pss_kb(self.shell.pid))
+
+    def test_stop_ends_every_process_of_the_tree(self):
+        tree = bench.process_tree(self.shell.pid)
+        bench.stop(self.shell, grace=2.0)
+        self.assertIsNotNone(self.shell.returncode)
+        self.assertEqual([pid for pid in tree if bench.alive(pid)], [])
+
+    def test_stop_kills_a_process_that_ignores_sigterm(self):
+        stubborn = subprocess.Popen(
+            ["sh", "-c", "trap '' TERM; sleep 60 & wait; wait"], start_new_session=True)
+        wait_for(lambda: len(bench.process_tree(stubborn.pid)) == 2)
+        started = time.monotonic()
+        bench.stop(stubborn, grace=0.5)
+        self.assertGreaterEqual(time.monotonic() - started, 0.5)
+        self.assertFalse(bench.alive(stubborn.pid))
+
+    def test_a_gone_process_has_no_pss(self):
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        self.assertIsNone(bench.pss_kb(gone.pid))
+
+
+class Orphans(unittest.TestCase):
+    def test_a_detached_process_is_found_and_killed(self):
+        # What a daemonizing helper does: its parent exits and leaves it running.
+        bench.become_subreaper()
+        subprocess.run(["sh", "-c", "sleep 60 >/dev/null 2>&1 &"], check=True)
+        tree = bench.process_tree(os.getpid())
+        orphans = [pid for pid in tree[1:] if bench.process_name(pid) == "sleep"]
+        self.assertEqual(len(orphans), 1, "the orphan was reparented to this subreaper")
+        self.assertEqual(bench.kill_orphans(), ["sleep"])
+        self.assertFalse(bench.alive(orphans[0]))
+        self.assertEqual(bench.kill_orphans(), [])
+
+
+class Parsing(unittest.TestCase):
+    def test_a_command_name_with_parentheses_and_spaces(self):
+        stat = "4242 (Web (Content) ) S 17 4242 4242 0 -1 4194560 0"
+        self.assertEqual(bench.parent_from_stat(stat), 17)
+        self.assertEqual(bench.state_from_stat(stat), "S")
+
+    def test_this_process_stat(self):
+        self.assertEqual(bench.parent_from_stat(bench.read_stat(os.getpid())), os.getppid())
+
+
+class Settle(unittest.TestCase):
+    def run_settle(self, values, **options):
+        samples = iter(values)
+        clock = [0.0]
+
+        def sleep(seconds):
+            clock[0] += seconds
+
+        return bench.settle(lambda: next(samples), interval=1.0, clock=lambda: clock[0],
+                            sleep=sleep, **options)
+
+    def test_stops_once_the_window_is_within_the_tolerance(self):
+        values = [100, 200, 300, 1000, 1005, 1003, 1008, 9999]
+        self.assertEqual(self.run_settle(values, window=4, tolerance=0.01), (1008, True))
+
+    def test_gives_the_last_sample_at_the_deadline(self):
+        values = list(range(100, 10_000, 100))
+        self.assertEqual(self.run_settle(values, deadline=5.0), (600, False))
+
+
+class Table(unittest.TestCase):
+    def test_rows_are_aligned_as_scripts_bench_prints_them(self):
+        out = bench.table([("a", "1 ms", "b", "2 ms", bench.ratio(1, 2), "<= 1.0x")]).splitlines()
+        self.assertEqual(out[0].split("|")[1].strip(), "figure")
+        self.assertEqual(out[2], "| a      | 1 ms   | b        | 2 ms            | 0.50x | <= 1.0x |")
+        self.assertEqual(len({len(line) for line in out}), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
