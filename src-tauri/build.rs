@@ -80,7 +80,12 @@ fn main() {
 
     let attributes = tauri_build::Attributes::new()
         .capabilities_path_pattern("../capabilities/**/*")
-        .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));
+        .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS))
+        // The start-up benchmark's probe (src/paint_probe.rs), registered only when asked for.
+        .plugin(
+            "paint-probe",
+            tauri_build::InlinedPlugin::new().commands(&["painted"]),
+        );
     if let Err(error) = tauri_build::try_build(attributes) {
         panic!("tauri-build failed: {error:#}");
     }

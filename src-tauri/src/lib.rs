@@ -10,6 +10,8 @@ mod approval_notice;
 pub mod browser;
 mod commands;
 mod events;
+/// The start-up benchmark's first-paint probe (public for `examples/bare_window`).
+pub mod paint_probe;
 mod startup;
 mod tray;
 
@@ -147,7 +149,7 @@ pub fn run() {
             }
         }));
     }
-    let builder = builder
+    let builder = paint_probe::register(builder)
         .plugin(tauri_plugin_shell::init())
         .plugin(tauri_plugin_notification::init())
         .manage(state)

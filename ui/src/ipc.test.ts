@@ -3,7 +3,7 @@ import { beforeEach, describe, expect, it, vi } from "vitest";
 const invoke = vi.fn();
 vi.mock("@tauri-apps/api/core", () => ({ invoke: (...args: unknown[]) => invoke(...args) }));
 
-const { IPC_ERROR, IPC_UNAVAILABLE, appInfo, toUiError } = await import("./ipc");
+const { IPC_ERROR, IPC_UNAVAILABLE, appInfo, reportPainted, toUiError } = await import("./ipc");
 
 describe("toUiError", () => {
   it("keeps a UiError from a Rust command as it is", () => {
@@ -29,6 +29,29 @@ describe("toUiError", () => {
   it("stringifies anything else", () => {
     expect(toUiError(42)).toEqual({ code: IPC_ERROR, message: "42" });
     expect(toUiError({ code: 1, message: "not a UiError" }).code).toBe(IPC_ERROR);
+  });
+});
+
+describe("reportPainted", () => {
+  beforeEach(() => {
+    invoke.mockReset();
+  });
+
+  it("calls the desktop's paint probe when the desktop defined one", () => {
+    const probe = vi.fn();
+    vi.stubGlobal("__OSPREY_PAINT_PROBE__", probe);
+    try {
+      reportPainted();
+    } finally {
+      vi.unstubAllGlobals();
+    }
+    expect(probe).toHaveBeenCalledTimes(1);
+    expect(invoke).not.toHaveBeenCalled();
+  });
+
+  it("does nothing without a probe (the normal start)", () => {
+    expect(() => reportPainted()).not.toThrow();
+    expect(invoke).not.toHaveBeenCalled();
   });
 });
 

@@ -108,6 +108,15 @@ export function inTauri(): boolean {
 }
 
 /**
+ * Tells the start-up benchmark the first view is on screen. The desktop defines
+ * `__OSPREY_PAINT_PROBE__` only when started with `OSPREY_PAINT_PROBE=1` (src-tauri/src/paint_probe.rs);
+ * otherwise this is one property lookup that finds nothing.
+ */
+export function reportPainted(): void {
+  (globalThis as { __OSPREY_PAINT_PROBE__?: () => void }).__OSPREY_PAINT_PROBE__?.();
+}
+
+/**
  * Maps whatever `invoke` rejected with to a `UiError`. Rust commands reject with a serialized
  * `UiError`; Tauri itself rejects with a plain string (unknown command, denied by a capability);
  * outside Tauri the call throws before it leaves the page.
