@@ -100,7 +100,12 @@ def tree_pss_kb(root):
 
 
 def process_name(pid):
+    """The program's file name (comm cuts it at 15 characters)."""
     try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            program = f.read().split(b"\0", 1)[0].decode(errors="replace")
+        if program:
+            return os.path.basename(program)
         with open(f"/proc/{pid}/comm") as f:
             return f.read().strip()
     except OSError:
@@ -359,6 +364,7 @@ def main():
                                           stderr=subprocess.DEVNULL)
         KEEP.add(window_manager.pid)
     scratch = tempfile.mkdtemp(prefix="osprey-bench-desktop-")
+    load_before = os.getloadavg()[0]
     subjects = [("osprey", osprey, True), ("floor", floor, False)]
     results = {name: {"paint": [], "pss": []} for name, _, _ in subjects}
     try:
@@ -375,12 +381,16 @@ def main():
                 results[name]["pss"].append(pss)
                 print(f"bench: {name} run {round_ + 1}: painted {fmt_seconds(painted)}, "
                       f"PSS {fmt_mib(pss)} over {', '.join(names)}", file=sys.stderr)
+    except BaseException:
+        print(f"bench: the launches' homes and logs are kept in {scratch}", file=sys.stderr)
+        raise
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
     finally:
         if window_manager:
             window_manager.terminate()
             window_manager.wait()
         reap_zombies()
-        shutil.rmtree(scratch, ignore_errors=True)
 
     median = {name: {key: statistics.median(values) for key, values in figures.items()}
               for name, figures in results.items()}
@@ -402,6 +412,9 @@ def main():
     ]))
     if deb is None:
         print("No .deb in the target dir: scripts/package builds it.")
+    # Start-up times move with the machine's other load; say what it was.
+    print(f"Load average before and after the launches: {load_before:.1f}, {os.getloadavg()[0]:.1f} "
+          f"({os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":
