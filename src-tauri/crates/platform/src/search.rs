@@ -123,9 +123,7 @@ impl NameMatch {
             NameMatch::Part(part) => name.to_string_lossy().to_lowercase().contains(part),
         }
     }
-}
 
-impl NameMatch {
     /// The same match as a regular expression for the index (anchored for a glob).
     fn regex(pattern: &str) -> String {
         let escape = |c: char, out: &mut String| {
@@ -299,6 +297,7 @@ async fn plan(index: &impl FileIndex, request: &SearchRequest) -> IndexPlan {
     folders.dedup_by(|later, earlier| later.starts_with(earlier));
     let mut plan = IndexPlan::default();
     let mut failed = None;
+    let mut capped = false;
     for folder in folders {
         let query = IndexQuery {
             under: folder.clone(),
@@ -308,6 +307,7 @@ async fn plan(index: &impl FileIndex, request: &SearchRequest) -> IndexPlan {
         };
         match index.index_candidates(&query).await {
             Ok(found) => {
+                capped |= found.len() >= query.limit;
                 plan.candidates.extend(found);
                 plan.covered.insert(folder);
             }
@@ -328,10 +328,16 @@ async fn plan(index: &impl FileIndex, request: &SearchRequest) -> IndexPlan {
             "searched by walking the folders: {name} does not index them"
         )),
         (false, failed) => Some(format!(
-            "{} from the desktop's index ({name}){}, the rest by walking; `index: false` reads every file{}",
+            "{} from the desktop's index ({name}){}, the rest by walking; `index: false` reads every file{}{}",
             covered.join(", "),
             if word.is_some() {
                 ", matching words from their start"
+            } else {
+                ""
+            },
+            if capped {
+                "; the index offered as many files as it was asked for, so more may match: \
+                 narrow the query"
             } else {
                 ""
             },
@@ -612,6 +618,18 @@ mod tests {
         assert_eq!(found.hits.len(), 4, "the unindexed file too: {found:?}");
         assert_eq!(found.source, None);
         assert_eq!(index.asked.lock().unwrap().len(), 1);
+
+        // An index that gives as many files as it was asked for may hold more: said so.
+        let full = Offering {
+            tree: docs.clone(),
+            offers: vec![docs.join("groceries.txt"); 1000],
+            asked: Default::default(),
+        };
+        let found = run(&full, request, Arc::new(|_: &Path| true))
+            .await
+            .unwrap();
+        assert_eq!(full.asked.lock().unwrap()[0].limit, 1000);
+        assert!(found.source.unwrap().contains("more may match"));
     }
 
     #[test]
