@@ -57,7 +57,11 @@ async fn status_says_what_works_here_and_why_not() {
         line("system").contains("available - system facts; battery: no service"),
         "{status}"
     );
-    assert!(line("search").contains("available - walks"), "{status}");
+    assert!(
+        line("search").contains("available - searches")
+            && line("search").ends_with("; no desktop index runs"),
+        "{status}"
+    );
     // A switched-off category is not offered at all.
     let result = call(&tool, json!({"resource": "music", "action": "status"})).await;
     assert!(
