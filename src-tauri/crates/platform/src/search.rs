@@ -92,6 +92,9 @@ pub struct IndexQuery {
     pub limit: usize,
 }
 
+/// The most a search waits for the desktop's index before it walks instead.
+const INDEX_BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Whether a path may be shown (credential stores and Osprey's data may not).
 pub type Allowed = Arc<dyn Fn(&Path) -> bool + Send + Sync>;
 
@@ -358,7 +361,18 @@ pub async fn run(
 ) -> Result<SearchOutcome> {
     let matcher = Matcher::new(&request)?;
     check_roots(&request.roots)?;
-    let plan = plan(index, &request).await;
+    // An index that does not answer in time is not waited for: the folders are walked.
+    let budget = INDEX_BUDGET.min(request.deadline.saturating_duration_since(Instant::now()) / 2);
+    let plan = match tokio::time::timeout(budget, plan(index, &request)).await {
+        Ok(plan) => plan,
+        Err(_) => IndexPlan {
+            source: Some(format!(
+                "searched by walking the folders: the desktop index did not answer within {} ms",
+                budget.as_millis()
+            )),
+            ..IndexPlan::default()
+        },
+    };
     tokio::task::spawn_blocking(move || Ok(search_with(&request, matcher, plan, &*allowed)))
         .await
         .map_err(|e| Error::Failed(e.to_string()))?
@@ -550,6 +564,40 @@ mod tests {
             self.asked.lock().unwrap().push(query.clone());
             Ok(self.offers.clone())
         }
+    }
+
+    /// An index that never answers.
+    struct Hanging;
+
+    impl FileIndex for Hanging {
+        async fn index_state(&self, _content: bool) -> IndexState {
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test]
+    async fn an_index_that_does_not_answer_is_not_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+        let mut request = request(dir.path());
+        request.name = Some("notes".into());
+        request.deadline = Instant::now() + Duration::from_millis(400);
+        let started = Instant::now();
+        let found = run(&Hanging, request, Arc::new(|_: &Path| true))
+            .await
+            .unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(found.hits.len(), 1);
+        assert!(
+            found
+                .source
+                .unwrap()
+                .contains("the desktop index did not answer within")
+        );
     }
 
     #[tokio::test]
