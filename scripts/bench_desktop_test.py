@@ -45,8 +45,11 @@ class ProcessTree(unittest.TestCase):
         tree = bench.process_tree(self.shell.pid)
         each = [bench.pss_kb(pid) for pid in tree]
         self.assertTrue(all(kb and kb > 0 for kb in each), each)
-        # Idle sleeping processes: their PSS does not move between the two reads.
-        self.assertEqual(bench.tree_pss_kb(self.shell.pid), sum(each))
+        # The processes sleep, but their shared pages' PSS moves as other programs on the machine
+        # map and unmap the same files (sh, libc): the two reads agree within a tenth. Missing one
+        # of the four processes would be off by about a quarter.
+        total = bench.tree_pss_kb(self.shell.pid)
+        self.assertLess(abs(total - sum(each)), sum(each) / 10, (total, each))
         self.assertGreater(bench.tree_pss_kb(self.shell.pid), bench.pss_kb(self.shell.pid))
 
     def test_stop_ends_every_process_of_the_tree(self):
