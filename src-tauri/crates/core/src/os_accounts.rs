@@ -330,14 +330,13 @@ impl Core {
                     .iter()
                     .find(|a| a.name.eq_ignore_ascii_case(name))
                     .map_or(name, |a| a.login());
-                let mut check = refused(error.code().as_str(), error.to_string(), login);
+                let server = match receiving {
+                    Some(_) => "The outgoing (SMTP) server",
+                    None => "The server",
+                };
+                let mut check = refused(error.code().as_str(), error.to_string(), login, server);
                 if let Some(receiving) = receiving {
-                    check.message = format!(
-                        "{receiving} Sending does not work: {}",
-                        check
-                            .message
-                            .replace("The server", "The outgoing (SMTP) server")
-                    );
+                    check.message = format!("{receiving} Sending does not work: {}", check.message);
                 }
                 check
             }
@@ -396,7 +395,7 @@ impl Core {
             let text = result.text_content();
             if result.is_error {
                 let code = result.code.map_or("failed", |c| c.as_str());
-                return refused(code, text, &account.username);
+                return refused(code, text, &account.username, "The server");
             }
             let names: Vec<&str> = text
                 .lines()
@@ -424,13 +423,13 @@ impl Core {
 
 /// A failed test in the page's words: the tool's messages end with the command-line steps
 /// (`osprey config set dav.<name>.password -`), which the form replaces, so a refused sign-in
-/// says what to check here instead. A refused certificate (also `permission_denied`) keeps the
-/// tool's own explanation.
-fn refused(code: &str, message: String, login: &str) -> AccountCheck {
+/// says what to check here instead, naming `server` ("The server", or which one of the account's
+/// two). A refused certificate (also `permission_denied`) keeps the tool's own explanation.
+fn refused(code: &str, message: String, login: &str, server: &str) -> AccountCheck {
     let message = if code == "permission_denied" && !message.to_lowercase().contains("certificate")
     {
         format!(
-            "The server refused the sign-in as {login}: check the username and the password \
+            "{server} refused the sign-in as {login}: check the username and the password \
              (providers with two-step sign-in want an app password). Edit the account to change \
              them."
         )
