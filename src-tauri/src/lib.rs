@@ -12,6 +12,8 @@ mod commands;
 mod events;
 /// The start-up benchmark's first-paint probe (public for `examples/bare_window`).
 pub mod paint_probe;
+/// How Osprey's own windows paint (public for `examples/bare_window`).
+pub mod rendering;
 mod startup;
 mod tray;
 
@@ -230,6 +232,10 @@ pub fn run() {
     });
     let result = builder
         .setup(|app| {
+            // Before the page's first frame: the window was built just before this hook.
+            if let Some(window) = tauri::Manager::get_webview_window(app, tray::MAIN_WINDOW) {
+                rendering::apply(&window);
+            }
             // No tray host (a bare X server, some Wayland desktops) must not stop the app.
             let core = tauri::Manager::state::<CoreState>(app).core().ok().cloned();
             let tray_shown = match tray::create(app.handle(), core) {

@@ -139,6 +139,6 @@ pub async fn open_app_ui(
         .title(&status.name)
         .inner_size(900.0, 640.0)
         .build()
-        .map(|_| ())
+        .map(|window| crate::rendering::apply(&window))
         .map_err(|error| ui_error(UiErrorCode::WindowFailed, error))
 }
