@@ -818,6 +818,18 @@ pub fn show_all<R: tauri::Runtime>(app: &AppHandle<R>) -> usize {
     shown
 }
 
+/// Hides every open page of the profile (handed back while `web.native_windows` is `"hidden"`).
+/// The agent's calls go on in them off screen, as in any hidden page.
+pub fn hide_all<R: tauri::Runtime>(app: &AppHandle<R>) {
+    for (label, window) in app.webview_windows() {
+        if label.starts_with(LABEL_PREFIX)
+            && let Err(error) = window.hide()
+        {
+            tracing::warn!("could not hide {label}: {error}");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

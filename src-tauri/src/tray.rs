@@ -156,6 +156,9 @@ pub trait TrayShell {
     fn browser_held(&self) -> Result<bool, String>;
     /// Takes the default browser profile over (`true`) or hands it back.
     fn set_browser_held(&self, held: bool) -> Result<(), String>;
+    /// After a hand back, the pages go back to where the agent keeps them: hidden again while
+    /// `web.native_windows` is `"hidden"` (taking over showed them), left shown otherwise.
+    fn put_browser_windows_back(&self) -> Result<(), String>;
     fn quit(&self);
 }
 
@@ -178,11 +181,12 @@ pub fn handle_menu_event(shell: &impl TrayShell, id: &str) -> Option<Result<(), 
             .show_main_window()
             .and_then(|()| shell.navigate("store")),
         TrayAction::ShowBrowser => shell.show_browser_windows(),
-        // Taking over brings the pages forward, so the person sees what they took.
+        // Taking over brings the pages forward, so the person sees what they took; handing back
+        // puts them back.
         TrayAction::ToggleBrowserControl => shell.browser_held().and_then(|held| {
             shell.set_browser_held(!held)?;
             if held {
-                Ok(())
+                shell.put_browser_windows_back()
             } else {
                 shell.show_browser_windows()
             }
@@ -296,6 +300,21 @@ impl<R: Runtime> TrayShell for AppShell<'_, R> {
             core.browser_hand_back(None);
             Ok(())
         }
+    }
+
+    fn put_browser_windows_back(&self) -> Result<(), String> {
+        let core = self.core()?;
+        #[cfg(target_os = "linux")]
+        if core
+            .browser_profile_config(crate::browser::PROFILE)
+            .hidden_windows
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            crate::browser::hide_all(self.0);
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = core;
+        Ok(())
     }
 
     fn quit(&self) {
@@ -457,6 +476,10 @@ mod tests {
             *self.browser_held.borrow_mut() = held;
             Ok(())
         }
+        fn put_browser_windows_back(&self) -> Result<(), String> {
+            self.calls.borrow_mut().push("browser back".into());
+            Ok(())
+        }
         fn quit(&self) {
             self.calls.borrow_mut().push("quit".into());
         }
@@ -517,6 +540,7 @@ mod tests {
                 "browser held true",
                 "browser",
                 "browser held false",
+                "browser back",
                 "quit"
             ]
         );

@@ -570,5 +570,28 @@ fn with_hidden_windows_the_agent_browses_off_screen() -> Result<()> {
     })
     .context("a browser window stays on screen although web.native_windows is hidden")?;
     app.save_screenshot("hidden-browsing")?;
+
+    // Taking the browser over (the tray) brings the pages forward; handing it back hides them
+    // again, as the setting says.
+    let on_screen = |wanted: bool| -> Result<bool> {
+        for window in &windows {
+            if viewable(app.display(), *window)? != wanted {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    };
+    app.driver
+        .invoke("tray_action", json!({"id": "browser-control"}))?;
+    wait_until("the pages shown for the take over", UI_TIMEOUT, || {
+        on_screen(true)
+    })
+    .context("taking the browser over did not show its pages")?;
+    app.driver
+        .invoke("tray_action", json!({"id": "browser-control"}))?;
+    wait_until("the pages hidden after the hand back", UI_TIMEOUT, || {
+        on_screen(false)
+    })
+    .context("handing the browser back left its pages on screen")?;
     Ok(())
 }
