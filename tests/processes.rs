@@ -389,6 +389,12 @@ impl DesktopApp {
             ("OSPREY_DATA_DIR", &data_dir_text),
             ("XDG_DATA_HOME", &xdg_data),
             ("XDG_CACHE_HOME", &xdg_cache),
+            // On this GPU-less display Osprey would paint on the CPU (src-tauri/src/rendering.rs),
+            // and WebKitGTK 2.50's automation never answers a simulated click or key press with
+            // hardware acceleration off (the WebDriver request waits forever; a person's real
+            // input works). WebDriver suites drive the GPU path; `desktop_painting` covers the
+            // CPU one with real input. A launch's own `env` can set it back.
+            ("OSPREY_WEBVIEW_GPU", "on"),
         ];
         env.extend(
             options
