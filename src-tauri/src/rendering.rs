@@ -4,15 +4,17 @@
 //! (a virtual machine, a remote desktop, a server's Xvfb) that GL is Mesa's software rasterizer,
 //! llvmpipe, and painting "on the GPU" through it is far slower than Skia painting on the CPU:
 //! under Xvfb the chat view's first frame took about a second with WebKit's default, against
-//! tens of milliseconds with hardware acceleration off (docs/architecture.md, "Start-up").
+//! tens of milliseconds with hardware acceleration off (docs/architecture.md, "How the windows
+//! paint").
 //!
 //! So a window whose machine has no GPU render node (`/dev/dri/renderD*`) is given WebKit's
 //! hardware-acceleration policy `Never`: CPU painting, no GL compositor. With a GPU, WebKit's
 //! own default is kept. `OSPREY_WEBVIEW_GPU` overrides the guess: `on` keeps WebKit's default,
 //! `off` turns acceleration off.
 //!
-//! The browser profile's windows are left alone: web pages may need WebGL, which the policy
-//! turns off.
+//! The browser profile's windows are left alone: web pages get WebKit's own default, as in any
+//! browser. Elsewhere than on Linux the choice is always WebKit's default (there is nothing to
+//! set there).
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -61,6 +63,9 @@ fn has_render_node(dri: &Path) -> bool {
 pub fn for_this_machine() -> Painting {
     static CHOICE: std::sync::OnceLock<Painting> = std::sync::OnceLock::new();
     *CHOICE.get_or_init(|| {
+        if !cfg!(target_os = "linux") {
+            return Painting::Default;
+        }
         let choice = choose(std::env::var_os(ENV).as_deref(), Path::new("/dev/dri"));
         tracing::debug!("Osprey's windows paint with {choice:?}");
         choice
