@@ -560,19 +560,7 @@ fn with_hidden_windows_the_agent_browses_off_screen() -> Result<()> {
         }
     }
     ensure!(!windows.is_empty(), "no browser window was made");
-    wait_until("the browser window off screen", UI_TIMEOUT, || {
-        for window in &windows {
-            if viewable(app.display(), *window)? {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    })
-    .context("a browser window stays on screen although web.native_windows is hidden")?;
-    app.save_screenshot("hidden-browsing")?;
-
-    // Taking the browser over (the tray) brings the pages forward; handing it back hides them
-    // again, as the setting says.
+    // Whether every page's window is (`true`) or is not on screen.
     let on_screen = |wanted: bool| -> Result<bool> {
         for window in &windows {
             if viewable(app.display(), *window)? != wanted {
@@ -581,6 +569,14 @@ fn with_hidden_windows_the_agent_browses_off_screen() -> Result<()> {
         }
         Ok(true)
     };
+    wait_until("the browser window off screen", UI_TIMEOUT, || {
+        on_screen(false)
+    })
+    .context("a browser window stays on screen although web.native_windows is hidden")?;
+    app.save_screenshot("hidden-browsing")?;
+
+    // Taking the browser over (the tray) brings the pages forward; handing it back hides them
+    // again, as the setting says.
     app.driver
         .invoke("tray_action", json!({"id": "browser-control"}))?;
     wait_until("the pages shown for the take over", UI_TIMEOUT, || {
