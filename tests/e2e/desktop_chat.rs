@@ -324,7 +324,7 @@ fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Resul
         .prefix("osprey-e2e-work-")
         .tempdir()?;
     let server = AnthropicServer::start(vec![
-        ScriptedReply::text("Herons wade."),
+        ScriptedReply::text("Herons **wade**."),
         ScriptedReply::text("Ospreys dive."),
     ])?;
     server.use_as_provider(data.path(), work.path())?;
@@ -359,6 +359,43 @@ fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Resul
     wait_for_turn_end(driver)?;
     wait_until("both sessions listed", UI_TIMEOUT, || {
         Ok(driver.texts("[data-testid='chat-sessions'] .title")?.len() == 2)
+    })?;
+
+    // A fresh window loads the markdown renderer after its first paint; a session opened from
+    // the list waits for it, so its replies never show unformatted first. Every reply element
+    // the page adds is recorded as it is added.
+    driver.execute("location.reload(); return true;", vec![])?;
+    // Read in one script: the elements found before the reload are gone after it.
+    wait_until("both sessions listed after a reload", UI_TIMEOUT, || {
+        let listed = driver.execute(
+            "return document.querySelectorAll(\"[data-testid='chat-sessions'] .title\").length;",
+            vec![],
+        )?;
+        Ok(listed == 2)
+    })?;
+    driver.execute(
+        "window.__replies = []; \
+         new MutationObserver(() => document.querySelectorAll(\"[data-testid='chat-assistant']\") \
+           .forEach((e) => window.__replies.push(e.innerHTML))) \
+           .observe(document.body, { childList: true, subtree: true }); return true;",
+        vec![],
+    )?;
+    click_in_row(driver, "Alpha", "")?;
+    wait_until("the Alpha reply from history", UI_TIMEOUT, || {
+        Ok(driver.texts("[data-testid='chat-assistant']")? == ["Herons wade."])
+    })?;
+    let shown = driver.execute("return window.__replies;", vec![])?;
+    let shown: Vec<String> = serde_json::from_value(shown)?;
+    ensure!(
+        !shown.is_empty()
+            && shown
+                .iter()
+                .all(|html| html.contains("<strong>wade</strong>")),
+        "the reply showed unformatted: {shown:?}"
+    );
+    click_in_row(driver, "Beta", "")?;
+    wait_until("the Beta chat again", UI_TIMEOUT, || {
+        Ok(driver.texts("[data-testid='chat-user']")? == ["Beta: and about ospreys"])
     })?;
 
     // Drafts: each chat keeps what was typed in it, across switches.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { highlightCode, isOpenableLink, renderMarkdown } from "./markdown";
+import { highlightCode, renderMarkdown } from "./markdown";
+import { isOpenableLink } from "./links";
 
 /** The text between `<code…>` and `</code>` of each code block, highlighting spans removed and
  * entities decoded. */

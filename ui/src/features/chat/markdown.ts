@@ -13,8 +13,12 @@
 // Streaming: the text is rendered again as it grows, and markdown-it renders unfinished input
 // (an unclosed fence is a code block to the end, an unclosed `**` stays literal), so a half
 // message always shows sensibly.
+//
+// This module is about half of the UI's script, so the window does not load it before its first
+// paint: ChatView reaches it through markdownLoader.svelte.ts.
 
 import MarkdownIt from "markdown-it";
+import { OPENABLE } from "./links";
 import hljs from "highlight.js/lib/core";
 import bash from "highlight.js/lib/languages/bash";
 import c from "highlight.js/lib/languages/c";
@@ -58,9 +62,6 @@ const md = new MarkdownIt({ html: false, linkify: true, breaks: false, typograph
 // would show broken), and a prompt-injected model could name an address carrying data. Such
 // markdown shows as a link to the image instead.
 md.disable("image");
-
-/** Schemes a link may open in the system browser (markdown-it has already dropped the dangerous ones). */
-const OPENABLE = /^(https?:|mailto:)/i;
 
 md.renderer.rules.fence = (tokens, idx) => {
   const token = tokens[idx];
@@ -119,9 +120,4 @@ export function renderMarkdownCached(text: string): string {
     }
   }
   return html;
-}
-
-/** Whether a link's address may be handed to the system browser. */
-export function isOpenableLink(href: string | null | undefined): href is string {
-  return !!href && OPENABLE.test(href.trim());
 }
