@@ -5,17 +5,12 @@
 //! app's window or a page an app navigates to cannot reach an app's API. The windows match
 //! `capabilities/app-ui.json`, which grants no commands.
 
-#[cfg(unix)]
 use std::borrow::Cow;
 
-#[cfg(unix)]
 use osprey_core::Core;
-#[cfg(unix)]
 use tauri::http::{Request, Response, StatusCode};
-#[cfg(unix)]
 use tauri::{Manager, Runtime, UriSchemeContext, UriSchemeResponder};
 
-#[cfg(unix)]
 use crate::CoreState;
 
 /// The URI scheme of app UI windows.
@@ -48,7 +43,6 @@ pub fn url_for(app_id: &str) -> Result<tauri::Url, String> {
         .map_err(|error| format!("`{app_id}` does not make a URL: {error}"))
 }
 
-#[cfg(unix)]
 fn plain(status: u16, message: &str) -> Response<Cow<'static, [u8]>> {
     Response::builder()
         .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
@@ -58,7 +52,6 @@ fn plain(status: u16, message: &str) -> Response<Cow<'static, [u8]>> {
 }
 
 /// Which app a request is for and what it asks, or a refusal response.
-#[cfg(unix)]
 pub fn parse_request(
     webview_label: &str,
     request: &Request<Vec<u8>>,
@@ -96,7 +89,6 @@ pub fn parse_request(
     ))
 }
 
-#[cfg(unix)]
 async fn serve(
     core: Core,
     app_id: String,
@@ -115,7 +107,6 @@ async fn serve(
 }
 
 /// The scheme handler registered in `lib.rs`.
-#[cfg(unix)]
 pub fn handle<R: Runtime>(
     context: UriSchemeContext<'_, R>,
     request: Request<Vec<u8>>,
@@ -135,7 +126,7 @@ pub fn handle<R: Runtime>(
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -215,7 +215,6 @@ pub fn run() {
             commands::team::save_agent_type,
             commands::team::delete_agent_type,
         ]);
-    #[cfg(unix)]
     let builder = builder.register_asynchronous_uri_scheme_protocol(app_ui::SCHEME, app_ui::handle);
     // Closing the main window hides it to the tray; Quit in the tray (or the session ending)
     // stops Osprey. Without a tray host nothing could bring it back, so it then closes as usual.

@@ -7,7 +7,6 @@ use osprey_types::AppStatus;
 
 use crate::Core;
 
-#[cfg(unix)]
 pub use osprey_apps::ui::{UiRequest, UiResponse};
 
 #[cfg(unix)]
@@ -621,6 +620,29 @@ impl Core {
         _limit: Option<usize>,
     ) -> CoreResult<osprey_types::AppTraffic> {
         Err(unsupported(id))
+    }
+
+    pub async fn install_store_app(&self, id: &str) -> CoreResult<osprey_types::AppInstallReport> {
+        Err(unsupported(id))
+    }
+
+    pub async fn install_store_app_expecting(
+        &self,
+        id: &str,
+        _expected_sha256: Option<&str>,
+    ) -> CoreResult<osprey_types::AppInstallReport> {
+        Err(unsupported(id))
+    }
+
+    pub async fn serve_app_ui(&self, id: &str, _request: UiRequest) -> UiResponse {
+        UiResponse {
+            status: 501,
+            headers: vec![(
+                "content-type".to_string(),
+                "text/plain; charset=utf-8".to_string(),
+            )],
+            body: unsupported(id).to_string().into_bytes(),
+        }
     }
 }
 
