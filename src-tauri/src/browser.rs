@@ -16,6 +16,10 @@
 //!   no capability, so their pages have no IPC (`capabilities/browser.json`).
 //! - Input: DOM events synthesized in the page (`browser/input.js` says why).
 //! - Screenshots: WebKit's own snapshot of the view (viewport or full document), encoded here.
+//! - Engines: WebKitGTK on Linux (`browser/webkit.rs`: history and snapshots through WebKit);
+//!   WKWebView and WebView2 elsewhere (`browser/portable.rs`: only Tauri's own calls, no
+//!   snapshots yet). Every window first proves that its requests reach the guard proxy, so an
+//!   engine that ignores the proxy setting fails closed.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,11 +42,20 @@ pub const LABEL_PREFIX: &str = "browser-";
 /// What the person sees in the title bar, before the page's own title.
 const TITLE: &str = "Osprey browser";
 
+#[cfg(target_os = "linux")]
+#[path = "browser/webkit.rs"]
+mod engine;
+#[cfg(not(target_os = "linux"))]
+#[path = "browser/portable.rs"]
+mod engine;
+
 const HELPER: &str = include_str!("browser/native.js");
 const INPUT: &str = include_str!("browser/input.js");
 
 /// How long a new window may take to show its first (blank) page.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a new window's check that its requests reach the guard proxy may take.
+const GUARD_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a pending answer (a promise, a navigation) is looked at again.
 const POLL: Duration = Duration::from_millis(20);
 
@@ -207,7 +220,8 @@ impl NativeDriver {
         order
     }
 
-    async fn proxy_url(&self) -> Result<Url> {
+    /// The guard proxy's address, and its probe's URL and secret.
+    async fn proxy(&self) -> Result<(Url, String, String)> {
         let mut proxy = self.proxy.lock().await;
         if proxy.is_none() {
             let started = GuardProxy::start(self.config.allow_loopback, self.refusals.clone())
@@ -215,8 +229,33 @@ impl NativeDriver {
                 .map_err(|e| BrowserError::Launch(format!("cannot start the guard proxy: {e}")))?;
             *proxy = Some(started);
         }
-        let addr = proxy.as_ref().map(GuardProxy::addr).expect("started above");
-        Url::parse(&format!("http://{addr}")).map_err(shell)
+        let proxy = proxy.as_ref().expect("started above");
+        let (probe, secret) = proxy.probe_url();
+        let url = Url::parse(&format!("http://{}", proxy.addr())).map_err(shell)?;
+        Ok((url, probe, secret.to_string()))
+    }
+
+    /// Fails unless the page's requests reach the guard proxy: a webview that ignores its
+    /// proxy setting (WKWebView before macOS 14) would load every page and subresource
+    /// unchecked, so the profile is refused there rather than run without its policy.
+    async fn check_guard(&self, window: &WebviewWindow, probe: &str, secret: &str) -> Result<()> {
+        let expression = format!(
+            "fetch({probe:?}, {{ cache: 'no-store' }}).then((r) => r.text(), (e) => 'failed: ' + e)"
+        );
+        let answer = self
+            .evaluate_on(window, &expression, GUARD_CHECK_TIMEOUT)
+            .await?;
+        let text: String = serde_json::from_str(&answer).unwrap_or_default();
+        if text == secret {
+            return Ok(());
+        }
+        Err(BrowserError::Launch(format!(
+            "this system's webview does not send its pages' requests through Osprey's guard \
+             proxy (on macOS that needs macOS 14 or later), so the native profile cannot keep \
+             the web tool's navigation policy; use `profile: \"managed\"` instead (the probe \
+             got: {})",
+            text.chars().take(120).collect::<String>()
+        )))
     }
 
     /// Opens a window on a blank page and waits for it to be ready for scripts.
@@ -227,7 +266,7 @@ impl NativeDriver {
                 self.config.profile_dir.display()
             ))
         })?;
-        let proxy = self.proxy_url().await?;
+        let (proxy, probe, secret) = self.proxy().await?;
         let label = format!(
             "{LABEL_PREFIX}{}",
             self.next.fetch_add(1, Ordering::Relaxed)
@@ -349,13 +388,29 @@ impl NativeDriver {
         while loads.committed.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
             tokio::time::sleep(POLL).await;
         }
-        if loads.committed.load(Ordering::SeqCst) == 0 {
-            let _ = window.destroy();
-            return Err(BrowserError::Launch(
+        let ready = if loads.committed.load(Ordering::SeqCst) == 0 {
+            Err(BrowserError::Launch(
                 "the browser window did not load its first page in time".into(),
-            ));
+            ))
+        } else {
+            self.check_guard(&window, &probe, &secret).await
+        };
+        if let Err(error) = ready {
+            let _ = window.destroy();
+            self.forget(&label);
+            return Err(error);
         }
         Ok(label)
+    }
+
+    /// Drops a page whose window was destroyed.
+    fn forget(&self, label: &str) {
+        let mut pages = self.lock();
+        pages.order.retain(|l| l != label);
+        pages.loads.remove(label);
+        if pages.current.as_deref() == Some(label) {
+            pages.current = pages.order.last().cloned();
+        }
     }
 
     /// The page `target` names, or the current one (opening one when none is open).
@@ -431,26 +486,6 @@ impl NativeDriver {
         }
     }
 
-    /// Runs a webview call on the main thread and returns its answer.
-    async fn on_webview<T: Send + 'static>(
-        &self,
-        window: &WebviewWindow,
-        timeout: Duration,
-        f: impl FnOnce(&webkit2gtk::WebView, tokio::sync::oneshot::Sender<T>) + Send + 'static,
-    ) -> Result<T> {
-        let (send, receive) = tokio::sync::oneshot::channel::<T>();
-        window
-            .with_webview(move |platform| f(&platform.inner(), send))
-            .map_err(shell)?;
-        match tokio::time::timeout(timeout, receive).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(_)) => Err(BrowserError::Page("the page went away".into())),
-            Err(_) => Err(BrowserError::Timeout(
-                "the webview did not answer in time".into(),
-            )),
-        }
-    }
-
     async fn input(&self, target: Option<&str>, op: &str, args: Value) -> Result<()> {
         let expression = format!("({INPUT})({}, {args})", Value::String(op.into()));
         self.evaluate_in(target, &expression, Duration::from_secs(10))
@@ -465,10 +500,20 @@ impl NativeDriver {
         timeout: Duration,
     ) -> Result<String> {
         let (_, window, _) = self.page(target).await?;
+        self.evaluate_on(&window, expression, timeout).await
+    }
+
+    /// Evaluates `expression` in `window`'s page and returns the JSON of its (settled) value.
+    async fn evaluate_on(
+        &self,
+        window: &WebviewWindow,
+        expression: &str,
+        timeout: Duration,
+    ) -> Result<String> {
         let deadline = Instant::now() + timeout;
         let id = osprey_browser::nonce(12);
         let first = self
-            .eval_raw(&window, wrap(expression, &id), deadline)
+            .eval_raw(window, wrap(expression, &id), deadline)
             .await?;
         if let Outcome::Value(v) = read_answer(&first)? {
             return Ok(v);
@@ -486,7 +531,7 @@ impl NativeDriver {
                 )));
             }
             tokio::time::sleep(POLL).await;
-            let answer = self.eval_raw(&window, take.clone(), deadline).await?;
+            let answer = self.eval_raw(window, take.clone(), deadline).await?;
             if let Outcome::Value(v) = read_answer(&answer)? {
                 return Ok(v);
             }
@@ -494,7 +539,10 @@ impl NativeDriver {
     }
 }
 
-/// A snapshot's pixels, copied out of WebKit's cairo surface (BGRA, premultiplied).
+/// A snapshot's pixels as the engine hands them over: rows of `stride` bytes, four bytes a
+/// pixel in BGRA order (cairo's ARGB32 on little-endian machines, premultiplied; pages are
+/// opaque, so alpha is dropped).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 struct Pixels {
     width: u32,
     height: u32,
@@ -502,31 +550,14 @@ struct Pixels {
     data: Vec<u8>,
 }
 
-fn take_pixels(surface: cairo::Surface) -> std::result::Result<Pixels, String> {
-    let mut image = cairo::ImageSurface::try_from(surface)
-        .map_err(|_| "WebKit's snapshot is not an image surface".to_string())?;
-    image.flush();
-    let width = u32::try_from(image.width()).map_err(|e| e.to_string())?;
-    let height = u32::try_from(image.height()).map_err(|e| e.to_string())?;
-    let stride = usize::try_from(image.stride()).map_err(|e| e.to_string())?;
-    let data = image.data().map_err(|e| e.to_string())?.to_vec();
-    Ok(Pixels {
-        width,
-        height,
-        stride,
-        data,
-    })
-}
-
 /// Encodes the pixels as PNG, or JPEG at `quality`, cut at `max_height` rows.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn encode(pixels: &Pixels, quality: Option<u8>, max_height: u32) -> Result<Vec<u8>> {
     let height = pixels.height.min(max_height.max(1));
     let mut rgb = Vec::with_capacity(pixels.width as usize * height as usize * 3);
     for row in 0..height as usize {
         let line = &pixels.data[row * pixels.stride..][..pixels.width as usize * 4];
         for px in line.chunks_exact(4) {
-            // Cairo's ARGB32 in memory on little-endian machines: B, G, R, A (premultiplied;
-            // pages are opaque, so alpha is dropped).
             rgb.extend_from_slice(&[px[2], px[1], px[0]]);
         }
     }
@@ -554,7 +585,7 @@ impl Driver for NativeDriver {
             let pages = self.live().len();
             Ok(DriverStatus {
                 running: pages > 0,
-                version: Some("WebKitGTK (the desktop app's webview)".into()),
+                version: Some(format!("{} (the desktop app's webview)", engine::NAME)),
                 profile_dir: Some(self.config.profile_dir.display().to_string()),
                 headless: false,
                 executable: None,
@@ -666,30 +697,8 @@ impl Driver for NativeDriver {
         step: HistoryStep,
     ) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
-            use webkit2gtk::WebViewExt;
-            let (_, window, _) = self.page(target).await?;
-            self.on_webview(&window, Duration::from_secs(5), move |view, send| {
-                let moved = match step {
-                    HistoryStep::Back => {
-                        view.can_go_back() && {
-                            view.go_back();
-                            true
-                        }
-                    }
-                    HistoryStep::Forward => {
-                        view.can_go_forward() && {
-                            view.go_forward();
-                            true
-                        }
-                    }
-                    HistoryStep::Reload => {
-                        view.reload();
-                        true
-                    }
-                };
-                let _ = send.send(moved);
-            })
-            .await
+            let (label, window, _) = self.page(target).await?;
+            engine::history(self, &label, &window, step).await
         })
     }
 
@@ -740,56 +749,8 @@ impl Driver for NativeDriver {
         request: ShotRequest,
     ) -> BoxFuture<'a, Result<Vec<u8>>> {
         Box::pin(async move {
-            use webkit2gtk::{SnapshotOptions, SnapshotRegion, WebViewExt};
             let (_, window, _) = self.page(target).await?;
-            let region = if request.full_page {
-                SnapshotRegion::FullDocument
-            } else {
-                SnapshotRegion::Visible
-            };
-            let snapshot = || {
-                self.on_webview(&window, Duration::from_secs(20), move |view, send| {
-                    view.snapshot(
-                        region,
-                        SnapshotOptions::NONE,
-                        None::<&webkit2gtk::gio::Cancellable>,
-                        move |result| {
-                            let _ =
-                                send.send(result.map_err(|e| e.to_string()).and_then(take_pixels));
-                        },
-                    );
-                })
-            };
-            // WebKit draws nothing for a window that is not mapped (`web.native_windows:
-            // "hidden"`): the window is shown off screen, unfocused, for the snapshot, then
-            // hidden again where it was.
-            let hidden = !window.is_visible().unwrap_or(true);
-            let mut pixels = snapshot().await?;
-            if hidden && pixels.is_err() {
-                let place = window.outer_position().ok();
-                let _ = window.set_position(tauri::PhysicalPosition::new(-32_000, -32_000));
-                window.show().map_err(shell)?;
-                let deadline = Instant::now() + Duration::from_secs(5);
-                loop {
-                    pixels = snapshot().await?;
-                    if pixels.is_ok() || Instant::now() >= deadline {
-                        break;
-                    }
-                    tokio::time::sleep(POLL).await;
-                }
-                let _ = window.hide();
-                if let Some(place) = place {
-                    let _ = window.set_position(place);
-                }
-            }
-            let pixels = pixels.map_err(|e| {
-                BrowserError::Page(format!("WebKit could not take the snapshot: {e}"))
-            })?;
-            tokio::task::spawn_blocking(move || {
-                encode(&pixels, request.jpeg_quality, request.max_height)
-            })
-            .await
-            .map_err(shell)?
+            engine::screenshot(self, &window, request).await
         })
     }
 

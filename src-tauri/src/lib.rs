@@ -6,7 +6,6 @@
 mod app_ui;
 mod approval_notice;
 /// The `native` browser profile (public for `examples/native_browser.rs`).
-#[cfg(target_os = "linux")]
 pub mod browser;
 mod commands;
 mod events;
@@ -251,7 +250,6 @@ pub fn run() {
                 core.attach_approvals();
                 // The agent browses in this app's own webview windows (the `native` profile),
                 // where the person sees it; `profile: "managed"` still reaches the headless one.
-                #[cfg(target_os = "linux")]
                 browser::attach(app.handle(), &core);
                 events::forward(app.handle().clone(), &core);
                 // One start for every background service (apps, reminders, MCP, the control

@@ -279,7 +279,6 @@ impl<R: Runtime> TrayShell for AppShell<'_, R> {
     }
 
     fn show_browser_windows(&self) -> Result<(), String> {
-        #[cfg(target_os = "linux")]
         crate::browser::show_all(self.0);
         Ok(())
     }
@@ -304,7 +303,6 @@ impl<R: Runtime> TrayShell for AppShell<'_, R> {
 
     fn put_browser_windows_back(&self) -> Result<(), String> {
         let core = self.core()?;
-        #[cfg(target_os = "linux")]
         if core
             .browser_profile_config(crate::browser::PROFILE)
             .hidden_windows
@@ -312,8 +310,6 @@ impl<R: Runtime> TrayShell for AppShell<'_, R> {
         {
             crate::browser::hide_all(self.0);
         }
-        #[cfg(not(target_os = "linux"))]
-        let _ = core;
         Ok(())
     }
 

@@ -9,6 +9,10 @@
 //! Plain HTTP requests arrive in absolute form and are forwarded with `Connection: close` so
 //! the next request on the client's connection is checked again; HTTPS and WebSockets over TLS
 //! arrive as `CONNECT host:port` and are tunnelled after the check.
+//!
+//! A webview that ignores its proxy setting would load everything directly, unchecked (WKWebView
+//! before macOS 14 does). [`GuardProxy::probe_url`] tells: only the proxy answers it, with its
+//! own secret, since the host is under `.invalid` (RFC 2606), which no resolver answers.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -24,6 +28,8 @@ use url::Url;
 const MAX_HEAD: usize = 32 * 1024;
 /// Refusals kept for the tool's next result.
 const MAX_REFUSALS: usize = 50;
+/// The host of [`GuardProxy::probe_url`].
+pub const PROBE_HOST: &str = "osprey-guard.invalid";
 
 /// The refusals a proxy made, shared with the driver that reports them.
 #[derive(Clone, Debug, Default)]
@@ -55,6 +61,7 @@ pub struct GuardProxy {
     addr: SocketAddr,
     task: tokio::task::JoinHandle<()>,
     forbidden_ports: Arc<Mutex<Vec<u16>>>,
+    probe: Arc<str>,
 }
 
 impl Drop for GuardProxy {
@@ -71,6 +78,8 @@ struct Rules {
     /// Loopback ports never reachable, whatever `allow_loopback` says: the proxy's own and the
     /// browser's DevTools port (a page that reached it could drive the browser).
     forbidden_ports: Arc<Mutex<Vec<u16>>>,
+    /// The path after `/` that the probe host answers with this secret.
+    probe: Arc<str>,
 }
 
 impl GuardProxy {
@@ -78,11 +87,13 @@ impl GuardProxy {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let forbidden_ports = Arc::new(Mutex::new(vec![addr.port()]));
+        let probe: Arc<str> = crate::nonce(16).into();
         let rules = Rules {
             allow_loopback,
             resolver: GuardedResolver::new(None, allow_loopback),
             refusals,
             forbidden_ports: forbidden_ports.clone(),
+            probe: probe.clone(),
         };
         let task = tokio::spawn(async move {
             loop {
@@ -106,11 +117,18 @@ impl GuardProxy {
             addr,
             task,
             forbidden_ports,
+            probe,
         })
     }
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// An address only this proxy answers, and the text it answers with: a page whose
+    /// `fetch` of the URL reads back the secret sends its requests through this proxy.
+    pub fn probe_url(&self) -> (String, &str) {
+        (format!("http://{PROBE_HOST}/{}", self.probe), &self.probe)
     }
 
     /// Refuses a loopback port from now on (the DevTools port, once the browser runs).
@@ -245,6 +263,20 @@ async fn serve(mut client: TcpStream, rules: &Rules) -> std::io::Result<()> {
         }
     };
     let shown = url.as_str().to_string();
+    if url.scheme() == "http" && url.host_str() == Some(PROBE_HOST) {
+        let (status, body) = if url.path().strip_prefix('/') == Some(&*rules.probe) {
+            ("200 OK", &*rules.probe)
+        } else {
+            ("404 Not Found", "")
+        };
+        let reply = format!(
+            "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nAccess-Control-Allow-Origin: *\r\n\
+             Cache-Control: no-store\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        client.write_all(reply.as_bytes()).await?;
+        return Ok(());
+    }
     if url.scheme() != "http" && url.scheme() != "ws" {
         refuse(
             &mut client,
@@ -300,4 +332,42 @@ async fn serve(mut client: TcpStream, rules: &Rules) -> std::io::Result<()> {
     upstream.write_all(&rest).await?;
     tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn get(proxy: &GuardProxy, url: &str) -> String {
+        let mut stream = TcpStream::connect(proxy.addr()).await.unwrap();
+        let request = format!("GET {url} HTTP/1.1\r\nHost: {PROBE_HOST}\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut reply = String::new();
+        stream.read_to_string(&mut reply).await.unwrap();
+        reply
+    }
+
+    #[tokio::test]
+    async fn the_probe_host_answers_its_secret_only_through_this_proxy() {
+        let proxy = GuardProxy::start(false, Refusals::default()).await.unwrap();
+        let (url, secret) = proxy.probe_url();
+        assert_eq!(secret.len(), 32, "{secret}");
+        let reply = get(&proxy, &url).await;
+        assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
+        assert!(
+            reply.contains("\r\nAccess-Control-Allow-Origin: *\r\n"),
+            "{reply}"
+        );
+        assert!(reply.ends_with(&format!("\r\n\r\n{secret}")), "{reply}");
+
+        let wrong = get(&proxy, &format!("http://{PROBE_HOST}/guess")).await;
+        assert!(wrong.starts_with("HTTP/1.1 404 Not Found\r\n"), "{wrong}");
+        assert!(!wrong.contains(secret), "{wrong}");
+
+        // Each proxy has its own secret.
+        let other = GuardProxy::start(false, Refusals::default()).await.unwrap();
+        assert_ne!(other.probe_url().1, secret);
+        let theirs = get(&other, &url).await;
+        assert!(theirs.starts_with("HTTP/1.1 404"), "{theirs}");
+    }
 }
