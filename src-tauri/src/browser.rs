@@ -14,7 +14,8 @@
 //! - Scripts: evaluated with WebKit's own evaluation (`eval_with_callback`); its result comes
 //!   back from the engine, not over any channel the page could write to. These windows match
 //!   no capability, so their pages have no IPC (`capabilities/browser.json`).
-//! - Input: DOM events synthesized in the page (`browser/input.js` says why).
+//! - Input: DOM events synthesized in the page (`browser/input.js` says why); on Linux, typing
+//!   and key presses are GTK key events of the page's window (`browser/webkit.rs`), trusted.
 //! - Screenshots: WebKit's own snapshot of the view (viewport or full document), encoded here.
 //! - Engines: WebKitGTK on Linux (`browser/webkit.rs`: history and snapshots through WebKit);
 //!   WKWebView and WebView2 elsewhere (`browser/portable.rs`: only Tauri's own calls, no
@@ -731,6 +732,10 @@ impl Driver for NativeDriver {
 
     fn keys<'a>(&'a self, target: Option<&'a str>, keys: Keys) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
+            let (_, window, _) = self.page(target).await?;
+            if engine::trusted_keys(self, &window, &keys).await? {
+                return Ok(());
+            }
             match keys {
                 Keys::Insert(text) => self.input(target, "insert", json!({"text": text})).await,
                 Keys::Type(text) => self.input(target, "type", json!({"text": text})).await,

@@ -39,6 +39,11 @@ document.cookie = 'osprey_login=kept; max-age=3600; path=/';
 document.getElementById('name').addEventListener('input', (e) => {
   document.getElementById('echo').textContent = 'Hello, ' + e.target.value;
 });
+// What the text field's key presses were: a person's (trusted) or a script's.
+window.keysSeen = [];
+document.getElementById('name').addEventListener('keydown', (e) => {
+  window.keysSeen.push((e.isTrusted ? 'trusted ' : 'synthetic ') + e.key);
+});
 // A hostile page: it replaces the builtins Osprey's page script uses and tries to replace the
 // script itself; the native profile captured the first and defined the second before it ran.
 JSON.stringify = () => '{"ok": "forged"}';
@@ -208,6 +213,15 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
             "fill",
             json!({"action": "fill", "ref": "e3", "value": "Osprey"}),
         ),
+        browse(
+            "type",
+            json!({"action": "type", "ref": "e3", "text": " & Co"}),
+        ),
+        browse("press", json!({"action": "press", "key": "Backspace"})),
+        browse(
+            "keys",
+            json!({"action": "evaluate", "script": "({value: document.getElementById('name').value, keys: window.keysSeen})"}),
+        ),
         browse("text", json!({"action": "text"})),
         browse(
             "eval",
@@ -306,9 +320,24 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
     ensure!(!error && click.contains("Clicked"), "click: {click}");
     let (error, fill, _) = result("fill")?;
     ensure!(!error && fill.contains("Osprey"), "fill: {fill}");
+    // Typing and key presses arrive as a person's keys would (X key events to the page's
+    // window), shifted characters included, and WebKit's own editing handles them.
+    let (error, typed, _) = result("type")?;
+    ensure!(!error, "type: {typed}");
+    let (error, pressed, _) = result("press")?;
+    ensure!(!error, "press: {pressed}");
+    let (error, keys, _) = result("keys")?;
+    ensure!(!error, "keys: {keys}");
+    ensure!(
+        keys.contains(r#""value":"Osprey & C""#)
+            && keys.contains(
+                r#""keys":["trusted  ","trusted &","trusted  ","trusted C","trusted o","trusted Backspace"]"#
+            ),
+        "the typed keys were not a person's: {keys}"
+    );
     let (error, text, _) = result("text")?;
     ensure!(
-        !error && text.contains("Clicked by the agent") && text.contains("Hello, Osprey"),
+        !error && text.contains("Clicked by the agent") && text.contains("Hello, Osprey & C"),
         "the page text does not show the click and the fill: {text}"
     );
     let (error, eval, _) = result("eval")?;
@@ -502,6 +531,16 @@ fn with_hidden_windows_the_agent_browses_off_screen() -> Result<()> {
         browse("snap", json!({"action": "snapshot"})),
         browse("text", json!({"action": "text"})),
         browse("shot", json!({"action": "screenshot"})),
+        // Typing reaches a page whose window is not on screen: WebKit takes no window-system
+        // keys there, so they are the page's own (untrusted) key events.
+        browse(
+            "type",
+            json!({"action": "type", "ref": "e3", "text": "Quiet"}),
+        ),
+        browse(
+            "keys",
+            json!({"action": "evaluate", "script": "({value: document.getElementById('name').value, trusted: window.keysSeen.every((k) => k.startsWith('trusted')), count: window.keysSeen.length})"}),
+        ),
         ScriptedReply::text("Browsed unseen."),
     ])?;
     store_setting(data.path(), "web.native_windows", json!("hidden"))?;
@@ -515,7 +554,7 @@ fn with_hidden_windows_the_agent_browses_off_screen() -> Result<()> {
 
     let last = server.seen().pop().context("the model saw no request")?;
     let results = tool_results(&last);
-    for id in ["nav", "snap", "text", "shot"] {
+    for id in ["nav", "snap", "text", "shot", "type", "keys"] {
         let (error, content) = results
             .get(id)
             .with_context(|| format!("no result for {id} in {last}"))?;
@@ -525,6 +564,11 @@ fn with_hidden_windows_the_agent_browses_off_screen() -> Result<()> {
     ensure!(
         snap.contains("- button \"Change the text\" [e2]"),
         "the hidden page's snapshot: {snap}"
+    );
+    let keys = text_of(&results["keys"].1);
+    ensure!(
+        keys.contains(r#"{"value":"Quiet","trusted":false,"count":5}"#),
+        "typing into the hidden page: {keys}"
     );
     ensure!(
         text_of(&results["text"].1).contains("Not clicked yet"),

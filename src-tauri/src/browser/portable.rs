@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use osprey_browser::driver::{HistoryStep, ShotRequest};
+use osprey_browser::driver::{HistoryStep, Keys, ShotRequest};
 use osprey_browser::{BrowserError, Result};
 use tauri::WebviewWindow;
 
@@ -61,4 +61,13 @@ pub async fn screenshot(
          snapshot call through Tauri); use `profile: \"managed\"` for a page's screenshot, or \
          the screenshot tool on the shown window"
     )))
+}
+
+/// Keys are DOM events synthesized in the page here (`input.js`): false, nothing sent.
+pub async fn trusted_keys(
+    _driver: &NativeDriver,
+    _window: &WebviewWindow,
+    _keys: &Keys,
+) -> Result<bool> {
+    Ok(false)
 }
