@@ -14,8 +14,8 @@
 //! - Scripts: evaluated with WebKit's own evaluation (`eval_with_callback`); its result comes
 //!   back from the engine, not over any channel the page could write to. These windows match
 //!   no capability, so their pages have no IPC (`capabilities/browser.json`).
-//! - Input: DOM events synthesized in the page (`browser/input.js` says why); on Linux, typing
-//!   and key presses are GTK key events of the page's window (`browser/webkit.rs`), trusted.
+//! - Input: on Linux, GTK events of the page's window (`browser/webkit.rs`), trusted; DOM
+//!   events synthesized in the page where that cannot be (`browser/input.js`).
 //! - Screenshots: WebKit's own snapshot of the view (viewport or full document), encoded here.
 //! - Engines: WebKitGTK on Linux (`browser/webkit.rs`: history and snapshots through WebKit);
 //!   WKWebView and WebView2 elsewhere (`browser/portable.rs`: only Tauri's own calls, no
@@ -720,6 +720,14 @@ impl Driver for NativeDriver {
         action: Pointer,
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
+            let (x, y, clicks) = match action {
+                Pointer::Click { x, y, count } => (x, y, u32::from(count.max(1))),
+                Pointer::Move { x, y } => (x, y, 0),
+            };
+            let (_, window, _) = self.page(target).await?;
+            if engine::trusted_pointer(self, &window, x, y, clicks).await? {
+                return Ok(());
+            }
             let (op, args) = match action {
                 Pointer::Click { x, y, count } => {
                     ("click", json!({"x": x, "y": y, "count": count}))

@@ -39,7 +39,12 @@ document.cookie = 'osprey_login=kept; max-age=3600; path=/';
 document.getElementById('name').addEventListener('input', (e) => {
   document.getElementById('echo').textContent = 'Hello, ' + e.target.value;
 });
-// What the text field's key presses were: a person's (trusted) or a script's.
+// What the button's click and the text field's key presses were: a person's (trusted) or a
+// script's.
+document.getElementById('change').addEventListener('click', (e) => { window.clickTrusted = e.isTrusted; });
+document.getElementById('change').addEventListener('mouseover', (e) => {
+  if (window.hoverTrusted === undefined) window.hoverTrusted = e.isTrusted;
+});
 window.keysSeen = [];
 document.getElementById('name').addEventListener('keydown', (e) => {
   window.keysSeen.push((e.isTrusted ? 'trusted ' : 'synthetic ') + e.key);
@@ -208,6 +213,7 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
     let server = AnthropicServer::start(vec![
         browse("nav", json!({"action": "navigate", "url": page})),
         browse("snap", json!({"action": "snapshot"})),
+        browse("hover", json!({"action": "hover", "ref": "e2"})),
         browse("click", json!({"action": "click", "ref": "e2"})),
         browse(
             "fill",
@@ -220,7 +226,7 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
         browse("press", json!({"action": "press", "key": "Backspace"})),
         browse(
             "keys",
-            json!({"action": "evaluate", "script": "({value: document.getElementById('name').value, keys: window.keysSeen})"}),
+            json!({"action": "evaluate", "script": "({value: document.getElementById('name').value, keys: window.keysSeen, hover: window.hoverTrusted, click: window.clickTrusted, active: navigator.userActivation ? navigator.userActivation.hasBeenActive : 'unknown'})"}),
         ),
         browse("text", json!({"action": "text"})),
         browse(
@@ -320,8 +326,9 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
     ensure!(!error && click.contains("Clicked"), "click: {click}");
     let (error, fill, _) = result("fill")?;
     ensure!(!error && fill.contains("Osprey"), "fill: {fill}");
-    // Typing and key presses arrive as a person's keys would (X key events to the page's
-    // window), shifted characters included, and WebKit's own editing handles them.
+    // Hovering, clicking, typing and key presses arrive as a person's input would (GTK events
+    // of the page's window): trusted, with a user activation, shifted characters included, and
+    // WebKit's own editing handles the keys.
     let (error, typed, _) = result("type")?;
     ensure!(!error, "type: {typed}");
     let (error, pressed, _) = result("press")?;
@@ -332,8 +339,11 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
         keys.contains(r#""value":"Osprey & C""#)
             && keys.contains(
                 r#""keys":["trusted  ","trusted &","trusted  ","trusted C","trusted o","trusted Backspace"]"#
-            ),
-        "the typed keys were not a person's: {keys}"
+            )
+            && keys.contains(r#""hover":true"#)
+            && keys.contains(r#""click":true"#)
+            && keys.contains(r#""active":true"#),
+        "the hover, the click and the typed keys were not a person's: {keys}"
     );
     let (error, text, _) = result("text")?;
     ensure!(

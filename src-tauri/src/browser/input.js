@@ -4,9 +4,9 @@
 // it never moves the person's own pointer or types into whatever window they are using. The
 // cost: the events are untrusted (`isTrusted` is false), so a page that checks it, or a browser
 // feature that needs a user gesture (pop-ups, clipboard, full screen, file pickers), does not
-// respond; use the managed profile for those (docs/architecture.md). On Linux, `type` and `press`
-// are GTK key events of the page's window instead (browser/webkit.rs): trusted, with a user
-// activation; they come here only where WebKit cannot take them.
+// respond; use the managed profile for those (docs/architecture.md). On Linux, input is GTK
+// events of the page's window instead (browser/webkit.rs): trusted, with a user activation; it
+// comes here only where WebKit cannot take it (a hidden window) and for `fill`.
 //
 // The value of this file is a function (op, args) run in the page; it returns true or throws.
 ((op, a) => {

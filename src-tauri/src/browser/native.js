@@ -31,15 +31,17 @@
       return 'ethe value cannot be turned into JSON: ' + describe(e);
     }
   };
-  // Trusted key releases this document has seen: keys the driver sends through the window
-  // system arrive as these, and it waits on the count before its next step.
-  let keysSeen = 0;
-  globalThis.addEventListener('keyup', (e) => {
-    if (e.isTrusted) keysSeen += 1;
-  }, true);
+  // Trusted input events this document has seen, by type: input the driver hands to GTK
+  // arrives as these, and it waits on the count before its next step.
+  const seen = { keyup: 0, mouseup: 0, mousemove: 0 };
+  for (const type of Object.keys(seen)) {
+    globalThis.addEventListener(type, (e) => {
+      if (e.isTrusted) seen[type] += 1;
+    }, true);
+  }
   return Object.freeze({
-    keys() {
-      return keysSeen;
+    seen(type) {
+      return Object.prototype.hasOwnProperty.call(seen, type) ? seen[type] : -1;
     },
     run(id, f) {
       let v;

@@ -71,3 +71,14 @@ pub async fn trusted_keys(
 ) -> Result<bool> {
     Ok(false)
 }
+
+/// Pointer input is DOM events synthesized in the page here (`input.js`): false, nothing sent.
+pub async fn trusted_pointer(
+    _driver: &NativeDriver,
+    _window: &WebviewWindow,
+    _x: f64,
+    _y: f64,
+    _clicks: u32,
+) -> Result<bool> {
+    Ok(false)
+}

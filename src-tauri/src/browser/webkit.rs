@@ -1,14 +1,14 @@
 //! What the native profile asks of WebKitGTK itself on Linux: history with WebKit's own
 //! back/forward list, snapshots of the view (viewport or full document) that work for a hidden
-//! window too, and trusted key events.
+//! window too, and trusted input.
 //!
-//! Keys: typing and key presses are GDK key events of the page's own window, handed to GTK
-//! (`gdk_key.rs`), which passes them to WebKit as it passes a person's keys: the page gets
+//! Input: pointer and keys are GDK events of the page's own window, handed to GTK
+//! (`gdk_event.rs`), which passes them to WebKit as it passes a person's input: the page gets
 //! trusted events (`isTrusted`, a user activation) and WebKit's own editing runs. They go to
-//! that window only, whether it is covered, hidden or on another workspace, and never move the
-//! person's pointer or reach the window they are using. A character the keyboard map has no key
-//! for (and `fill`, which inserts at once) is DOM events synthesized in the page instead
-//! (`input.js`).
+//! that window only, whether it is covered or on another workspace, and never move the person's
+//! pointer or reach the window they are using. A hidden or minimized window (WebKit takes no
+//! input there), a character the keyboard map has no key for, and `fill` (which inserts at once)
+//! get DOM events synthesized in the page instead (`input.js`).
 
 use std::time::{Duration, Instant};
 
@@ -22,11 +22,11 @@ use webkit2gtk::{SnapshotOptions, SnapshotRegion, WebViewExt};
 
 use super::{NativeDriver, POLL, Pixels, encode, parse_press, shell};
 
-#[path = "gdk_key.rs"]
-mod gdk_key;
+#[path = "gdk_event.rs"]
+mod gdk_event;
 
-/// How long the page may take to receive keys sent through the window system.
-const KEYS_ARRIVE: Duration = Duration::from_secs(5);
+/// How long the page may take to receive input handed to GTK.
+const INPUT_ARRIVES: Duration = Duration::from_secs(5);
 
 /// The engine, as `status` names it.
 pub const NAME: &str = "WebKitGTK";
@@ -265,7 +265,7 @@ fn send_strokes(view: &webkit2gtk::WebView, strokes: &[Stroke]) -> bool {
         if entry.level() == 1 {
             modifiers |= gdk::ModifierType::SHIFT_MASK;
         }
-        events.push(gdk_key::KeyFields {
+        events.push(gdk_event::KeyFields {
             keyval: stroke.keyval,
             keycode: u16::try_from(entry.keycode()).unwrap_or(0),
             group: u8::try_from(entry.group()).unwrap_or(0),
@@ -276,15 +276,98 @@ fn send_strokes(view: &webkit2gtk::WebView, strokes: &[Stroke]) -> bool {
     view.grab_focus();
     for fields in events {
         for kind in [gdk::EventType::KeyPress, gdk::EventType::KeyRelease] {
-            let mut event = gdk_key::key_event(kind, &toplevel, keyboard.as_ref(), fields);
+            let mut event = gdk_event::key_event(kind, &toplevel, keyboard.as_ref(), fields);
             gtk::main_do_event(&mut event);
         }
     }
     true
 }
 
+/// Which trusted events the page counts for an input (`native.js`).
+#[derive(Clone, Copy)]
+enum Counted {
+    KeyUp,
+    MouseUp,
+    MouseMove,
+}
+
+impl Counted {
+    fn name(self) -> &'static str {
+        match self {
+            Counted::KeyUp => "keyup",
+            Counted::MouseUp => "mouseup",
+            Counted::MouseMove => "mousemove",
+        }
+    }
+}
+
+/// Hands input to GTK with `send` (on the main thread; it returns how many counted events it
+/// made, or None when it could not make them) and waits until the page has counted that many
+/// trusted `counted` events. False, with nothing sent or nothing arrived, when the input must be
+/// the page's own events instead: the window is not on screen (WebKit takes no input there), or
+/// `send` could not make it. `in_frame` is a page expression telling whether the input went into
+/// a cross-origin frame, whose events the top page cannot count: arrival is then assumed.
+async fn deliver(
+    driver: &NativeDriver,
+    window: &WebviewWindow,
+    counted: Counted,
+    in_frame: &str,
+    send: impl FnOnce(&webkit2gtk::WebView) -> Option<usize> + Send + 'static,
+) -> Result<bool> {
+    if !window.is_visible().unwrap_or(false) || window.is_minimized().unwrap_or(false) {
+        return Ok(false);
+    }
+    let count = format!(
+        "globalThis.__osprey_native ? globalThis.__osprey_native.seen({:?}) : -1",
+        counted.name()
+    );
+    let read = || async {
+        driver
+            .evaluate_on(window, &count, INPUT_ARRIVES)
+            .await
+            .map(|answer| answer.parse::<i64>().unwrap_or(-1))
+    };
+    let before = read().await?;
+    if before < 0 {
+        return Ok(false);
+    }
+    let sent = on_webview(window, INPUT_ARRIVES, move |view, answer| {
+        let _ = answer.send(send(view));
+    })
+    .await?;
+    let Some(sent) = sent else {
+        return Ok(false);
+    };
+    let wanted = before + i64::try_from(sent).unwrap_or(i64::MAX);
+    let deadline = Instant::now() + INPUT_ARRIVES;
+    let mut seen = before;
+    while Instant::now() < deadline {
+        seen = read().await?;
+        // A count below the first means the page changed (a navigation): it arrived.
+        if seen >= wanted || seen < before {
+            return Ok(true);
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    if seen > before {
+        return Err(BrowserError::Page(format!(
+            "only {} of {sent} input events reached the page",
+            seen - before
+        )));
+    }
+    if driver.evaluate_on(window, in_frame, INPUT_ARRIVES).await? == "true" {
+        return Ok(true);
+    }
+    tracing::warn!(
+        "no trusted {} reached the page in {} s; the page's own events go instead",
+        counted.name(),
+        INPUT_ARRIVES.as_secs()
+    );
+    Ok(false)
+}
+
 /// Sends `keys` as trusted key events and waits until the page has received them. False when
-/// they must be DOM events instead (see the module's note): nothing was sent then.
+/// they must be DOM events instead (see `deliver`).
 pub async fn trusted_keys(
     driver: &NativeDriver,
     window: &WebviewWindow,
@@ -293,59 +376,71 @@ pub async fn trusted_keys(
     let Some(strokes) = strokes(keys) else {
         return Ok(false);
     };
-    // WebKit takes no keys in a window that is not on screen (`web.native_windows: "hidden"`).
-    if !window.is_visible().unwrap_or(false) || window.is_minimized().unwrap_or(false) {
-        return Ok(false);
+    deliver(
+        driver,
+        window,
+        Counted::KeyUp,
+        "document.activeElement instanceof HTMLIFrameElement",
+        move |view| send_strokes(view, &strokes).then_some(strokes.len()),
+    )
+    .await
+}
+
+/// The pointer at `(x, y)` of the page (CSS pixels of the viewport) in the coordinates of the
+/// view's GDK window, and that window.
+fn pointer_place(view: &webkit2gtk::WebView, x: f64, y: f64) -> Option<(gdk::Window, f64, f64)> {
+    let window = view.window()?;
+    let zoom = view.zoom_level();
+    let (mut wx, mut wy) = (x * zoom, y * zoom);
+    if !view.has_window() {
+        // The view draws into its parent's window: its place in it is its allocation.
+        let place = view.allocation();
+        wx += f64::from(place.x());
+        wy += f64::from(place.y());
     }
-    let count = "globalThis.__osprey_native ? globalThis.__osprey_native.keys() : -1";
-    let before: i64 = driver
-        .evaluate_on(window, count, KEYS_ARRIVE)
-        .await?
-        .parse()
-        .unwrap_or(-1);
-    if before < 0 {
-        return Ok(false);
-    }
-    let sent = on_webview(window, KEYS_ARRIVE, move |view, send| {
-        let _ = send.send(send_strokes(view, &strokes).then_some(strokes.len()));
-    })
-    .await?;
-    let Some(sent) = sent else {
-        return Ok(false);
+    Some((window, wx, wy))
+}
+
+/// Moves the pointer to `(x, y)` of the page and, with `clicks`, presses and releases the
+/// left button that many times there, as trusted events. False when they must be the page's
+/// own events instead (see `deliver`).
+pub async fn trusted_pointer(
+    driver: &NativeDriver,
+    window: &WebviewWindow,
+    x: f64,
+    y: f64,
+    clicks: u32,
+) -> Result<bool> {
+    let (counted, expected) = if clicks == 0 {
+        (Counted::MouseMove, 1)
+    } else {
+        (Counted::MouseUp, clicks as usize)
     };
-    // The page counts the trusted key releases it sees; the keys arrived when the count has
-    // grown by as many.
-    let deadline = Instant::now() + KEYS_ARRIVE;
-    let wanted = before + i64::try_from(sent).unwrap_or(i64::MAX);
-    let mut seen = before;
-    while Instant::now() < deadline {
-        seen = driver
-            .evaluate_on(window, count, KEYS_ARRIVE)
-            .await?
-            .parse()
-            .unwrap_or(-1);
-        if seen >= wanted || seen < before {
-            return Ok(true);
+    let in_frame = format!("document.elementFromPoint({x}, {y}) instanceof HTMLIFrameElement");
+    deliver(driver, window, counted, &in_frame, move |view| {
+        let (target, wx, wy) = pointer_place(view, x, y)?;
+        let pointer = target
+            .display()
+            .default_seat()
+            .and_then(|seat| seat.pointer());
+        let dispatch = |kind, button, state| {
+            let mut event =
+                gdk_event::pointer_event(kind, &target, pointer.as_ref(), (wx, wy), button, state);
+            gtk::main_do_event(&mut event);
+        };
+        let none = gdk::ModifierType::empty();
+        dispatch(gdk::EventType::MotionNotify, 0, none);
+        for _ in 0..clicks {
+            dispatch(gdk::EventType::ButtonPress, 1, none);
+            dispatch(
+                gdk::EventType::ButtonRelease,
+                1,
+                gdk::ModifierType::BUTTON1_MASK,
+            );
         }
-        tokio::time::sleep(POLL).await;
-    }
-    if seen > before {
-        return Err(BrowserError::Page(format!(
-            "only {} of {sent} keys reached the page",
-            seen - before
-        )));
-    }
-    // None arrived. Keys typed into a cross-origin frame are not counted by the top page, so
-    // with the focus in a frame they are taken as typed; otherwise the window took none (it is
-    // not on screen after all) and the page's own events go instead.
-    let in_frame = driver
-        .evaluate_on(
-            window,
-            "document.activeElement instanceof HTMLIFrameElement",
-            KEYS_ARRIVE,
-        )
-        .await?;
-    Ok(in_frame == "true")
+        Some(expected)
+    })
+    .await
 }
 
 #[cfg(test)]
