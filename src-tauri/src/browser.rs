@@ -377,6 +377,10 @@ impl NativeDriver {
             // WebKitGTK's view is shown with its window as it is added; hide the window again.
             window.hide().map_err(shell)?;
         }
+        if let Err(error) = engine::restrict(&window, self.refusals.clone()) {
+            let _ = window.destroy();
+            return Err(error);
+        }
         {
             let mut pages = self.lock();
             pages.order.push(label.clone());

@@ -34,6 +34,7 @@ const PAGE: &str = r#"<!doctype html>
 <a id="away" href="http://169.254.169.254/latest/meta-data/">Instance metadata</a>
 <img alt="pixel" src="http://10.255.255.1/pixel.png" width="1" height="1">
 <a id="file" href="/tool.sh" download>Get the tool</a>
+<label>Attachment <input id="upload" type="file"></label>
 <script>
 document.cookie = 'osprey_login=kept; max-age=3600; path=/';
 document.getElementById('name').addEventListener('input', (e) => {
@@ -215,6 +216,7 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
         browse("snap", json!({"action": "snapshot"})),
         browse("hover", json!({"action": "hover", "ref": "e2"})),
         browse("click", json!({"action": "click", "ref": "e2"})),
+        browse("upload", json!({"action": "click", "selector": "#upload"})),
         browse(
             "fill",
             json!({"action": "fill", "ref": "e3", "value": "Osprey"}),
@@ -324,6 +326,13 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
 
     let (error, click, _) = result("click")?;
     ensure!(!error && click.contains("Clicked"), "click: {click}");
+    // A trusted click on a file input would open a file chooser in the person's way: it is
+    // cancelled and reported.
+    let (error, upload, _) = result("upload")?;
+    ensure!(
+        !error && upload.contains("a file chooser (the native profile uploads no files)"),
+        "upload: {upload}"
+    );
     let (error, fill, _) = result("fill")?;
     ensure!(!error && fill.contains("Osprey"), "fill: {fill}");
     // Hovering, clicking, typing and key presses arrive as a person's input would (GTK events

@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use osprey_browser::driver::{HistoryStep, Keys, ShotRequest};
+use osprey_browser::guard::Refusals;
 use osprey_browser::{BrowserError, Result};
 use tauri::WebviewWindow;
 
@@ -21,6 +22,12 @@ use super::{NativeDriver, shell};
 pub const NAME: &str = "WebView2";
 #[cfg(not(target_os = "windows"))]
 pub const NAME: &str = "WKWebView";
+
+/// Clicks here are the page's own (untrusted) events, which open no file chooser and no full
+/// screen: nothing to restrict.
+pub fn restrict(_window: &WebviewWindow, _refusals: Refusals) -> Result<()> {
+    Ok(())
+}
 
 /// Goes back, forward or reloads; false when there is no page to go to.
 pub async fn history(

@@ -15,10 +15,11 @@ use std::time::{Duration, Instant};
 use gtk::gdk;
 use gtk::prelude::*;
 use osprey_browser::driver::{HistoryStep, Keys, ShotRequest};
+use osprey_browser::guard::Refusals;
 use osprey_browser::{BrowserError, Result};
 use serde_json::Value;
 use tauri::WebviewWindow;
-use webkit2gtk::{SnapshotOptions, SnapshotRegion, WebViewExt};
+use webkit2gtk::{FileChooserRequestExt, SnapshotOptions, SnapshotRegion, WebViewExt};
 
 use super::{NativeDriver, POLL, Pixels, encode, parse_press, shell};
 
@@ -48,6 +49,27 @@ async fn on_webview<T: Send + 'static>(
             "the webview did not answer in time".into(),
         )),
     }
+}
+
+/// What a page may not open now that the agent's clicks are trusted: a file chooser (a dialog
+/// in the person's way that the agent cannot use; nothing is uploaded from the native profile)
+/// and full screen (it would cover the person's screen). Each refusal is reported with the
+/// next tool result.
+pub fn restrict(window: &WebviewWindow, refusals: Refusals) -> Result<()> {
+    window
+        .with_webview(move |platform| {
+            let view = platform.inner();
+            view.connect_run_file_chooser(move |view, request| {
+                request.cancel();
+                let page = view.uri().map(|uri| uri.to_string()).unwrap_or_default();
+                refusals.push(format!(
+                    "{page}: a file chooser (the native profile uploads no files)"
+                ));
+                true
+            });
+            view.connect_enter_fullscreen(|_| true);
+        })
+        .map_err(shell)
 }
 
 /// Goes back, forward or reloads; false when there is no page to go to.
