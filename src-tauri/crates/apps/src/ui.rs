@@ -43,7 +43,8 @@ pub struct UiResponse {
 }
 
 impl UiResponse {
-    fn error(status: u16, message: &str) -> UiResponse {
+    /// A plain-text answer with `status`: what the shell shows for a refused request.
+    pub fn error(status: u16, message: &str) -> UiResponse {
         UiResponse {
             status,
             headers: vec![("content-type".into(), "text/plain; charset=utf-8".into())],

@@ -527,24 +527,16 @@ mod unix {
         /// and be running (its `/api/*` needs the process; static files are served from its
         /// `ui/` dir with traversal, symlinks and oversize files refused by `osprey_apps::ui`).
         pub async fn serve_app_ui(&self, id: &str, request: UiRequest) -> UiResponse {
-            let plain = |status: u16, message: String| UiResponse {
-                status,
-                headers: vec![(
-                    "content-type".to_string(),
-                    "text/plain; charset=utf-8".to_string(),
-                )],
-                body: message.into_bytes(),
-            };
             let Some(app) = self.app_status(id).await else {
-                return plain(404, format!("no installed app `{id}`"));
+                return UiResponse::error(404, &format!("no installed app `{id}`"));
             };
             if !app.has_ui {
-                return plain(404, format!("{} has no UI", app.name));
+                return UiResponse::error(404, &format!("{} has no UI", app.name));
             }
             let Ok(Some((_manifest, channel))) = self.apps().supervisor().channel(id).await else {
-                return plain(
+                return UiResponse::error(
                     503,
-                    format!("{} is not running: start it from the Apps page", app.name),
+                    &format!("{} is not running: start it from the Apps page", app.name),
                 );
             };
             // The id matched an installed app, so it names a directory inside the apps dir.
@@ -635,14 +627,7 @@ impl Core {
     }
 
     pub async fn serve_app_ui(&self, id: &str, _request: UiRequest) -> UiResponse {
-        UiResponse {
-            status: 501,
-            headers: vec![(
-                "content-type".to_string(),
-                "text/plain; charset=utf-8".to_string(),
-            )],
-            body: unsupported(id).to_string().into_bytes(),
-        }
+        UiResponse::error(501, &unsupported(id).to_string())
     }
 }
 
