@@ -544,42 +544,6 @@ impl NativeDriver {
     }
 }
 
-/// A snapshot's pixels as the engine hands them over: rows of `stride` bytes, four bytes a
-/// pixel in BGRA order (cairo's ARGB32 on little-endian machines, premultiplied; pages are
-/// opaque, so alpha is dropped).
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-struct Pixels {
-    width: u32,
-    height: u32,
-    stride: usize,
-    data: Vec<u8>,
-}
-
-/// Encodes the pixels as PNG, or JPEG at `quality`, cut at `max_height` rows.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-fn encode(pixels: &Pixels, quality: Option<u8>, max_height: u32) -> Result<Vec<u8>> {
-    let height = pixels.height.min(max_height.max(1));
-    let mut rgb = Vec::with_capacity(pixels.width as usize * height as usize * 3);
-    for row in 0..height as usize {
-        let line = &pixels.data[row * pixels.stride..][..pixels.width as usize * 4];
-        for px in line.chunks_exact(4) {
-            rgb.extend_from_slice(&[px[2], px[1], px[0]]);
-        }
-    }
-    let image = image::RgbImage::from_raw(pixels.width, height, rgb)
-        .ok_or_else(|| BrowserError::Protocol("the snapshot has the wrong size".into()))?;
-    let mut out = std::io::Cursor::new(Vec::new());
-    match quality {
-        Some(q) => image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, q)
-            .encode_image(&image)
-            .map_err(shell)?,
-        None => image
-            .write_to(&mut out, image::ImageFormat::Png)
-            .map_err(shell)?,
-    }
-    Ok(out.into_inner())
-}
-
 impl Driver for NativeDriver {
     fn profile(&self) -> &str {
         PROFILE
@@ -875,29 +839,5 @@ mod tests {
         let init = initialization_script();
         assert!(init.contains("defineProperty(globalThis, '__osprey_native'"));
         assert!(init.contains("defineProperty(globalThis, '__osprey'"));
-    }
-
-    #[test]
-    fn snapshots_encode_as_png_or_jpeg_and_are_cut_at_the_height_limit() {
-        // 3 x 4 pixels, stride 16 (cairo pads rows), all pure red in BGRA.
-        let mut data = Vec::new();
-        for _ in 0..4 {
-            for _ in 0..3 {
-                data.extend_from_slice(&[0, 0, 255, 255]);
-            }
-            data.extend_from_slice(&[9, 9, 9, 9]);
-        }
-        let pixels = Pixels {
-            width: 3,
-            height: 4,
-            stride: 16,
-            data,
-        };
-        let png = encode(&pixels, None, 2).unwrap();
-        let decoded = image::load_from_memory(&png).unwrap().to_rgb8();
-        assert_eq!(decoded.dimensions(), (3, 2));
-        assert_eq!(decoded.get_pixel(2, 1).0, [255, 0, 0]);
-        let jpeg = encode(&pixels, Some(80), 100).unwrap();
-        assert_eq!(&jpeg[..2], &[0xff, 0xd8]);
     }
 }

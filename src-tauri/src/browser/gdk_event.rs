@@ -32,20 +32,18 @@ pub fn key_event(
     ));
     let mut event = gdk::Event::new(kind);
     // SAFETY: `event` was just created by gdk_event_new with a key type, so `key` is the
-    // union's active member and every field is zeroed. The window pointer is a new reference
+    // union's active member and every field is zeroed (`send_event`, a `time` of
+    // GDK_CURRENT_TIME, `is_modifier` stay so). The window pointer is a new reference
     // (`to_glib_full`), which gdk_event_free releases with the event; `string` stays NULL,
     // which gdk_event_free and gdk_event_copy accept.
     unsafe {
         let raw: *mut gdk::ffi::GdkEvent = event.to_glib_none_mut().0;
         let key = &mut (*raw).key;
         key.window = window.to_glib_full();
-        key.send_event = 0;
-        key.time = 0;
         key.state = fields.modifiers.into_glib();
         key.keyval = fields.keyval;
         key.hardware_keycode = fields.keycode;
         key.group = fields.group;
-        key.is_modifier = 0;
     }
     event.set_device(device);
     event
@@ -73,28 +71,24 @@ pub fn pointer_event(
     // is set afterwards through gdk_event_set_device, which fills the struct's field.
     unsafe {
         let raw: *mut gdk::ffi::GdkEvent = event.to_glib_none_mut().0;
+        // The fields motion and button events share; the rest stay zero (`send_event`, a
+        // `time` of GDK_CURRENT_TIME, `is_hint`).
+        macro_rules! place {
+            ($fields:expr) => {{
+                let fields = $fields;
+                fields.window = window.to_glib_full();
+                fields.x = x;
+                fields.y = y;
+                fields.state = state.into_glib();
+                fields.x_root = f64::from(x_root);
+                fields.y_root = f64::from(y_root);
+            }};
+        }
         if kind == gdk::EventType::MotionNotify {
-            let motion = &mut (*raw).motion;
-            motion.window = window.to_glib_full();
-            motion.send_event = 0;
-            motion.time = 0;
-            motion.x = x;
-            motion.y = y;
-            motion.state = state.into_glib();
-            motion.is_hint = 0;
-            motion.x_root = f64::from(x_root);
-            motion.y_root = f64::from(y_root);
+            place!(&mut (*raw).motion);
         } else {
-            let press = &mut (*raw).button;
-            press.window = window.to_glib_full();
-            press.send_event = 0;
-            press.time = 0;
-            press.x = x;
-            press.y = y;
-            press.state = state.into_glib();
-            press.button = button;
-            press.x_root = f64::from(x_root);
-            press.y_root = f64::from(y_root);
+            place!(&mut (*raw).button);
+            (*raw).button.button = button;
         }
     }
     event.set_device(device);

@@ -21,7 +21,7 @@ use serde_json::Value;
 use tauri::WebviewWindow;
 use webkit2gtk::{FileChooserRequestExt, SnapshotOptions, SnapshotRegion, WebViewExt};
 
-use super::{NativeDriver, POLL, Pixels, encode, parse_press, shell};
+use super::{NativeDriver, POLL, parse_press, shell};
 
 #[path = "gdk_event.rs"]
 mod gdk_event;
@@ -103,6 +103,40 @@ pub async fn history(
     .await
 }
 
+/// A snapshot's pixels as the engine hands them over: rows of `stride` bytes, four bytes a
+/// pixel in BGRA order (cairo's ARGB32 on little-endian machines, premultiplied; pages are
+/// opaque, so alpha is dropped).
+struct Pixels {
+    width: u32,
+    height: u32,
+    stride: usize,
+    data: Vec<u8>,
+}
+
+/// Encodes the pixels as PNG, or JPEG at `quality`, cut at `max_height` rows.
+fn encode(pixels: &Pixels, quality: Option<u8>, max_height: u32) -> Result<Vec<u8>> {
+    let height = pixels.height.min(max_height.max(1));
+    let mut rgb = Vec::with_capacity(pixels.width as usize * height as usize * 3);
+    for row in 0..height as usize {
+        let line = &pixels.data[row * pixels.stride..][..pixels.width as usize * 4];
+        for px in line.chunks_exact(4) {
+            rgb.extend_from_slice(&[px[2], px[1], px[0]]);
+        }
+    }
+    let image = image::RgbImage::from_raw(pixels.width, height, rgb)
+        .ok_or_else(|| BrowserError::Protocol("the snapshot has the wrong size".into()))?;
+    let mut out = std::io::Cursor::new(Vec::new());
+    match quality {
+        Some(q) => image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, q)
+            .encode_image(&image)
+            .map_err(shell)?,
+        None => image
+            .write_to(&mut out, image::ImageFormat::Png)
+            .map_err(shell)?,
+    }
+    Ok(out.into_inner())
+}
+
 fn take_pixels(surface: cairo::Surface) -> std::result::Result<Pixels, String> {
     let mut image = cairo::ImageSurface::try_from(surface)
         .map_err(|_| "WebKit's snapshot is not an image surface".to_string())?;
@@ -178,38 +212,25 @@ struct Stroke {
     modifiers: gdk::ModifierType,
 }
 
-/// The GDK key name of a key as `press` names it (DOM names and the usual aliases).
-fn key_name(key: &str) -> Option<&'static str> {
-    Some(match key {
+/// The GDK key name of a key whose DOM name (as `press` takes it) differs; the others (Tab,
+/// Escape, Delete, Home, End, Insert, F1...) are the same in both.
+fn gdk_name(key: &str) -> &str {
+    match key {
         "Enter" => "Return",
-        "Tab" => "Tab",
-        "Escape" => "Escape",
         "Backspace" => "BackSpace",
-        "Delete" => "Delete",
         "ArrowLeft" => "Left",
         "ArrowRight" => "Right",
         "ArrowUp" => "Up",
         "ArrowDown" => "Down",
-        "Home" => "Home",
-        "End" => "End",
         "PageUp" => "Page_Up",
         "PageDown" => "Page_Down",
-        "Insert" => "Insert",
-        " " => "space",
-        "F1" => "F1",
-        "F2" => "F2",
-        "F3" => "F3",
-        "F4" => "F4",
-        "F5" => "F5",
-        "F6" => "F6",
-        "F7" => "F7",
-        "F8" => "F8",
-        "F9" => "F9",
-        "F10" => "F10",
-        "F11" => "F11",
-        "F12" => "F12",
-        _ => return None,
-    })
+        other => other,
+    }
+}
+
+/// A keyval GDK knows (an unknown name or character gives `VoidSymbol` or 0).
+fn known(key: gdk::keys::Key) -> Option<u32> {
+    (*key != *gdk::keys::constants::VoidSymbol && *key != 0).then_some(*key)
 }
 
 /// The key strokes for `keys`, or None when they are not sent as keys (`fill` inserts its text
@@ -225,8 +246,8 @@ fn strokes(keys: &Keys) -> Option<Vec<Stroke>> {
                 } else {
                     gdk::keys::Key::from_unicode(ch)
                 };
-                (*key != *gdk::keys::constants::VoidSymbol && *key != 0).then_some(Stroke {
-                    keyval: *key,
+                known(key).map(|keyval| Stroke {
+                    keyval,
                     modifiers: gdk::ModifierType::empty(),
                 })
             })
@@ -244,18 +265,12 @@ fn strokes(keys: &Keys) -> Option<Vec<Stroke>> {
                     modifiers |= mask;
                 }
             }
-            let keyval = match key_name(&key) {
-                Some(name) => *gdk::keys::Key::from_name(name),
-                None => {
-                    let mut chars = key.chars();
-                    match (chars.next(), chars.next()) {
-                        (Some(ch), None) => *gdk::keys::Key::from_unicode(ch),
-                        _ => *gdk::keys::Key::from_name(&key),
-                    }
-                }
+            let mut chars = key.chars();
+            let key = match (chars.next(), chars.next()) {
+                (Some(ch), None) => gdk::keys::Key::from_unicode(ch),
+                _ => gdk::keys::Key::from_name(gdk_name(&key)),
             };
-            (keyval != *gdk::keys::constants::VoidSymbol && keyval != 0)
-                .then_some(vec![Stroke { keyval, modifiers }])
+            known(key).map(|keyval| vec![Stroke { keyval, modifiers }])
         }
     }
 }
@@ -305,44 +320,24 @@ fn send_strokes(view: &webkit2gtk::WebView, strokes: &[Stroke]) -> bool {
     true
 }
 
-/// Which trusted events the page counts for an input (`native.js`).
-#[derive(Clone, Copy)]
-enum Counted {
-    KeyUp,
-    MouseUp,
-    MouseMove,
-}
-
-impl Counted {
-    fn name(self) -> &'static str {
-        match self {
-            Counted::KeyUp => "keyup",
-            Counted::MouseUp => "mouseup",
-            Counted::MouseMove => "mousemove",
-        }
-    }
-}
-
 /// Hands input to GTK with `send` (on the main thread; it returns how many counted events it
 /// made, or None when it could not make them) and waits until the page has counted that many
-/// trusted `counted` events. False, with nothing sent or nothing arrived, when the input must be
+/// trusted `counted` events (`keyup`, `mouseup` or `mousemove`, which `native.js` counts). False, with nothing sent or nothing arrived, when the input must be
 /// the page's own events instead: the window is not on screen (WebKit takes no input there), or
 /// `send` could not make it. `in_frame` is a page expression telling whether the input went into
 /// a cross-origin frame, whose events the top page cannot count: arrival is then assumed.
 async fn deliver(
     driver: &NativeDriver,
     window: &WebviewWindow,
-    counted: Counted,
+    counted: &'static str,
     in_frame: &str,
     send: impl FnOnce(&webkit2gtk::WebView) -> Option<usize> + Send + 'static,
 ) -> Result<bool> {
     if !window.is_visible().unwrap_or(false) || window.is_minimized().unwrap_or(false) {
         return Ok(false);
     }
-    let count = format!(
-        "globalThis.__osprey_native ? globalThis.__osprey_native.seen({:?}) : -1",
-        counted.name()
-    );
+    let count =
+        format!("globalThis.__osprey_native ? globalThis.__osprey_native.seen({counted:?}) : -1");
     let read = || async {
         driver
             .evaluate_on(window, &count, INPUT_ARRIVES)
@@ -381,8 +376,7 @@ async fn deliver(
         return Ok(true);
     }
     tracing::warn!(
-        "no trusted {} reached the page in {} s; the page's own events go instead",
-        counted.name(),
+        "no trusted {counted} reached the page in {} s; the page's own events go instead",
         INPUT_ARRIVES.as_secs()
     );
     Ok(false)
@@ -401,7 +395,7 @@ pub async fn trusted_keys(
     deliver(
         driver,
         window,
-        Counted::KeyUp,
+        "keyup",
         "document.activeElement instanceof HTMLIFrameElement",
         move |view| send_strokes(view, &strokes).then_some(strokes.len()),
     )
@@ -434,9 +428,9 @@ pub async fn trusted_pointer(
     clicks: u32,
 ) -> Result<bool> {
     let (counted, expected) = if clicks == 0 {
-        (Counted::MouseMove, 1)
+        ("mousemove", 1)
     } else {
-        (Counted::MouseUp, clicks as usize)
+        ("mouseup", clicks as usize)
     };
     let in_frame = format!("document.elementFromPoint({x}, {y}) instanceof HTMLIFrameElement");
     deliver(driver, window, counted, &in_frame, move |view| {
@@ -468,6 +462,30 @@ pub async fn trusted_pointer(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snapshots_encode_as_png_or_jpeg_and_are_cut_at_the_height_limit() {
+        // 3 x 4 pixels, stride 16 (cairo pads rows), all pure red in BGRA.
+        let mut data = Vec::new();
+        for _ in 0..4 {
+            for _ in 0..3 {
+                data.extend_from_slice(&[0, 0, 255, 255]);
+            }
+            data.extend_from_slice(&[9, 9, 9, 9]);
+        }
+        let pixels = Pixels {
+            width: 3,
+            height: 4,
+            stride: 16,
+            data,
+        };
+        let png = encode(&pixels, None, 2).unwrap();
+        let decoded = image::load_from_memory(&png).unwrap().to_rgb8();
+        assert_eq!(decoded.dimensions(), (3, 2));
+        assert_eq!(decoded.get_pixel(2, 1).0, [255, 0, 0]);
+        let jpeg = encode(&pixels, Some(80), 100).unwrap();
+        assert_eq!(&jpeg[..2], &[0xff, 0xd8]);
+    }
 
     #[test]
     fn text_and_presses_become_keyvals_with_their_modifiers() {
