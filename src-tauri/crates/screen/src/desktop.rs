@@ -4,8 +4,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use image::RgbImage;
-
 use crate::accessibility::{
     AccessibilityBackend, AccessibilityTree, PlatformAccessibility, TreeLimits,
 };
@@ -287,24 +285,20 @@ impl Desktop {
         if let Some(timeout) = options.tree_timeout {
             limits.timeout = limits.timeout.min(timeout);
         }
-        let capture = async {
-            let started = Instant::now();
-            let image = self
-                .blocking(move |capture| capture.capture_region(area))
-                .await?;
-            Ok::<(RgbImage, Duration), Error>((image, started.elapsed()))
+        // The tree first, then the picture: a window that changes while its tree is read (a view
+        // still painting, a dialog opening) is shown as it is after the walk, never older than
+        // the elements listed on it. The capture is the quick part (a few milliseconds).
+        let started = Instant::now();
+        let trees = match &window {
+            Some(window) => vec![(window.clone(), self.tree(window, limits).await?)],
+            None => self.visible_trees(area, limits).await?,
         };
-        let trees = async {
-            let started = Instant::now();
-            let trees = match &window {
-                Some(window) => vec![(window.clone(), self.tree(window, limits).await?)],
-                None => self.visible_trees(area, limits).await?,
-            };
-            Ok::<_, Error>((trees, started.elapsed()))
-        };
-        let (captured, trees) = futures::join!(capture, trees);
-        let (image, capture_time) = captured?;
-        let (trees, tree_time) = trees?;
+        let tree_time = started.elapsed();
+        let started = Instant::now();
+        let image = self
+            .blocking(move |capture| capture.capture_region(area))
+            .await?;
+        let capture_time = started.elapsed();
 
         let (merged, notes) = merge_trees(trees);
         let render_start = Instant::now();

@@ -203,6 +203,51 @@ fn a_hung_application_cannot_stall_see_past_its_deadline() {
 }
 
 #[test]
+fn the_picture_is_taken_after_the_tree_is_read() {
+    let (environment, _lock) = environment();
+    let app = FixtureApp::form(environment, "see order", &[]);
+    let desktop = environment.desktop();
+    let before = desktop.capture().capture_window(&app.window).unwrap();
+    // A stopped application keeps `see` waiting on its tree; meanwhile the screen changes: a
+    // window with more buttons opens over it. The old order took the picture at once, beside
+    // the walk, and so showed the screen as it was before the change.
+    app.signal("STOP");
+    let seeing = std::thread::spawn({
+        let desktop = desktop.clone();
+        let target = SeeTarget::WindowTitle(app.title.clone());
+        move || {
+            block_on(desktop.see(
+                &target,
+                SeeOptions {
+                    annotate: false,
+                    tree_timeout: Some(std::time::Duration::from_secs(20)),
+                    ..SeeOptions::default()
+                },
+            ))
+        }
+    });
+    let cover = FixtureApp::form(environment, "see cover", &["--buttons", "4"]);
+    let after = desktop.capture().capture_window(&app.window).unwrap();
+    assert_ne!(
+        before, after,
+        "the covering window changed nothing on screen"
+    );
+    app.signal("CONT");
+    let seen = seeing.join().unwrap().unwrap();
+    assert!(
+        seen.text.contains(r#"button "Save""#),
+        "the stopped window's own tree: {}",
+        seen.text
+    );
+    let image = image::load_from_memory(&seen.image.bytes)
+        .unwrap()
+        .to_rgb8();
+    std::fs::write(artifact("see-after-tree.png"), &seen.image.bytes).unwrap();
+    assert!(image == after, "the picture is older than the tree");
+    drop(cover);
+}
+
+#[test]
 fn see_once_saves_ids_that_a_later_desktop_can_use() {
     let (environment, _lock) = environment();
     let app = FixtureApp::form(environment, "see once", &[]);
