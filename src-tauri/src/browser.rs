@@ -49,6 +49,9 @@ mod engine;
 #[cfg(not(target_os = "linux"))]
 #[path = "browser/portable.rs"]
 mod engine;
+#[cfg(target_os = "windows")]
+#[path = "browser/webview2.rs"]
+mod webview2;
 
 const HELPER: &str = include_str!("browser/native.js");
 const INPUT: &str = include_str!("browser/input.js");
@@ -688,12 +691,8 @@ impl Driver for NativeDriver {
         action: Pointer,
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let (x, y, clicks) = match action {
-                Pointer::Click { x, y, count } => (x, y, u32::from(count.max(1))),
-                Pointer::Move { x, y } => (x, y, 0),
-            };
             let (_, window, _) = self.page(target).await?;
-            if engine::trusted_pointer(self, &window, x, y, clicks).await? {
+            if engine::trusted_pointer(self, &window, action).await? {
                 return Ok(());
             }
             let (op, args) = match action {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use gtk::gdk;
 use gtk::prelude::*;
-use osprey_browser::driver::{HistoryStep, Keys, ShotRequest};
+use osprey_browser::driver::{HistoryStep, Keys, Pointer, ShotRequest};
 use osprey_browser::guard::Refusals;
 use osprey_browser::{BrowserError, Result};
 use serde_json::Value;
@@ -417,16 +417,18 @@ fn pointer_place(view: &webkit2gtk::WebView, x: f64, y: f64) -> Option<(gdk::Win
     Some((window, wx, wy))
 }
 
-/// Moves the pointer to `(x, y)` of the page and, with `clicks`, presses and releases the
-/// left button that many times there, as trusted events. False when they must be the page's
-/// own events instead (see `deliver`).
+/// Moves the pointer to `(x, y)` of the page and, for a click, presses and releases the left
+/// button there as many times as it counts, as trusted events. False when they must be the
+/// page's own events instead (see `deliver`).
 pub async fn trusted_pointer(
     driver: &NativeDriver,
     window: &WebviewWindow,
-    x: f64,
-    y: f64,
-    clicks: u32,
+    action: Pointer,
 ) -> Result<bool> {
+    let (x, y, clicks) = match action {
+        Pointer::Click { x, y, count } => (x, y, u32::from(count.max(1))),
+        Pointer::Move { x, y } => (x, y, 0),
+    };
     let (counted, expected) = if clicks == 0 {
         ("mousemove", 1)
     } else {

@@ -12,6 +12,7 @@
 //! untrusted page content.
 
 pub mod actions;
+pub mod devtools;
 pub mod downloads;
 pub mod driver;
 pub mod error;

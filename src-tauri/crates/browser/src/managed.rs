@@ -22,15 +22,10 @@ use chromiumoxide::cdp::browser_protocol::browser::{
     EventDownloadWillBegin, GetVersionParams, SetDownloadBehaviorBehavior,
     SetDownloadBehaviorParams,
 };
-use chromiumoxide::cdp::browser_protocol::input::{
-    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
-    InsertTextParams, MouseButton,
-};
 use chromiumoxide::cdp::browser_protocol::page::{
-    CaptureScreenshotFormat, CaptureScreenshotParams, CreateIsolatedWorldParams, DialogType,
-    EventJavascriptDialogOpening, FrameId, GetLayoutMetricsParams, GetNavigationHistoryParams,
-    HandleJavaScriptDialogParams, NavigateParams, NavigateToHistoryEntryParams, ReloadParams,
-    Viewport,
+    CreateIsolatedWorldParams, DialogType, EventJavascriptDialogOpening, FrameId,
+    GetNavigationHistoryParams, HandleJavaScriptDialogParams, NavigateParams,
+    NavigateToHistoryEntryParams, ReloadParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::{
     ActivateTargetParams, CloseTargetParams, GetTargetsParams, TargetId,
@@ -41,6 +36,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use tokio::sync::Mutex;
 
+use crate::devtools;
 use crate::driver::{
     Driver, DriverStatus, HistoryStep, Keys, PageInfo, Pointer, ShotRequest, World,
 };
@@ -544,96 +540,6 @@ fn needs_no_sandbox() -> bool {
     false
 }
 
-/// Modifier bits and key descriptions for `Keys::Press`.
-fn key_event(name: &str) -> Result<(i64, String, String, i64, Option<String>)> {
-    let mut modifiers = 0;
-    let mut parts: Vec<&str> = name.split('+').collect();
-    let key = parts.pop().unwrap_or_default();
-    for m in parts {
-        modifiers |= match m.to_ascii_lowercase().as_str() {
-            "alt" => 1,
-            "control" | "ctrl" => 2,
-            "meta" | "cmd" | "command" => 4,
-            "shift" => 8,
-            other => {
-                return Err(BrowserError::Invalid(format!(
-                    "unknown modifier `{other}`; use Alt, Control, Meta or Shift"
-                )));
-            }
-        };
-    }
-    let named: &[(&str, &str, i64, Option<&str>)] = &[
-        ("Enter", "Enter", 13, Some("\r")),
-        ("Tab", "Tab", 9, None),
-        ("Escape", "Escape", 27, None),
-        ("Backspace", "Backspace", 8, None),
-        ("Delete", "Delete", 46, None),
-        ("ArrowUp", "ArrowUp", 38, None),
-        ("ArrowDown", "ArrowDown", 40, None),
-        ("ArrowLeft", "ArrowLeft", 37, None),
-        ("ArrowRight", "ArrowRight", 39, None),
-        ("Home", "Home", 36, None),
-        ("End", "End", 35, None),
-        ("PageUp", "PageUp", 33, None),
-        ("PageDown", "PageDown", 34, None),
-        ("Space", "Space", 32, Some(" ")),
-    ];
-    if let Some((k, code, vk, text)) = named.iter().find(|(k, ..)| k.eq_ignore_ascii_case(key)) {
-        let text = if modifiers & 0b110 == 0 {
-            text.map(str::to_string)
-        } else {
-            None
-        };
-        return Ok((modifiers, k.to_string(), code.to_string(), *vk, text));
-    }
-    let mut chars = key.chars();
-    match (chars.next(), chars.next()) {
-        (Some(c), None) => {
-            let upper = c.to_ascii_uppercase();
-            let code = if c.is_ascii_alphabetic() {
-                format!("Key{upper}")
-            } else if c.is_ascii_digit() {
-                format!("Digit{c}")
-            } else {
-                String::new()
-            };
-            let text = (modifiers & 0b110 == 0).then(|| c.to_string());
-            Ok((modifiers, c.to_string(), code, upper as i64, text))
-        }
-        _ => Err(BrowserError::Invalid(format!(
-            "unknown key `{key}`; use one character or Enter, Tab, Escape, Backspace, Delete, \
-             ArrowUp/Down/Left/Right, Home, End, PageUp, PageDown, Space"
-        ))),
-    }
-}
-
-async fn dispatch_key(
-    page: &Page,
-    kind: DispatchKeyEventType,
-    modifiers: i64,
-    key: &str,
-    code: &str,
-    vk: i64,
-    text: Option<&str>,
-) -> Result<()> {
-    let mut p = DispatchKeyEventParams::new(kind);
-    p.modifiers = Some(modifiers);
-    p.key = Some(key.into());
-    if !code.is_empty() {
-        p.code = Some(code.into());
-    }
-    if vk != 0 {
-        p.windows_virtual_key_code = Some(vk);
-        p.native_virtual_key_code = Some(vk);
-    }
-    if let Some(t) = text {
-        p.text = Some(t.into());
-        p.unmodified_text = Some(t.into());
-    }
-    page.execute(p).await.map_err(protocol)?;
-    Ok(())
-}
-
 impl Driver for ManagedDriver {
     fn profile(&self) -> &str {
         if self.attach.is_some() {
@@ -959,84 +865,14 @@ impl Driver for ManagedDriver {
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let page = self.page(target).await?;
-            let (x, y, count) = match action {
-                Pointer::Click { x, y, count } => (x, y, Some(count)),
-                Pointer::Move { x, y } => (x, y, None),
-            };
-            let mut moved = DispatchMouseEventParams::new(DispatchMouseEventType::MouseMoved, x, y);
-            moved.button = Some(MouseButton::None);
-            page.execute(moved).await.map_err(protocol)?;
-            if let Some(count) = count {
-                for kind in [
-                    DispatchMouseEventType::MousePressed,
-                    DispatchMouseEventType::MouseReleased,
-                ] {
-                    let mut p = DispatchMouseEventParams::new(kind, x, y);
-                    p.button = Some(MouseButton::Left);
-                    p.buttons = Some(1);
-                    p.click_count = Some(i64::from(count));
-                    page.execute(p).await.map_err(protocol)?;
-                }
-            }
-            Ok(())
+            devtools::pointer(&page, action).await
         })
     }
 
     fn keys<'a>(&'a self, target: Option<&'a str>, keys: Keys) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             let page = self.page(target).await?;
-            match keys {
-                Keys::Insert(text) => {
-                    page.execute(InsertTextParams::new(text))
-                        .await
-                        .map_err(protocol)?;
-                }
-                Keys::Type(text) => {
-                    for c in text.chars() {
-                        if c == '\n' {
-                            let (m, key, code, vk, text) = key_event("Enter")?;
-                            dispatch_key(
-                                &page,
-                                DispatchKeyEventType::KeyDown,
-                                m,
-                                &key,
-                                &code,
-                                vk,
-                                text.as_deref(),
-                            )
-                            .await?;
-                            dispatch_key(
-                                &page,
-                                DispatchKeyEventType::KeyUp,
-                                m,
-                                &key,
-                                &code,
-                                vk,
-                                None,
-                            )
-                            .await?;
-                            continue;
-                        }
-                        let s = c.to_string();
-                        dispatch_key(&page, DispatchKeyEventType::KeyDown, 0, &s, "", 0, Some(&s))
-                            .await?;
-                        dispatch_key(&page, DispatchKeyEventType::KeyUp, 0, &s, "", 0, None)
-                            .await?;
-                    }
-                }
-                Keys::Press(name) => {
-                    let (m, key, code, vk, text) = key_event(&name)?;
-                    let down = if text.is_some() {
-                        DispatchKeyEventType::KeyDown
-                    } else {
-                        DispatchKeyEventType::RawKeyDown
-                    };
-                    dispatch_key(&page, down, m, &key, &code, vk, text.as_deref()).await?;
-                    dispatch_key(&page, DispatchKeyEventType::KeyUp, m, &key, &code, vk, None)
-                        .await?;
-                }
-            }
-            Ok(())
+            devtools::keys(&page, keys).await
         })
     }
 
@@ -1047,35 +883,7 @@ impl Driver for ManagedDriver {
     ) -> BoxFuture<'a, Result<Vec<u8>>> {
         Box::pin(async move {
             let page = self.page(target).await?;
-            let mut params = CaptureScreenshotParams::default();
-            match request.jpeg_quality {
-                Some(q) => {
-                    params.format = Some(CaptureScreenshotFormat::Jpeg);
-                    params.quality = Some(i64::from(q));
-                }
-                None => params.format = Some(CaptureScreenshotFormat::Png),
-            }
-            if request.full_page {
-                let metrics = page
-                    .execute(GetLayoutMetricsParams::default())
-                    .await
-                    .map_err(protocol)?;
-                let size = &metrics.result.css_content_size;
-                params.capture_beyond_viewport = Some(true);
-                params.clip = Some(Viewport {
-                    x: 0.0,
-                    y: 0.0,
-                    width: size.width.ceil(),
-                    height: size.height.ceil().min(f64::from(request.max_height)),
-                    scale: 1.0,
-                });
-            }
-            let shot = page.execute(params).await.map_err(protocol)?;
-            use base64::Engine;
-            let data: &str = shot.result.data.as_ref();
-            base64::engine::general_purpose::STANDARD
-                .decode(data)
-                .map_err(protocol)
+            devtools::screenshot(&page, request).await
         })
     }
 
