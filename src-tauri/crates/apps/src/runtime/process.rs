@@ -8,6 +8,7 @@ use nix::unistd::Pid;
 
 use super::{PID_FILE, SOCKET_FILE};
 use crate::binary::validate_binary;
+#[cfg(target_os = "linux")]
 use crate::napp::BINARY_NAMES;
 
 fn pid(raw: u32) -> Option<Pid> {

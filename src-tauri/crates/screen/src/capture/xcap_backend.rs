@@ -1,5 +1,5 @@
 //! macOS and Windows capture through xcap (CoreGraphics / GDI+DXGI underneath). Compile-checked
-//! for both targets from Linux (`platform-check/check.sh`), never run; it uses only xcap's
+//! for both targets from Linux (`scripts/test`), never run; it uses only xcap's
 //! portable API, which is the same on both. See the crate README.
 
 use image::{DynamicImage, RgbImage};

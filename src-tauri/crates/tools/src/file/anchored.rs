@@ -103,12 +103,12 @@ impl Anchor {
         })
     }
 
-    fn open(&self, name: &OsStr, flags: OFlag, mode: u32) -> Result<File, Refused> {
+    fn open(&self, name: &OsStr, flags: OFlag, mode: Mode) -> Result<File, Refused> {
         let fd = openat(
             self.dir.as_fd(),
             name,
             flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-            Mode::from_bits_truncate(mode),
+            mode,
         )
         .map_err(|error| match error {
             // The name became a link after the check.
@@ -123,7 +123,7 @@ impl Anchor {
 
     /// The file itself, for reading (`None` when it does not exist).
     pub(crate) fn read_existing(&self, guard: &PathGuard) -> Result<Option<File>, Refused> {
-        match self.open(self.name.as_os_str(), OFlag::O_RDONLY, 0) {
+        match self.open(self.name.as_os_str(), OFlag::O_RDONLY, Mode::empty()) {
             Ok(file) => {
                 refuse_hard_link(guard, &file.metadata()?, &self.shown)?;
                 Ok(Some(file))
@@ -138,7 +138,7 @@ impl Anchor {
         let file = self.open(
             self.name.as_os_str(),
             OFlag::O_WRONLY | OFlag::O_APPEND | OFlag::O_CREAT,
-            0o666,
+            Mode::from_bits_truncate(0o666),
         )?;
         refuse_hard_link(guard, &file.metadata()?, &self.shown)?;
         Ok(file)
@@ -155,7 +155,7 @@ impl Anchor {
             match self.open(
                 name.as_os_str(),
                 OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL,
-                0o600,
+                Mode::S_IRUSR | Mode::S_IWUSR,
             ) {
                 Ok(file) => return Ok((file, name)),
                 Err(Refused::Io(error)) if error.kind() == io::ErrorKind::AlreadyExists => {

@@ -1,1 +1,0 @@
-../../src/error.rs

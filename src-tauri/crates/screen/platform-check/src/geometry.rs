@@ -1,1 +1,0 @@
-../../src/geometry.rs
