@@ -52,6 +52,9 @@ mod engine;
 #[cfg(target_os = "windows")]
 #[path = "browser/webview2.rs"]
 mod webview2;
+#[cfg(target_os = "macos")]
+#[path = "browser/wkwebview.rs"]
+mod wkwebview;
 
 const HELPER: &str = include_str!("browser/native.js");
 const INPUT: &str = include_str!("browser/input.js");
@@ -190,6 +193,21 @@ fn initialization_script() -> String {
 
 fn shell(e: impl std::fmt::Display) -> BrowserError {
     BrowserError::Protocol(e.to_string())
+}
+
+/// A snapshot's pixels as PNG, or JPEG at `quality` (WebView2's DevTools encode their own).
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+fn encode_image(image: &image::RgbImage, quality: Option<u8>) -> Result<Vec<u8>> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    match quality {
+        Some(q) => image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, q)
+            .encode_image(image)
+            .map_err(shell)?,
+        None => image
+            .write_to(&mut out, image::ImageFormat::Png)
+            .map_err(shell)?,
+    }
+    Ok(out.into_inner())
 }
 
 impl NativeDriver {

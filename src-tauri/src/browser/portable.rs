@@ -4,16 +4,13 @@
 //!
 //! On Windows, screenshots and trusted input go through WebView2's own DevTools session
 //! (`webview2.rs`): the protocol commands the managed profile sends its Chromium. On macOS,
-//! snapshots need WKWebView's `takeSnapshot`, which Tauri does not expose: the action says so and
-//! names the managed profile, and input is the page's own events (`input.js`).
+//! screenshots are WKWebView's own snapshot of the visible page (`wkwebview.rs`), and input is
+//! the page's own events (`input.js`).
 //!
-//! Only the Windows build of this file is compiled here (`scripts/test`'s Windows clippy); it
-//! has run on neither platform.
+//! Compiled for both platforms here (`scripts/test`'s clippy); it has run on neither.
 
 use std::time::Duration;
 
-#[cfg(not(target_os = "windows"))]
-use osprey_browser::BrowserError;
 use osprey_browser::Result;
 #[cfg(target_os = "windows")]
 use osprey_browser::devtools;
@@ -85,17 +82,14 @@ pub async fn screenshot(
     devtools::screenshot(&WebView2(window), request).await
 }
 
-#[cfg(not(target_os = "windows"))]
+/// The visible page, through WKWebView's own snapshot.
+#[cfg(target_os = "macos")]
 pub async fn screenshot(
     _driver: &NativeDriver,
-    _window: &WebviewWindow,
-    _request: ShotRequest,
+    window: &WebviewWindow,
+    request: ShotRequest,
 ) -> Result<Vec<u8>> {
-    Err(BrowserError::Unsupported(format!(
-        "screenshots of the native profile are not taken on macOS yet ({NAME} has no \
-         snapshot call through Tauri); use `profile: \"managed\"` for a page's screenshot, or \
-         the screenshot tool on the shown window"
-    )))
+    super::wkwebview::screenshot(window, request).await
 }
 
 /// Whether the window takes input from the window system: a hidden or minimized webview gets

@@ -21,7 +21,7 @@ use serde_json::Value;
 use tauri::WebviewWindow;
 use webkit2gtk::{FileChooserRequestExt, SnapshotOptions, SnapshotRegion, WebViewExt};
 
-use super::{NativeDriver, POLL, parse_press, shell};
+use super::{NativeDriver, POLL, encode_image, parse_press, shell};
 
 #[path = "gdk_event.rs"]
 mod gdk_event;
@@ -125,16 +125,7 @@ fn encode(pixels: &Pixels, quality: Option<u8>, max_height: u32) -> Result<Vec<u
     }
     let image = image::RgbImage::from_raw(pixels.width, height, rgb)
         .ok_or_else(|| BrowserError::Protocol("the snapshot has the wrong size".into()))?;
-    let mut out = std::io::Cursor::new(Vec::new());
-    match quality {
-        Some(q) => image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, q)
-            .encode_image(&image)
-            .map_err(shell)?,
-        None => image
-            .write_to(&mut out, image::ImageFormat::Png)
-            .map_err(shell)?,
-    }
-    Ok(out.into_inner())
+    encode_image(&image, quality)
 }
 
 fn take_pixels(surface: cairo::Surface) -> std::result::Result<Pixels, String> {
