@@ -33,7 +33,9 @@ use osprey_browser::guard::{GuardProxy, Refusals};
 use osprey_browser::{BrowserError, Driver, DriverStatus, PageInfo, Result, World};
 use osprey_core::BrowserProfileConfig;
 use serde_json::{Value, json};
-use tauri::webview::{DownloadEvent, NewWindowResponse, PageLoadEvent};
+use tauri::webview::{
+    DownloadEvent, NewWindowResponse, PageLoadEvent, PermissionKind, PermissionResponse,
+};
 use tauri::{AppHandle, Manager, Url, WebviewUrl, WebviewWindow, WebviewWindowBuilder};
 
 /// The profile's name, as calls give it (`profile: "native"`).
@@ -195,6 +197,20 @@ fn shell(e: impl std::fmt::Display) -> BrowserError {
     BrowserError::Protocol(e.to_string())
 }
 
+/// A permission as a person would name it.
+fn permission_name(kind: PermissionKind) -> String {
+    match kind {
+        PermissionKind::Microphone => "the microphone".into(),
+        PermissionKind::Camera => "the camera".into(),
+        PermissionKind::Geolocation => "the location".into(),
+        PermissionKind::Notifications => "notifications".into(),
+        PermissionKind::ClipboardRead => "reading the clipboard".into(),
+        PermissionKind::DisplayCapture => "the screen".into(),
+        PermissionKind::PointerLock => "the pointer lock".into(),
+        other => format!("{other:?}"),
+    }
+}
+
 /// A snapshot's pixels as PNG, or JPEG at `quality` (WebView2's DevTools encode their own).
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 fn encode_image(image: &image::RgbImage, quality: Option<u8>) -> Result<Vec<u8>> {
@@ -306,6 +322,7 @@ impl NativeDriver {
         let popup_app = self.app.clone();
         let popup_label = label.clone();
         let popup_refusals = self.refusals.clone();
+        let permission_refusals = self.refusals.clone();
         let hidden = self.config.hidden_windows.load(Ordering::SeqCst);
         let builder = WebviewWindowBuilder::new(&self.app, &label, WebviewUrl::External(blank))
             .title(TITLE)
@@ -330,6 +347,16 @@ impl NativeDriver {
                         false
                     }
                 }
+            })
+            // Pages get no device or site permission: the agent's browsing is not the person
+            // asking for their camera, microphone, location or clipboard. (wry's own default
+            // on macOS would grant the camera and microphone.)
+            .on_permission_request(move |_, kind| {
+                permission_refusals.push(format!(
+                    "a page asked for {}: refused (the native profile grants pages no permissions)",
+                    permission_name(kind)
+                ));
+                PermissionResponse::Deny
             })
             .on_page_load(move |_window, payload| match payload.event() {
                 PageLoadEvent::Started => {

@@ -239,6 +239,10 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
             "promise",
             json!({"action": "evaluate", "script": "new Promise((r) => setTimeout(() => r({late: 6 * 7}), 200))"}),
         ),
+        browse(
+            "permissions",
+            json!({"action": "evaluate", "script": "new Promise((r) => navigator.geolocation.getCurrentPosition(() => r('granted'), (e) => r('refused ' + e.code), {timeout: 4000}))"}),
+        ),
         browse("shot", json!({"action": "screenshot"})),
         browse("full", json!({"action": "screenshot", "full_page": true})),
         browse(
@@ -368,6 +372,14 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
     ensure!(
         !error && promise.contains("{\"late\":42}"),
         "evaluate with a promise: {promise}"
+    );
+    // Pages are granted no permissions, and the agent is told what they asked for.
+    let (error, permissions, _) = result("permissions")?;
+    ensure!(
+        !error
+            && permissions.contains("\"refused 1\"")
+            && permissions.contains("a page asked for the location: refused"),
+        "permissions: {permissions}"
     );
 
     let (error, shot_text, shot) = result("shot")?;
