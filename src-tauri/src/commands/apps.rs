@@ -138,6 +138,9 @@ pub async fn open_app_ui(
     WebviewWindowBuilder::new(&app, label, WebviewUrl::CustomProtocol(url))
         .title(&status.name)
         .inner_size(900.0, 640.0)
+        // An app's permissions are its manifest's; its UI asks for no device or site permission
+        // (wry's macOS default would grant the camera and microphone).
+        .on_permission_request(|_, _| tauri::webview::PermissionResponse::Deny)
         .build()
         .map(|window| crate::rendering::apply(&window))
         .map_err(|error| ui_error(UiErrorCode::WindowFailed, error))
