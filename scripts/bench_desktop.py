@@ -316,9 +316,15 @@ def build():
     if not os.path.isdir(os.path.join(ROOT, "ui", "node_modules")):
         run("npm", "--prefix", "ui", "ci", "--no-audit", "--no-fund")
     run("npm", "--prefix", "ui", "run", "build")
-    # tauri/custom-protocol is what `tauri build` (scripts/package) adds: the shipped binary.
-    run("cargo", "build", "--release", "-p", "osprey-desktop", "--features",
-        "tauri/custom-protocol", "--bin", "osprey-desktop", "--example", "bare_window")
+    # tauri/custom-protocol is what `tauri build` (scripts/package) adds: the shipped binary,
+    # linked with its start-up code together as scripts/package links it (symbol_order.py).
+    features = ["--features", "tauri/custom-protocol"]
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+    order = os.path.join(target, "release", "osprey-desktop.symbol-order")
+    run(sys.executable, os.path.join(ROOT, "scripts", "symbol_order.py"), order, *features)
+    subprocess.run(["cargo", "build", "--release", "-p", "osprey-desktop", *features, "--bin",
+                    "osprey-desktop", "--example", "bare_window"], cwd=ROOT, check=True,
+                   stdout=sys.stderr, env={**os.environ, "OSPREY_SYMBOL_ORDER": order})
 
 
 def in_session(argv):

@@ -89,4 +89,36 @@ fn main() {
     if let Err(error) = tauri_build::try_build(attributes) {
         panic!("tauri-build failed: {error:#}");
     }
+    symbol_order();
+}
+
+/// With `OSPREY_SYMBOL_ORDER` naming a file of symbols (scripts/symbol_order.py writes it from a
+/// trace of the app's start), the binary is linked with the code they name laid out together, so
+/// start-up faults in a few megabytes of code instead of pages spread over the whole `.text`.
+/// Only where the linker is lld, Rust's default on x86_64 Linux; symbols missing from the build
+/// are skipped.
+fn symbol_order() {
+    println!("cargo:rerun-if-env-changed=OSPREY_SYMBOL_ORDER");
+    let Some(file) = std::env::var_os("OSPREY_SYMBOL_ORDER").filter(|f| !f.is_empty()) else {
+        return;
+    };
+    let file = Path::new(&file);
+    if std::env::var("TARGET").as_deref() != Ok("x86_64-unknown-linux-gnu") {
+        println!(
+            "cargo:warning=OSPREY_SYMBOL_ORDER is for x86_64-unknown-linux-gnu (lld); ignored"
+        );
+        return;
+    }
+    if !file.is_file() {
+        panic!(
+            "OSPREY_SYMBOL_ORDER names {}, which is not a file",
+            file.display()
+        );
+    }
+    println!("cargo:rerun-if-changed={}", file.display());
+    println!(
+        "cargo:rustc-link-arg-bin=osprey-desktop=-Wl,--symbol-ordering-file={}",
+        file.display()
+    );
+    println!("cargo:rustc-link-arg-bin=osprey-desktop=-Wl,--no-warn-symbol-ordering");
 }
