@@ -8,7 +8,7 @@ that ran (scripts/bench --desktop measures the difference).
 Steps: build the binary as the release build does, but with its symbol table (`cargo rustc ...
 -C strip=none`: same features, so the same symbol names); run it once under valgrind's
 callgrind on a fresh profile (OSPREY_PAINT_PROBE tells when it painted); take every function of
-the binary the trace saw, in the order first seen. Needs valgrind and an X display (a private
+the binary the trace saw (lld packs them together). Needs valgrind and an X display (a private
 Xvfb and D-Bus session is started when there is none).
 
 Usage: scripts/symbol_order.py OUTPUT [cargo feature args...]
@@ -35,7 +35,8 @@ CALLGRIND = ["valgrind", "--tool=callgrind", "--demangle=no", "--compress-string
 
 
 def functions_of(binary, dumps):
-    """The functions of `binary` in callgrind dumps (uncompressed names), first seen first."""
+    """The functions of `binary` in callgrind dumps (uncompressed names), each once, in the
+    order the dumps list them (callgrind's own, not the order they ran)."""
     seen, order = set(), []
     for path in dumps:
         current = None
