@@ -295,6 +295,19 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
         std::thread::sleep(Duration::from_millis(100));
     }
     app.save_screenshot("native-browsing")?;
+    // Each call's card says what it did, not only which tool it was.
+    let cards = driver.execute(
+        "return [...document.querySelectorAll(\"[data-testid='chat-tool-what']\")].map((e) => e.textContent.trim());",
+        vec![],
+    )?;
+    let cards: Vec<String> = serde_json::from_value(cards)?;
+    ensure!(
+        cards
+            .first()
+            .is_some_and(|c| c.starts_with("browser navigate http://127.0.0.1:"))
+            && cards.iter().any(|c| c == "browser click #upload"),
+        "the tool cards: {cards:?}"
+    );
     let last = server.seen().pop().context("the model saw no request")?;
     let results = tool_results(&last);
     let result = |id: &str| -> Result<(bool, String, Vec<Value>)> {

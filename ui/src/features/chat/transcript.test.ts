@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { CoreEvent } from "../../gen";
 import {
+  callSummary,
   chatShortcut,
   lastUserText,
   addUserMessage,
@@ -111,6 +112,34 @@ describe("history", () => {
       "assistant",
     ]);
     expect(transcript.running).toBe(false);
+  });
+});
+
+describe("callSummary", () => {
+  it("says what a call acts on: resource, action and the most telling field", () => {
+    expect(callSummary({ resource: "browser", action: "navigate", url: "https://example.com/", profile: "native" })).toBe(
+      "browser navigate https://example.com/",
+    );
+    // A ref names the element better than the text typed into it.
+    expect(callSummary({ resource: "browser", action: "type", ref: "e3", text: "hello" })).toBe("browser type e3");
+    expect(callSummary({ action: "read", path: "notes.txt" })).toBe("read notes.txt");
+  });
+
+  it("keeps to one short line", () => {
+    const command = `echo ${"x".repeat(100)}\nrm -rf build`;
+    const summary = callSummary({ resource: "shell", action: "run", command });
+    expect(summary.startsWith("shell run echo xxx")).toBe(true);
+    expect(summary).not.toContain("\n");
+    expect(summary.endsWith("…")).toBe(true);
+    expect(summary.length).toBe("shell run ".length + 60);
+  });
+
+  it("is empty for inputs that say nothing of the kind", () => {
+    expect(callSummary({})).toBe("");
+    expect(callSummary({ resource: "", count: 3 })).toBe("");
+    expect(callSummary(null)).toBe("");
+    expect(callSummary("text")).toBe("");
+    expect(callSummary([1, 2])).toBe("");
   });
 });
 

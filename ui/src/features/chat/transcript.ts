@@ -145,7 +145,33 @@ export function applyEvent(transcript: Transcript, event: CoreEvent): Transcript
   }
 }
 
-/** The text of a tool result, for the collapsed result view. */
+/** The input fields that say what a call acts on, most telling first. */
+const TARGET_FIELDS = ["url", "ref", "selector", "path", "command", "query", "key", "text", "id", "name"];
+const SUMMARY_TARGET_MAX = 60;
+
+/**
+ * What a call does, for its collapsed card: `browser navigate https://example.com`,
+ * `file read notes.txt`. The resource and action, then the first of the fields that name what it
+ * acts on, on one line and cut at 60 characters. Empty when the input has none of them.
+ */
+export function callSummary(input: unknown): string {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) {
+    return "";
+  }
+  const fields = input as Record<string, unknown>;
+  const words = ["resource", "action"]
+    .map((key) => fields[key])
+    .filter((value): value is string => typeof value === "string" && value.trim() !== "");
+  const target = TARGET_FIELDS.map((key) => fields[key]).find(
+    (value): value is string => typeof value === "string" && value.trim() !== "",
+  );
+  if (target !== undefined) {
+    const line = target.replace(/\s+/g, " ").trim();
+    words.push(line.length > SUMMARY_TARGET_MAX ? `${line.slice(0, SUMMARY_TARGET_MAX - 1)}…` : line);
+  }
+  return words.join(" ");
+}
+
 /** A finished call's status as shown on its card: `done in 0.3 s`, `failed: policy_denied`. */
 export function finishedLabel(status: ToolStatus, result: ToolResult | null): string {
   const word = status === "done" ? "done" : "failed";
@@ -158,6 +184,7 @@ export function finishedLabel(status: ToolStatus, result: ToolResult | null): st
   return `${word}${code} in ${took}`;
 }
 
+/** The text of a tool result, for the expanded card. */
 export function resultText(result: ToolResult | null): string {
   if (!result) {
     return "";
