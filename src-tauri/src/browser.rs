@@ -135,46 +135,6 @@ fn read_answer(raw: &str) -> Result<Outcome> {
     }
 }
 
-/// `Control+Shift+a` as the modifiers and the key the input script takes.
-fn parse_press(raw: &str) -> Result<(Value, String)> {
-    let mut mods = json!({});
-    let parts: Vec<&str> = if raw == "+" {
-        vec!["+"]
-    } else {
-        raw.split('+').collect()
-    };
-    let (key, modifiers) = parts
-        .split_last()
-        .filter(|(key, _)| !key.is_empty())
-        .ok_or_else(|| BrowserError::Invalid(format!("`{raw}` is not a key")))?;
-    for m in modifiers {
-        let name = match m.to_ascii_lowercase().as_str() {
-            "control" | "ctrl" => "ctrl",
-            "shift" => "shift",
-            "alt" | "option" => "alt",
-            "meta" | "cmd" | "command" | "super" => "meta",
-            other => {
-                return Err(BrowserError::Invalid(format!(
-                    "`{other}` in `{raw}` is not a modifier (Control, Shift, Alt, Meta)"
-                )));
-            }
-        };
-        mods[name] = json!(true);
-    }
-    let key = match key.to_ascii_lowercase().as_str() {
-        "return" => "Enter".to_string(),
-        "esc" => "Escape".to_string(),
-        "space" => " ".to_string(),
-        "del" => "Delete".to_string(),
-        "up" => "ArrowUp".to_string(),
-        "down" => "ArrowDown".to_string(),
-        "left" => "ArrowLeft".to_string(),
-        "right" => "ArrowRight".to_string(),
-        _ => key.to_string(),
-    };
-    Ok((mods, key))
-}
-
 /// The expression that runs `expression` through the helper (installing a copy when the
 /// document has none, as on a first blank page).
 fn wrap(expression: &str, id: &str) -> String {
@@ -760,7 +720,16 @@ impl Driver for NativeDriver {
                 Keys::Insert(text) => self.input(target, "insert", json!({"text": text})).await,
                 Keys::Type(text) => self.input(target, "type", json!({"text": text})).await,
                 Keys::Press(raw) => {
-                    let (modifiers, key) = parse_press(&raw)?;
+                    // The input script reads the modifiers held, by name.
+                    let (held, key) = osprey_browser::driver::parse_press(&raw)?;
+                    let modifiers: serde_json::Map<String, Value> = serde_json::to_value(held)
+                        .map_err(shell)?
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .filter(|(_, v)| v.as_bool() == Some(true))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
                     self.input(target, "press", json!({"key": key, "modifiers": modifiers}))
                         .await
                 }
@@ -849,29 +818,6 @@ mod tests {
         assert!(matches!(
             read_answer(&answer("x")),
             Err(BrowserError::Protocol(_))
-        ));
-    }
-
-    #[test]
-    fn key_presses_split_into_modifiers_and_a_key() {
-        let (mods, key) = parse_press("Control+Shift+a").unwrap();
-        assert_eq!(key, "a");
-        assert_eq!(mods, json!({"ctrl": true, "shift": true}));
-        assert_eq!(parse_press("Enter").unwrap().1, "Enter");
-        assert_eq!(parse_press("Return").unwrap().1, "Enter");
-        assert_eq!(parse_press("space").unwrap().1, " ");
-        assert_eq!(parse_press("+").unwrap().1, "+");
-        assert_eq!(
-            parse_press("Meta+ArrowLeft").unwrap().0,
-            json!({"meta": true})
-        );
-        assert!(matches!(
-            parse_press("Hyper+a"),
-            Err(BrowserError::Invalid(_))
-        ));
-        assert!(matches!(
-            parse_press("Control+"),
-            Err(BrowserError::Invalid(_))
         ));
     }
 

@@ -14,14 +14,13 @@ use std::time::{Duration, Instant};
 
 use gtk::gdk;
 use gtk::prelude::*;
-use osprey_browser::driver::{HistoryStep, Keys, Pointer, ShotRequest};
+use osprey_browser::driver::{HistoryStep, Keys, Pointer, ShotRequest, parse_press};
 use osprey_browser::guard::Refusals;
 use osprey_browser::{BrowserError, Result};
-use serde_json::Value;
 use tauri::WebviewWindow;
 use webkit2gtk::{FileChooserRequestExt, SnapshotOptions, SnapshotRegion, WebViewExt};
 
-use super::{NativeDriver, POLL, encode_image, parse_press, shell};
+use super::{NativeDriver, POLL, encode_image, shell};
 
 #[path = "gdk_event.rs"]
 mod gdk_event;
@@ -246,13 +245,13 @@ fn strokes(keys: &Keys) -> Option<Vec<Stroke>> {
         Keys::Press(raw) => {
             let (held, key) = parse_press(raw).ok()?;
             let mut modifiers = gdk::ModifierType::empty();
-            for (name, mask) in [
-                ("ctrl", gdk::ModifierType::CONTROL_MASK),
-                ("shift", gdk::ModifierType::SHIFT_MASK),
-                ("alt", gdk::ModifierType::MOD1_MASK),
-                ("meta", gdk::ModifierType::SUPER_MASK),
+            for (on, mask) in [
+                (held.ctrl, gdk::ModifierType::CONTROL_MASK),
+                (held.shift, gdk::ModifierType::SHIFT_MASK),
+                (held.alt, gdk::ModifierType::MOD1_MASK),
+                (held.meta, gdk::ModifierType::SUPER_MASK),
             ] {
-                if held.get(name).and_then(Value::as_bool) == Some(true) {
+                if on {
                     modifiers |= mask;
                 }
             }

@@ -18,7 +18,7 @@ use chromiumoxide::cdp::browser_protocol::page::{
 };
 use chromiumoxide::page::Page;
 
-use crate::driver::{Keys, Pointer, ShotRequest};
+use crate::driver::{Keys, Pointer, ShotRequest, parse_press};
 use crate::error::{BrowserError, Result};
 
 /// One DevTools session: sends a command to the page and returns its result.
@@ -141,26 +141,17 @@ impl Key {
         }
     }
 
-    /// A `Keys::Press` name: one character or a named key, after `+`-joined modifiers.
+    /// A `Keys::Press` name (`driver::parse_press`): one character or a named key, after
+    /// `+`-joined modifiers.
     fn press(name: &str) -> Result<Key> {
-        let mut modifiers = 0;
-        let mut parts: Vec<&str> = name.split('+').collect();
-        let key = parts.pop().unwrap_or_default();
-        for m in parts {
-            modifiers |= match m.to_ascii_lowercase().as_str() {
-                "alt" => 1,
-                "control" | "ctrl" => 2,
-                "meta" | "cmd" | "command" => 4,
-                "shift" => 8,
-                other => {
-                    return Err(BrowserError::Invalid(format!(
-                        "unknown modifier `{other}`; use Alt, Control, Meta or Shift"
-                    )));
-                }
-            };
-        }
+        let (held, key) = parse_press(name)?;
+        let modifiers = i64::from(held.alt)
+            | i64::from(held.ctrl) << 1
+            | i64::from(held.meta) << 2
+            | i64::from(held.shift) << 3;
         // Control and Meta chords type nothing.
-        let types = modifiers & 0b110 == 0;
+        let types = !held.ctrl && !held.meta;
+        let key = if key == " " { "Space".to_string() } else { key };
         let named: &[(&str, i64, Option<&str>)] = &[
             ("Enter", 13, Some("\r")),
             ("Tab", 9, None),
@@ -177,7 +168,7 @@ impl Key {
             ("PageDown", 34, None),
             ("Space", 32, Some(" ")),
         ];
-        if let Some((k, vk, text)) = named.iter().find(|(k, ..)| k.eq_ignore_ascii_case(key)) {
+        if let Some((k, vk, text)) = named.iter().find(|(k, ..)| k.eq_ignore_ascii_case(&key)) {
             return Ok(Key {
                 modifiers,
                 key: k.to_string(),
@@ -262,7 +253,19 @@ mod tests {
         assert_eq!((shifted.modifiers, shifted.text), (8, None));
         assert_eq!(Key::press("Shift+1").unwrap().text.as_deref(), Some("1"));
         let error = Key::press("Hyper+x").unwrap_err().to_string();
-        assert!(error.contains("unknown modifier `hyper`"), "{error}");
+        assert!(
+            error.contains("`hyper` in `Hyper+x` is not a modifier"),
+            "{error}"
+        );
+        // The aliases every profile takes.
+        assert_eq!(Key::press("Return").unwrap(), enter);
+        assert_eq!(Key::press("Option+Up").unwrap().modifiers, 1);
+        assert_eq!(Key::press("Up").unwrap().vk, 38);
+        let space = Key::press("space").unwrap();
+        assert_eq!(
+            (space.code.as_str(), space.text.as_deref()),
+            ("Space", Some(" "))
+        );
         let error = Key::press("F13").unwrap_err().to_string();
         assert!(error.contains("unknown key `F13`"), "{error}");
     }

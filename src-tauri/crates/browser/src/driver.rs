@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde::Serialize;
 
-use crate::error::Result;
+use crate::error::{BrowserError, Result};
 
 /// One open page (tab).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -101,6 +101,58 @@ pub enum Pointer {
     Move { x: f64, y: f64 },
 }
 
+/// The modifiers held for a key press.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Held {
+    pub ctrl: bool,
+    pub shift: bool,
+    pub alt: bool,
+    pub meta: bool,
+}
+
+/// A `Keys::Press` name (`Control+Shift+a`, `Return`, `+`) as the modifiers held and the key,
+/// one character or a DOM key name; the usual aliases become DOM names (Return, Esc, Space, Del,
+/// Up/Down/Left/Right; Option is Alt, Cmd/Command/Super is Meta). Every profile reads key names
+/// through this, so a name that works in one works in all.
+pub fn parse_press(raw: &str) -> Result<(Held, String)> {
+    let mut held = Held::default();
+    let parts: Vec<&str> = if raw == "+" {
+        vec!["+"]
+    } else {
+        raw.split('+').collect()
+    };
+    let (key, modifiers) = parts
+        .split_last()
+        .filter(|(key, _)| !key.is_empty())
+        .ok_or_else(|| BrowserError::Invalid(format!("`{raw}` is not a key")))?;
+    for m in modifiers {
+        let flag = match m.to_ascii_lowercase().as_str() {
+            "control" | "ctrl" => &mut held.ctrl,
+            "shift" => &mut held.shift,
+            "alt" | "option" => &mut held.alt,
+            "meta" | "cmd" | "command" | "super" => &mut held.meta,
+            other => {
+                return Err(BrowserError::Invalid(format!(
+                    "`{other}` in `{raw}` is not a modifier (Control, Shift, Alt, Meta)"
+                )));
+            }
+        };
+        *flag = true;
+    }
+    let key = match key.to_ascii_lowercase().as_str() {
+        "return" => "Enter".to_string(),
+        "esc" => "Escape".to_string(),
+        "space" => " ".to_string(),
+        "del" => "Delete".to_string(),
+        "up" => "ArrowUp".to_string(),
+        "down" => "ArrowDown".to_string(),
+        "left" => "ArrowLeft".to_string(),
+        "right" => "ArrowRight".to_string(),
+        _ => key.to_string(),
+    };
+    Ok((held, key))
+}
+
 /// Keyboard input to the focused element.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Keys {
@@ -173,5 +225,37 @@ pub trait Driver: Send + Sync + 'static {
     /// `url: reason` lines (drained).
     fn take_refusals(&self) -> Vec<String> {
         Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_presses_split_into_modifiers_and_a_key() {
+        let (held, key) = parse_press("Control+Shift+a").unwrap();
+        assert_eq!(key, "a");
+        assert_eq!(
+            held,
+            Held {
+                ctrl: true,
+                shift: true,
+                ..Held::default()
+            }
+        );
+        assert_eq!(parse_press("Enter").unwrap().1, "Enter");
+        assert_eq!(parse_press("Return").unwrap().1, "Enter");
+        assert_eq!(parse_press("space").unwrap().1, " ");
+        assert_eq!(parse_press("+").unwrap().1, "+");
+        assert!(parse_press("Cmd+ArrowLeft").unwrap().0.meta);
+        assert!(matches!(
+            parse_press("Hyper+a"),
+            Err(BrowserError::Invalid(_))
+        ));
+        assert!(matches!(
+            parse_press("Control+"),
+            Err(BrowserError::Invalid(_))
+        ));
     }
 }
