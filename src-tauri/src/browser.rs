@@ -157,6 +157,29 @@ fn shell(e: impl std::fmt::Display) -> BrowserError {
     BrowserError::Protocol(e.to_string())
 }
 
+/// Runs `f` on the main thread with the window's platform webview and a sender for its answer,
+/// and waits for that answer: "the page went away" when `f` drops the sender unanswered, a
+/// timeout saying `late` (and how long it waited) when the answer does not come in time.
+async fn on_platform_webview<T: Send + 'static>(
+    window: &WebviewWindow,
+    timeout: Duration,
+    late: &str,
+    f: impl FnOnce(tauri::webview::PlatformWebview, tokio::sync::oneshot::Sender<T>) + Send + 'static,
+) -> Result<T> {
+    let (send, receive) = tokio::sync::oneshot::channel::<T>();
+    window
+        .with_webview(move |platform| f(platform, send))
+        .map_err(shell)?;
+    match tokio::time::timeout(timeout, receive).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(_)) => Err(BrowserError::Page("the page went away".into())),
+        Err(_) => Err(BrowserError::Timeout(format!(
+            "{late} in {} s",
+            timeout.as_secs()
+        ))),
+    }
+}
+
 /// A permission as a person would name it.
 fn permission_name(kind: PermissionKind) -> String {
     match kind {
@@ -720,16 +743,10 @@ impl Driver for NativeDriver {
                 Keys::Insert(text) => self.input(target, "insert", json!({"text": text})).await,
                 Keys::Type(text) => self.input(target, "type", json!({"text": text})).await,
                 Keys::Press(raw) => {
-                    // The input script reads the modifiers held, by name.
                     let (held, key) = osprey_browser::driver::parse_press(&raw)?;
-                    let modifiers: serde_json::Map<String, Value> = serde_json::to_value(held)
-                        .map_err(shell)?
-                        .as_object()
-                        .into_iter()
-                        .flatten()
-                        .filter(|(_, v)| v.as_bool() == Some(true))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect();
+                    let modifiers = json!({
+                        "ctrl": held.ctrl, "shift": held.shift, "alt": held.alt, "meta": held.meta
+                    });
                     self.input(target, "press", json!({"key": key, "modifiers": modifiers}))
                         .await
                 }

@@ -127,14 +127,6 @@ pub async fn trusted_pointer(
         return Ok(false);
     }
     let session = WebView2(window);
-    let action = match action {
-        Pointer::Click { x, y, count } => Pointer::Click {
-            x,
-            y,
-            count: count.max(1),
-        },
-        moved => moved,
-    };
     if matches!(action, Pointer::Click { .. })
         && let Err(error) = session.intercept_file_choosers().await
     {

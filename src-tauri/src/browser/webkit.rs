@@ -20,7 +20,7 @@ use osprey_browser::{BrowserError, Result};
 use tauri::WebviewWindow;
 use webkit2gtk::{FileChooserRequestExt, SnapshotOptions, SnapshotRegion, WebViewExt};
 
-use super::{NativeDriver, POLL, encode_image, shell};
+use super::{NativeDriver, POLL, encode_image, on_platform_webview, shell};
 
 #[path = "gdk_event.rs"]
 mod gdk_event;
@@ -37,17 +37,13 @@ async fn on_webview<T: Send + 'static>(
     timeout: Duration,
     f: impl FnOnce(&webkit2gtk::WebView, tokio::sync::oneshot::Sender<T>) + Send + 'static,
 ) -> Result<T> {
-    let (send, receive) = tokio::sync::oneshot::channel::<T>();
-    window
-        .with_webview(move |platform| f(&platform.inner(), send))
-        .map_err(shell)?;
-    match tokio::time::timeout(timeout, receive).await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(_)) => Err(BrowserError::Page("the page went away".into())),
-        Err(_) => Err(BrowserError::Timeout(
-            "the webview did not answer in time".into(),
-        )),
-    }
+    on_platform_webview(
+        window,
+        timeout,
+        "the webview did not answer",
+        move |platform, send| f(&platform.inner(), send),
+    )
+    .await
 }
 
 /// What a page may not open now that the agent's clicks are trusted: a file chooser (a dialog

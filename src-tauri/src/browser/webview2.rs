@@ -16,6 +16,8 @@ use osprey_browser::devtools::{Command, DevTools};
 use osprey_browser::guard::Refusals;
 use osprey_browser::{BrowserError, Result};
 use tauri::WebviewWindow;
+
+use super::on_platform_webview;
 use webview2_com::{
     CallDevToolsProtocolMethodCompletedHandler, DevToolsProtocolEventReceivedEventHandler,
     take_pwstr,
@@ -49,60 +51,43 @@ impl DevTools for WebView2<'_> {
         let method = command.identifier().to_string();
         let params = serde_json::to_string(&command)
             .map_err(|e| BrowserError::Protocol(format!("{method}: {e}")))?;
-        let (send, receive) =
-            tokio::sync::oneshot::channel::<std::result::Result<String, String>>();
         let called = method.clone();
-        self.0
-            .with_webview(move |platform| {
-                // One sender, taken by whichever answers first: the completion handler, or the
-                // call's own failure.
-                let send = Rc::new(Cell::new(Some(send)));
-                let reply = send.clone();
-                let handler = CallDevToolsProtocolMethodCompletedHandler::create(Box::new(
-                    move |done, json| {
-                        if let Some(reply) = reply.take() {
-                            let _ = reply.send(
-                                done.map(|()| json.clone())
-                                    .map_err(|e| format!("{}: {json}", e.message())),
-                            );
-                        }
-                        Ok(())
-                    },
-                ));
-                // SAFETY: COM calls on the UI thread that owns the controller (`with_webview`
-                // runs there); the strings outlive the call, and the handler is reference
-                // counted by COM.
-                let called = unsafe {
-                    platform.controller().CoreWebView2().and_then(|core| {
-                        core.CallDevToolsProtocolMethod(
-                            &HSTRING::from(called.as_str()),
-                            &HSTRING::from(params.as_str()),
-                            &handler,
-                        )
-                    })
-                };
-                if let Err(error) = called
-                    && let Some(send) = send.take()
-                {
-                    let _ = send.send(Err(error.message()));
-                }
-            })
-            .map_err(|e| BrowserError::Protocol(e.to_string()))?;
-        let json = match tokio::time::timeout(CALL_TIMEOUT, receive).await {
-            Ok(Ok(Ok(json))) => json,
-            Ok(Ok(Err(error))) => {
-                return Err(BrowserError::Protocol(format!(
-                    "WebView2 {method}: {error}"
-                )));
+        let late = format!("WebView2 did not answer {method}");
+        let answer = on_platform_webview(self.0, CALL_TIMEOUT, &late, move |platform, send| {
+            // One sender, taken by whichever answers first: the completion handler, or the
+            // call's own failure.
+            let send = Rc::new(Cell::new(Some(send)));
+            let reply = send.clone();
+            let handler =
+                CallDevToolsProtocolMethodCompletedHandler::create(Box::new(move |done, json| {
+                    if let Some(reply) = reply.take() {
+                        let _ = reply.send(
+                            done.map(|()| json.clone())
+                                .map_err(|e| format!("{}: {json}", e.message())),
+                        );
+                    }
+                    Ok(())
+                }));
+            // SAFETY: COM calls on the UI thread that owns the controller (`with_webview` runs
+            // there); the strings outlive the call, and the handler is reference counted by COM.
+            let called = unsafe {
+                platform.controller().CoreWebView2().and_then(|core| {
+                    core.CallDevToolsProtocolMethod(
+                        &HSTRING::from(called.as_str()),
+                        &HSTRING::from(params.as_str()),
+                        &handler,
+                    )
+                })
+            };
+            if let Err(error) = called
+                && let Some(send) = send.take()
+            {
+                let _ = send.send(Err(error.message()));
             }
-            Ok(Err(_)) => return Err(BrowserError::Page("the page went away".into())),
-            Err(_) => {
-                return Err(BrowserError::Timeout(format!(
-                    "WebView2 did not answer {method} in {} s",
-                    CALL_TIMEOUT.as_secs()
-                )));
-            }
-        };
+        })
+        .await?;
+        let json = answer
+            .map_err(|error| BrowserError::Protocol(format!("WebView2 {method}: {error}")))?;
         serde_json::from_str(&json)
             .map_err(|e| BrowserError::Protocol(format!("WebView2 {method} answered {json}: {e}")))
     }

@@ -19,7 +19,7 @@ use osprey_browser::driver::ShotRequest;
 use osprey_browser::{BrowserError, Result};
 use tauri::WebviewWindow;
 
-use super::{encode_image, shell};
+use super::{encode_image, on_platform_webview, shell};
 
 /// How long WKWebView may take to draw the snapshot.
 const SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -35,9 +35,11 @@ pub async fn screenshot(window: &WebviewWindow, request: ShotRequest) -> Result<
                 .into(),
         ));
     }
-    let (send, receive) = tokio::sync::oneshot::channel::<Answer>();
-    window
-        .with_webview(move |platform| {
+    let answer = on_platform_webview(
+        window,
+        SNAPSHOT_TIMEOUT,
+        "WKWebView drew no snapshot",
+        move |platform, send: tokio::sync::oneshot::Sender<Answer>| {
             let send = Cell::new(Some(send));
             let answer = move |result: Answer| {
                 if let Some(send) = send.take() {
@@ -67,23 +69,12 @@ pub async fn screenshot(window: &WebviewWindow, request: ShotRequest) -> Result<
             unsafe {
                 view.takeSnapshotWithConfiguration_completionHandler(Some(&configuration), &done)
             };
-        })
-        .map_err(shell)?;
-    let png = match tokio::time::timeout(SNAPSHOT_TIMEOUT, receive).await {
-        Ok(Ok(Ok(png))) => png,
-        Ok(Ok(Err(error))) => {
-            return Err(BrowserError::Page(format!(
-                "WKWebView could not take the snapshot: {error}"
-            )));
-        }
-        Ok(Err(_)) => return Err(BrowserError::Page("the page went away".into())),
-        Err(_) => {
-            return Err(BrowserError::Timeout(format!(
-                "WKWebView drew no snapshot in {} s",
-                SNAPSHOT_TIMEOUT.as_secs()
-            )));
-        }
-    };
+        },
+    )
+    .await?;
+    let png = answer.map_err(|error| {
+        BrowserError::Page(format!("WKWebView could not take the snapshot: {error}"))
+    })?;
     let scale = window.scale_factor().unwrap_or(1.0);
     tokio::task::spawn_blocking(move || {
         let image = image::load_from_memory(&png)

@@ -43,10 +43,10 @@ impl DevTools for Page {
 }
 
 /// Moves the mouse to `(x, y)` of the viewport (CSS pixels) and, for a click, presses and
-/// releases the left button there.
+/// releases the left button there (a click counts at least one).
 pub async fn pointer(devtools: &impl DevTools, action: Pointer) -> Result<()> {
     let (x, y, count) = match action {
-        Pointer::Click { x, y, count } => (x, y, Some(count)),
+        Pointer::Click { x, y, count } => (x, y, Some(count.max(1))),
         Pointer::Move { x, y } => (x, y, None),
     };
     let mut moved = DispatchMouseEventParams::new(DispatchMouseEventType::MouseMoved, x, y);

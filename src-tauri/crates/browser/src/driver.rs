@@ -102,7 +102,7 @@ pub enum Pointer {
 }
 
 /// The modifiers held for a key press.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Held {
     pub ctrl: bool,
     pub shift: bool,
