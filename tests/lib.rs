@@ -18,6 +18,8 @@ pub use webdriver::{Element, WebDriver, keys};
 #[cfg(unix)]
 pub mod daemon;
 #[cfg(unix)]
+mod launch_report;
+#[cfg(unix)]
 mod processes;
 #[cfg(unix)]
 pub mod servers;

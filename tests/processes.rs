@@ -18,7 +18,7 @@ use nix::unistd::Pid;
 use tempfile::TempDir;
 
 use crate::webdriver::{WebDriver, http_request};
-use crate::{artifacts_dir, cargo_bin_dirs, desktop_binary, find_program};
+use crate::{artifacts_dir, cargo_bin_dirs, desktop_binary, find_program, launch_report};
 
 const STARTUP_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -405,16 +405,21 @@ impl DesktopApp {
         let tauri_driver =
             TauriDriver::start(&env, &removed_env, &artifacts.join("tauri-driver.log"))?;
         let mut driver = WebDriver::new(tauri_driver.port());
-        driver
-            .new_session(&binary, &["--data-dir".to_string(), data_dir_text])
-            .with_context(|| {
-                format!(
-                    "launching {} (driver log: {})",
-                    binary.display(),
-                    artifacts.join("tauri-driver.log").display()
-                )
-            })?;
-        driver.wait_for_page_load(STARTUP_DEADLINE)?;
+        let launched = driver
+            .new_session(&binary, &["--data-dir".to_string(), data_dir_text.clone()])
+            .and_then(|()| driver.wait_for_page_load(STARTUP_DEADLINE));
+        if let Err(error) = launched {
+            // The driver, and so the app, still runs: say what it is doing.
+            let report = launch_report::report(
+                &data_dir_text,
+                &artifacts.join("tauri-driver.log"),
+                &artifacts,
+            );
+            return Err(error.context(format!(
+                "launching {} did not reach a loaded page\n{report}",
+                binary.display()
+            )));
+        }
         Ok(DesktopApp {
             driver,
             _tauri_driver: tauri_driver,

@@ -66,7 +66,9 @@ pub fn http_request(port: u16, method: &str, path: &str, body: Option<&Value>) -
 
     let mut reader = BufReader::new(stream);
     let mut status_line = String::new();
-    reader.read_line(&mut status_line)?;
+    reader
+        .read_line(&mut status_line)
+        .with_context(|| format!("{method} {path}: no answer within {REQUEST_TIMEOUT:?}"))?;
     let status: u16 = status_line
         .split_whitespace()
         .nth(1)
