@@ -96,6 +96,44 @@ class Orphans(unittest.TestCase):
         self.assertEqual(bench.kill_orphans(), [])
 
 
+class Stages(unittest.TestCase):
+    """A launch times each probe line from spawn, once, and says when one never comes."""
+
+    def launch(self, script):
+        scratch = tempfile.mkdtemp(prefix="stages-test-")
+        self.addCleanup(shutil.rmtree, scratch, True)
+        launch = bench.Launch(["sh", "-c", script], dict(os.environ),
+                              os.path.join(scratch, "log"))
+        self.addCleanup(launch.close)
+        return launch
+
+    def test_painted_then_working_each_timed_once(self):
+        # `interactive` waits for a file the test makes after it has seen `painted`.
+        scratch = tempfile.mkdtemp(prefix="stages-gate-")
+        self.addCleanup(shutil.rmtree, scratch, True)
+        gate = os.path.join(scratch, "gate")
+        launch = self.launch(f"echo loading; echo painted; while [ ! -e {gate} ]; do sleep 0.01; "
+                             "done; echo painted; echo interactive; exec sleep 60")
+        painted = launch.wait_for(bench.PAINTED, 10)
+        self.assertFalse(launch.seen[bench.INTERACTIVE].is_set())
+        open(gate, "w").close()
+        working = launch.wait_for(bench.INTERACTIVE, 10)
+        self.assertGreater(working, painted)
+        # The second `painted` line moved nothing.
+        self.assertEqual(launch.wait_for(bench.PAINTED, 1), painted)
+
+    def test_a_stage_that_never_comes_is_an_error_naming_it(self):
+        launch = self.launch("echo painted; exec sleep 60")
+        launch.wait_for(bench.PAINTED, 10)
+        with self.assertRaisesRegex(RuntimeError, "no `interactive` line within 0 s"):
+            launch.wait_for(bench.INTERACTIVE, 0.2)
+
+    def test_an_exit_before_the_stage_is_an_error(self):
+        launch = self.launch("echo painted; exit 3")
+        with self.assertRaisesRegex(RuntimeError, "exited with 3 before printing `interactive`"):
+            launch.wait_for(bench.INTERACTIVE, 10)
+
+
 class Parsing(unittest.TestCase):
     def test_a_command_name_with_parentheses_and_spaces(self):
         stat = "4242 (Web (Content) ) S 17 4242 4242 0 -1 4194560 0"

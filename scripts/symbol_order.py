@@ -81,7 +81,7 @@ def trace(binary, scratch):
             "--data-dir", os.path.join(scratch, "data")]
     launch = bench.Launch(argv, bench.fresh_env(home), os.path.join(scratch, "log"))
     try:
-        launch.wait_painted(PAINT_TIMEOUT)
+        launch.wait_for(bench.INTERACTIVE, PAINT_TIMEOUT)
         wait_idle(launch.process.pid, IDLE_DEADLINE)
         subprocess.run(["callgrind_control", "--dump", str(launch.process.pid)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)

@@ -21,6 +21,17 @@ fn window_opens_on_chat_and_settings_shows_app_info() -> Result<()> {
     );
     driver.wait_for("nav[aria-label='Main']", UI_TIMEOUT)?;
     driver.wait_for_text("main h1", UI_TIMEOUT, |text| text == "Chat")?;
+    // The built page carries the chat view (ui/src/prerender.ts); the app's script took that
+    // markup over instead of adding its own next to it.
+    let shells = driver.execute(
+        "return [document.querySelectorAll(\"nav[aria-label='Main']\").length, \
+                document.querySelectorAll('#chat-input').length]",
+        vec![],
+    )?;
+    ensure!(
+        shells == serde_json::json!([1, 1]),
+        "navigation bars and chat inputs in the page: {shells}"
+    );
     let chat_screenshot = app.save_screenshot("chat")?;
 
     let settings_link = driver.wait_for("[data-testid='nav-settings']", UI_TIMEOUT)?;

@@ -3,7 +3,7 @@ import { beforeEach, describe, expect, it, vi } from "vitest";
 const invoke = vi.fn();
 vi.mock("@tauri-apps/api/core", () => ({ invoke: (...args: unknown[]) => invoke(...args) }));
 
-const { IPC_ERROR, IPC_UNAVAILABLE, appInfo, reportPainted, toUiError } = await import("./ipc");
+const { IPC_ERROR, IPC_UNAVAILABLE, appInfo, reportInteractive, toUiError } = await import("./ipc");
 
 describe("toUiError", () => {
   it("keeps a UiError from a Rust command as it is", () => {
@@ -32,7 +32,7 @@ describe("toUiError", () => {
   });
 });
 
-describe("reportPainted", () => {
+describe("reportInteractive", () => {
   beforeEach(() => {
     invoke.mockReset();
   });
@@ -41,16 +41,17 @@ describe("reportPainted", () => {
     const probe = vi.fn();
     vi.stubGlobal("__OSPREY_PAINT_PROBE__", probe);
     try {
-      reportPainted();
+      reportInteractive();
     } finally {
       vi.unstubAllGlobals();
     }
     expect(probe).toHaveBeenCalledTimes(1);
+    expect(probe).toHaveBeenCalledWith("interactive");
     expect(invoke).not.toHaveBeenCalled();
   });
 
   it("does nothing without a probe (the normal start)", () => {
-    expect(() => reportPainted()).not.toThrow();
+    expect(() => reportInteractive()).not.toThrow();
     expect(invoke).not.toHaveBeenCalled();
   });
 });

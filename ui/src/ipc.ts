@@ -108,12 +108,13 @@ export function inTauri(): boolean {
 }
 
 /**
- * Tells the start-up benchmark the first view is on screen. The desktop defines
+ * Tells the start-up benchmark the first view works: the app's script has run and taken over the
+ * view the page painted without it (src/prerender.ts). The desktop defines
  * `__OSPREY_PAINT_PROBE__` only when started with `OSPREY_PAINT_PROBE=1` (src-tauri/src/paint_probe.rs);
  * otherwise this is one property lookup that finds nothing.
  */
-export function reportPainted(): void {
-  (globalThis as { __OSPREY_PAINT_PROBE__?: () => void }).__OSPREY_PAINT_PROBE__?.();
+export function reportInteractive(): void {
+  (globalThis as { __OSPREY_PAINT_PROBE__?: (stage: string) => void }).__OSPREY_PAINT_PROBE__?.("interactive");
 }
 
 /**

@@ -1,9 +1,10 @@
-import { mount } from "svelte";
+import { hydrate, mount } from "svelte";
 import App from "./App.svelte";
 import "./app.css";
 import { applyTheme, rememberedTheme } from "./lib/theme";
 
-// The last chosen theme before the first paint; App reads the stored choice from the core.
+// The last chosen theme (the built page has painted it already, src/prerender.ts); App reads the
+// stored choice from the core.
 applyTheme(rememberedTheme());
 
 const target = document.getElementById("app");
@@ -11,4 +12,6 @@ if (!target) {
   throw new Error("index.html has no #app element");
 }
 
-export default mount(App, { target });
+// The built page already shows the first view (src/prerender.ts): take that markup over. The dev
+// server's page is empty: build it.
+export default target.firstChild ? hydrate(App, { target }) : mount(App, { target });

@@ -48,6 +48,26 @@ export function rememberedTheme(): Theme {
   }
 }
 
+/**
+ * `applyTheme(rememberedTheme())` for the first paint, before any module has loaded: the built
+ * index.html runs this function's source inline in its head (src/prerender.ts). So it uses
+ * nothing from outside its own body; theme.test.ts runs its source alone and holds it to
+ * `applyTheme`.
+ */
+export function paintRememberedTheme(): void {
+  let theme = "system";
+  try {
+    const value = localStorage.getItem("osprey.theme");
+    if (value === "light" || value === "dark" || value === "system") theme = value;
+  } catch {
+    // No storage: follow the system.
+  }
+  const dark = typeof matchMedia === "function" && matchMedia("(prefers-color-scheme: dark)").matches;
+  const root = document.documentElement;
+  root.dataset.theme = theme === "system" ? (dark ? "dark" : "light") : theme;
+  root.dataset.themeChoice = theme;
+}
+
 /** Repaints when the system switches between light and dark while following it. */
 export function followSystem(current: () => Theme): () => void {
   const query = window.matchMedia?.("(prefers-color-scheme: dark)");
