@@ -330,20 +330,29 @@ impl WebDriver {
         Ok(())
     }
 
-    /// Waits until the app's page (not the blank page a webview starts on) has loaded. Commands
-    /// sent while the webview is still navigating fail with "no such frame", so those are retried.
+    /// Waits until the app's page (not the blank page a webview starts on) has loaded and the
+    /// app's script has taken it over: the built page shows the chat view before its script runs
+    /// (ui/src/prerender.ts), and `ui/src/main.ts` marks the root `data-app="running"` once the
+    /// view works. Commands sent while the webview is still navigating fail with "no such
+    /// frame", so those are retried.
     pub fn wait_for_page_load(&self, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
-        let script = "return [document.readyState, window.location.href];";
+        let script = "return [document.readyState, window.location.href, \
+                      document.documentElement.dataset.app ?? null];";
         loop {
             let last = match self.execute(script, vec![]) {
                 Ok(value) => {
                     let state = value[0].as_str().unwrap_or_default();
                     let href = value[1].as_str().unwrap_or_default();
-                    if state == "complete" && !href.is_empty() && href != "about:blank" {
+                    let app = value[2].as_str().unwrap_or("not running");
+                    if state == "complete"
+                        && !href.is_empty()
+                        && href != "about:blank"
+                        && app == "running"
+                    {
                         return Ok(());
                     }
-                    format!("readyState {state}, at {href}")
+                    format!("readyState {state}, at {href}, app {app}")
                 }
                 Err(error) => error.to_string(),
             };

@@ -14,4 +14,9 @@ if (!target) {
 
 // The built page already shows the first view (src/prerender.ts): take that markup over. The dev
 // server's page is empty: build it.
-export default target.firstChild ? hydrate(App, { target }) : mount(App, { target });
+const app = target.firstChild ? hydrate(App, { target }) : mount(App, { target });
+// The view works from here on; until now it was the page's plain markup. What waits for the app
+// (the end-to-end harness) waits for this.
+document.documentElement.dataset.app = "running";
+
+export default app;
