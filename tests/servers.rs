@@ -36,27 +36,36 @@ impl ServerProcess {
 }
 
 impl ServerProcess {
-    /// Like `spawn`, with the lines the program prints.
+    /// Like `spawn`, with the lines the program prints: its output as is, its errors prefixed
+    /// with [`STDERR`]. The channel closes when the program has exited.
     fn spawn_reading(program: &Path, args: &[&str]) -> (ServerProcess, mpsc::Receiver<String>) {
         let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("starting {}: {e}", program.display()));
         let stdout = child.stdout.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
         let (sender, receiver) = mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead as _;
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let errors = sender.clone();
+        std::thread::spawn(move || forward_lines(stdout, "", sender));
+        std::thread::spawn(move || forward_lines(stderr, STDERR, errors));
         (ServerProcess(child), receiver)
+    }
+}
+
+/// How a line the program wrote to its standard error starts in `spawn_reading`'s channel.
+const STDERR: &str = "stderr: ";
+
+fn forward_lines(from: impl std::io::Read, prefix: &str, to: mpsc::Sender<String>) {
+    use std::io::BufRead as _;
+    for line in std::io::BufReader::new(from).lines() {
+        let Ok(line) = line else { break };
+        if to.send(format!("{prefix}{line}")).is_err() {
+            break;
+        }
     }
 }
 
@@ -436,6 +445,23 @@ impl Aiosmtpd {
     /// Starts the server for `user` / `password` with `certificates`' certificate. Check
     /// [`python_with_aiosmtpd`] first.
     pub fn start(user: &str, password: &str, certificates: &Certificates) -> Aiosmtpd {
+        // The ports are free when picked, not necessarily when the server binds them (tests run
+        // side by side): a server that exits before it is ready gets other ports, twice.
+        let mut attempt = 1;
+        loop {
+            let server = Aiosmtpd::spawn(user, password, certificates);
+            match server.wait("aiosmtpd ready", STARTUP, |line| line == "ready") {
+                Ok(_) => return server,
+                Err(Waited::Exited(why)) if attempt < 3 => {
+                    eprintln!("aiosmtpd: {why}; starting it again on other ports");
+                    attempt += 1;
+                }
+                Err(Waited::Exited(why) | Waited::TimedOut(why)) => panic!("{why}"),
+            }
+        }
+    }
+
+    fn spawn(user: &str, password: &str, certificates: &Certificates) -> Aiosmtpd {
         let python = python_with_aiosmtpd().expect("python3 with aiosmtpd");
         let (plain, starttls, tls) = (free_port(), free_port(), free_port());
         let (process, events) = ServerProcess::spawn_reading(
@@ -452,15 +478,13 @@ impl Aiosmtpd {
                 &tls.to_string(),
             ],
         );
-        let server = Aiosmtpd {
+        Aiosmtpd {
             plain,
             starttls,
             tls,
             events: Mutex::new(events),
             _process: process,
-        };
-        server.next("aiosmtpd ready", STARTUP, |line| line == "ready");
-        server
+        }
     }
 
     /// The next message the server received.
@@ -481,17 +505,58 @@ impl Aiosmtpd {
     }
 
     fn next(&self, what: &str, deadline: Duration, wanted: impl Fn(&str) -> bool) -> String {
+        self.wait(what, deadline, wanted)
+            .unwrap_or_else(|(Waited::Exited(why) | Waited::TimedOut(why))| panic!("{why}"))
+    }
+
+    /// The next line `wanted` accepts; else why none came, with what the server said on its
+    /// standard error meanwhile.
+    fn wait(
+        &self,
+        what: &str,
+        deadline: Duration,
+        wanted: impl Fn(&str) -> bool,
+    ) -> Result<String, Waited> {
         let events = self.events.lock().unwrap_or_else(|p| p.into_inner());
         let end = Instant::now() + deadline;
+        let mut errors: Vec<String> = vec![];
         loop {
             let left = end.saturating_duration_since(Instant::now());
+            let said = || match errors.len() {
+                0 => String::new(),
+                n => format!(
+                    "; its last errors: {}",
+                    errors[n.saturating_sub(10)..].join(" | ")
+                ),
+            };
             match events.recv_timeout(left) {
-                Ok(line) if wanted(&line) => return line,
-                Ok(_) => continue,
-                Err(_) => panic!("no {what} from aiosmtpd within {deadline:?}"),
+                Ok(line) if wanted(&line) => return Ok(line),
+                Ok(line) => {
+                    if let Some(error) = line.strip_prefix(STDERR) {
+                        errors.push(error.to_string());
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    return Err(Waited::TimedOut(format!(
+                        "no {what} from aiosmtpd within {deadline:?}{}",
+                        said()
+                    )));
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(Waited::Exited(format!(
+                        "aiosmtpd exited before {what}{}",
+                        said()
+                    )));
+                }
             }
         }
     }
+}
+
+/// Why a line from aiosmtpd did not come.
+enum Waited {
+    Exited(String),
+    TimedOut(String),
 }
 
 /// The user Radicale knows.

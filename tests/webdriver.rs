@@ -249,9 +249,17 @@ impl WebDriver {
         let mut last = String::new();
         loop {
             if let Some(element) = self.find(css)? {
-                last = self.text(&element)?;
-                if accept(&last) {
-                    return Ok(last);
+                match self.text(&element) {
+                    Ok(text) => {
+                        last = text;
+                        if accept(&last) {
+                            return Ok(last);
+                        }
+                    }
+                    // The page replaced the element between the two requests (a reply turns
+                    // from plain text into rendered markdown): look it up again.
+                    Err(error) if error.to_string().contains("stale element reference") => {}
+                    Err(error) => return Err(error),
                 }
             }
             if Instant::now() >= deadline {
