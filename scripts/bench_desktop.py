@@ -394,7 +394,8 @@ def main():
                 painted, working, pss, names = measure(name, binary, takes_data_dir, scratch,
                                                        args.timeout, args.settle)
                 results[name]["paint"].append(painted)
-                results[name]["working"].append(working if working is not None else painted)
+                if working is not None:
+                    results[name]["working"].append(working)
                 results[name]["pss"].append(pss)
                 print(f"bench: {name} run {round_ + 1}: painted {fmt_seconds(painted)}"
                       + (f", working {fmt_seconds(working)}" if working is not None else "")
@@ -410,7 +411,7 @@ def main():
             window_manager.wait()
         reap_zombies()
 
-    median = {name: {key: statistics.median(values) for key, values in figures.items()}
+    median = {name: {key: statistics.median(values) for key, values in figures.items() if values}
               for name, figures in results.items()}
     deb = newest_deb(target)
     osprey_size, floor_size = os.path.getsize(osprey) // 1024, os.path.getsize(floor) // 1024

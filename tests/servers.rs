@@ -445,23 +445,6 @@ impl Aiosmtpd {
     /// Starts the server for `user` / `password` with `certificates`' certificate. Check
     /// [`python_with_aiosmtpd`] first.
     pub fn start(user: &str, password: &str, certificates: &Certificates) -> Aiosmtpd {
-        // The ports are free when picked, not necessarily when the server binds them (tests run
-        // side by side): a server that exits before it is ready gets other ports, twice.
-        let mut attempt = 1;
-        loop {
-            let server = Aiosmtpd::spawn(user, password, certificates);
-            match server.wait("aiosmtpd ready", STARTUP, |line| line == "ready") {
-                Ok(_) => return server,
-                Err(Waited::Exited(why)) if attempt < 3 => {
-                    eprintln!("aiosmtpd: {why}; starting it again on other ports");
-                    attempt += 1;
-                }
-                Err(Waited::Exited(why) | Waited::TimedOut(why)) => panic!("{why}"),
-            }
-        }
-    }
-
-    fn spawn(user: &str, password: &str, certificates: &Certificates) -> Aiosmtpd {
         let python = python_with_aiosmtpd().expect("python3 with aiosmtpd");
         let (plain, starttls, tls) = (free_port(), free_port(), free_port());
         let (process, events) = ServerProcess::spawn_reading(
@@ -478,13 +461,15 @@ impl Aiosmtpd {
                 &tls.to_string(),
             ],
         );
-        Aiosmtpd {
+        let server = Aiosmtpd {
             plain,
             starttls,
             tls,
             events: Mutex::new(events),
             _process: process,
-        }
+        };
+        server.next("aiosmtpd ready", STARTUP, |line| line == "ready");
+        server
     }
 
     /// The next message the server received.
@@ -504,59 +489,33 @@ impl Aiosmtpd {
         serde_json::from_str(&line).unwrap()
     }
 
+    /// The next line `wanted` accepts; panics when none comes in time or the server exits,
+    /// quoting what it said on its standard error meanwhile.
     fn next(&self, what: &str, deadline: Duration, wanted: impl Fn(&str) -> bool) -> String {
-        self.wait(what, deadline, wanted)
-            .unwrap_or_else(|(Waited::Exited(why) | Waited::TimedOut(why))| panic!("{why}"))
-    }
-
-    /// The next line `wanted` accepts; else why none came, with what the server said on its
-    /// standard error meanwhile.
-    fn wait(
-        &self,
-        what: &str,
-        deadline: Duration,
-        wanted: impl Fn(&str) -> bool,
-    ) -> Result<String, Waited> {
         let events = self.events.lock().unwrap_or_else(|p| p.into_inner());
         let end = Instant::now() + deadline;
         let mut errors: Vec<String> = vec![];
         loop {
             let left = end.saturating_duration_since(Instant::now());
-            let said = || match errors.len() {
-                0 => String::new(),
-                n => format!(
-                    "; its last errors: {}",
-                    errors[n.saturating_sub(10)..].join(" | ")
-                ),
-            };
-            match events.recv_timeout(left) {
-                Ok(line) if wanted(&line) => return Ok(line),
+            let why = match events.recv_timeout(left) {
+                Ok(line) if wanted(&line) => return line,
                 Ok(line) => {
                     if let Some(error) = line.strip_prefix(STDERR) {
                         errors.push(error.to_string());
                     }
+                    continue;
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    return Err(Waited::TimedOut(format!(
-                        "no {what} from aiosmtpd within {deadline:?}{}",
-                        said()
-                    )));
+                    format!("no {what} from aiosmtpd within {deadline:?}")
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(Waited::Exited(format!(
-                        "aiosmtpd exited before {what}{}",
-                        said()
-                    )));
+                    format!("aiosmtpd exited before {what}")
                 }
-            }
+            };
+            let said = &errors[errors.len().saturating_sub(10)..];
+            panic!("{why}; its last errors: [{}]", said.join(" | "));
         }
     }
-}
-
-/// Why a line from aiosmtpd did not come.
-enum Waited {
-    Exited(String),
-    TimedOut(String),
 }
 
 /// The user Radicale knows.

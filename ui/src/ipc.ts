@@ -109,7 +109,7 @@ export function inTauri(): boolean {
 
 /**
  * Tells the start-up benchmark the first view works: the app's script has run and taken over the
- * view the page painted without it (src/prerender.ts). The desktop defines
+ * view the page painted without it (src/prerender.ts; main.ts calls this once). The desktop defines
  * `__OSPREY_PAINT_PROBE__` only when started with `OSPREY_PAINT_PROBE=1` (src-tauri/src/paint_probe.rs);
  * otherwise this is one property lookup that finds nothing.
  */

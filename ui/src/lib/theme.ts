@@ -50,9 +50,9 @@ export function rememberedTheme(): Theme {
 
 /**
  * `applyTheme(rememberedTheme())` for the first paint, before any module has loaded: the built
- * index.html runs this function's source inline in its head (src/prerender.ts). So it uses
- * nothing from outside its own body; theme.test.ts runs its source alone and holds it to
- * `applyTheme`.
+ * index.html runs this function's source inline in its head (src/prerender.ts; main.ts calls it
+ * on the dev server's empty page). So it uses nothing from outside its own body; theme.test.ts
+ * runs its source alone and holds it to `applyTheme`.
  */
 export function paintRememberedTheme(): void {
   let theme = "system";
