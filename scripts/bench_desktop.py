@@ -247,7 +247,9 @@ class Launch:
 
 def fresh_env(home):
     env = dict(os.environ)
-    for name in ("WAYLAND_DISPLAY", "OSPREY_DATA_DIR"):
+    # A launch from the desktop's menu has no backtrace variables; with them set, every error
+    # value Osprey makes at start (no provider set up yet) walks its stack.
+    for name in ("WAYLAND_DISPLAY", "OSPREY_DATA_DIR", "RUST_BACKTRACE", "RUST_LIB_BACKTRACE"):
         env.pop(name, None)
     env.update({
         "HOME": home,
@@ -263,20 +265,20 @@ def fresh_env(home):
     return env
 
 
-def measure(name, binary, takes_data_dir, scratch, timeout, settle_deadline):
+def measure(name, binary, is_osprey, scratch, timeout, settle_deadline):
     """One launch: (seconds to paint, seconds to working (None for the floor, which has no
-    script), settled PSS in kB, names of the processes). Osprey takes a data folder; the floor
-    does not."""
+    script), settled PSS in kB, names of the processes). Osprey takes a data folder and reports
+    a working view; the floor does neither."""
     run = tempfile.mkdtemp(prefix=f"{name}-", dir=scratch)
     home = os.path.join(run, "home")
     os.makedirs(home)
     argv = [binary]
-    if takes_data_dir:
+    if is_osprey:
         argv += ["--data-dir", os.path.join(run, "data")]
     launch = Launch(argv, fresh_env(home), os.path.join(run, "log"))
     try:
         painted = launch.wait_for(PAINTED, timeout)
-        working = launch.wait_for(INTERACTIVE, timeout) if takes_data_dir else None
+        working = launch.wait_for(INTERACTIVE, timeout) if is_osprey else None
         pss, settled = settle(lambda: tree_pss_kb(launch.process.pid), deadline=settle_deadline)
         if not settled:
             print(f"bench: {name}: PSS still moving after {settle_deadline:.0f} s; took the last "
@@ -384,14 +386,14 @@ def main():
     subjects = [("osprey", osprey, True), ("floor", floor, False)]
     results = {name: {"paint": [], "working": [], "pss": []} for name, _, _ in subjects}
     try:
-        for name, binary, takes_data_dir in subjects:
+        for name, binary, is_osprey in subjects:
             # Untimed: brings the binary and WebKit's libraries into the page cache.
-            measure(name, binary, takes_data_dir, scratch, args.timeout, 2.0)
+            measure(name, binary, is_osprey, scratch, args.timeout, 2.0)
         for round_ in range(args.runs):
             # Alternating the order spreads the machine's other load over both sides.
             order = subjects if round_ % 2 == 0 else subjects[::-1]
-            for name, binary, takes_data_dir in order:
-                painted, working, pss, names = measure(name, binary, takes_data_dir, scratch,
+            for name, binary, is_osprey in order:
+                painted, working, pss, names = measure(name, binary, is_osprey, scratch,
                                                        args.timeout, args.settle)
                 results[name]["paint"].append(painted)
                 if working is not None:

@@ -144,6 +144,23 @@ class Parsing(unittest.TestCase):
         self.assertEqual(bench.parent_from_stat(bench.read_stat(os.getpid())), os.getppid())
 
 
+class Environment(unittest.TestCase):
+    def test_a_launch_gets_a_fresh_home_and_no_backtrace_or_wayland_variables(self):
+        saved = dict(os.environ)
+        os.environ.update({"RUST_BACKTRACE": "1", "RUST_LIB_BACKTRACE": "1",
+                           "WAYLAND_DISPLAY": "wayland-0", "OSPREY_DATA_DIR": "/elsewhere"})
+        try:
+            env = bench.fresh_env("/tmp/bench-home")
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        for name in ("RUST_BACKTRACE", "RUST_LIB_BACKTRACE", "WAYLAND_DISPLAY", "OSPREY_DATA_DIR"):
+            self.assertNotIn(name, env)
+        self.assertEqual(env["HOME"], "/tmp/bench-home")
+        self.assertEqual(env["XDG_CACHE_HOME"], "/tmp/bench-home/.cache")
+        self.assertEqual(env["OSPREY_PAINT_PROBE"], "1")
+
+
 class Settle(unittest.TestCase):
     def run_settle(self, values, **options):
         samples = iter(values)
