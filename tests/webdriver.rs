@@ -46,6 +46,38 @@ pub struct Response {
     pub body: Value,
 }
 
+/// An error the driver answered with (the WebDriver spec's error object), kept typed so a caller
+/// can tell one error code from another.
+#[derive(Debug)]
+pub struct WebDriverError {
+    /// The request, as `METHOD path`.
+    pub request: String,
+    pub status: u16,
+    /// The spec's error code, such as `stale element reference` or `no such element`.
+    pub code: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for WebDriverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: HTTP {}: {} {}",
+            self.request, self.status, self.code, self.message
+        )
+    }
+}
+
+impl std::error::Error for WebDriverError {}
+
+/// Whether `error` is the driver saying the element it was asked about left the page (the page
+/// replaced it between two requests).
+fn is_stale(error: &anyhow::Error) -> bool {
+    error
+        .downcast_ref::<WebDriverError>()
+        .is_some_and(|e| e.code == "stale element reference")
+}
+
 /// Sends one request to `127.0.0.1:port` and parses the JSON answer.
 pub fn http_request(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<Response> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))
@@ -181,12 +213,13 @@ impl WebDriver {
             other => other,
         };
         if response.status >= 400 {
-            bail!(
-                "{method} {path}: HTTP {}: {} {}",
-                response.status,
-                value["error"].as_str().unwrap_or("error"),
-                value["message"].as_str().unwrap_or_default()
-            );
+            return Err(WebDriverError {
+                request: format!("{method} {path}"),
+                status: response.status,
+                code: value["error"].as_str().unwrap_or("error").to_string(),
+                message: value["message"].as_str().unwrap_or_default().to_string(),
+            }
+            .into());
         }
         Ok(value)
     }
@@ -210,7 +243,7 @@ impl WebDriver {
         let mut attempts = 0;
         let value = loop {
             match self.session_command("POST", "/elements", Some(&body)) {
-                Err(error) if attempts < 5 && error.to_string().contains("stale element") => {
+                Err(error) if attempts < 5 && is_stale(&error) => {
                     attempts += 1;
                     std::thread::sleep(Duration::from_millis(50));
                 }
@@ -258,7 +291,7 @@ impl WebDriver {
                     }
                     // The page replaced the element between the two requests (a reply turns
                     // from plain text into rendered markdown): look it up again.
-                    Err(error) if error.to_string().contains("stale element reference") => {}
+                    Err(error) if is_stale(&error) => {}
                     Err(error) => return Err(error),
                 }
             }
@@ -451,5 +484,35 @@ impl Drop for WebDriver {
     fn drop(&mut self) {
         // Best effort: the driver may already be gone, and the process group is killed anyway.
         let _ = self.delete_session();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answered(code: &str) -> anyhow::Error {
+        WebDriverError {
+            request: "GET /session/1/element/2/text".into(),
+            status: 404,
+            code: code.into(),
+            message: "gone".into(),
+        }
+        .into()
+    }
+
+    #[test]
+    fn only_the_stale_element_code_counts_as_stale_even_under_context() {
+        assert!(is_stale(&answered("stale element reference")));
+        assert!(is_stale(
+            &answered("stale element reference").context("reading the reply")
+        ));
+        assert!(!is_stale(&answered("no such element")));
+        // A message that merely mentions it is not the driver's code.
+        assert!(!is_stale(&anyhow!("stale element reference")));
+        assert_eq!(
+            answered("no such element").to_string(),
+            "GET /session/1/element/2/text: HTTP 404: no such element gone"
+        );
     }
 }
