@@ -399,7 +399,9 @@ fn osprey_own_see_lists_the_chat_and_settings_controls_by_name() -> Result<()> {
 }
 
 /// What has the keyboard focus: enough to tell a real control from a stray one, and whether a
-/// focus ring shows, and at what contrast against what is behind it.
+/// focus ring shows, and at what contrast against what is behind it. A control with no test id
+/// is named by its place among the body's elements (focusing a page's link loads that page's
+/// chunk, which adds links to the head).
 const FOCUSED: &str = r#"
 const e = document.activeElement;
 if (!e || e === document.body || e === document.documentElement) return null;
@@ -417,7 +419,7 @@ const ring = outline || (s.boxShadow && s.boxShadow !== 'none');
 const ringColour = outline ? s.outlineColor : s.boxShadow;
 return {
   id: e.dataset.testid || e.id || (e.tagName + ':' + (e.getAttribute('aria-label') || e.textContent || '').trim().slice(0, 30)
-    + '#' + [...document.querySelectorAll('*')].indexOf(e)),
+    + '#' + [...document.body.querySelectorAll('*')].indexOf(e)),
   tag: e.tagName.toLowerCase(),
   control, ring, ringColour,
   ringContrast: a11y.ratio(a11y.parse(ringColour) || {r: 0, g: 0, b: 0, a: 1}, a11y.background(holder.parentElement || holder)),
