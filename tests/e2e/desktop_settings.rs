@@ -395,6 +395,16 @@ fn the_dark_theme_renders_and_is_kept() -> Result<()> {
         channels.len() == 3 && channels.iter().all(|c| *c < 60),
         "the page background is {background}, not dark"
     );
+    // The window itself never scrolls, however far down the page the control was: the page
+    // scrolls inside the shell, which always fills the window.
+    let window_scroll = script(
+        driver,
+        "const d = document.scrollingElement; return [d.scrollTop, d.scrollHeight - d.clientHeight];",
+    )?;
+    ensure!(
+        window_scroll == json!([0, 0]),
+        "the window scrolled (scrollTop, scrollable height): {window_scroll}"
+    );
     app.save_screenshot("settings-dark")?;
     open_page(driver, "chat", "Chat")?;
     app.save_screenshot("chat-dark")?;
