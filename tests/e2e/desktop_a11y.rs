@@ -425,6 +425,7 @@ return {
   ringContrast: a11y.ratio(a11y.parse(ringColour) || {r: 0, g: 0, b: 0, a: 1}, a11y.background(holder.parentElement || holder)),
   visible: r.width > 0 && r.height > 0 && r.bottom > 0 && r.right > 0 && r.top < innerHeight && r.left < innerWidth,
   inDialog: !!e.closest('[aria-modal="true"]'),
+  windowScroll: document.scrollingElement.scrollTop,
 };
 "#;
 
@@ -528,10 +529,17 @@ fn install_helpers(driver: &WebDriver) -> Result<()> {
 /// the ids of the controls reached, in order.
 fn tab_round(driver: &WebDriver, page: &str) -> Result<Vec<String>> {
     install_helpers(driver)?;
-    driver.execute(
-        "document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); return true;",
+    // The window has nothing to scroll: the page scrolls inside the shell, and an element
+    // placed outside that scroll area (its containing block the window) would make the window
+    // scrollable and let focus or a click pull the whole shell up.
+    let window = driver.execute(
+        "document.activeElement && document.activeElement.blur(); const d = document.scrollingElement; return [d.scrollHeight, d.clientHeight];",
         vec![],
     )?;
+    ensure!(
+        window[0].as_f64() <= window[1].as_f64(),
+        "on {page}, the window itself can scroll (scroll height, height): {window}"
+    );
     let mut reached: Vec<String> = Vec::new();
     let mut blanks = 0;
     for _ in 0..120 {
@@ -567,6 +575,12 @@ fn tab_round(driver: &WebDriver, page: &str) -> Result<Vec<String>> {
         ensure!(
             focused["visible"] == true,
             "on {page}, the focus went to {id}, which is not on screen: {focused}"
+        );
+        // The page scrolls inside the shell; the window itself never does (a control placed
+        // outside the page's scroll area would pull the whole shell up when focused).
+        ensure!(
+            focused["windowScroll"] == 0,
+            "on {page}, focusing {id} scrolled the window itself: {focused}"
         );
         let contrast = focused["ringContrast"].as_f64().unwrap_or_default();
         ensure!(
