@@ -3,17 +3,18 @@
 // first view of every launch and stays in the first script; without the other pages that
 // script is half the size, and a window that is only chatted in never parses them.
 import type { Component } from "svelte";
+import { LazyImport } from "./lib/lazyImport.svelte";
 import type { RouteId } from "./lib/router";
 
 export type LazyRoute = Exclude<RouteId, "chat">;
 
-export type ViewLoaders = Record<LazyRoute, () => Promise<{ default: Component }>>;
+type Page = { default: Component };
 
-const LOADERS: ViewLoaders = {
-  approvals: () => import("./features/approvals/ApprovalsView.svelte"),
-  store: () => import("./features/store/StoreView.svelte"),
-  apps: () => import("./features/apps/AppsView.svelte"),
-  settings: () => import("./features/settings/SettingsView.svelte"),
+const PAGES: Record<LazyRoute, LazyImport<Page>> = {
+  approvals: new LazyImport<Page>(() => import("./features/approvals/ApprovalsView.svelte")),
+  store: new LazyImport<Page>(() => import("./features/store/StoreView.svelte")),
+  apps: new LazyImport<Page>(() => import("./features/apps/AppsView.svelte")),
+  settings: new LazyImport<Page>(() => import("./features/settings/SettingsView.svelte")),
 };
 
 /** Whether `route` is a page loaded on demand (every known page but Chat). */
@@ -21,24 +22,12 @@ export function isLazy(route: RouteId | null): route is LazyRoute {
   return route !== null && route !== "chat";
 }
 
-/** A loader of pages through `loaders`: each is imported once, whoever asks first; a failed
- * import (the app's files changed under it) is tried again by the next call. */
-export function viewLoader(loaders: ViewLoaders): (route: LazyRoute) => Promise<Component> {
-  const pending = new Map<LazyRoute, Promise<Component>>();
-  return (route) => {
-    let load = pending.get(route);
-    if (!load) {
-      load = loaders[route]().then(
-        (module) => module.default,
-        (reason: unknown) => {
-          pending.delete(route);
-          throw reason;
-        },
-      );
-      pending.set(route, load);
-    }
-    return load;
-  };
+/** Loads a page (once; a failed import is tried again by the next call). */
+export async function loadView(route: LazyRoute): Promise<void> {
+  await PAGES[route].load();
 }
 
-export const loadView = viewLoader(LOADERS);
+/** The page's component once loaded, else undefined; reactive, like `LazyImport.value`. */
+export function loadedView(route: LazyRoute): Component | undefined {
+  return PAGES[route].value?.default;
+}

@@ -7,27 +7,20 @@
 // reply never flashes as plain text first. A reply that arrives before the chunk shows as plain
 // text until then and is formatted the moment it lands.
 
+import { LazyImport } from "../../lib/lazyImport.svelte";
+
 type Markdown = typeof import("./markdown");
 
-let loaded = $state<Markdown | null>(null);
-let pending: Promise<Markdown> | null = null;
+const renderer = new LazyImport<Markdown>(() => import("./markdown"));
 
 /** The renderer, loading it on the first call; every call shares the one import. */
 export function loadMarkdown(): Promise<Markdown> {
-  pending ??= import("./markdown").then(
-    (module) => (loaded = module),
-    (reason: unknown) => {
-      // A failed import (the app's files changed under it) may be tried again by the next call.
-      pending = null;
-      throw reason;
-    },
-  );
-  return pending;
+  return renderer.load();
 }
 
 /** The renderer once loaded, or null; reading it in a template re-renders when it arrives. */
 export function markdown(): Markdown | null {
-  return loaded;
+  return renderer.value;
 }
 
 let requested = false;
