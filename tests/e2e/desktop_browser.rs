@@ -333,11 +333,11 @@ fn the_agent_browses_in_the_native_profile_within_the_navigation_policy() -> Res
     let (error, snap, _) = result("snap")?;
     ensure!(!error, "snapshot failed: {snap}");
     ensure!(
-        snap.contains("- button \"Change the text\" [e2]"),
+        snap.contains("\ne2 button \"Change the text\""),
         "the snapshot lacks the button's ref: {snap}"
     );
     ensure!(
-        snap.contains("- textbox \"Your name\" [e3]") && snap.contains("[e4]"),
+        snap.contains("\ne3 textbox \"Your name\"") && snap.contains("\ne4 "),
         "the snapshot lacks the text field's ref: {snap}"
     );
 
@@ -606,7 +606,7 @@ fn with_hidden_windows_the_agent_browses_off_screen() -> Result<()> {
     }
     let snap = text_of(&results["snap"].1);
     ensure!(
-        snap.contains("- button \"Change the text\" [e2]"),
+        snap.contains("\ne2 button \"Change the text\""),
         "the hidden page's snapshot: {snap}"
     );
     let keys = text_of(&results["keys"].1);

@@ -4,8 +4,9 @@
 //! (`benches/playwright/peer.mjs`, its `ariaSnapshot` in the `ai` mode Playwright makes for
 //! agents, with element refs as ours has). Both sides are timed from here, the peer
 //! through one stdin/stdout line per step (a round trip of microseconds next to milliseconds).
-//! The size of each snapshot's text is printed too, in characters and in tokens estimated at
-//! four characters a token, the usual rule for English and markup.
+//! The size of each snapshot's text is printed too, in characters and in tokens as two real
+//! tokenizers count them (Anthropic's published one and OpenAI's o200k, run by the peer): an
+//! estimate of four characters a token undercounts this kind of text by 1.7x.
 //!
 //! The peer needs `node` and `npm ci` in `benches/playwright` (scripts/bench does it); without
 //! them only our side runs, and it says why. The native profile's figures come from the desktop's
@@ -111,23 +112,48 @@ fn benches(c: &mut Criterion) {
             group.bench_function("navigate_snapshot_playwright", |b| {
                 b.iter(|| peer.ask("navigate"))
             });
-            let size = |text: &str| {
-                let chars = text.chars().count();
-                format!("{chars} characters (~{} tokens)", chars / 4)
-            };
             let mut text = |command: &str| -> String {
                 serde_json::from_str(peer.ask(command).trim()).expect("a JSON string")
             };
             let (ai, plain) = (text("text"), text("text-default"));
+            // Tokens as two real tokenizers count them (the peer's `tokens`): Anthropic's
+            // published one and OpenAI's o200k.
+            let mut tokens = |text: &str| -> [f64; 2] {
+                let command = format!("tokens {}", serde_json::to_string(text).expect("JSON"));
+                let answer = peer.ask(&command);
+                let counts: Vec<f64> = answer
+                    .split_whitespace()
+                    .skip(1)
+                    .map(|n| n.parse().expect("a token count"))
+                    .collect();
+                [counts[0], counts[1]]
+            };
+            let (ours_tokens, ai_tokens, plain_tokens) =
+                (tokens(&ours), tokens(&ai), tokens(&plain));
+            let size = |text: &str, t: [f64; 2]| {
+                format!(
+                    "{} characters, {} / {} tokens",
+                    text.chars().count(),
+                    t[0],
+                    t[1]
+                )
+            };
+            let ratio = |theirs: [f64; 2]| {
+                format!(
+                    "ours {:.2}x / {:.2}x",
+                    ours_tokens[0] / theirs[0].max(1.0),
+                    ours_tokens[1] / theirs[1].max(1.0)
+                )
+            };
             eprintln!(
-                "browser snapshot text of the 1,000-element page: ours {}; Playwright's \
-                 ariaSnapshot for agents (mode ai, refs) {} (ours {:.2}x); its default \
-                 ariaSnapshot (no refs to act on) {} (ours {:.2}x)",
-                size(&ours),
-                size(&ai),
-                ours.chars().count() as f64 / ai.chars().count().max(1) as f64,
-                size(&plain),
-                ours.chars().count() as f64 / plain.chars().count().max(1) as f64,
+                "browser snapshot text of the 1,000-element page (tokens by Anthropic's tokenizer / \
+                 OpenAI's o200k): ours {}; Playwright's ariaSnapshot for agents (mode ai, refs) \
+                 {} ({}); its default ariaSnapshot (no refs to act on) {} ({})",
+                size(&ours, ours_tokens),
+                size(&ai, ai_tokens),
+                ratio(ai_tokens),
+                size(&plain, plain_tokens),
+                ratio(plain_tokens),
             );
         }
         Err(why) => eprintln!("the Playwright baseline is skipped: {why}"),

@@ -166,7 +166,7 @@ const BROWSER_ACTIONS: &[(&str, &str, ApprovalNeed)] = {
         ),
         (
             "snapshot",
-            "The page as an indented tree of elements with refs (e12), roles, names, values, states; scope with ref/selector, page with offset",
+            "The page as an indented tree, one line per element: its ref (e12), role, name, value, states (`e12 link \"Docs\" -> /docs`); scope with ref/selector, page with offset",
             Free,
         ),
         (

@@ -208,8 +208,10 @@
     try {
       const url = new URL(href);
       const here = new URL(el.ownerDocument.location.href);
-      if (url.origin === here.origin) return url.pathname + url.search + url.hash;
-      return url.href;
+      if (url.origin !== here.origin) return url.href;
+      // A place on this very page is its fragment, as the page's own markup writes it.
+      if (url.hash && url.pathname === here.pathname && url.search === here.search) return url.hash;
+      return url.pathname + url.search + url.hash;
     } catch (_) {
       return href;
     }
@@ -227,7 +229,7 @@
     };
     const flush = () => {
       const text = squash(pending);
-      if (text) push(pendingDepth, '- text: ' + cut(text, MAX_TEXT));
+      if (text) push(pendingDepth, 'text: ' + cut(text, MAX_TEXT));
       pending = '';
     };
     const addText = (text, depth) => {
@@ -239,10 +241,11 @@
 
     function emit(el, role, depth) {
       const doc = el.ownerDocument;
-      let line = '- ' + role;
+      // The ref comes first, as in the desktop's element list (`B3 button "Save"`): a bare
+      // `e12` costs a model two tokens fewer than a bracketed one, on every element of the page.
+      let line = refOf(el) + ' ' + role;
       const name = cut(nameOf(el, role), MAX_NAME);
       if (name) line += ' ' + quote(name);
-      line += ' [' + refOf(el) + ']';
       const value = valueOf(el, role);
       if (value !== null && value !== name) line += ' = ' + quote(cut(value, MAX_TEXT));
       const states = statesOf(el, role, doc);
@@ -280,7 +283,7 @@
           const options = Array.from(el.options);
           options.slice(0, MAX_OPTIONS).forEach((o) => push(depth + 1, emit(o, 'option', depth + 1)));
           if (options.length > MAX_OPTIONS) {
-            push(depth + 1, '- … ' + (options.length - MAX_OPTIONS) + ' more options (select takes a value or label)');
+            push(depth + 1, '… ' + (options.length - MAX_OPTIONS) + ' more options (select takes a value or label)');
           }
         } else if (role && LEAF.has(role)) {
           flush();

@@ -74,9 +74,11 @@ const FORM: &str = r#"<!doctype html><title>Form</title>
 </form>
 <p>Fill the form and press <b>Send</b>.</p>"#;
 
-const LINKS: &str = r#"<!doctype html><title>Links</title><nav><ul>
+const LINKS: &str = r##"<!doctype html><title>Links</title><nav><ul>
 <li><a href="/form">Go to form</a></li><li><a href="/menu">Menu</a></li>
-<li><a href="https://example.com/x">Elsewhere</a></li></ul></nav>"#;
+<li><a href="https://example.com/x">Elsewhere</a></li>
+<li><a href="#end">To the end</a></li><li><a href="/links?page=2#end">Next page</a></li></ul></nav>
+<p id=end>The end of the links.</p>"##;
 
 const SELF_NAV: &str = r#"<!doctype html><title>Moving</title><p>Leaving soon</p>
 <script>setTimeout(() => { location.href = '/form'; }, 300);</script>"#;
@@ -181,15 +183,20 @@ impl Rig {
     }
 }
 
-/// The ref of the first snapshot line containing `needle`.
+/// The ref of the first snapshot line containing `needle`: the line's first word
+/// (`e12 button "Send"`).
 pub fn ref_of(snapshot: &str, needle: &str) -> String {
     let line = snapshot
         .lines()
         .find(|l| l.contains(needle))
         .unwrap_or_else(|| panic!("no line with {needle:?} in:\n{snapshot}"));
-    let start = line.find("[e").unwrap() + 1;
-    let end = start + line[start..].find(']').unwrap();
-    line[start..end].to_string()
+    let word = line.split_whitespace().next().unwrap_or_default();
+    assert!(
+        word.strip_prefix('e')
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())),
+        "the line {line:?} does not start with a ref"
+    );
+    word.to_string()
 }
 
 pub fn image_of(r: &ToolResult) -> Option<(&str, &str)> {

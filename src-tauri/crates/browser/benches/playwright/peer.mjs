@@ -6,8 +6,14 @@
 //   snapshot      -> the snapshot of the loaded page      -> "ok <characters>"
 //   text          -> the snapshot itself, on one line (a JSON string)
 //   text-default  -> the default aria snapshot (no refs), the same way
+//   tokens <JSON string> -> "ok <Claude tokens> <o200k tokens>": the string's length in tokens by
+//                    Anthropic's published tokenizer (@anthropic-ai/tokenizer; exact for Claude's
+//                    older models, an approximation for newer ones) and by OpenAI's o200k
+//                    encoding (gpt-tokenizer; exact for GPT-4o and later)
 // Usage: node peer.mjs <chromium executable> <page url>
 import { createInterface } from "node:readline";
+import { countTokens as claudeTokens } from "@anthropic-ai/tokenizer";
+import { countTokens as o200kTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { chromium } from "playwright-core";
 
 const [executablePath, url] = process.argv.slice(2);
@@ -33,6 +39,9 @@ for await (const line of lines) {
       process.stdout.write(`${JSON.stringify(await snapshot())}\n`);
     } else if (line === "text-default") {
       process.stdout.write(`${JSON.stringify(await page.ariaSnapshot())}\n`);
+    } else if (line.startsWith("tokens ")) {
+      const text = JSON.parse(line.slice("tokens ".length));
+      process.stdout.write(`ok ${claudeTokens(text)} ${o200kTokens(text)}\n`);
     } else {
       process.stdout.write(`error unknown command ${line}\n`);
     }

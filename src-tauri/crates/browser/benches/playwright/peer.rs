@@ -17,11 +17,17 @@ impl Peer {
     /// Starts `peer.mjs` from `dir` (this folder, with its `node_modules`) on `chromium`, at
     /// `url`.
     pub fn start(dir: &Path, chromium: &Path, url: &str) -> Result<Peer, String> {
-        if !dir.join("node_modules/playwright-core").exists() {
-            return Err(format!(
-                "playwright-core is not installed: run `npm ci --prefix {}`",
-                dir.display()
-            ));
+        for module in [
+            "playwright-core",
+            "@anthropic-ai/tokenizer",
+            "gpt-tokenizer",
+        ] {
+            if !dir.join("node_modules").join(module).exists() {
+                return Err(format!(
+                    "{module} is not installed: run `npm ci --prefix {}`",
+                    dir.display()
+                ));
+            }
         }
         let mut child = Command::new("node")
             .arg(dir.join("peer.mjs"))
