@@ -6,7 +6,9 @@
 //!   `type: object` and no `oneOf`, `allOf` or `anyOf` at its top level; tool names match
 //!   `^[a-zA-Z0-9_-]{1,128}$`; an image block (in a message or a tool result) is base64 of
 //!   `image/jpeg`, `image/png`, `image/gif` or `image/webp`, the data must decode, and its bytes
-//!   must be of the format named.
+//!   must be of the format named; the base64 of one image is at most 5 MiB, its sides at most
+//!   8,000 px (2,000 px in a request of more than 20 images); a request carries at most 100
+//!   images.
 //! - OpenAI Chat Completions (`/chat/completions`): a function's `parameters` must have
 //!   `type: object` at the top; names match `^[a-zA-Z0-9_-]{1,64}$`.
 
@@ -52,55 +54,92 @@ fn anthropic_images(body: &Value) -> Option<String> {
     use base64::Engine;
     const TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
     let messages = body.get("messages")?.as_array()?;
+    let mut images = Vec::new();
     for (i, message) in messages.iter().enumerate() {
         let blocks = message["content"].as_array().into_iter().flatten();
         for (j, block) in blocks.enumerate() {
             let nested = block["content"].as_array().into_iter().flatten();
-            for (path, image) in std::iter::once((format!("messages.{i}.content.{j}"), block))
-                .chain(nested.enumerate().map(|(k, inner)| {
-                    (
-                        format!("messages.{i}.content.{j}.tool_result.content.{k}"),
-                        inner,
-                    )
-                }))
-                .filter(|(_, b)| b["type"] == "image")
-            {
-                let source = &image["source"];
-                if source["type"] != "base64" {
-                    continue;
-                }
-                let media = source["media_type"].as_str().unwrap_or_default();
-                if !TYPES.contains(&media) {
-                    return Some(format!(
-                        "{path}.image.source.base64.media_type: Input should be 'image/jpeg', \
-                         'image/png', 'image/gif' or 'image/webp'"
-                    ));
-                }
-                let data = source["data"].as_str().unwrap_or_default();
-                let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data) else {
-                    return Some(format!(
-                        "{path}.image.source.base64.data: invalid base64 data"
-                    ));
-                };
-                // The API reads the image: bytes of another format than the one named are
-                // refused.
-                let magic: &[u8] = match media {
-                    "image/png" => b"\x89PNG\r\n\x1a\n",
-                    "image/jpeg" => &[0xFF, 0xD8, 0xFF],
-                    "image/gif" => b"GIF8",
-                    _ => b"RIFF",
-                };
-                if !bytes.starts_with(magic) {
-                    return Some(format!(
-                        "{path}.image.source.base64: Image does not match the provided media type \
-                         {media}"
-                    ));
-                }
-            }
+            images.extend(
+                std::iter::once((format!("messages.{i}.content.{j}"), block))
+                    .chain(nested.enumerate().map(|(k, inner)| {
+                        (
+                            format!("messages.{i}.content.{j}.tool_result.content.{k}"),
+                            inner,
+                        )
+                    }))
+                    .filter(|(_, b)| b["type"] == "image" && b["source"]["type"] == "base64"),
+            );
+        }
+    }
+    if images.len() > MAX_IMAGES {
+        return Some(format!(
+            "too many images and documents: {} + 0 > {MAX_IMAGES}",
+            images.len()
+        ));
+    }
+    // In a request of more than 20 images, each must be smaller.
+    let max_side = if images.len() > 20 { 2_000 } else { 8_000 };
+    for (path, image) in images {
+        let source = &image["source"];
+        let media = source["media_type"].as_str().unwrap_or_default();
+        if !TYPES.contains(&media) {
+            return Some(format!(
+                "{path}.image.source.base64.media_type: Input should be 'image/jpeg', \
+                 'image/png', 'image/gif' or 'image/webp'"
+            ));
+        }
+        let data = source["data"].as_str().unwrap_or_default();
+        // The limit is on the base64 text, not on the bytes it stands for.
+        if data.len() > MAX_BASE64 {
+            return Some(format!(
+                "{path}.image.source.base64: image exceeds 5 MB maximum: {} bytes > {MAX_BASE64} \
+                 bytes",
+                data.len()
+            ));
+        }
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data) else {
+            return Some(format!(
+                "{path}.image.source.base64.data: invalid base64 data"
+            ));
+        };
+        // The API reads the image: bytes of another format than the one named are refused.
+        let magic: &[u8] = match media {
+            "image/png" => b"\x89PNG\r\n\x1a\n",
+            "image/jpeg" => &[0xFF, 0xD8, 0xFF],
+            "image/gif" => b"GIF8",
+            _ => b"RIFF",
+        };
+        if !bytes.starts_with(magic) {
+            return Some(format!(
+                "{path}.image.source.base64: Image does not match the provided media type {media}"
+            ));
+        }
+        let size = image::ImageReader::new(std::io::Cursor::new(&bytes))
+            .with_guessed_format()
+            .ok()
+            .and_then(|reader| reader.into_dimensions().ok());
+        if let Some((width, height)) = size
+            && width.max(height) > max_side
+        {
+            let which = if max_side == 2_000 {
+                " for many-image requests"
+            } else {
+                ""
+            };
+            return Some(format!(
+                "{path}.image.source.base64.data: At least one of the image dimensions exceed max \
+                 allowed size{which}: {max_side} pixels"
+            ));
         }
     }
     None
 }
+
+/// The most images (and documents) one Anthropic request may carry.
+const MAX_IMAGES: usize = 100;
+
+/// The longest base64 text of one image Anthropic takes (5 MiB).
+const MAX_BASE64: usize = 5 * 1024 * 1024;
 
 fn anthropic_tools(body: &Value) -> Option<String> {
     let tools = body.get("tools")?.as_array()?;
@@ -196,6 +235,65 @@ mod tests {
             "tool_use_id": "t1", "content": [{"type": "image",
             "source": {"type": "base64", "media_type": "text/html", "data": ""}}]}]}]});
         assert!(refusal("/v1/messages", &in_result).is_some());
+    }
+
+    fn png_of(width: u32, height: u32) -> String {
+        use base64::Engine;
+        let mut out = std::io::Cursor::new(Vec::new());
+        image::RgbImage::new(width, height)
+            .write_to(&mut out, image::ImageFormat::Png)
+            .unwrap();
+        base64::engine::general_purpose::STANDARD.encode(out.into_inner())
+    }
+
+    fn with_images(images: &[String]) -> Value {
+        let blocks: Vec<Value> = images
+            .iter()
+            .map(|data| {
+                json!({"type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": data}})
+            })
+            .collect();
+        json!({"messages": [{"role": "user", "content": blocks}]})
+    }
+
+    fn message_of(body: &Value) -> String {
+        let (status, error) = refusal("/v1/messages", body).expect("refused");
+        assert_eq!(status, 400);
+        error["error"]["message"].as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn anthropic_refuses_images_over_its_size_and_count_limits() {
+        let small = png_of(16, 16);
+        assert!(refusal("/v1/messages", &with_images(&[png_of(8000, 10)])).is_none());
+        assert_eq!(
+            message_of(&with_images(&[png_of(8001, 10)])),
+            "messages.0.content.0.image.source.base64.data: At least one of the image dimensions \
+             exceed max allowed size: 8000 pixels"
+        );
+        // Over 20 images, a side of 2,001 is too long; with 20 it is not.
+        let mut twenty = vec![small.clone(); 19];
+        twenty.push(png_of(2001, 10));
+        assert!(refusal("/v1/messages", &with_images(&twenty)).is_none());
+        twenty.insert(0, small.clone());
+        assert_eq!(
+            message_of(&with_images(&twenty)),
+            "messages.0.content.20.image.source.base64.data: At least one of the image dimensions \
+             exceed max allowed size for many-image requests: 2000 pixels"
+        );
+        assert_eq!(
+            message_of(&with_images(&vec![small.clone(); 101])),
+            "too many images and documents: 101 + 0 > 100"
+        );
+        assert!(refusal("/v1/messages", &with_images(&vec![small; 100])).is_none());
+        // 5 MiB of base64 at most; the text is measured, not what it decodes to.
+        let over = format!("iVBORw0KGgo{}", "A".repeat(5 * 1024 * 1024));
+        assert_eq!(
+            message_of(&with_images(&[over])),
+            "messages.0.content.0.image.source.base64: image exceeds 5 MB maximum: 5242891 bytes \
+             > 5242880 bytes"
+        );
     }
 
     #[test]

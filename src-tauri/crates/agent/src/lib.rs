@@ -10,6 +10,7 @@
 pub mod advisors;
 pub mod agent_tool;
 pub mod embedding;
+pub mod images;
 pub mod mcp;
 pub mod message;
 pub mod outbox;

@@ -27,6 +27,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use crate::images;
 use crate::message::{
     ChatRequest, InputImage, Message, Part, Role, StopReason, StreamEvent, ToolSpec, Usage,
 };
@@ -453,6 +454,13 @@ impl Runner {
     async fn play(&self, turn: &TurnRequest) -> Result<TurnOutcome> {
         let config = &self.inner.config;
         let mut transcript = self.transcript(&turn.session_id)?;
+        // A session stored before images were fitted on arrival may hold one a provider refuses
+        // (and would refuse again at every request).
+        for message in transcript.messages.iter_mut() {
+            if images::needs_fitting(message) {
+                *message = within_image_limits(message.clone()).await;
+            }
+        }
         // What arrived since the last turn joins the conversation before the person's message.
         let arrived = match &self.sources().inbox {
             Some(inbox) => inbox(&turn.session_id),
@@ -463,7 +471,7 @@ impl Runner {
             let seq = self.persist(turn, &note, None).await?;
             transcript.push(note, seq);
         }
-        let user = Message::user_with_images(&turn.input, &turn.images);
+        let user = within_image_limits(Message::user_with_images(&turn.input, &turn.images)).await;
         let user_seq = self.persist(turn, &user, None).await?;
         transcript.push(user, user_seq);
 
@@ -501,6 +509,7 @@ impl Runner {
                 };
                 self.steer(turn, step, &mut request).await;
                 self.pre_send(turn, &mut request).await;
+                images::cap_images(&mut request.messages, images::MAX_IMAGES);
                 match self.stream_step(turn, step, request).await {
                     // The window was a guess (or unknown): learn it from the refusal, compact
                     // to fit under it, and try once more.
@@ -594,10 +603,11 @@ impl Runner {
                 }
             }
             let results = self.run_tools(turn, seq, calls, &bad_arguments).await?;
-            let feedback = Message {
+            let feedback = within_image_limits(Message {
                 role: Role::User,
                 content: results,
-            };
+            })
+            .await;
             let feedback_seq = self.persist(turn, &feedback, None).await?;
             transcript.push(feedback, feedback_seq);
             if turn.cancel.is_cancelled() {
@@ -1216,6 +1226,34 @@ impl ResponseStreamHook {
 
     fn send(&self, text: &str) {
         let _ = self.pieces.send(text.to_string());
+    }
+}
+
+/// The message with its images within what the models take ([`images`]): fitted on a blocking
+/// thread when one may be over (decoding and scaling a 4K screenshot takes tens of
+/// milliseconds), before it is stored, so it is fitted once.
+async fn within_image_limits(message: Message) -> Message {
+    if !images::needs_fitting(&message) {
+        return message;
+    }
+    let original = message.clone();
+    let fitted = tokio::task::spawn_blocking(move || {
+        let mut message = message;
+        let changed = images::fit_message(&mut message);
+        (message, changed)
+    })
+    .await;
+    match fitted {
+        Ok((message, changed)) => {
+            if changed > 0 {
+                tracing::info!(changed, "images fitted to what the models take");
+            }
+            message
+        }
+        Err(error) => {
+            tracing::warn!(%error, "fitting the images failed; they go as they are");
+            original
+        }
     }
 }
 

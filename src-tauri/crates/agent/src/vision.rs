@@ -7,7 +7,7 @@
 //! the newest image in the conversation (a browser screenshot, a window the person attached).
 //! Images from the conversation come from its stored history, so nothing is captured again and
 //! the model is asked about exactly what the agent saw. Files larger than the providers take are
-//! scaled down to [`MAX_EDGE`] pixels on the long edge first.
+//! scaled down to [`crate::images::MAX_EDGE`] pixels on the long edge first.
 //!
 //! **The model** is the `vision.model` setting when set (a model on the same provider that sees
 //! better or costs less), else the conversation's own. The call is one model request with no
@@ -36,18 +36,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::advisors::json_object;
+use crate::images::{PASS_BYTES, fit, mime_of};
 use crate::message::{InputImage, Message, Part};
 use crate::subagent::SubAgents;
 
-/// The longest edge of an image sent for analysis, in pixels (what the providers recommend; a
-/// larger one is scaled down by them or refused).
-pub const MAX_EDGE: u32 = 1_568;
-
 /// The largest image file read, in bytes.
 const MAX_FILE_BYTES: u64 = 30 * 1024 * 1024;
-
-/// Images at most this large (base64 aside) and no larger than [`MAX_EDGE`] go as they are.
-const PASS_BYTES: usize = 3_700_000;
 
 /// The longest answer asked for, in tokens.
 const ANSWER_TOKENS: u32 = 2_048;
@@ -423,7 +417,7 @@ fn image_in(content: &[ContentBlock]) -> Option<InputImage> {
 }
 
 /// An image file as the providers take it: PNG, JPEG, GIF or WebP by its first bytes; a PNG or
-/// JPEG larger than [`MAX_EDGE`] or [`PASS_BYTES`] scaled down (and a PNG photo re-encoded as
+/// JPEG larger than [`crate::images::MAX_EDGE`] or [`PASS_BYTES`] scaled down (and a PNG photo re-encoded as
 /// JPEG when that is what makes it small enough).
 fn read_image_file(path: &Path) -> Result<InputImage, String> {
     let meta =
@@ -446,7 +440,10 @@ fn read_image_file(path: &Path) -> Result<InputImage, String> {
         )
     })?;
     let bytes = match mime {
-        "image/png" | "image/jpeg" => fit(&bytes, mime)?,
+        "image/png" | "image/jpeg" => {
+            let fit = fit(&bytes, mime)?;
+            (fit.bytes, fit.mime)
+        }
         _ if bytes.len() > PASS_BYTES => {
             return Err(format!(
                 "{} is a {mime} larger than {} MB; convert it to PNG or JPEG so it can be scaled",
@@ -460,62 +457,6 @@ fn read_image_file(path: &Path) -> Result<InputImage, String> {
         mime_type: bytes.1.to_string(),
         data: base64::engine::general_purpose::STANDARD.encode(&bytes.0),
     })
-}
-
-fn mime_of(bytes: &[u8]) -> Option<&'static str> {
-    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some("image/png")
-    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        Some("image/jpeg")
-    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
-        Some("image/gif")
-    } else if bytes.len() > 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
-        Some("image/webp")
-    } else {
-        None
-    }
-}
-
-/// The image as it is when small enough, else scaled to [`MAX_EDGE`] and encoded again.
-fn fit(bytes: &[u8], mime: &'static str) -> Result<(Vec<u8>, &'static str), String> {
-    let format = if mime == "image/png" {
-        image::ImageFormat::Png
-    } else {
-        image::ImageFormat::Jpeg
-    };
-    let decoded = image::load_from_memory_with_format(bytes, format)
-        .map_err(|e| format!("the image cannot be decoded: {e}"))?;
-    let (width, height) = (decoded.width(), decoded.height());
-    if width.max(height) <= MAX_EDGE && bytes.len() <= PASS_BYTES {
-        return Ok((bytes.to_vec(), mime));
-    }
-    let scaled = if width.max(height) > MAX_EDGE {
-        decoded.resize(MAX_EDGE, MAX_EDGE, image::imageops::FilterType::Triangle)
-    } else {
-        decoded
-    };
-    let encode = |format| {
-        let mut out = std::io::Cursor::new(Vec::new());
-        scaled
-            .write_to(&mut out, format)
-            .map(|_| out.into_inner())
-            .map_err(|e| format!("the scaled image cannot be encoded: {e}"))
-    };
-    let png = if mime == "image/png" {
-        Some(encode(image::ImageFormat::Png)?)
-    } else {
-        None
-    };
-    match png {
-        Some(png) if png.len() <= PASS_BYTES => Ok((png, "image/png")),
-        _ => {
-            let rgb = image::DynamicImage::ImageRgb8(scaled.to_rgb8());
-            let mut out = std::io::Cursor::new(Vec::new());
-            rgb.write_to(&mut out, image::ImageFormat::Jpeg)
-                .map_err(|e| format!("the scaled image cannot be encoded: {e}"))?;
-            Ok((out.into_inner(), "image/jpeg"))
-        }
-    }
 }
 
 fn invalid(message: impl Into<String>) -> ToolResult {
@@ -722,7 +663,7 @@ mod tests {
             .decode(&image.data)
             .unwrap();
         let decoded = image::load_from_memory(&bytes).unwrap();
-        assert_eq!(decoded.width(), MAX_EDGE);
+        assert_eq!(decoded.width(), crate::images::MAX_EDGE);
         assert_eq!(decoded.height(), 523);
 
         let small = dir.path().join("small.png");

@@ -23,7 +23,7 @@ use osprey_tools::{
     ApprovalNeed, Approver, Call, CallFacts, DomainTool, FieldType, FixedApprover, Level,
     PathGuard, Policy, Registry, RegistryConfig, Safeguard, ToolContext,
 };
-use osprey_types::{ApprovalAnswer, ApprovalRequest, ErrorCode, Origin, ToolResult};
+use osprey_types::{ApprovalAnswer, ApprovalRequest, ContentBlock, ErrorCode, Origin, ToolResult};
 use serde_json::{Value, json};
 use server::{Reply, Server};
 use tokio::sync::{Notify, mpsc};
@@ -45,6 +45,7 @@ impl Probe {
                     ("look", "Look at a thing", ApprovalNeed::None),
                     ("change", "Change a thing", ApprovalNeed::Required),
                     ("wait", "Wait until cancelled", ApprovalNeed::None),
+                    ("shot", "Images: q is WxH or WxH*N", ApprovalNeed::None),
                 ],
             )
             .field("q", FieldType::String, "What to look at or change");
@@ -68,6 +69,7 @@ impl DomainTool for Probe {
             match call.action() {
                 "look" => ToolResult::text(format!("looked at {q}")),
                 "change" => ToolResult::text(format!("changed {q}")),
+                "shot" => shots(&q),
                 _ => {
                     self.waiting.notify_one();
                     ctx.cancel.cancelled().await;
@@ -75,6 +77,34 @@ impl DomainTool for Probe {
                 }
             }
         })
+    }
+}
+
+/// `shot`'s result: `N` (default 1) PNG images of `W`x`H`, a gradient, after a line of text.
+fn shots(q: &str) -> ToolResult {
+    use base64::Engine;
+    let (size, count) = q.split_once('*').unwrap_or((q, "1"));
+    let (w, h) = size.split_once('x').expect("WxH");
+    let (w, h): (u32, u32) = (w.parse().unwrap(), h.parse().unwrap());
+    let mut png = Vec::new();
+    image::RgbImage::from_fn(w, h, |x, y| {
+        image::Rgb([(x % 256) as u8, (y % 256) as u8, 90])
+    })
+    .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+    .unwrap();
+    let data = base64::engine::general_purpose::STANDARD.encode(&png);
+    let mut content = vec![ContentBlock::Text {
+        text: format!("{count} images of {w}x{h}"),
+    }];
+    for _ in 0..count.parse::<usize>().unwrap() {
+        content.push(ContentBlock::Image {
+            mime_type: "image/png".into(),
+            data: data.clone(),
+        });
+    }
+    ToolResult {
+        content,
+        ..ToolResult::text("")
     }
 }
 
@@ -863,4 +893,128 @@ async fn every_known_hook_fires_in_a_turn_and_no_other() {
 
 fn runner_with_url(fx: &Fixture, wire: Wire, url: &str) -> Runner {
     runner(fx, wire, url, 8)
+}
+
+/// Image sizes (and the texts) of the tool results a request carried.
+fn result_images(request: &Value) -> (Vec<(u32, u32)>, Vec<String>) {
+    use base64::Engine;
+    let (mut sizes, mut texts) = (Vec::new(), Vec::new());
+    for message in request["messages"].as_array().unwrap() {
+        for block in message["content"].as_array().into_iter().flatten() {
+            for inner in block["content"].as_array().into_iter().flatten() {
+                if inner["type"] == "image" {
+                    let data = inner["source"]["data"].as_str().unwrap();
+                    let bytes = base64::engine::general_purpose::STANDARD
+                        .decode(data)
+                        .unwrap();
+                    let size = image::ImageReader::new(std::io::Cursor::new(bytes))
+                        .with_guessed_format()
+                        .unwrap()
+                        .into_dimensions()
+                        .unwrap();
+                    sizes.push(size);
+                } else if let Some(text) = inner["text"].as_str() {
+                    texts.push(text.to_string());
+                }
+            }
+        }
+    }
+    (sizes, texts)
+}
+
+/// Against a loopback Anthropic that refuses what the real API refuses (a side over 8,000 px,
+/// base64 over 5 MiB, more than 100 images): images over what the models take are scaled as
+/// they arrive, stored that way, and the turn goes on; the model is told the factor.
+#[tokio::test]
+async fn images_models_would_refuse_are_scaled_as_they_arrive_and_the_turn_goes_on() {
+    use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
+    let fx = fixture();
+    let shot = |id: &str, q: &str| {
+        ScriptedReply::call(
+            id,
+            "probe",
+            json!({"resource": "thing", "action": "shot", "q": q}),
+        )
+    };
+    let server = AnthropicServer::start(vec![
+        shot("t1", "9000x40"),
+        shot("t2", "3840x2160"),
+        ScriptedReply::text("I saw both."),
+        ScriptedReply::text("Still there."),
+    ])
+    .unwrap();
+    let runner = runner(&fx, Wire::Anthropic, &server.url(), 8);
+    let outcome = runner
+        .run_turn(TurnRequest::new("s1", "take two pictures"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop, TurnStop::EndTurn, "{outcome:?}");
+    assert_eq!(outcome.text, "I saw both.");
+
+    let seen = server.seen();
+    let (sizes, texts) = result_images(&seen[2]);
+    assert_eq!(sizes, [(1568, 7), (1568, 882)]);
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("scaled from 9000x40 to 1568x7")),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("scaled from 3840x2160 to 1568x882") && t.contains("0.408")),
+        "{texts:?}"
+    );
+    // Stored fitted: the next turn sends the same, without fitting again.
+    let outcome = runner
+        .run_turn(TurnRequest::new("s1", "and now?"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.text, "Still there.");
+    assert_eq!(result_images(&server.seen()[3]).0, sizes);
+}
+
+#[tokio::test]
+async fn a_request_carries_the_newest_hundred_images_and_says_where_older_ones_were() {
+    use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
+    let fx = fixture();
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::call(
+            "t1",
+            "probe",
+            json!({"resource": "thing", "action": "shot", "q": "16x16*70"}),
+        ),
+        ScriptedReply::call(
+            "t2",
+            "probe",
+            json!({"resource": "thing", "action": "shot", "q": "24x24*70"}),
+        ),
+        ScriptedReply::text("That is a lot of pictures."),
+    ])
+    .unwrap();
+    let runner = runner(&fx, Wire::Anthropic, &server.url(), 8);
+    let outcome = runner
+        .run_turn(TurnRequest::new("s1", "take many pictures"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.text, "That is a lot of pictures.", "{outcome:?}");
+    let (sizes, texts) = result_images(&server.seen()[2]);
+    assert_eq!(sizes.len(), 100);
+    // The oldest 40 gave way; all 70 of the newest call are there.
+    assert_eq!(sizes.iter().filter(|s| **s == (24, 24)).count(), 70);
+    assert_eq!(
+        texts
+            .iter()
+            .filter(|t| t.as_str() == osprey_agent::images::IMAGE_OVER_COUNT)
+            .count(),
+        40
+    );
+    // The session itself keeps every image: only the request leaves them out.
+    let stored = fx.db.sessions().messages("s1").unwrap();
+    let stored_images = stored
+        .iter()
+        .map(|m| m.content.to_string().matches("\"type\":\"image\"").count())
+        .sum::<usize>();
+    assert_eq!(stored_images, 140);
 }

@@ -229,7 +229,8 @@ impl Chats {
     /// [`Chats::send_with`] with an image the person attached (the tray's window snapshot), as
     /// a `data:image/...;base64,` URL: it goes to the model beside the text and stays in the
     /// session's history. An image that is not one (or over [`MAX_IMAGE_BYTES`]) is refused
-    /// with `invalid_image`, and nothing is sent.
+    /// with `invalid_image`, and nothing is sent; one larger than the models take is scaled or
+    /// encoded again on its way (`osprey_agent::images`).
     pub async fn send_with_image(
         &self,
         session_id: Option<String>,

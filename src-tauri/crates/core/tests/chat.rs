@@ -567,3 +567,58 @@ async fn an_attached_image_reaches_the_model_with_the_question_and_stays_in_the_
         }
     );
 }
+
+/// A photo the person attaches that the API would refuse (its base64 over Anthropic's 5 MiB: a
+/// loopback server refuses it as the real one does) is encoded again before it goes, and the
+/// session goes on with it.
+#[tokio::test]
+async fn an_attached_photo_too_large_for_the_api_goes_as_a_smaller_jpeg() {
+    use base64::Engine;
+    use osprey_core::chat::ModelPick;
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::text("a noisy picture"),
+        ScriptedReply::text("still noisy"),
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let core = core_with_stored_anthropic(dir.path(), &server);
+    let chats = Chats::new(core.clone());
+    let mut events = core.subscribe();
+    // Noise PNG cannot compress: 1,500 x 1,500 is about 6.75 MB, 9 MB of base64.
+    let mut state = 0x9e37_79b9_u32;
+    let noise = image::RgbImage::from_fn(1500, 1500, |_, _| {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        let [r, g, b, _] = state.to_le_bytes();
+        image::Rgb([r, g, b])
+    });
+    let mut png = Vec::new();
+    noise
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+    let data = base64::engine::general_purpose::STANDARD.encode(&png);
+    assert!(data.len() > 5 * 1024 * 1024);
+    let url = format!("data:image/png;base64,{data}");
+
+    let session = chats
+        .send_with_image(None, "what is this?", &ModelPick::default(), Some(&url))
+        .await
+        .unwrap();
+    let seen = events_until(&mut events, turn_ended).await;
+    assert!(
+        matches!(seen.last(), Some(CoreEvent::ChatTurnFinished { text, .. }) if text == "a noisy picture"),
+        "{seen:?}"
+    );
+    let request = server.seen().pop().unwrap();
+    let source = &request["messages"][0]["content"][0]["source"];
+    assert_eq!(source["media_type"], "image/jpeg");
+    assert!(source["data"].as_str().unwrap().len() <= 5 * 1024 * 1024);
+
+    chats.send(Some(session.clone()), "and now?").await.unwrap();
+    let seen = events_until(&mut events, turn_ended).await;
+    assert!(
+        matches!(seen.last(), Some(CoreEvent::ChatTurnFinished { text, .. }) if text == "still noisy"),
+        "{seen:?}"
+    );
+}

@@ -69,7 +69,8 @@ pub enum SeeTarget {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SeeOptions {
     pub quality: Quality,
-    /// Downscale the image to at most this width (the width tier); `None` keeps full size.
+    /// Downscale the image to at most this width (the width tier). Either way its longest edge
+    /// is at most [`crate::render::MODEL_MAX_EDGE`].
     pub max_width: Option<u32>,
     /// Draw the element boxes and IDs.
     pub annotate: bool,

@@ -1,7 +1,7 @@
-//! The annotated image: the capture, optionally downscaled to a width tier, with a coloured box
-//! and an ID label drawn for every element (labels in an embedded 8x8 bitmap font, so no font
-//! file is needed on any platform), then encoded by quality tier (PNG with fast compression by
-//! default, JPEG for the smallest payload).
+//! The annotated image: the capture, downscaled to what models see (and optionally to a width
+//! tier), with a coloured box and an ID label drawn for every element (labels in an embedded 8x8
+//! bitmap font, so no font file is needed on any platform), then encoded by quality tier (PNG
+//! with fast compression by default, JPEG for the smallest payload).
 
 use image::codecs::jpeg::JpegEncoder;
 use image::codecs::png::{CompressionType, FilterType, PngEncoder};
@@ -73,17 +73,33 @@ pub fn encode(image: &RgbImage, quality: Quality) -> Result<Encoded> {
     })
 }
 
-/// The capture scaled to at most `max_width` (never up), with the factor applied.
+/// The longest edge an image is given by default: what the models see of it. Anthropic scales
+/// anything longer down to it before Claude looks (and refuses images whose base64 passes 5 MiB,
+/// which a 4K screenshot's PNG does); OpenAI's high detail keeps even less (768 px on the short
+/// side). So pixels beyond it cost time to encode and upload and show the model nothing.
+pub const MODEL_MAX_EDGE: u32 = 1_568;
+
+/// The capture scaled to at most `max_width` wide and [`MODEL_MAX_EDGE`] on its longest edge
+/// (never up), with the factor applied.
 pub fn downscale(image: &RgbImage, max_width: Option<u32>) -> (RgbImage, f64) {
-    match max_width {
-        Some(max) if max > 0 && image.width() > max => {
-            let scale = f64::from(max) / f64::from(image.width());
-            let height = ((f64::from(image.height()) * scale).round() as u32).max(1);
-            // `thumbnail` averages areas: fast and clean for large reductions.
-            (image::imageops::thumbnail(image, max, height), scale)
-        }
-        _ => (image.clone(), 1.0),
+    let (width, height) = (f64::from(image.width()), f64::from(image.height()));
+    let by_width = match max_width {
+        Some(max) if max > 0 => f64::from(max) / width,
+        _ => 1.0,
+    };
+    let scale = by_width
+        .min(f64::from(MODEL_MAX_EDGE) / width.max(height))
+        .min(1.0);
+    if scale >= 1.0 {
+        return (image.clone(), 1.0);
     }
+    let new_width = ((width * scale).round() as u32).max(1);
+    let new_height = ((height * scale).round() as u32).max(1);
+    // `thumbnail` averages areas: fast and clean for large reductions.
+    (
+        image::imageops::thumbnail(image, new_width, new_height),
+        scale,
+    )
 }
 
 /// What [`annotate`] drew, in image pixels, so callers and tests know where pixels changed.
@@ -226,7 +242,17 @@ mod tests {
         let (small, scale) = downscale(&image, Some(1280));
         assert_eq!((small.width(), small.height()), (1280, 720));
         assert!((scale - 2.0 / 3.0).abs() < 1e-9);
-        let (same, scale) = downscale(&image, Some(4000));
-        assert_eq!((same.width(), scale), (1920, 1.0));
+        // With no width asked for, or a larger one, the longest edge is kept to what models see.
+        for asked in [None, Some(4000)] {
+            let (fitted, scale) = downscale(&image, asked);
+            assert_eq!((fitted.width(), fitted.height()), (1568, 882), "{asked:?}");
+            assert!((scale - 1568.0 / 1920.0).abs() < 1e-9);
+        }
+        // A portrait monitor is fitted by its height.
+        let (tall, _) = downscale(&RgbImage::new(1080, 1920), None);
+        assert_eq!((tall.width(), tall.height()), (882, 1568));
+        // Smaller images are never scaled up.
+        let (same, scale) = downscale(&RgbImage::new(800, 600), Some(1280));
+        assert_eq!((same.width(), same.height(), scale), (800, 600, 1.0));
     }
 }

@@ -1,0 +1,453 @@
+//! Images as the model APIs take them. One image a provider refuses is sent again with every
+//! later request of its session and stops the session for good, so every image that joins a
+//! conversation (a tool's screenshot, an app's or an MCP server's image, a picture the person
+//! attaches) is kept within the strictest published limits of the providers Osprey speaks to:
+//!
+//! - Anthropic refuses an image whose base64 is over 5 MiB (`image exceeds 5 MB maximum`), one
+//!   over 8,000 px on a side, and, in a request of more than 20 images, one over 2,000 px; it
+//!   takes at most 100 images a request, and scales anything over 1,568 px on the long edge down
+//!   itself before Claude looks.
+//! - OpenAI (detail high) scales to 2,048 px, then to 768 px on the short side.
+//!
+//! So an image over [`MAX_EDGE`] on its long edge or over [`PASS_BYTES`] is scaled to
+//! [`MAX_EDGE`] (what Claude would see anyway, more than OpenAI keeps) and encoded again: PNG when
+//! that is small enough, else JPEG. A tool result then says so, with the factor, because its
+//! coordinates are the original's. An image that cannot be read, or a GIF or WebP too large
+//! (only PNG and JPEG are decoded here), is left out with a note saying why. A request carries at
+//! most [`MAX_IMAGES`]: older ones give way to a note.
+
+use base64::Engine;
+use osprey_types::ContentBlock;
+
+use crate::message::{Message, Part};
+use crate::runner::tokens::image_size;
+
+/// The longest edge of an image sent to a model, in pixels.
+pub const MAX_EDGE: u32 = 1_568;
+
+/// The most bytes an image may have: its base64 (4/3 of it, 4.93 MB) stays under Anthropic's
+/// 5 MiB.
+pub const PASS_BYTES: usize = 3_700_000;
+
+/// The most images one request carries (Anthropic's limit; OpenAI takes 500).
+pub const MAX_IMAGES: usize = 100;
+
+/// What replaces an image beyond [`MAX_IMAGES`].
+pub const IMAGE_OVER_COUNT: &str =
+    "[an earlier image was left out here: a request carries at most 100 images]";
+
+/// The format of image bytes by their first bytes: PNG, JPEG, GIF or WebP.
+pub fn mime_of(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() > 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+/// A PNG or JPEG as it is when within the limits, else scaled to [`MAX_EDGE`] and encoded
+/// again (PNG stays PNG when that is small enough); with its size before and after.
+pub fn fit(bytes: &[u8], mime: &'static str) -> Result<Fit, String> {
+    let format = match mime {
+        "image/png" => image::ImageFormat::Png,
+        "image/jpeg" => image::ImageFormat::Jpeg,
+        other => return Err(format!("{other} images cannot be scaled here")),
+    };
+    let decoded = image::load_from_memory_with_format(bytes, format)
+        .map_err(|e| format!("the image cannot be decoded: {e}"))?;
+    let from = (decoded.width(), decoded.height());
+    if from.0.max(from.1) <= MAX_EDGE && bytes.len() <= PASS_BYTES {
+        return Ok(Fit {
+            bytes: bytes.to_vec(),
+            mime,
+            from,
+            to: from,
+        });
+    }
+    let scaled = if from.0.max(from.1) > MAX_EDGE {
+        decoded.resize(MAX_EDGE, MAX_EDGE, image::imageops::FilterType::Triangle)
+    } else {
+        decoded
+    };
+    let to = (scaled.width(), scaled.height());
+    let encode = |image: &image::DynamicImage, format| {
+        let mut out = std::io::Cursor::new(Vec::new());
+        image
+            .write_to(&mut out, format)
+            .map(|_| out.into_inner())
+            .map_err(|e| format!("the scaled image cannot be encoded: {e}"))
+    };
+    if mime == "image/png" {
+        let png = encode(&scaled, image::ImageFormat::Png)?;
+        if png.len() <= PASS_BYTES {
+            return Ok(Fit {
+                bytes: png,
+                mime: "image/png",
+                from,
+                to,
+            });
+        }
+    }
+    let rgb = image::DynamicImage::ImageRgb8(scaled.to_rgb8());
+    let jpeg = encode(&rgb, image::ImageFormat::Jpeg)?;
+    if jpeg.len() > PASS_BYTES {
+        return Err(format!(
+            "it is {} bytes even scaled to {}x{} as a JPEG",
+            jpeg.len(),
+            to.0,
+            to.1
+        ));
+    }
+    Ok(Fit {
+        bytes: jpeg,
+        mime: "image/jpeg",
+        from,
+        to,
+    })
+}
+
+/// An image within the limits: its bytes and format, its size before and after.
+#[derive(Debug)]
+pub struct Fit {
+    pub bytes: Vec<u8>,
+    pub mime: &'static str,
+    pub from: (u32, u32),
+    pub to: (u32, u32),
+}
+
+/// Whether base64 image data may be over the limits: too long, over [`MAX_EDGE`] by its header,
+/// or with no header to read. Cheap: no decoding beyond the header.
+pub fn may_be_over(data: &str) -> bool {
+    data.len() > PASS_BYTES.div_ceil(3) * 4
+        || image_size(data).is_none_or(|(w, h)| w.max(h) > MAX_EDGE)
+}
+
+/// What becomes of one base64 image.
+enum Outcome {
+    Kept,
+    Scaled {
+        mime: String,
+        data: String,
+        note: Option<String>,
+    },
+    LeftOut(String),
+}
+
+fn fit_base64(mime_type: &str, data: &str) -> Outcome {
+    if !may_be_over(data) {
+        return Outcome::Kept;
+    }
+    let engine = base64::engine::general_purpose::STANDARD;
+    let Ok(bytes) = engine.decode(data) else {
+        return Outcome::LeftOut("[an image was left out here: its base64 is damaged]".into());
+    };
+    let Some(mime) = mime_of(&bytes) else {
+        return Outcome::LeftOut(format!(
+            "[an image was left out here: it is not a PNG, JPEG, GIF or WebP ({mime_type} by its \
+             label)]"
+        ));
+    };
+    match fit(&bytes, mime) {
+        Ok(fit) if fit.from == fit.to && fit.mime == mime && mime == mime_type => Outcome::Kept,
+        Ok(fit) => Outcome::Scaled {
+            // Only a change of size matters to the model: coordinates it reads elsewhere in the
+            // result are the original's.
+            note: (fit.from != fit.to).then(|| {
+                format!(
+                    "[the image above was scaled from {}x{} to {}x{} to fit what models take: its \
+                     pixels are the original's times {:.3}]",
+                    fit.from.0,
+                    fit.from.1,
+                    fit.to.0,
+                    fit.to.1,
+                    f64::from(fit.to.0) / f64::from(fit.from.0.max(1))
+                )
+            }),
+            mime: fit.mime.to_string(),
+            data: engine.encode(&fit.bytes),
+        },
+        Err(why) => Outcome::LeftOut(format!("[an image was left out here: {why}]")),
+    }
+}
+
+/// Whether any image of the message may be over the limits (see [`may_be_over`]).
+pub fn needs_fitting(message: &Message) -> bool {
+    message.content.iter().any(|part| match part {
+        Part::Image { data, .. } => may_be_over(data),
+        Part::ToolResult { content, .. } => content
+            .iter()
+            .any(|block| matches!(block, ContentBlock::Image { data, .. } if may_be_over(data))),
+        _ => false,
+    })
+}
+
+/// Brings every image of the message within the limits, in place: scaled (a tool result gets a
+/// note of the factor after the image) or left out with a note. Returns how many changed.
+/// Decodes only images that may be over, so a message within them costs a header read each.
+pub fn fit_message(message: &mut Message) -> usize {
+    let mut changed = 0;
+    let mut parts = Vec::with_capacity(message.content.len());
+    for part in message.content.drain(..) {
+        match part {
+            Part::Image { mime_type, data } => match fit_base64(&mime_type, &data) {
+                Outcome::Kept => parts.push(Part::Image { mime_type, data }),
+                Outcome::Scaled { mime, data, .. } => {
+                    changed += 1;
+                    parts.push(Part::Image {
+                        mime_type: mime,
+                        data,
+                    });
+                }
+                Outcome::LeftOut(note) => {
+                    changed += 1;
+                    parts.push(Part::Text { text: note });
+                }
+            },
+            Part::ToolResult {
+                call_id,
+                is_error,
+                content,
+            } => {
+                let mut blocks = Vec::with_capacity(content.len());
+                for block in content {
+                    let ContentBlock::Image { mime_type, data } = block else {
+                        blocks.push(block);
+                        continue;
+                    };
+                    match fit_base64(&mime_type, &data) {
+                        Outcome::Kept => blocks.push(ContentBlock::Image { mime_type, data }),
+                        Outcome::Scaled { mime, data, note } => {
+                            changed += 1;
+                            blocks.push(ContentBlock::Image {
+                                mime_type: mime,
+                                data,
+                            });
+                            blocks.extend(note.map(|text| ContentBlock::Text { text }));
+                        }
+                        Outcome::LeftOut(note) => {
+                            changed += 1;
+                            blocks.push(ContentBlock::Text { text: note });
+                        }
+                    }
+                }
+                parts.push(Part::ToolResult {
+                    call_id,
+                    is_error,
+                    content: blocks,
+                });
+            }
+            other => parts.push(other),
+        }
+    }
+    message.content = parts;
+    changed
+}
+
+/// Keeps the newest [`MAX_IMAGES`] images of the messages and replaces the older ones with
+/// [`IMAGE_OVER_COUNT`]; returns how many went.
+pub fn cap_images(messages: &mut [Message], max: usize) -> usize {
+    let mut kept = 0;
+    let mut dropped = 0;
+    let over = |kept: &mut usize| {
+        *kept += 1;
+        *kept > max
+    };
+    for message in messages.iter_mut().rev() {
+        for part in message.content.iter_mut().rev() {
+            match part {
+                Part::Image { .. } if over(&mut kept) => {
+                    *part = Part::Text {
+                        text: IMAGE_OVER_COUNT.into(),
+                    };
+                    dropped += 1;
+                }
+                Part::ToolResult { content, .. } => {
+                    for block in content.iter_mut().rev() {
+                        if matches!(block, ContentBlock::Image { .. }) && over(&mut kept) {
+                            *block = ContentBlock::Text {
+                                text: IMAGE_OVER_COUNT.into(),
+                            };
+                            dropped += 1;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    dropped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Role;
+
+    fn png(width: u32, height: u32, noisy: bool) -> Vec<u8> {
+        let mut state = 0x2545_f491_u32;
+        let image = image::RgbImage::from_fn(width, height, |x, y| {
+            if noisy {
+                // A photo-like image PNG cannot compress: xorshift noise.
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                let [r, g, b, _] = state.to_le_bytes();
+                image::Rgb([r, g, b])
+            } else {
+                image::Rgb([(x % 256) as u8, (y % 256) as u8, 128])
+            }
+        });
+        let mut out = std::io::Cursor::new(Vec::new());
+        image.write_to(&mut out, image::ImageFormat::Png).unwrap();
+        out.into_inner()
+    }
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    fn tool_result(blocks: Vec<ContentBlock>) -> Message {
+        Message {
+            role: Role::User,
+            content: vec![Part::ToolResult {
+                call_id: "c1".into(),
+                is_error: false,
+                content: blocks,
+            }],
+        }
+    }
+
+    fn image_block(mime: &str, data: String) -> ContentBlock {
+        ContentBlock::Image {
+            mime_type: mime.into(),
+            data,
+        }
+    }
+
+    #[test]
+    fn an_image_within_the_limits_is_left_as_it_is() {
+        let data = b64(&png(1100, 720, false));
+        assert!(!may_be_over(&data));
+        let mut message = tool_result(vec![image_block("image/png", data.clone())]);
+        assert!(!needs_fitting(&message));
+        assert_eq!(fit_message(&mut message), 0);
+        let Part::ToolResult { content, .. } = &message.content[0] else {
+            panic!()
+        };
+        assert!(matches!(&content[..], [ContentBlock::Image { data: d, .. }] if *d == data));
+    }
+
+    #[test]
+    fn a_4k_screenshot_is_scaled_to_what_models_see_and_says_so() {
+        let data = b64(&png(3840, 2160, false));
+        let mut message = tool_result(vec![
+            ContentBlock::Text {
+                text: "Snapshot s1".into(),
+            },
+            image_block("image/png", data),
+        ]);
+        assert!(needs_fitting(&message));
+        assert_eq!(fit_message(&mut message), 1);
+        let Part::ToolResult { content, .. } = &message.content[0] else {
+            panic!()
+        };
+        let [
+            _,
+            ContentBlock::Image { mime_type, data },
+            ContentBlock::Text { text },
+        ] = &content[..]
+        else {
+            panic!("{content:?}")
+        };
+        assert_eq!(mime_type, "image/png");
+        assert_eq!(image_size(data), Some((1568, 882)));
+        assert!(
+            text.contains("from 3840x2160 to 1568x882") && text.contains("times 0.408"),
+            "{text}"
+        );
+        // Fitted once, it is left alone after.
+        assert!(!needs_fitting(&message));
+    }
+
+    #[test]
+    fn a_photo_too_large_as_png_becomes_a_jpeg_under_anthropics_5_mib() {
+        // Noise 1500x1500 is about 6.75 MB as PNG: over 5 MiB of base64 without being too wide.
+        let bytes = png(1500, 1500, true);
+        let data = b64(&bytes);
+        assert!(data.len() > 5 * 1024 * 1024, "{}", data.len());
+        let mut message = Message {
+            role: Role::User,
+            content: vec![
+                Part::Image {
+                    mime_type: "image/png".into(),
+                    data,
+                },
+                Part::Text {
+                    text: "what is this?".into(),
+                },
+            ],
+        };
+        assert_eq!(fit_message(&mut message), 1);
+        let Part::Image { mime_type, data } = &message.content[0] else {
+            panic!("{:?}", message.content[0])
+        };
+        assert_eq!(mime_type, "image/jpeg");
+        assert!(data.len() <= 5 * 1024 * 1024, "{}", data.len());
+        assert_eq!(image_size(data), Some((1500, 1500)));
+    }
+
+    #[test]
+    fn what_cannot_be_read_is_left_out_with_a_reason() {
+        let mut message = tool_result(vec![
+            image_block("image/png", "not base64!".into()),
+            image_block("image/png", b64(b"plain text, not an image at all")),
+        ]);
+        assert_eq!(fit_message(&mut message), 2);
+        let Part::ToolResult { content, .. } = &message.content[0] else {
+            panic!()
+        };
+        let texts: Vec<&str> = content
+            .iter()
+            .map(|b| match b {
+                ContentBlock::Text { text } => text.as_str(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert!(texts[0].contains("base64 is damaged"), "{texts:?}");
+        assert!(
+            texts[1].contains("not a PNG, JPEG, GIF or WebP"),
+            "{texts:?}"
+        );
+    }
+
+    #[test]
+    fn a_request_keeps_the_newest_hundred_images() {
+        let small = b64(&png(8, 8, false));
+        let mut messages: Vec<Message> = (0..105)
+            .map(|i| {
+                tool_result(vec![
+                    ContentBlock::Text {
+                        text: format!("shot {i}"),
+                    },
+                    image_block("image/png", small.clone()),
+                ])
+            })
+            .collect();
+        assert_eq!(cap_images(&mut messages, MAX_IMAGES), 5);
+        let is_image = |m: &Message| {
+            let Part::ToolResult { content, .. } = &m.content[0] else {
+                panic!()
+            };
+            matches!(content[1], ContentBlock::Image { .. })
+        };
+        assert!(messages[..5].iter().all(|m| !is_image(m)));
+        assert!(messages[5..].iter().all(is_image));
+        assert_eq!(cap_images(&mut messages, MAX_IMAGES), 0);
+    }
+}
