@@ -226,6 +226,8 @@ async fn the_core_loads_packs_and_types_and_a_researcher_gets_only_its_tools() {
     );
 }
 
+const PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
 #[tokio::test]
 async fn the_core_loads_the_persons_advisors_and_vision_runs_on_the_vision_setting_s_model() {
     use osprey_core::settings::{VISION, validate};
@@ -263,9 +265,10 @@ async fn the_core_loads_the_persons_advisors_and_vision_runs_on_the_vision_setti
     .unwrap();
     let (_core, runner) = open(dir.path(), &server);
     let mut turn = TurnRequest::new("main", "What is in this picture?");
+    // A whole 1x1 PNG: an image the API could not read would be left out before it goes.
     turn.images = vec![osprey_agent::InputImage {
         mime_type: "image/png".into(),
-        data: "iVBORw0KGgo=".into(),
+        data: PIXEL_PNG.into(),
     }];
     let outcome = runner.run_turn(turn).await.unwrap();
     assert_eq!(
@@ -280,7 +283,7 @@ async fn the_core_loads_the_persons_advisors_and_vision_runs_on_the_vision_setti
     assert!(listed.contains("skeptic"));
     // The vision call went out on the setting's model, with the attached image and no tools.
     assert_eq!(seen[2]["model"], "vision-x");
-    assert!(seen[2].to_string().contains("iVBORw0KGgo="));
+    assert!(seen[2].to_string().contains(PIXEL_PNG));
     assert!(
         seen[2]
             .get("tools")
