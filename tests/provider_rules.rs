@@ -8,7 +8,8 @@
 //!   `image/jpeg`, `image/png`, `image/gif` or `image/webp`, the data must decode, and its bytes
 //!   must be of the format named; the base64 of one image is at most 5 MiB, its sides at most
 //!   8,000 px (2,000 px in a request of more than 20 images); a request carries at most 100
-//!   images.
+//!   images; a text block (a tool result's too) is neither empty nor only whitespace, and every
+//!   message but a final assistant one has content.
 //! - OpenAI Chat Completions (`/chat/completions`): a function's `parameters` must have
 //!   `type: object` at the top; names match `^[a-zA-Z0-9_-]{1,64}$`.
 
@@ -46,7 +47,55 @@ fn name_ok(name: &str, max: usize) -> bool {
 }
 
 fn anthropic(body: &Value) -> Option<String> {
-    anthropic_tools(body).or_else(|| anthropic_images(body))
+    anthropic_tools(body)
+        .or_else(|| anthropic_texts(body))
+        .or_else(|| anthropic_images(body))
+}
+
+/// Text blocks (a tool result's included) must hold some text, and not only whitespace; a
+/// message must have content, except the last one when it is the assistant's (a prefill).
+fn anthropic_texts(body: &Value) -> Option<String> {
+    let messages = body.get("messages")?.as_array()?;
+    for (i, message) in messages.iter().enumerate() {
+        let content = &message["content"];
+        let blocks: Vec<&Value> = match content {
+            Value::String(text) => {
+                if text.is_empty() && !(i + 1 == messages.len() && message["role"] == "assistant") {
+                    return Some(format!(
+                        "messages.{i}: all messages must have non-empty content except for the \
+                         optional final assistant message"
+                    ));
+                }
+                continue;
+            }
+            Value::Array(blocks) => blocks.iter().collect(),
+            _ => continue,
+        };
+        if blocks.is_empty() && !(i + 1 == messages.len() && message["role"] == "assistant") {
+            return Some(format!(
+                "messages.{i}: all messages must have non-empty content except for the optional \
+                 final assistant message"
+            ));
+        }
+        let nested = blocks
+            .iter()
+            .flat_map(|b| b["content"].as_array().into_iter().flatten());
+        for block in blocks.iter().copied().chain(nested) {
+            if block["type"] != "text" {
+                continue;
+            }
+            let text = block["text"].as_str().unwrap_or_default();
+            if text.is_empty() {
+                return Some("messages: text content blocks must be non-empty".into());
+            }
+            if text.trim().is_empty() {
+                return Some(
+                    "messages: text content blocks must contain non-whitespace text".into(),
+                );
+            }
+        }
+    }
+    None
 }
 
 /// Every image block of the messages (a tool result's included) against the documented rules.
@@ -294,6 +343,38 @@ mod tests {
             "messages.0.content.0.image.source.base64: image exceeds 5 MB maximum: 5242891 bytes \
              > 5242880 bytes"
         );
+    }
+
+    #[test]
+    fn anthropic_refuses_empty_and_blank_text_blocks() {
+        let with = |content: Value| json!({"messages": [{"role": "user", "content": content}]});
+        let text = |t: &str| json!([{"type": "text", "text": t}]);
+        assert!(refusal("/v1/messages", &with(text("hi"))).is_none());
+        assert_eq!(
+            message_of(&with(text(""))),
+            "messages: text content blocks must be non-empty"
+        );
+        assert_eq!(
+            message_of(&with(text(" \n\n"))),
+            "messages: text content blocks must contain non-whitespace text"
+        );
+        let in_result = json!([{"type": "tool_result", "tool_use_id": "t1",
+            "content": [{"type": "text", "text": ""}]}]);
+        assert_eq!(
+            message_of(&with(in_result)),
+            "messages: text content blocks must be non-empty"
+        );
+        // A tool result with no content at all is fine; a message with none is not.
+        let bare = json!([{"type": "tool_result", "tool_use_id": "t1"}]);
+        assert!(refusal("/v1/messages", &with(bare)).is_none());
+        assert_eq!(
+            message_of(&with(json!([]))),
+            "messages.0: all messages must have non-empty content except for the optional final \
+             assistant message"
+        );
+        let prefill = json!({"messages": [{"role": "user", "content": "hi"},
+            {"role": "assistant", "content": ""}]});
+        assert!(refusal("/v1/messages", &prefill).is_none());
     }
 
     #[test]

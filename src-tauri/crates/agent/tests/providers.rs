@@ -653,3 +653,49 @@ async fn an_ollama_server_and_its_models_are_found_by_the_tags_endpoint() {
         None
     );
 }
+
+/// What models and tools really produce, against a loopback Anthropic that refuses what the API
+/// refuses: a blank line a model wrote before its tool call, a tool result with only empty text,
+/// an answer of only whitespace. Each would be refused at every later request of the session;
+/// they go without the blank blocks.
+#[tokio::test]
+async fn blank_text_from_a_model_or_a_tool_is_not_sent_to_anthropic() {
+    use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
+    let server = AnthropicServer::start(vec![ScriptedReply::text("fine")]).unwrap();
+    let text = |t: &str| Part::Text { text: t.into() };
+    let messages = vec![
+        Message::user_text("look"),
+        Message {
+            role: Role::Assistant,
+            content: vec![
+                text("\n\n"),
+                Part::ToolCall {
+                    id: "t1".into(),
+                    name: "probe".into(),
+                    input: json!({"q": "x"}),
+                },
+            ],
+        },
+        Message {
+            role: Role::User,
+            content: vec![Part::ToolResult {
+                call_id: "t1".into(),
+                is_error: false,
+                content: vec![ContentBlock::Text { text: "".into() }],
+            }],
+        },
+        Message {
+            role: Role::Assistant,
+            content: vec![text(" \n")],
+        },
+        Message::user_text("and?"),
+    ];
+    let (events, error) = collect(Wire::Anthropic, &server.url(), messages).await;
+    assert!(error.is_none(), "{error:?}");
+    let (answer, _, _) = assemble(&events);
+    assert_eq!(answer.text(), "fine");
+    let sent = &server.seen()[0]["messages"];
+    assert_eq!(sent[1]["content"][0]["type"], "tool_use", "{sent}");
+    assert!(sent[2]["content"][0].get("content").is_none(), "{sent}");
+    assert_eq!(sent[3]["content"][0]["text"], "(nothing)");
+}

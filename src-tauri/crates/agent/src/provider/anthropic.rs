@@ -69,12 +69,20 @@ fn image(mime_type: &str, data: &str) -> Value {
     json!({"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": data}})
 }
 
+/// Whether a text block may go: the API refuses empty and whitespace-only ones, and a model's
+/// own answer can hold one (the blank line some models write before a tool call), as can a tool's
+/// result.
+fn sendable(text: &str) -> bool {
+    !text.trim().is_empty()
+}
+
 fn message(message: &Message) -> Value {
-    let content: Vec<Value> = message
+    let mut content: Vec<Value> = message
         .content
         .iter()
         .filter_map(|part| match part {
-            Part::Text { text } => Some(json!({"type": "text", "text": text})),
+            Part::Text { text } if sendable(text) => Some(json!({"type": "text", "text": text})),
+            Part::Text { .. } => None,
             Part::Image { mime_type, data } => Some(image(mime_type, data)),
             // Unsigned thinking (from another provider) cannot be sent back: the API checks it.
             Part::Thinking {
@@ -92,20 +100,31 @@ fn message(message: &Message) -> Value {
             } => {
                 let blocks: Vec<Value> = content
                     .iter()
-                    .map(|b| match b {
-                        ContentBlock::Text { text } => json!({"type": "text", "text": text}),
-                        ContentBlock::Image { mime_type, data } => image(mime_type, data),
+                    .filter_map(|b| match b {
+                        ContentBlock::Text { text } if sendable(text) => {
+                            Some(json!({"type": "text", "text": text}))
+                        }
+                        ContentBlock::Text { .. } => None,
+                        ContentBlock::Image { mime_type, data } => Some(image(mime_type, data)),
                     })
                     .collect();
-                Some(json!({
+                let mut result = json!({
                     "type": "tool_result",
                     "tool_use_id": call_id,
-                    "content": blocks,
                     "is_error": is_error,
-                }))
+                });
+                // A result with nothing to say goes without content (an empty text is refused).
+                if !blocks.is_empty() {
+                    result["content"] = Value::Array(blocks);
+                }
+                Some(result)
             }
         })
         .collect();
+    // Every message but a final assistant one must have content.
+    if content.is_empty() {
+        content.push(json!({"type": "text", "text": "(nothing)"}));
+    }
     json!({"role": message.role.as_str(), "content": content})
 }
 
