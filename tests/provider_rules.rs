@@ -11,7 +11,8 @@
 //!   images; a text block (a tool result's too) is neither empty nor only whitespace, and every
 //!   message but a final assistant one has content.
 //! - OpenAI Chat Completions (`/chat/completions`): a function's `parameters` must have
-//!   `type: object` at the top; names match `^[a-zA-Z0-9_-]{1,64}$`.
+//!   `type: object` at the top; names match `^[a-zA-Z0-9_-]{1,64}$`; images (`image_url` parts)
+//!   only in `user` messages.
 
 use serde_json::{Value, json};
 
@@ -222,6 +223,31 @@ fn anthropic_tools(body: &Value) -> Option<String> {
 }
 
 fn openai(body: &Value) -> Option<(String, String)> {
+    openai_tools(body).or_else(|| openai_images(body))
+}
+
+/// Images go only in the person's messages: a tool's screenshot in a `tool` message is refused.
+fn openai_images(body: &Value) -> Option<(String, String)> {
+    let messages = body.get("messages")?.as_array()?;
+    for (i, message) in messages.iter().enumerate() {
+        let role = message["role"].as_str().unwrap_or_default();
+        let has_image = message["content"]
+            .as_array()
+            .is_some_and(|parts| parts.iter().any(|p| p["type"] == "image_url"));
+        if has_image && role != "user" {
+            return Some((
+                format!(
+                    "Invalid 'messages[{i}]'. Image URLs are only allowed for messages with role \
+                     'user', but this message with role '{role}' contains an image URL."
+                ),
+                format!("messages[{i}]"),
+            ));
+        }
+    }
+    None
+}
+
+fn openai_tools(body: &Value) -> Option<(String, String)> {
     let tools = body.get("tools")?.as_array()?;
     for (i, tool) in tools.iter().enumerate() {
         let function = &tool["function"];
@@ -397,6 +423,21 @@ mod tests {
                 &json!({"tools": [{"name": "a.b", "input_schema": {"type": "object"}}]})
             )
             .is_some()
+        );
+    }
+
+    #[test]
+    fn openai_takes_images_only_from_the_user() {
+        let image =
+            json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}});
+        let with = |role: &str| json!({"messages": [{"role": role, "content": [image.clone()]}]});
+        assert!(refusal("/v1/chat/completions", &with("user")).is_none());
+        let (status, body) = refusal("/v1/chat/completions", &with("tool")).unwrap();
+        assert_eq!(status, 400);
+        assert_eq!(
+            body["error"]["message"],
+            "Invalid 'messages[0]'. Image URLs are only allowed for messages with role 'user', but \
+             this message with role 'tool' contains an image URL."
         );
     }
 
