@@ -57,7 +57,11 @@ pub fn fit(bytes: &[u8], mime: &'static str) -> Result<Fit, String> {
     let format = match mime {
         "image/png" => image::ImageFormat::Png,
         "image/jpeg" => image::ImageFormat::Jpeg,
-        other => return Err(format!("{other} images cannot be scaled here")),
+        other => {
+            return Err(format!(
+                "it is {other} larger than models take, and only PNG and JPEG can be scaled here"
+            ));
+        }
     };
     let decoded = image::load_from_memory_with_format(bytes, format)
         .map_err(|e| format!("the image cannot be decoded: {e}"))?;
@@ -404,11 +408,17 @@ mod tests {
 
     #[test]
     fn what_cannot_be_read_is_left_out_with_a_reason() {
+        // A GIF header saying 3000 x 10: too wide, and GIFs are not decoded here.
+        let mut gif = b"GIF89a".to_vec();
+        gif.extend_from_slice(&3000u16.to_le_bytes());
+        gif.extend_from_slice(&10u16.to_le_bytes());
+        gif.extend_from_slice(&[0; 16]);
         let mut message = tool_result(vec![
             image_block("image/png", "not base64!".into()),
             image_block("image/png", b64(b"plain text, not an image at all")),
+            image_block("image/gif", b64(&gif)),
         ]);
-        assert_eq!(fit_message(&mut message), 2);
+        assert_eq!(fit_message(&mut message), 3);
         let Part::ToolResult { content, .. } = &message.content[0] else {
             panic!()
         };
@@ -422,6 +432,10 @@ mod tests {
         assert!(texts[0].contains("base64 is damaged"), "{texts:?}");
         assert!(
             texts[1].contains("not a PNG, JPEG, GIF or WebP"),
+            "{texts:?}"
+        );
+        assert!(
+            texts[2].contains("image/gif larger than models take"),
             "{texts:?}"
         );
     }
