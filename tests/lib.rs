@@ -29,6 +29,24 @@ pub mod store;
 #[cfg(unix)]
 pub use processes::{DesktopApp, LaunchOptions, SessionBus, TauriDriver, VirtualDisplay};
 
+/// A PNG of `width` x `height` noise: PNG cannot compress it, so it weighs what a photo of that
+/// size does (about 3 bytes a pixel), for tests of what the model APIs take.
+pub fn noise_png(width: u32, height: u32) -> Vec<u8> {
+    let mut state = 0x9e37_79b9_u32;
+    let image = image::RgbImage::from_fn(width, height, |_, _| {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        let [r, g, b, _] = state.to_le_bytes();
+        image::Rgb([r, g, b])
+    });
+    let mut png = Vec::new();
+    image
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .expect("a PNG in memory");
+    png
+}
+
 /// Stores a setting in the data folder's database, as `osprey config set` would, before the
 /// Osprey under test starts.
 pub fn store_setting(data_dir: &Path, key: &str, value: serde_json::Value) -> Result<()> {

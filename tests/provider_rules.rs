@@ -8,8 +8,9 @@
 //!   `image/jpeg`, `image/png`, `image/gif` or `image/webp`, the data must decode, and its bytes
 //!   must be of the format named; the base64 of one image is at most 5 MiB, its sides at most
 //!   8,000 px (2,000 px in a request of more than 20 images); a request carries at most 100
-//!   images; a text block (a tool result's too) is neither empty nor only whitespace, and every
-//!   message but a final assistant one has content.
+//!   images, and is at most 32 MB (413 `request_too_large`); a text block (a tool result's too)
+//!   is neither empty nor only whitespace, and every message but a final assistant one has
+//!   content.
 //! - OpenAI Chat Completions (`/chat/completions`): a function's `parameters` must have
 //!   `type: object` at the top; names match `^[a-zA-Z0-9_-]{1,64}$`; images (`image_url` parts)
 //!   only in `user` messages.
@@ -20,6 +21,14 @@ use serde_json::{Value, json};
 /// refuses it; `None` when it would take it.
 pub fn refusal(path: &str, body: &Value) -> Option<(u16, Value)> {
     if path.ends_with("/messages") {
+        // Before anything is read: the size of the request itself.
+        if body.to_string().len() > MAX_REQUEST_BYTES {
+            return Some((
+                413,
+                json!({"type": "error", "error": {"type": "request_too_large",
+                       "message": "Request exceeds the maximum size"}}),
+            ));
+        }
         anthropic(body).map(|message| {
             (
                 400,
@@ -184,6 +193,9 @@ fn anthropic_images(body: &Value) -> Option<String> {
     }
     None
 }
+
+/// The largest Anthropic Messages request, in bytes (32 MB).
+const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
 
 /// The most images (and documents) one Anthropic request may carry.
 const MAX_IMAGES: usize = 100;
@@ -369,6 +381,16 @@ mod tests {
             "messages.0.content.0.image.source.base64: image exceeds 5 MB maximum: 5242891 bytes \
              > 5242880 bytes"
         );
+    }
+
+    #[test]
+    fn anthropic_refuses_a_request_over_32_mb() {
+        let text = "x".repeat(16 * 1024 * 1024);
+        let body = |n: usize| json!({"messages": [{"role": "user", "content": vec![json!({"type": "text", "text": text}); n]}]});
+        assert!(refusal("/v1/messages", &body(1)).is_none());
+        let (status, error) = refusal("/v1/messages", &body(2)).unwrap();
+        assert_eq!(status, 413);
+        assert_eq!(error["error"]["type"], "request_too_large");
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! that is small enough, else JPEG. A tool result then says so, with the factor, because its
 //! coordinates are the original's. An image that cannot be read, or a GIF or WebP too large
 //! (only PNG and JPEG are decoded here), is left out with a note saying why. A request carries at
-//! most [`MAX_IMAGES`]: older ones give way to a note.
+//! most [`MAX_IMAGES`] and [`MAX_IMAGE_BYTES`] of them (Anthropic refuses a request over 32 MB):
+//! older ones give way to a note.
 
 use base64::Engine;
 use osprey_types::ContentBlock;
@@ -32,9 +33,14 @@ pub const PASS_BYTES: usize = 3_700_000;
 /// The most images one request carries (Anthropic's limit; OpenAI takes 500).
 pub const MAX_IMAGES: usize = 100;
 
-/// What replaces an image beyond [`MAX_IMAGES`].
-pub const IMAGE_OVER_COUNT: &str =
-    "[an earlier image was left out here: a request carries at most 100 images]";
+/// The most image data (base64) one request carries: Anthropic refuses a request over 32 MB
+/// (`request_too_large`), which some 30 full screenshots reach long before the context window
+/// fills; this leaves the rest for the text. At least four of the largest images fit.
+pub const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
+
+/// What replaces an image beyond [`MAX_IMAGES`] or [`MAX_IMAGE_BYTES`].
+pub const IMAGE_OVER_BUDGET: &str = "[an earlier image was left out here: a request carries at \
+     most 100 images and 20 MB of them]";
 
 /// The format of image bytes by their first bytes: PNG, JPEG, GIF or WebP.
 pub fn mime_of(bytes: &[u8]) -> Option<&'static str> {
@@ -253,29 +259,36 @@ pub fn fit_message(message: &mut Message) -> usize {
     changed
 }
 
-/// Keeps the newest [`MAX_IMAGES`] images of the messages and replaces the older ones with
-/// [`IMAGE_OVER_COUNT`]; returns how many went.
-pub fn cap_images(messages: &mut [Message], max: usize) -> usize {
-    let mut kept = 0;
-    let mut dropped = 0;
-    let over = |kept: &mut usize| {
-        *kept += 1;
-        *kept > max
+/// Keeps the newest images of the messages that fit [`MAX_IMAGES`] and [`MAX_IMAGE_BYTES`] and
+/// replaces every older one with [`IMAGE_OVER_BUDGET`]; returns how many went.
+pub fn cap_images(messages: &mut [Message], max: usize, max_bytes: usize) -> usize {
+    let (mut count, mut bytes, mut full) = (0usize, 0usize, false);
+    let mut keeps = |data: &str| {
+        if !full {
+            count += 1;
+            bytes += data.len();
+            full = count > max || bytes > max_bytes;
+        }
+        !full
     };
+    let mut dropped = 0;
     for message in messages.iter_mut().rev() {
         for part in message.content.iter_mut().rev() {
             match part {
-                Part::Image { .. } if over(&mut kept) => {
+                Part::Image { data, .. } if !keeps(data) => {
                     *part = Part::Text {
-                        text: IMAGE_OVER_COUNT.into(),
+                        text: IMAGE_OVER_BUDGET.into(),
                     };
                     dropped += 1;
                 }
                 Part::ToolResult { content, .. } => {
                     for block in content.iter_mut().rev() {
-                        if matches!(block, ContentBlock::Image { .. }) && over(&mut kept) {
+                        let ContentBlock::Image { data, .. } = block else {
+                            continue;
+                        };
+                        if !keeps(data) {
                             *block = ContentBlock::Text {
-                                text: IMAGE_OVER_COUNT.into(),
+                                text: IMAGE_OVER_BUDGET.into(),
                             };
                             dropped += 1;
                         }
@@ -294,18 +307,11 @@ mod tests {
     use crate::message::Role;
 
     fn png(width: u32, height: u32, noisy: bool) -> Vec<u8> {
-        let mut state = 0x2545_f491_u32;
+        if noisy {
+            return osprey_tests::noise_png(width, height);
+        }
         let image = image::RgbImage::from_fn(width, height, |x, y| {
-            if noisy {
-                // A photo-like image PNG cannot compress: xorshift noise.
-                state ^= state << 13;
-                state ^= state >> 17;
-                state ^= state << 5;
-                let [r, g, b, _] = state.to_le_bytes();
-                image::Rgb([r, g, b])
-            } else {
-                image::Rgb([(x % 256) as u8, (y % 256) as u8, 128])
-            }
+            image::Rgb([(x % 256) as u8, (y % 256) as u8, 128])
         });
         let mut out = std::io::Cursor::new(Vec::new());
         image.write_to(&mut out, image::ImageFormat::Png).unwrap();
@@ -441,7 +447,7 @@ mod tests {
     }
 
     #[test]
-    fn a_request_keeps_the_newest_hundred_images() {
+    fn a_request_keeps_the_newest_images_within_its_count_and_bytes() {
         let small = b64(&png(8, 8, false));
         let mut messages: Vec<Message> = (0..105)
             .map(|i| {
@@ -453,7 +459,7 @@ mod tests {
                 ])
             })
             .collect();
-        assert_eq!(cap_images(&mut messages, MAX_IMAGES), 5);
+        assert_eq!(cap_images(&mut messages, MAX_IMAGES, MAX_IMAGE_BYTES), 5);
         let is_image = |m: &Message| {
             let Part::ToolResult { content, .. } = &m.content[0] else {
                 panic!()
@@ -462,6 +468,11 @@ mod tests {
         };
         assert!(messages[..5].iter().all(|m| !is_image(m)));
         assert!(messages[5..].iter().all(is_image));
-        assert_eq!(cap_images(&mut messages, MAX_IMAGES), 0);
+        assert_eq!(cap_images(&mut messages, MAX_IMAGES, MAX_IMAGE_BYTES), 0);
+        // By size: in the bytes of three images, the newest three stay and the rest go.
+        let budget = 3 * small.len();
+        assert_eq!(cap_images(&mut messages, MAX_IMAGES, budget), 97);
+        assert!(messages[..102].iter().all(|m| !is_image(m)));
+        assert!(messages[102..].iter().all(is_image));
     }
 }

@@ -509,7 +509,11 @@ impl Runner {
                 };
                 self.steer(turn, step, &mut request).await;
                 self.pre_send(turn, &mut request).await;
-                images::cap_images(&mut request.messages, images::MAX_IMAGES);
+                images::cap_images(
+                    &mut request.messages,
+                    images::MAX_IMAGES,
+                    images::MAX_IMAGE_BYTES,
+                );
                 match self.stream_step(turn, step, request).await {
                     // The window was a guess (or unknown): learn it from the refusal, compact
                     // to fit under it, and try once more.

@@ -80,18 +80,28 @@ impl DomainTool for Probe {
     }
 }
 
-/// `shot`'s result: `N` (default 1) PNG images of `W`x`H`, a gradient, after a line of text.
+/// `shot`'s result: `N` (default 1) PNG images of `W`x`H` after a line of text; a gradient, or
+/// noise PNG cannot compress (a photo's worth of bytes) when `q` starts with `noise:`.
 fn shots(q: &str) -> ToolResult {
     use base64::Engine;
+    let (noise, q) = match q.strip_prefix("noise:") {
+        Some(rest) => (true, rest),
+        None => (false, q),
+    };
     let (size, count) = q.split_once('*').unwrap_or((q, "1"));
     let (w, h) = size.split_once('x').expect("WxH");
     let (w, h): (u32, u32) = (w.parse().unwrap(), h.parse().unwrap());
-    let mut png = Vec::new();
-    image::RgbImage::from_fn(w, h, |x, y| {
-        image::Rgb([(x % 256) as u8, (y % 256) as u8, 90])
-    })
-    .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
-    .unwrap();
+    let png = if noise {
+        osprey_tests::noise_png(w, h)
+    } else {
+        let mut png = Vec::new();
+        image::RgbImage::from_fn(w, h, |x, y| {
+            image::Rgb([(x % 256) as u8, (y % 256) as u8, 90])
+        })
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+        png
+    };
     let data = base64::engine::general_purpose::STANDARD.encode(&png);
     let mut content = vec![ContentBlock::Text {
         text: format!("{count} images of {w}x{h}"),
@@ -1006,7 +1016,7 @@ async fn a_request_carries_the_newest_hundred_images_and_says_where_older_ones_w
     assert_eq!(
         texts
             .iter()
-            .filter(|t| t.as_str() == osprey_agent::images::IMAGE_OVER_COUNT)
+            .filter(|t| t.as_str() == osprey_agent::images::IMAGE_OVER_BUDGET)
             .count(),
         40
     );
@@ -1017,4 +1027,39 @@ async fn a_request_carries_the_newest_hundred_images_and_says_where_older_ones_w
         .map(|m| m.content.to_string().matches("\"type\":\"image\"").count())
         .sum::<usize>();
     assert_eq!(stored_images, 140);
+}
+
+/// Some thirty full screenshots pass Anthropic's 32 MB per request long before the context
+/// window fills (the loopback server answers 413 `request_too_large` as the API does): a request
+/// carries the newest images within 20 MB and says where older ones were.
+#[tokio::test]
+async fn a_request_keeps_its_images_under_anthropics_32_mb() {
+    use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
+    let fx = fixture();
+    // 1300 x 900 of noise: about 3.5 MB of PNG each, within what one image may be; eight are
+    // 37 MB of base64.
+    let server = AnthropicServer::start(vec![
+        ScriptedReply::call(
+            "t1",
+            "probe",
+            json!({"resource": "thing", "action": "shot", "q": "noise:1300x900*8"}),
+        ),
+        ScriptedReply::text("Eight photos."),
+    ])
+    .unwrap();
+    let runner = runner(&fx, Wire::Anthropic, &server.url(), 8);
+    let outcome = runner
+        .run_turn(TurnRequest::new("s1", "take eight photos"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.text, "Eight photos.", "{outcome:?}");
+    let (sizes, texts) = result_images(&server.seen()[1]);
+    assert_eq!(sizes, [(1300, 900); 4]);
+    assert_eq!(
+        texts
+            .iter()
+            .filter(|t| t.as_str() == osprey_agent::images::IMAGE_OVER_BUDGET)
+            .count(),
+        4
+    );
 }

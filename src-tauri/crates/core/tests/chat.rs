@@ -585,18 +585,7 @@ async fn an_attached_photo_too_large_for_the_api_goes_as_a_smaller_jpeg() {
     let chats = Chats::new(core.clone());
     let mut events = core.subscribe();
     // Noise PNG cannot compress: 1,500 x 1,500 is about 6.75 MB, 9 MB of base64.
-    let mut state = 0x9e37_79b9_u32;
-    let noise = image::RgbImage::from_fn(1500, 1500, |_, _| {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        let [r, g, b, _] = state.to_le_bytes();
-        image::Rgb([r, g, b])
-    });
-    let mut png = Vec::new();
-    noise
-        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
-        .unwrap();
+    let png = osprey_tests::noise_png(1500, 1500);
     let data = base64::engine::general_purpose::STANDARD.encode(&png);
     assert!(data.len() > 5 * 1024 * 1024);
     let url = format!("data:image/png;base64,{data}");
