@@ -9,8 +9,9 @@
 //!   itself before Claude looks.
 //! - OpenAI (detail high) scales to 2,048 px, then to 768 px on the short side.
 //!
-//! So an image over [`MAX_EDGE`] on its long edge or over [`PASS_BYTES`] is scaled to
-//! [`MAX_EDGE`] (what Claude would see anyway, more than OpenAI keeps) and encoded again: PNG when
+//! So an image over [`MODEL_IMAGE_MAX_EDGE`] on its long edge or over [`MODEL_IMAGE_MAX_BYTES`]
+//! (the limits the screenshots and the browser keep to as well) is scaled to that edge (what
+//! Claude would see anyway, more than OpenAI keeps) and encoded again: PNG when
 //! that is small enough, else JPEG. A tool result then says so, with the factor, because its
 //! coordinates are the original's. An image that cannot be read, or a GIF or WebP too large
 //! (only PNG and JPEG are decoded here), is left out with a note saying why. A request carries at
@@ -18,17 +19,10 @@
 //! older ones give way to a note.
 
 use base64::Engine;
-use osprey_types::ContentBlock;
+use osprey_types::{ContentBlock, MODEL_IMAGE_MAX_BYTES, MODEL_IMAGE_MAX_EDGE};
 
 use crate::message::{Message, Part};
 use crate::runner::tokens::image_size;
-
-/// The longest edge of an image sent to a model, in pixels.
-pub const MAX_EDGE: u32 = 1_568;
-
-/// The most bytes an image may have: its base64 (4/3 of it, 4.93 MB) stays under Anthropic's
-/// 5 MiB.
-pub const PASS_BYTES: usize = 3_700_000;
 
 /// The most images one request carries (Anthropic's limit; OpenAI takes 500).
 pub const MAX_IMAGES: usize = 100;
@@ -57,8 +51,8 @@ pub fn mime_of(bytes: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// A PNG or JPEG as it is when within the limits, else scaled to [`MAX_EDGE`] and encoded
-/// again (PNG stays PNG when that is small enough); with its size before and after.
+/// A PNG or JPEG as it is when within the limits, else scaled to [`MODEL_IMAGE_MAX_EDGE`] and
+/// encoded again (PNG stays PNG when that is small enough); with its size before and after.
 pub fn fit(bytes: &[u8], mime: &'static str) -> Result<Fit, String> {
     let format = match mime {
         "image/png" => image::ImageFormat::Png,
@@ -72,7 +66,7 @@ pub fn fit(bytes: &[u8], mime: &'static str) -> Result<Fit, String> {
     let decoded = image::load_from_memory_with_format(bytes, format)
         .map_err(|e| format!("the image cannot be decoded: {e}"))?;
     let from = (decoded.width(), decoded.height());
-    if from.0.max(from.1) <= MAX_EDGE && bytes.len() <= PASS_BYTES {
+    if from.0.max(from.1) <= MODEL_IMAGE_MAX_EDGE && bytes.len() <= MODEL_IMAGE_MAX_BYTES {
         return Ok(Fit {
             bytes: bytes.to_vec(),
             mime,
@@ -80,8 +74,12 @@ pub fn fit(bytes: &[u8], mime: &'static str) -> Result<Fit, String> {
             to: from,
         });
     }
-    let scaled = if from.0.max(from.1) > MAX_EDGE {
-        decoded.resize(MAX_EDGE, MAX_EDGE, image::imageops::FilterType::Triangle)
+    let scaled = if from.0.max(from.1) > MODEL_IMAGE_MAX_EDGE {
+        decoded.resize(
+            MODEL_IMAGE_MAX_EDGE,
+            MODEL_IMAGE_MAX_EDGE,
+            image::imageops::FilterType::Triangle,
+        )
     } else {
         decoded
     };
@@ -95,7 +93,7 @@ pub fn fit(bytes: &[u8], mime: &'static str) -> Result<Fit, String> {
     };
     if mime == "image/png" {
         let png = encode(&scaled, image::ImageFormat::Png)?;
-        if png.len() <= PASS_BYTES {
+        if png.len() <= MODEL_IMAGE_MAX_BYTES {
             return Ok(Fit {
                 bytes: png,
                 mime: "image/png",
@@ -106,7 +104,7 @@ pub fn fit(bytes: &[u8], mime: &'static str) -> Result<Fit, String> {
     }
     let rgb = image::DynamicImage::ImageRgb8(scaled.to_rgb8());
     let jpeg = encode(&rgb, image::ImageFormat::Jpeg)?;
-    if jpeg.len() > PASS_BYTES {
+    if jpeg.len() > MODEL_IMAGE_MAX_BYTES {
         return Err(format!(
             "it is {} bytes even scaled to {}x{} as a JPEG",
             jpeg.len(),
@@ -131,59 +129,56 @@ pub struct Fit {
     pub to: (u32, u32),
 }
 
-/// Whether base64 image data may be over the limits: too long, over [`MAX_EDGE`] by its header,
-/// or with no header to read. Cheap: no decoding beyond the header.
+/// Whether base64 image data may be over the limits: too long, over [`MODEL_IMAGE_MAX_EDGE`] by
+/// its header, or with no header to read. Cheap: no decoding beyond the header.
 pub fn may_be_over(data: &str) -> bool {
-    data.len() > PASS_BYTES.div_ceil(3) * 4
-        || image_size(data).is_none_or(|(w, h)| w.max(h) > MAX_EDGE)
+    data.len() > MODEL_IMAGE_MAX_BYTES.div_ceil(3) * 4
+        || image_size(data).is_none_or(|(w, h)| w.max(h) > MODEL_IMAGE_MAX_EDGE)
 }
 
-/// What becomes of one base64 image.
-enum Outcome {
-    Kept,
-    Scaled {
-        mime: String,
-        data: String,
-        note: Option<String>,
-    },
-    LeftOut(String),
-}
-
-fn fit_base64(mime_type: &str, data: &str) -> Outcome {
+/// What takes the place of one base64 image: `None` when it may go as it is, else the fitted
+/// image followed by a note of the factor when its size changed (coordinates elsewhere in a
+/// result are the original's), or a note alone when it cannot be sent.
+fn refit(mime_type: &str, data: &str) -> Option<Vec<ContentBlock>> {
     if !may_be_over(data) {
-        return Outcome::Kept;
+        return None;
     }
+    let note = |text: String| Some(vec![ContentBlock::Text { text }]);
     let engine = base64::engine::general_purpose::STANDARD;
     let Ok(bytes) = engine.decode(data) else {
-        return Outcome::LeftOut("[an image was left out here: its base64 is damaged]".into());
+        return note("[an image was left out here: its base64 is damaged]".into());
     };
     let Some(mime) = mime_of(&bytes) else {
-        return Outcome::LeftOut(format!(
+        return note(format!(
             "[an image was left out here: it is not a PNG, JPEG, GIF or WebP ({mime_type} by its \
              label)]"
         ));
     };
-    match fit(&bytes, mime) {
-        Ok(fit) if fit.from == fit.to && fit.mime == mime && mime == mime_type => Outcome::Kept,
-        Ok(fit) => Outcome::Scaled {
-            // Only a change of size matters to the model: coordinates it reads elsewhere in the
-            // result are the original's.
-            note: (fit.from != fit.to).then(|| {
-                format!(
-                    "[the image above was scaled from {}x{} to {}x{} to fit what models take: its \
-                     pixels are the original's times {:.3}]",
-                    fit.from.0,
-                    fit.from.1,
-                    fit.to.0,
-                    fit.to.1,
-                    f64::from(fit.to.0) / f64::from(fit.from.0.max(1))
-                )
-            }),
-            mime: fit.mime.to_string(),
-            data: engine.encode(&fit.bytes),
-        },
-        Err(why) => Outcome::LeftOut(format!("[an image was left out here: {why}]")),
+    let fit = match fit(&bytes, mime) {
+        Ok(fit) => fit,
+        Err(why) => return note(format!("[an image was left out here: {why}]")),
+    };
+    if fit.from == fit.to && fit.mime == mime_type {
+        return None;
     }
+    let mut blocks = vec![ContentBlock::Image {
+        mime_type: fit.mime.to_string(),
+        data: engine.encode(&fit.bytes),
+    }];
+    if fit.from != fit.to {
+        blocks.push(ContentBlock::Text {
+            text: format!(
+                "[the image above was scaled from {}x{} to {}x{} to fit what models take: its \
+                 pixels are the original's times {:.3}]",
+                fit.from.0,
+                fit.from.1,
+                fit.to.0,
+                fit.to.1,
+                f64::from(fit.to.0) / f64::from(fit.from.0.max(1))
+            ),
+        });
+    }
+    Some(blocks)
 }
 
 /// Whether any image of the message may be over the limits (see [`may_be_over`]).
@@ -197,99 +192,83 @@ pub fn needs_fitting(message: &Message) -> bool {
     })
 }
 
-/// Brings every image of the message within the limits, in place: scaled (a tool result gets a
-/// note of the factor after the image) or left out with a note. Returns how many changed.
-/// Decodes only images that may be over, so a message within them costs a header read each.
+/// Brings every image of the message within the limits, in place: scaled (with a note of the
+/// factor after it) or left out with a note. Returns how many changed. Decodes only images
+/// that may be over, so a message within them costs a header read each.
 pub fn fit_message(message: &mut Message) -> usize {
     let mut changed = 0;
-    let mut parts = Vec::with_capacity(message.content.len());
-    for part in message.content.drain(..) {
+    // Each image, as the blocks that take its place.
+    let mut replace = |mime_type: String, data: String| match refit(&mime_type, &data) {
+        None => vec![ContentBlock::Image { mime_type, data }],
+        Some(blocks) => {
+            changed += 1;
+            blocks
+        }
+    };
+    let parts = std::mem::take(&mut message.content);
+    for part in parts {
         match part {
-            Part::Image { mime_type, data } => match fit_base64(&mime_type, &data) {
-                Outcome::Kept => parts.push(Part::Image { mime_type, data }),
-                Outcome::Scaled { mime, data, .. } => {
-                    changed += 1;
-                    parts.push(Part::Image {
-                        mime_type: mime,
-                        data,
-                    });
-                }
-                Outcome::LeftOut(note) => {
-                    changed += 1;
-                    parts.push(Part::Text { text: note });
-                }
-            },
+            Part::Image { mime_type, data } => {
+                message
+                    .content
+                    .extend(
+                        replace(mime_type, data)
+                            .into_iter()
+                            .map(|block| match block {
+                                ContentBlock::Image { mime_type, data } => {
+                                    Part::Image { mime_type, data }
+                                }
+                                ContentBlock::Text { text } => Part::Text { text },
+                            }),
+                    );
+            }
             Part::ToolResult {
                 call_id,
                 is_error,
                 content,
             } => {
-                let mut blocks = Vec::with_capacity(content.len());
-                for block in content {
-                    let ContentBlock::Image { mime_type, data } = block else {
-                        blocks.push(block);
-                        continue;
-                    };
-                    match fit_base64(&mime_type, &data) {
-                        Outcome::Kept => blocks.push(ContentBlock::Image { mime_type, data }),
-                        Outcome::Scaled { mime, data, note } => {
-                            changed += 1;
-                            blocks.push(ContentBlock::Image {
-                                mime_type: mime,
-                                data,
-                            });
-                            blocks.extend(note.map(|text| ContentBlock::Text { text }));
-                        }
-                        Outcome::LeftOut(note) => {
-                            changed += 1;
-                            blocks.push(ContentBlock::Text { text: note });
-                        }
-                    }
-                }
-                parts.push(Part::ToolResult {
+                let content = content
+                    .into_iter()
+                    .flat_map(|block| match block {
+                        ContentBlock::Image { mime_type, data } => replace(mime_type, data),
+                        other => vec![other],
+                    })
+                    .collect();
+                message.content.push(Part::ToolResult {
                     call_id,
                     is_error,
-                    content: blocks,
+                    content,
                 });
             }
-            other => parts.push(other),
+            other => message.content.push(other),
         }
     }
-    message.content = parts;
     changed
 }
 
-/// Keeps the newest images of the messages that fit [`MAX_IMAGES`] and [`MAX_IMAGE_BYTES`] and
-/// replaces every older one with [`IMAGE_OVER_BUDGET`]; returns how many went.
-pub fn cap_images(messages: &mut [Message], max: usize, max_bytes: usize) -> usize {
-    let (mut count, mut bytes, mut full) = (0usize, 0usize, false);
-    let mut keeps = |data: &str| {
-        if !full {
-            count += 1;
-            bytes += data.len();
-            full = count > max || bytes > max_bytes;
-        }
-        !full
-    };
+/// Walks the images of `messages` from the newest, the person's and the tools' alike; each one
+/// `keep` turns down (given its base64 and whether a tool returned it) becomes the text `note`.
+/// Returns how many went. What compaction and the per-request budget leave out both go through
+/// here.
+pub fn leave_out_images(
+    messages: &mut [Message],
+    note: &str,
+    mut keep: impl FnMut(&str, bool) -> bool,
+) -> usize {
     let mut dropped = 0;
     for message in messages.iter_mut().rev() {
         for part in message.content.iter_mut().rev() {
             match part {
-                Part::Image { data, .. } if !keeps(data) => {
-                    *part = Part::Text {
-                        text: IMAGE_OVER_BUDGET.into(),
-                    };
+                Part::Image { data, .. } if !keep(data, false) => {
+                    *part = Part::Text { text: note.into() };
                     dropped += 1;
                 }
                 Part::ToolResult { content, .. } => {
                     for block in content.iter_mut().rev() {
-                        let ContentBlock::Image { data, .. } = block else {
-                            continue;
-                        };
-                        if !keeps(data) {
-                            *block = ContentBlock::Text {
-                                text: IMAGE_OVER_BUDGET.into(),
-                            };
+                        if let ContentBlock::Image { data, .. } = block
+                            && !keep(data, true)
+                        {
+                            *block = ContentBlock::Text { text: note.into() };
                             dropped += 1;
                         }
                     }
@@ -299,6 +278,21 @@ pub fn cap_images(messages: &mut [Message], max: usize, max_bytes: usize) -> usi
         }
     }
     dropped
+}
+
+/// Keeps the newest images of the messages that fit in `max` images and `max_bytes` of base64
+/// (a request's [`MAX_IMAGES`] and [`MAX_IMAGE_BYTES`]) and replaces every older one with
+/// [`IMAGE_OVER_BUDGET`]; returns how many went.
+pub fn cap_images(messages: &mut [Message], max: usize, max_bytes: usize) -> usize {
+    let (mut count, mut bytes, mut full) = (0usize, 0usize, false);
+    leave_out_images(messages, IMAGE_OVER_BUDGET, |data, _| {
+        if !full {
+            count += 1;
+            bytes += data.len();
+            full = count > max || bytes > max_bytes;
+        }
+        !full
+    })
 }
 
 #[cfg(test)]

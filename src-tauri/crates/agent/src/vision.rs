@@ -7,7 +7,7 @@
 //! the newest image in the conversation (a browser screenshot, a window the person attached).
 //! Images from the conversation come from its stored history, so nothing is captured again and
 //! the model is asked about exactly what the agent saw. Files larger than the providers take are
-//! scaled down to [`crate::images::MAX_EDGE`] pixels on the long edge first.
+//! scaled down to [`osprey_types::MODEL_IMAGE_MAX_EDGE`] pixels on the long edge first.
 //!
 //! **The model** is the `vision.model` setting when set (a model on the same provider that sees
 //! better or costs less), else the conversation's own. The call is one model request with no
@@ -31,12 +31,12 @@ use futures::future::BoxFuture;
 use osprey_db::Sessions;
 use osprey_tools::file::FileTool;
 use osprey_tools::{ApprovalNeed, Call, CallFacts, Domain, DomainTool, FieldType, ToolContext};
-use osprey_types::{ContentBlock, ErrorCode, ToolResult};
+use osprey_types::{ContentBlock, ErrorCode, MODEL_IMAGE_MAX_BYTES, ToolResult};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::advisors::json_object;
-use crate::images::{PASS_BYTES, fit, mime_of};
+use crate::images::{fit, mime_of};
 use crate::message::{InputImage, Message, Part};
 use crate::subagent::SubAgents;
 
@@ -417,8 +417,8 @@ fn image_in(content: &[ContentBlock]) -> Option<InputImage> {
 }
 
 /// An image file as the providers take it: PNG, JPEG, GIF or WebP by its first bytes; a PNG or
-/// JPEG larger than [`crate::images::MAX_EDGE`] or [`PASS_BYTES`] scaled down (and a PNG photo re-encoded as
-/// JPEG when that is what makes it small enough).
+/// JPEG larger than [`osprey_types::MODEL_IMAGE_MAX_EDGE`] or [`MODEL_IMAGE_MAX_BYTES`] scaled
+/// down (and a PNG photo re-encoded as JPEG when that is what makes it small enough).
 fn read_image_file(path: &Path) -> Result<InputImage, String> {
     let meta =
         std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -444,11 +444,11 @@ fn read_image_file(path: &Path) -> Result<InputImage, String> {
             let fit = fit(&bytes, mime)?;
             (fit.bytes, fit.mime)
         }
-        _ if bytes.len() > PASS_BYTES => {
+        _ if bytes.len() > MODEL_IMAGE_MAX_BYTES => {
             return Err(format!(
                 "{} is a {mime} larger than {} MB; convert it to PNG or JPEG so it can be scaled",
                 path.display(),
-                PASS_BYTES / 1_000_000
+                MODEL_IMAGE_MAX_BYTES / 1_000_000
             ));
         }
         _ => (bytes, mime),
@@ -663,7 +663,7 @@ mod tests {
             .decode(&image.data)
             .unwrap();
         let decoded = image::load_from_memory(&bytes).unwrap();
-        assert_eq!(decoded.width(), crate::images::MAX_EDGE);
+        assert_eq!(decoded.width(), osprey_types::MODEL_IMAGE_MAX_EDGE);
         assert_eq!(decoded.height(), 523);
 
         let small = dir.path().join("small.png");

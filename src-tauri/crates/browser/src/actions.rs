@@ -11,7 +11,7 @@ use base64::Engine;
 use osprey_tools::Call;
 use osprey_tools::web::resolve::{GuardedResolver, LookupError};
 use osprey_tools::web::ssrf;
-use osprey_types::{ContentBlock, ToolResult};
+use osprey_types::{ContentBlock, MODEL_IMAGE_MAX_BYTES, ToolResult};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -26,9 +26,6 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(120);
 pub const DEFAULT_SNAPSHOT_CHARS: usize = 16_000;
 pub const DEFAULT_TEXT_CHARS: usize = 20_000;
 const MAX_CHARS: usize = 100_000;
-/// The largest screenshot returned inline, in bytes of image data: its base64 (4/3 of it) stays
-/// under the 5 MiB Anthropic takes (the agent's `images::PASS_BYTES`).
-pub const MAX_IMAGE_BYTES: usize = 3_700_000;
 const MAX_SHOT_HEIGHT: u32 = 8_000;
 /// How often `wait` looks at the page again while its condition is not met.
 const WAIT_STEP: Duration = Duration::from_millis(50);
@@ -1121,16 +1118,16 @@ impl BrowserActions {
         let mut mime = "image/png";
         // Over the budget: JPEG, then lower quality, before giving up.
         for quality in [80u8, 50, 30] {
-            if bytes.len() <= MAX_IMAGE_BYTES {
+            if bytes.len() <= MODEL_IMAGE_MAX_BYTES {
                 break;
             }
             request.jpeg_quality = Some(quality);
             bytes = driver.screenshot(target, request).await?;
             mime = "image/jpeg";
         }
-        if bytes.len() > MAX_IMAGE_BYTES {
+        if bytes.len() > MODEL_IMAGE_MAX_BYTES {
             return Err(BrowserError::Page(format!(
-                "the screenshot is {} bytes even as a JPEG, over the {MAX_IMAGE_BYTES}-byte budget; \
+                "the screenshot is {} bytes even as a JPEG, over the {MODEL_IMAGE_MAX_BYTES}-byte budget; \
                  take the viewport instead of the full page",
                 bytes.len()
             )));

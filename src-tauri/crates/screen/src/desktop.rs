@@ -70,7 +70,7 @@ pub enum SeeTarget {
 pub struct SeeOptions {
     pub quality: Quality,
     /// Downscale the image to at most this width (the width tier). Either way its longest edge
-    /// is at most [`crate::render::MODEL_MAX_EDGE`].
+    /// is at most [`osprey_types::MODEL_IMAGE_MAX_EDGE`].
     pub max_width: Option<u32>,
     /// Draw the element boxes and IDs.
     pub annotate: bool,

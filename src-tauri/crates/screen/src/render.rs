@@ -6,6 +6,7 @@
 use image::codecs::jpeg::JpegEncoder;
 use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ExtendedColorType, ImageEncoder, Rgb, RgbImage};
+use osprey_types::MODEL_IMAGE_MAX_EDGE;
 use serde::Serialize;
 
 use crate::elements::Element;
@@ -73,14 +74,9 @@ pub fn encode(image: &RgbImage, quality: Quality) -> Result<Encoded> {
     })
 }
 
-/// The longest edge an image is given by default: what the models see of it. Anthropic scales
-/// anything longer down to it before Claude looks (and refuses images whose base64 passes 5 MiB,
-/// which a 4K screenshot's PNG does); OpenAI's high detail keeps even less (768 px on the short
-/// side). So pixels beyond it cost time to encode and upload and show the model nothing.
-pub const MODEL_MAX_EDGE: u32 = 1_568;
-
-/// The capture scaled to at most `max_width` wide and [`MODEL_MAX_EDGE`] on its longest edge
-/// (never up), with the factor applied.
+/// The capture scaled to at most `max_width` wide and [`MODEL_IMAGE_MAX_EDGE`] on its longest
+/// edge, what models see of it (a 4K screen's PNG would also pass the 5 MiB Anthropic takes),
+/// never up, with the factor applied.
 pub fn downscale(image: &RgbImage, max_width: Option<u32>) -> (RgbImage, f64) {
     let (width, height) = (f64::from(image.width()), f64::from(image.height()));
     let by_width = match max_width {
@@ -88,7 +84,7 @@ pub fn downscale(image: &RgbImage, max_width: Option<u32>) -> (RgbImage, f64) {
         _ => 1.0,
     };
     let scale = by_width
-        .min(f64::from(MODEL_MAX_EDGE) / width.max(height))
+        .min(f64::from(MODEL_IMAGE_MAX_EDGE) / width.max(height))
         .min(1.0);
     if scale >= 1.0 {
         return (image.clone(), 1.0);

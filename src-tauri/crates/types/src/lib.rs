@@ -26,6 +26,16 @@ pub use store::{
     StoreSkillReport, StoreSkillSummary,
 };
 
+/// The longest edge, in pixels, of an image Osprey hands a model. Anthropic scales anything
+/// longer down to it before Claude looks, and OpenAI (detail high) keeps less (768 px on the short
+/// side): pixels beyond it cost encoding and upload and show the model nothing. Screenshots are
+/// taken at most this long, and the agent scales any other image to it.
+pub const MODEL_IMAGE_MAX_EDGE: u32 = 1_568;
+
+/// The most bytes an image handed to a model may have: its base64 (4/3 of it, 4.93 MB) stays
+/// under the 5 MiB Anthropic takes for one image.
+pub const MODEL_IMAGE_MAX_BYTES: usize = 3_700_000;
+
 /// Where a tool call came from. Travels in every call's context and decides which origin rules
 /// apply (for example, `shell` is denied to `comm`, `app` and `skill` by default).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, TS, PartialOrd, Ord)]

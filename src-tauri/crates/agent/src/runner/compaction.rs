@@ -78,29 +78,12 @@ pub fn summary_message(summary: &str) -> Message {
 }
 
 /// Replaces the images of every tool result but the newest with a note; returns how many went.
+/// The person's own pictures stay.
 pub fn drop_old_images(messages: &mut [Message]) -> usize {
     let mut kept_newest = false;
-    let mut dropped = 0;
-    for message in messages.iter_mut().rev() {
-        for part in message.content.iter_mut().rev() {
-            let Part::ToolResult { content, .. } = part else {
-                continue;
-            };
-            for block in content.iter_mut().rev() {
-                if matches!(block, ContentBlock::Image { .. }) {
-                    if kept_newest {
-                        *block = ContentBlock::Text {
-                            text: IMAGE_DROPPED.into(),
-                        };
-                        dropped += 1;
-                    } else {
-                        kept_newest = true;
-                    }
-                }
-            }
-        }
-    }
-    dropped
+    crate::images::leave_out_images(messages, IMAGE_DROPPED, |_, from_tool| {
+        !from_tool || !std::mem::replace(&mut kept_newest, true)
+    })
 }
 
 /// Where a turn starts: a user message that answers no tool call.
@@ -243,8 +226,20 @@ mod tests {
 
     #[test]
     fn only_the_newest_tool_image_survives() {
+        // The person's own picture is theirs to keep, however old.
+        let ContentBlock::Image { mime_type, data } = image() else {
+            panic!()
+        };
         let mut messages = vec![
-            Message::user_text("look"),
+            Message {
+                role: Role::User,
+                content: vec![
+                    Part::Image { mime_type, data },
+                    Part::Text {
+                        text: "look".into(),
+                    },
+                ],
+            },
             call("a"),
             result("a", vec![image()]),
             call("b"),
@@ -252,6 +247,7 @@ mod tests {
             Message::assistant_text("done"),
         ];
         assert_eq!(drop_old_images(&mut messages), 2);
+        assert!(matches!(messages[0].content[0], Part::Image { .. }));
         let Part::ToolResult { content, .. } = &messages[4].content[0] else {
             panic!()
         };
