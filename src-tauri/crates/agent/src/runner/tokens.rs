@@ -102,12 +102,23 @@ fn openai_high_image_tokens(width: u32, height: u32) -> u64 {
 
 /// Width and height from the first bytes of base64 PNG, JPEG, GIF or WebP data.
 pub fn image_size(data: &str) -> Option<(u32, u32)> {
-    // A JPEG's size marker can sit after large metadata: decode up to 64 KiB of the header.
-    let take = data.len().min(87_384) / 4 * 4;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(data.get(..take)?)
-        .ok()?;
-    image_size_bytes(&bytes)
+    let decode = |chars: usize| {
+        let take = data.len().min(chars) / 4 * 4;
+        base64::engine::general_purpose::STANDARD
+            .decode(data.get(..take)?)
+            .ok()
+    };
+    // PNG, GIF and WebP say their size in their first 30 bytes (40 characters of base64); it is
+    // read for every image at every step, so only a JPEG, whose size marker can sit after large
+    // metadata, is decoded further: up to 64 KiB of its header.
+    let head = decode(40)?;
+    if let Some(size) = image_size_bytes(&head) {
+        return Some(size);
+    }
+    if !head.starts_with(&[0xff, 0xd8]) {
+        return None;
+    }
+    image_size_bytes(&decode(87_384)?)
 }
 
 fn image_size_bytes(b: &[u8]) -> Option<(u32, u32)> {
@@ -298,6 +309,12 @@ mod tests {
         jpeg.extend([0xff, 0xc0, 0x00, 0x11, 0x08, 0x02, 0x58, 0x03, 0x20, 0x03]);
         jpeg.extend([0u8; 12]);
         assert_eq!(image_size(&b64(&jpeg)), Some((800, 600)));
+        // A phone's JPEG: 40 kB of EXIF (APP1) before the frame, far past the first bytes.
+        let mut phone = vec![0xff, 0xd8, 0xff, 0xe1, 0x9c, 0x42];
+        phone.extend(vec![0u8; 0x9c42 - 2]);
+        phone.extend([0xff, 0xc0, 0x00, 0x11, 0x08, 0x0b, 0xd0, 0x0f, 0xc0, 0x03]);
+        phone.extend([0u8; 12]);
+        assert_eq!(image_size(&b64(&phone)), Some((4032, 3024)));
 
         let gif = b"GIF89a\x40\x01\xf0\x00".to_vec();
         assert_eq!(image_size(&b64(&gif)), Some((320, 240)));
