@@ -137,7 +137,7 @@ fn check_listed(seen: &Seen, expected: &[(&str, &str)]) -> Result<()> {
         .elements
         .iter()
         .filter(|e| e.name.trim().is_empty())
-        .map(|e| e.line())
+        .map(|e| e.line(true))
         .collect();
     ensure!(
         unnamed.is_empty(),
@@ -207,7 +207,7 @@ fn osprey_own_see_lists_the_chat_and_settings_controls_by_name() -> Result<()> {
     ensure!(
         send.bounds.width > 0 && send.bounds.height > 0,
         "Send has no size: {}",
-        send.line()
+        send.line(true)
     );
 
     open_page(driver, "settings", "Settings")?;
@@ -370,7 +370,7 @@ fn osprey_own_see_lists_the_chat_and_settings_controls_by_name() -> Result<()> {
             .elements
             .iter()
             .filter(|e| e.name.contains(&marker))
-            .map(|e| e.line())
+            .map(|e| e.line(true))
             .collect();
         ensure!(
             by_value.is_empty(),

@@ -1,7 +1,7 @@
 //! `osprey see`: an annotated snapshot of a window or the screen, printed as the element list the
-//! agent sees (`B3 button "Save" (812,440 96x32)`), with the image written to `--out`. The IDs are
-//! saved in the data dir, so a later `osprey tool desktop '{"action": "click", "element": "B3"}'`
-//! can act on them.
+//! agent sees (`B3 button "Save"`; `--bounds` adds each one's screen box, `(812,440 96x32)`),
+//! with the image written to `--out`. The IDs are saved in the data dir, so a later
+//! `osprey tool desktop '{"action": "click", "element": "B3"}'` can act on them.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,6 +34,9 @@ pub struct SeeArgs {
     /// The raw capture, without boxes and labels.
     #[arg(long)]
     no_annotations: bool,
+    /// List each element's screen box (left,top width x height).
+    #[arg(long)]
+    bounds: bool,
 }
 
 fn parse_quality(text: &str) -> Result<Quality, String> {
@@ -53,6 +56,7 @@ pub async fn run(data_dir: Option<PathBuf>, args: SeeArgs) -> anyhow::Result<Exi
         quality: args.quality,
         max_width: args.max_width,
         annotate: !args.no_annotations,
+        bounds: args.bounds,
         ..SeeOptions::default()
     };
     let seen = osprey_screen::see_once(osprey_core::desktop_config(&data_dir), target, options)

@@ -25,6 +25,70 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("a runtime")
 }
 
+/// Counts tokens with the browser bench's Node peer (`tokens.mjs`: Anthropic's tokenizer and
+/// OpenAI's o200k), one `[claude, o200k]` per text; `None` (with the reason printed) when its
+/// modules are not installed.
+fn count_tokens(texts: &[&str]) -> Option<Vec<[f64; 2]>> {
+    use std::io::Write;
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../browser/benches/playwright");
+    if !dir.join("node_modules/gpt-tokenizer").exists() {
+        eprintln!(
+            "see tokens: not counted; run `npm ci --prefix {}`",
+            dir.display()
+        );
+        return None;
+    }
+    let mut child = Command::new("node")
+        .arg(dir.join("tokens.mjs"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let mut stdin = child.stdin.take()?;
+    for text in texts {
+        writeln!(stdin, "{}", serde_json::to_string(text).ok()?).ok()?;
+    }
+    drop(stdin);
+    let output = child.wait_with_output().ok()?;
+    let counts: Vec<[f64; 2]> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.strip_prefix("ok ")?.split(' ');
+            Some([words.next()?.parse().ok()?, words.next()?.parse().ok()?])
+        })
+        .collect();
+    (counts.len() == texts.len()).then_some(counts)
+}
+
+/// What one `see` costs a model: its text in tokens (the element list without boxes, as the
+/// agent gets it, against the same list with each element's screen box), and its image by
+/// Anthropic's published rule (width x height / 750, for an image within 1,568 px).
+fn print_see_tokens(seen: &osprey_screen::Seen, boxed_text: &str) {
+    let Some(counts) = count_tokens(&[&seen.text, boxed_text]) else {
+        return;
+    };
+    let image = (f64::from(seen.width) * f64::from(seen.height) / 750.0).ceil();
+    let [text, boxed] = [counts[0], counts[1]];
+    println!(
+        "see tokens of the {}-element window (Anthropic's tokenizer / OpenAI's o200k): text {:.0} / \
+         {:.0}, with the boxes {:.0} / {:.0} ({:.2}x / {:.2}x); with the {}x{} image (~{image:.0} \
+         tokens) {:.0} against {:.0} ({:.2}x)",
+        seen.snapshot.elements.len(),
+        text[0],
+        text[1],
+        boxed[0],
+        boxed[1],
+        text[0] / boxed[0],
+        text[1] / boxed[1],
+        seen.width,
+        seen.height,
+        text[0] + image,
+        boxed[0] + image,
+        (text[0] + image) / (boxed[0] + image),
+    );
+}
+
 fn median(mut run: impl FnMut(), samples: usize) -> Duration {
     run(); // warm up
     let mut times: Vec<Duration> = (0..samples)
@@ -163,6 +227,16 @@ fn ratios() {
         tree.nodes.len(),
         seen.timings
     );
+    let boxed = rt
+        .block_on(desktop.see(
+            &target,
+            SeeOptions {
+                bounds: true,
+                ..SeeOptions::default()
+            },
+        ))
+        .unwrap();
+    print_see_tokens(&seen, &boxed.text);
     let see = median(
         || {
             drop(

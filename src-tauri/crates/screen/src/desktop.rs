@@ -76,6 +76,9 @@ pub struct SeeOptions {
     pub annotate: bool,
     /// Overrides the configured accessibility deadline (a tool call's remaining time).
     pub tree_timeout: Option<Duration>,
+    /// List each element's screen box (left,top width x height) in the text. Off by default:
+    /// actions take the ID, and the boxes are about half of the list's tokens.
+    pub bounds: bool,
 }
 
 impl Default for SeeOptions {
@@ -85,6 +88,7 @@ impl Default for SeeOptions {
             max_width: None,
             annotate: true,
             tree_timeout: None,
+            bounds: false,
         }
     }
 }
@@ -325,7 +329,7 @@ impl Desktop {
             elements,
             notes,
         });
-        let text = describe(&snapshot, image.width(), image.height());
+        let text = describe(&snapshot, image.width(), image.height(), options.bounds);
         Ok(Seen {
             width: image.width(),
             height: image.height(),
@@ -420,9 +424,9 @@ fn window_titles(windows: &[WindowInfo]) -> String {
         .join(", ")
 }
 
-/// The text `see` returns: what was seen and how the image maps to the screen, the elements,
-/// and the notes.
-pub fn describe(snapshot: &Snapshot, width: u32, height: u32) -> String {
+/// The text `see` returns: what was seen and how the image maps to the screen, the elements
+/// (with their screen boxes when `bounds`), and the notes.
+pub fn describe(snapshot: &Snapshot, width: u32, height: u32, bounds: bool) -> String {
     let what = match &snapshot.window {
         Some(w) => format!(
             "window {:?} (app {}, pid {})",
@@ -436,16 +440,31 @@ pub fn describe(snapshot: &Snapshot, width: u32, height: u32) -> String {
         "Snapshot {} of {what} at {}; image {width}x{height}",
         snapshot.id, snapshot.area
     );
-    if (snapshot.scale - 1.0).abs() > f64::EPSILON {
+    let scaled = (snapshot.scale - 1.0).abs() > f64::EPSILON;
+    if scaled {
         text.push_str(&format!(" (scaled {:.3})", snapshot.scale));
     }
-    text.push_str(
-        ". Coordinates are screen pixels (left,top width x height); use an ID with desktop actions.\n",
-    );
+    if bounds {
+        text.push_str(
+            ". Coordinates are screen pixels (left,top width x height); use an ID with desktop actions.\n",
+        );
+    } else {
+        // The boxes cost about half of each line's tokens; an ID is what actions take, and a
+        // point seen in the image maps to the screen by this one rule.
+        let origin = snapshot.area.origin();
+        text.push_str(&format!(
+            ". Use an ID with desktop actions; a point in the image is screen ({},{}) + point",
+            origin.x, origin.y
+        ));
+        if scaled {
+            text.push_str(&format!(" / {:.3}", snapshot.scale));
+        }
+        text.push_str(".\n");
+    }
     if snapshot.elements.is_empty() {
         text.push_str("No actionable elements found.");
     } else {
-        text.push_str(&element_list(&snapshot.elements));
+        text.push_str(&element_list(&snapshot.elements, bounds));
     }
     for note in &snapshot.notes {
         text.push_str("\nNote: ");

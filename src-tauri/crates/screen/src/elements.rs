@@ -220,16 +220,13 @@ fn quoted(text: &str, limit: usize) -> String {
 }
 
 impl Element {
-    /// One line of the element list: `B3 button "Save" (812,440 96x32)`, then the value and
-    /// notable states.
-    pub fn line(&self) -> String {
-        let mut line = format!(
-            "{} {} {} ({})",
-            self.id,
-            self.kind,
-            quoted(&self.name, 80),
-            self.bounds
-        );
+    /// One line of the element list: `B3 button "Save"`, with `bounds` its screen box
+    /// (`B3 button "Save" (812,440 96x32)`), then the value and notable states.
+    pub fn line(&self, bounds: bool) -> String {
+        let mut line = format!("{} {} {}", self.id, self.kind, quoted(&self.name, 80));
+        if bounds {
+            line.push_str(&format!(" ({})", self.bounds));
+        }
         if let Some(value) = &self.value {
             line.push_str(&format!(" value={}", quoted(value, 80)));
         }
@@ -251,11 +248,11 @@ impl Element {
     }
 }
 
-/// The element list, one line each.
-pub fn element_list(elements: &[Element]) -> String {
+/// The element list, one line each, with or without each element's screen box.
+pub fn element_list(elements: &[Element], bounds: bool) -> String {
     elements
         .iter()
-        .map(Element::line)
+        .map(|element| element.line(bounds))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -327,9 +324,11 @@ mod tests {
         );
         // Identical trees, identical IDs.
         assert_eq!(assign_ids(&t, screen), elements);
-        assert_eq!(elements[0].line(), r#"B1 button "left" (10,100 80x30)"#);
+        assert_eq!(elements[0].line(false), r#"B1 button "left""#);
+        assert_eq!(elements[0].line(true), r#"B1 button "left" (10,100 80x30)"#);
+        assert_eq!(elements[4].line(false), r#"C1 checkbox "check" unchecked"#);
         assert_eq!(
-            elements[4].line(),
+            elements[4].line(true),
             r#"C1 checkbox "check" (0,200 20x20) unchecked"#
         );
     }

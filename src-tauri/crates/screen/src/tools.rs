@@ -173,6 +173,7 @@ fn see_options(call: &Call, ctx: &ToolContext, annotate: bool) -> Result<SeeOpti
         max_width: call.u64("max_width").map(|w| w as u32),
         annotate,
         tree_timeout: Some(left.max(Duration::from_millis(200))),
+        bounds: call.bool("bounds") == Some(true),
     })
 }
 
@@ -182,9 +183,9 @@ fn screenshot_domain() -> Domain {
         "screenshot",
         "See the screen. `see` returns an image of a window (the focused one unless you name \
          it) with numbered boxes on everything you can act on, and the list of those elements \
-         (`B3 button \"Save\" (812,440 96x32)`: ID, role, name, left,top width x height in screen \
-         pixels). Use the IDs with the desktop tool. `capture` returns a plain image of a window, \
-         a monitor, the screen or a region.",
+         (`B3 button \"Save\"`: ID, role, name, then value and states; `bounds: true` adds each \
+         one's screen box). Use the IDs with the desktop tool. `capture` returns a plain image of \
+         a window, a monitor, the screen or a region.",
     )
     .closed_world()
     .resource(
@@ -212,6 +213,11 @@ fn screenshot_domain() -> Domain {
         "region",
         FieldType::Array(Box::new(FieldType::Integer)),
         "capture only: [left, top, width, height] in screen pixels",
+    )
+    .field(
+        "bounds",
+        FieldType::Boolean,
+        "see only: list each element's screen box (left,top width x height)",
     )
     .field("quality", FieldType::String, "Image encoding")
     .one_of(&["fast", "lossless", "small"])

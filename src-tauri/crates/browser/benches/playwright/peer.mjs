@@ -7,14 +7,11 @@
 //   text          -> the snapshot itself, on one line (a JSON string)
 //   text-default  -> the default aria snapshot (no refs), the same way
 //   tokens <JSON string> -> "ok <Claude tokens> <o200k tokens>": the string's length in tokens by
-//                    Anthropic's published tokenizer (@anthropic-ai/tokenizer; exact for Claude's
-//                    older models, an approximation for newer ones) and by OpenAI's o200k
-//                    encoding (gpt-tokenizer; exact for GPT-4o and later)
+//                    Anthropic's and OpenAI's tokenizers (tokens.mjs)
 // Usage: node peer.mjs <chromium executable> <page url>
 import { createInterface } from "node:readline";
-import { countTokens as claudeTokens } from "@anthropic-ai/tokenizer";
-import { countTokens as o200kTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { chromium } from "playwright-core";
+import { tokens } from "./tokens.mjs";
 
 const [executablePath, url] = process.argv.slice(2);
 const browser = await chromium.launch({
@@ -40,8 +37,7 @@ for await (const line of lines) {
     } else if (line === "text-default") {
       process.stdout.write(`${JSON.stringify(await page.ariaSnapshot())}\n`);
     } else if (line.startsWith("tokens ")) {
-      const text = JSON.parse(line.slice("tokens ".length));
-      process.stdout.write(`ok ${claudeTokens(text)} ${o200kTokens(text)}\n`);
+      process.stdout.write(`${tokens(JSON.parse(line.slice("tokens ".length)))}\n`);
     } else {
       process.stdout.write(`error unknown command ${line}\n`);
     }

@@ -46,22 +46,39 @@ fn see_assigns_ids_in_reading_order_and_lists_them() {
         assert!(
             (a.y.div_euclid(10), a.x) <= (b.y.div_euclid(10), b.x),
             "{} before {}",
-            pair[0].line(),
-            pair[1].line()
+            pair[0].line(true),
+            pair[1].line(true)
         );
     }
-    let save = by_id("B1");
+    // By default a line is the ID, role, name and states; the header gives the one rule that
+    // maps a point of the image to the screen.
     assert!(
-        seen.text
-            .contains(&format!(r#"B1 button "Save" ({})"#, save.bounds)),
+        seen.text.lines().any(|line| line == r#"B1 button "Save""#),
         "{}",
         seen.text
     );
-    assert!(seen.text.contains(r#"C1 checkbox "Subscribe""#) && seen.text.contains("unchecked"));
+    assert!(
+        seen.text
+            .lines()
+            .any(|line| line == r#"C1 checkbox "Subscribe" unchecked"#),
+        "{}",
+        seen.text
+    );
     assert!(
         seen.text
             .starts_with(&format!("Snapshot {} of window", snapshot.id))
     );
+    let origin = snapshot.area.origin();
+    assert!(
+        seen.text.contains(&format!(
+            "a point in the image is screen ({},{}) + point.",
+            origin.x, origin.y
+        )),
+        "{}",
+        seen.text
+    );
+    let save = by_id("B1");
+    assert!(!seen.text.contains(&format!("({})", save.bounds)));
     assert_eq!(
         (seen.width, seen.height),
         (app.window.bounds.width, app.window.bounds.height)
@@ -81,6 +98,27 @@ fn see_assigns_ids_in_reading_order_and_lists_them() {
     };
     assert_eq!(ids(&again.snapshot), ids(snapshot));
     assert_ne!(again.snapshot.id, snapshot.id);
+
+    // `bounds` adds each element's screen box, inside the window.
+    let boxed = block_on(desktop.see(
+        &SeeTarget::WindowTitle(app.title.clone()),
+        SeeOptions {
+            bounds: true,
+            ..SeeOptions::default()
+        },
+    ))
+    .unwrap();
+    let save = boxed.snapshot.element("B1").unwrap();
+    assert!(app.window.bounds.contains(save.bounds.center()));
+    assert!(
+        boxed
+            .text
+            .lines()
+            .any(|line| line == format!(r#"B1 button "Save" ({})"#, save.bounds)),
+        "{}",
+        boxed.text
+    );
+    assert!(boxed.text.contains("Coordinates are screen pixels"));
 }
 
 #[test]
@@ -149,6 +187,28 @@ fn annotated_image_differs_from_the_capture_only_inside_the_boxes() {
     let scale = small.snapshot.scale;
     assert!((scale - 320.0 / f64::from(app.window.bounds.width)).abs() < 1e-9);
     assert!(small.text.contains("scaled"));
+    // The header's rule maps a point of the image back to the screen: each element's box as
+    // drawn, taken through it, lands on the element's screen box.
+    let origin = small.snapshot.area.origin();
+    assert!(
+        small.text.contains(&format!(
+            "a point in the image is screen ({},{}) + point / {scale:.3}.",
+            origin.x, origin.y
+        )),
+        "{}",
+        small.text
+    );
+    let tolerance = 1.0 / scale + 1.0;
+    for (element, (drawn, _)) in small.snapshot.elements.iter().zip(&small.drawn.boxes) {
+        let x = f64::from(origin.x) + f64::from(drawn.x) / scale;
+        let y = f64::from(origin.y) + f64::from(drawn.y) / scale;
+        assert!(
+            (x - f64::from(element.bounds.x)).abs() <= tolerance
+                && (y - f64::from(element.bounds.y)).abs() <= tolerance,
+            "{} drawn at {drawn} maps to {x:.0},{y:.0}",
+            element.line(true)
+        );
+    }
 }
 
 #[test]

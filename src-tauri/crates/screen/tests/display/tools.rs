@@ -71,7 +71,20 @@ fn see_needs_no_approval_and_input_does() {
     );
     assert!(!seen.is_error, "{seen:?}");
     let text = seen.text_content();
-    assert!(text.contains(r#"button "Save""#), "{text}");
+    assert!(text.lines().any(|l| l == r#"B1 button "Save""#), "{text}");
+    // The tool's `bounds` field adds the screen boxes.
+    let boxed = call(
+        &registry,
+        "screenshot",
+        json!({"action": "see", "window": app.title, "bounds": true}),
+    )
+    .text_content();
+    assert!(
+        boxed
+            .lines()
+            .any(|l| l.starts_with(r#"B1 button "Save" ("#)),
+        "{boxed}"
+    );
     let image = image_of(&seen);
     assert_eq!(
         image.dimensions(),
