@@ -5,21 +5,23 @@
 //!
 //! - Anthropic refuses an image whose base64 is over 5 MiB (`image exceeds 5 MB maximum`), one
 //!   over 8,000 px on a side, and, in a request of more than 20 images, one over 2,000 px; it
-//!   takes at most 100 images a request, and scales anything over 1,568 px on the long edge down
-//!   itself before Claude looks.
+//!   takes at most 100 images a request, and scales anything over 1,568 px on the long edge or
+//!   1,568 patches of 28 px down itself before Claude looks (the points Claude answers are then
+//!   in the scaled picture).
 //! - OpenAI (detail high) scales to 2,048 px, then to 768 px on the short side.
 //!
-//! So an image over [`MODEL_IMAGE_MAX_EDGE`] on its long edge or over [`MODEL_IMAGE_MAX_BYTES`]
-//! (the limits the screenshots and the browser keep to as well) is scaled to that edge (what
-//! Claude would see anyway, more than OpenAI keeps) and encoded again: PNG when
-//! that is small enough, else JPEG. A tool result then says so, with the factor, because its
+//! So an image larger than a model takes as it is ([`osprey_types::model_image_size`]: within
+//! 1,568 px on the long edge and 1,568 of Claude's 28 px patches, the size Claude would scale it
+//! to anyway, more than OpenAI keeps) or over [`MODEL_IMAGE_MAX_BYTES`] (the limits the
+//! screenshots keep to as well) is scaled to that size and encoded again: PNG when that is small
+//! enough, else JPEG. A tool result then says so, with the factor, because its
 //! coordinates are the original's. An image that cannot be read, or a GIF or WebP too large
 //! (only PNG and JPEG are decoded here), is left out with a note saying why. A request carries at
 //! most [`MAX_IMAGES`] and [`MAX_IMAGE_BYTES`] of them (Anthropic refuses a request over 32 MB):
 //! older ones give way to a note.
 
 use base64::Engine;
-use osprey_types::{ContentBlock, MODEL_IMAGE_MAX_BYTES, MODEL_IMAGE_MAX_EDGE};
+use osprey_types::{ContentBlock, MODEL_IMAGE_MAX_BYTES, fits_model, model_image_size};
 
 use crate::message::{Message, Part};
 use crate::runner::tokens::image_size;
@@ -51,7 +53,7 @@ pub fn mime_of(bytes: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// A PNG or JPEG as it is when within the limits, else scaled to [`MODEL_IMAGE_MAX_EDGE`] and
+/// A PNG or JPEG as it is when within the limits, else scaled to [`model_image_size`] and
 /// encoded again (PNG stays PNG when that is small enough); with its size before and after.
 pub fn fit(bytes: &[u8], mime: &'static str) -> Result<Fit, String> {
     let format = match mime {
@@ -66,7 +68,8 @@ pub fn fit(bytes: &[u8], mime: &'static str) -> Result<Fit, String> {
     let decoded = image::load_from_memory_with_format(bytes, format)
         .map_err(|e| format!("the image cannot be decoded: {e}"))?;
     let from = (decoded.width(), decoded.height());
-    if from.0.max(from.1) <= MODEL_IMAGE_MAX_EDGE && bytes.len() <= MODEL_IMAGE_MAX_BYTES {
+    let size = model_image_size(from.0, from.1);
+    if size == from && bytes.len() <= MODEL_IMAGE_MAX_BYTES {
         return Ok(Fit {
             bytes: bytes.to_vec(),
             mime,
@@ -74,12 +77,8 @@ pub fn fit(bytes: &[u8], mime: &'static str) -> Result<Fit, String> {
             to: from,
         });
     }
-    let scaled = if from.0.max(from.1) > MODEL_IMAGE_MAX_EDGE {
-        decoded.resize(
-            MODEL_IMAGE_MAX_EDGE,
-            MODEL_IMAGE_MAX_EDGE,
-            image::imageops::FilterType::Triangle,
-        )
+    let scaled = if size != from {
+        decoded.resize_exact(size.0, size.1, image::imageops::FilterType::Triangle)
     } else {
         decoded
     };
@@ -129,11 +128,11 @@ pub struct Fit {
     pub to: (u32, u32),
 }
 
-/// Whether base64 image data may be over the limits: too long, over [`MODEL_IMAGE_MAX_EDGE`] by
-/// its header, or with no header to read. Cheap: no decoding beyond the header.
+/// Whether base64 image data may be over the limits: too long, larger than a model takes by its
+/// header ([`fits_model`]), or with no header to read. Cheap: no decoding beyond the header.
 pub fn may_be_over(data: &str) -> bool {
     data.len() > MODEL_IMAGE_MAX_BYTES.div_ceil(3) * 4
-        || image_size(data).is_none_or(|(w, h)| w.max(h) > MODEL_IMAGE_MAX_EDGE)
+        || image_size(data).is_none_or(|(w, h)| !fits_model(w, h))
 }
 
 /// What takes the place of one base64 image: `None` when it may go as it is, else the fitted
@@ -370,9 +369,9 @@ mod tests {
             panic!("{content:?}")
         };
         assert_eq!(mime_type, "image/png");
-        assert_eq!(image_size(data), Some((1568, 882)));
+        assert_eq!(image_size(data), Some((1456, 819)));
         assert!(
-            text.contains("from 3840x2160 to 1568x882") && text.contains("times 0.408"),
+            text.contains("from 3840x2160 to 1456x819") && text.contains("times 0.379"),
             "{text}"
         );
         // Fitted once, it is left alone after.
@@ -381,9 +380,18 @@ mod tests {
 
     #[test]
     fn a_photo_too_large_as_png_becomes_a_jpeg_under_anthropics_5_mib() {
-        // Noise 1500x1500 is about 6.75 MB as PNG: over 5 MiB of base64 without being too wide.
-        let bytes = png(1500, 1500, true);
-        let data = b64(&bytes);
+        // RGBA noise 1000 x 1000 is about 4 MB as PNG: over 5 MiB of base64 at a size models
+        // take as it is.
+        let mut state = 0x2545_f491_u32;
+        let noise = image::RgbaImage::from_fn(1000, 1000, |_, _| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            image::Rgba(state.to_le_bytes())
+        });
+        let mut bytes = std::io::Cursor::new(Vec::new());
+        noise.write_to(&mut bytes, image::ImageFormat::Png).unwrap();
+        let data = b64(&bytes.into_inner());
         assert!(data.len() > 5 * 1024 * 1024, "{}", data.len());
         let mut message = Message {
             role: Role::User,
@@ -403,7 +411,7 @@ mod tests {
         };
         assert_eq!(mime_type, "image/jpeg");
         assert!(data.len() <= 5 * 1024 * 1024, "{}", data.len());
-        assert_eq!(image_size(data), Some((1500, 1500)));
+        assert_eq!(image_size(data), Some((1000, 1000)));
     }
 
     #[test]

@@ -963,7 +963,7 @@ async fn images_models_would_refuse_are_scaled_as_they_arrive_and_the_turn_goes_
 
     let seen = server.seen();
     let (sizes, texts) = result_images(&seen[2]);
-    assert_eq!(sizes, [(1568, 7), (1568, 882)]);
+    assert_eq!(sizes, [(1568, 7), (1456, 819)]);
     assert!(
         texts
             .iter()
@@ -973,7 +973,7 @@ async fn images_models_would_refuse_are_scaled_as_they_arrive_and_the_turn_goes_
     assert!(
         texts
             .iter()
-            .any(|t| t.contains("scaled from 3840x2160 to 1568x882") && t.contains("0.408")),
+            .any(|t| t.contains("scaled from 3840x2160 to 1456x819") && t.contains("0.379")),
         "{texts:?}"
     );
     // Stored fitted: the next turn sends the same, without fitting again.

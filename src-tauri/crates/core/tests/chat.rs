@@ -569,10 +569,10 @@ async fn an_attached_image_reaches_the_model_with_the_question_and_stays_in_the_
 }
 
 /// A photo the person attaches that the API would refuse (its base64 over Anthropic's 5 MiB: a
-/// loopback server refuses it as the real one does) is encoded again before it goes, and the
-/// session goes on with it.
+/// loopback server refuses it as the real one does) is scaled and encoded again before it goes,
+/// and the session goes on with it.
 #[tokio::test]
-async fn an_attached_photo_too_large_for_the_api_goes_as_a_smaller_jpeg() {
+async fn an_attached_photo_too_large_for_the_api_goes_smaller() {
     use base64::Engine;
     use osprey_core::chat::ModelPick;
     let server = AnthropicServer::start(vec![
@@ -599,10 +599,19 @@ async fn an_attached_photo_too_large_for_the_api_goes_as_a_smaller_jpeg() {
         matches!(seen.last(), Some(CoreEvent::ChatTurnFinished { text, .. }) if text == "a noisy picture"),
         "{seen:?}"
     );
+    // It went at the size the model takes as it is, within the bytes.
     let request = server.seen().pop().unwrap();
     let source = &request["messages"][0]["content"][0]["source"];
-    assert_eq!(source["media_type"], "image/jpeg");
-    assert!(source["data"].as_str().unwrap().len() <= 5 * 1024 * 1024);
+    let sent = source["data"].as_str().unwrap();
+    assert!(sent.len() <= 5 * 1024 * 1024);
+    let sent = image::load_from_memory(
+        &base64::engine::general_purpose::STANDARD
+            .decode(sent)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!((sent.width(), sent.height()), (1092, 1092));
+    assert!(osprey_types::fits_model(sent.width(), sent.height()));
 
     chats.send(Some(session.clone()), "and now?").await.unwrap();
     let seen = events_until(&mut events, turn_ended).await;

@@ -63,12 +63,13 @@ fn count_tokens(texts: &[&str]) -> Option<Vec<[f64; 2]>> {
 
 /// What one `see` costs a model: its text in tokens (the element list without boxes, as the
 /// agent gets it, against the same list with each element's screen box), and its image by
-/// Anthropic's published rule (width x height / 750, for an image within 1,568 px).
+/// Anthropic's published rule (a token per 28 x 28 px patch, for an image it takes as it is).
 fn print_see_tokens(seen: &osprey_screen::Seen, boxed_text: &str) {
     let Some(counts) = count_tokens(&[&seen.text, boxed_text]) else {
         return;
     };
-    let image = (f64::from(seen.width) * f64::from(seen.height) / 750.0).ceil();
+    let patch = osprey_types::MODEL_IMAGE_PATCH;
+    let image = f64::from(seen.width.div_ceil(patch) * seen.height.div_ceil(patch));
     let [text, boxed] = [counts[0], counts[1]];
     println!(
         "see tokens of the {}-element window (Anthropic's tokenizer / OpenAI's o200k): text {:.0} / \

@@ -69,8 +69,8 @@ pub enum SeeTarget {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SeeOptions {
     pub quality: Quality,
-    /// Downscale the image to at most this width (the width tier). Either way its longest edge
-    /// is at most [`osprey_types::MODEL_IMAGE_MAX_EDGE`].
+    /// Downscale the image to at most this width (the width tier). Either way it is at most
+    /// [`osprey_types::model_image_size`].
     pub max_width: Option<u32>,
     /// Draw the element boxes and IDs.
     pub annotate: bool,

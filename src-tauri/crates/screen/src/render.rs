@@ -6,7 +6,7 @@
 use image::codecs::jpeg::JpegEncoder;
 use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ExtendedColorType, ImageEncoder, Rgb, RgbImage};
-use osprey_types::MODEL_IMAGE_MAX_EDGE;
+use osprey_types::{fits_model, model_image_size};
 use serde::Serialize;
 
 use crate::elements::Element;
@@ -74,23 +74,38 @@ pub fn encode(image: &RgbImage, quality: Quality) -> Result<Encoded> {
     })
 }
 
-/// The capture scaled to at most `max_width` wide and [`MODEL_IMAGE_MAX_EDGE`] on its longest
-/// edge, what models see of it (a 4K screen's PNG would also pass the 5 MiB Anthropic takes),
-/// never up, with the factor applied.
+/// The capture scaled to at most `max_width` wide and to the size a model takes as it is
+/// ([`osprey_types::model_image_size`]: 1920 x 1080 becomes 1456 x 819, what Claude would scale
+/// it to before looking, so the points it reads off the image are in this image), never up,
+/// with the factor applied.
 pub fn downscale(image: &RgbImage, max_width: Option<u32>) -> (RgbImage, f64) {
     let (width, height) = (f64::from(image.width()), f64::from(image.height()));
     let by_width = match max_width {
         Some(max) if max > 0 => f64::from(max) / width,
         _ => 1.0,
     };
-    let scale = by_width
-        .min(f64::from(MODEL_IMAGE_MAX_EDGE) / width.max(height))
-        .min(1.0);
+    let model = model_image_size(image.width(), image.height());
+    let by_model = f64::from(model.0.max(model.1)) / width.max(height);
+    let (scale, (new_width, new_height)) = if by_width < by_model {
+        let size = (
+            ((width * by_width).round() as u32).max(1),
+            ((height * by_width).round() as u32).max(1),
+        );
+        // Rounded up past the limit: the model's own size.
+        (
+            by_width,
+            if fits_model(size.0, size.1) {
+                size
+            } else {
+                model
+            },
+        )
+    } else {
+        (by_model, model)
+    };
     if scale >= 1.0 {
         return (image.clone(), 1.0);
     }
-    let new_width = ((width * scale).round() as u32).max(1);
-    let new_height = ((height * scale).round() as u32).max(1);
     // `thumbnail` averages areas: fast and clean for large reductions.
     (
         image::imageops::thumbnail(image, new_width, new_height),
@@ -238,15 +253,18 @@ mod tests {
         let (small, scale) = downscale(&image, Some(1280));
         assert_eq!((small.width(), small.height()), (1280, 720));
         assert!((scale - 2.0 / 3.0).abs() < 1e-9);
-        // With no width asked for, or a larger one, the longest edge is kept to what models see.
+        // With no width asked for, or a larger one, the image is the size models take as it is
+        // (1568 x 882 would be 1,792 of Claude's patches, over its 1,568).
         for asked in [None, Some(4000)] {
             let (fitted, scale) = downscale(&image, asked);
-            assert_eq!((fitted.width(), fitted.height()), (1568, 882), "{asked:?}");
-            assert!((scale - 1568.0 / 1920.0).abs() < 1e-9);
+            assert_eq!((fitted.width(), fitted.height()), (1456, 819), "{asked:?}");
+            assert!((scale - 1456.0 / 1920.0).abs() < 1e-9);
         }
-        // A portrait monitor is fitted by its height.
+        // A portrait monitor the same way; a laptop's 1366 x 768 is taken as it is.
         let (tall, _) = downscale(&RgbImage::new(1080, 1920), None);
-        assert_eq!((tall.width(), tall.height()), (882, 1568));
+        assert_eq!((tall.width(), tall.height()), (819, 1456));
+        let (laptop, scale) = downscale(&RgbImage::new(1366, 768), None);
+        assert_eq!((laptop.width(), laptop.height(), scale), (1366, 768, 1.0));
         // Smaller images are never scaled up.
         let (same, scale) = downscale(&RgbImage::new(800, 600), Some(1280));
         assert_eq!((same.width(), same.height(), scale), (800, 600, 1.0));

@@ -225,7 +225,7 @@ fn screenshot_domain() -> Domain {
     .field(
         "max_width",
         FieldType::Integer,
-        "Downscale the image to at most this many pixels wide (it is never over 1568 on its longest edge; coordinates in the text stay screen pixels)",
+        "Downscale the image to at most this many pixels wide (it is never larger than models take as it is, 1456x819 for a 1920x1080 screen; coordinates in the text stay screen pixels)",
     )
 }
 

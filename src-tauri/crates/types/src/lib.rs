@@ -32,6 +32,52 @@ pub use store::{
 /// taken at most this long, and the agent scales any other image to it.
 pub const MODEL_IMAGE_MAX_EDGE: u32 = 1_568;
 
+/// Claude sees an image in 28 x 28 px patches and, on its standard tier, takes at most this many
+/// of them (`ceil(w / 28) * ceil(h / 28)`); a larger image is scaled down before it looks, and
+/// the points it answers are then in the scaled image, not the one sent. A 1568 x 882 screenshot
+/// is 1,792 patches: kept within this, what Osprey sends is what the model sees, so a point it
+/// reads off a screenshot maps back to the screen by the factor Osprey reports.
+pub const MODEL_IMAGE_MAX_PATCHES: u32 = 1_568;
+
+/// The side of one of Claude's image patches.
+pub const MODEL_IMAGE_PATCH: u32 = 28;
+
+/// Whether an image of this size goes to a model as it is: within [`MODEL_IMAGE_MAX_EDGE`] and
+/// [`MODEL_IMAGE_MAX_PATCHES`].
+pub fn fits_model(width: u32, height: u32) -> bool {
+    width.max(height) <= MODEL_IMAGE_MAX_EDGE
+        && u64::from(width.div_ceil(MODEL_IMAGE_PATCH))
+            * u64::from(height.div_ceil(MODEL_IMAGE_PATCH))
+            <= u64::from(MODEL_IMAGE_MAX_PATCHES)
+}
+
+/// The size an image is given to a model at: itself when it [fits](fits_model), else the
+/// largest size of the same aspect (to the pixel) that does. 1920 x 1080 becomes 1456 x 819.
+pub fn model_image_size(width: u32, height: u32) -> (u32, u32) {
+    if width == 0 || height == 0 || fits_model(width, height) {
+        return (width, height);
+    }
+    let (long, short) = (width.max(height), width.min(height));
+    let patch_area = f64::from(MODEL_IMAGE_MAX_PATCHES) * f64::from(MODEL_IMAGE_PATCH).powi(2);
+    let by_area = f64::from(long) * (patch_area / (f64::from(width) * f64::from(height))).sqrt();
+    // Partly filled patches count whole, so the area bound can be a little over: from there,
+    // the long side steps down a pixel at a time until the size fits (a few dozen steps at
+    // most; 1 x 1 always fits).
+    let mut side = ((by_area + 1e-6).floor() as u32).clamp(1, MODEL_IMAGE_MAX_EDGE.min(long));
+    loop {
+        let other = ((f64::from(side) * f64::from(short) / f64::from(long)).round() as u32).max(1);
+        let size = if width >= height {
+            (side, other)
+        } else {
+            (other, side)
+        };
+        if fits_model(size.0, size.1) || side == 1 {
+            return size;
+        }
+        side -= 1;
+    }
+}
+
 /// The most bytes an image handed to a model may have: its base64 (4/3 of it, 4.93 MB) stays
 /// under the 5 MiB Anthropic takes for one image.
 pub const MODEL_IMAGE_MAX_BYTES: usize = 3_700_000;
@@ -1236,6 +1282,57 @@ pub struct WindowSnapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn model_image_sizes_fit_the_edge_and_the_patches_and_keep_the_aspect() {
+        // Anthropic's table of sizes it takes without scaling, and the screens people have.
+        for (w, h) in [
+            (1092, 1092),
+            (951, 1268),
+            (784, 1568),
+            (1456, 816),
+            (40, 30),
+        ] {
+            assert_eq!(model_image_size(w, h), (w, h), "{w}x{h} fits");
+        }
+        assert_eq!(model_image_size(1920, 1080), (1456, 819));
+        assert_eq!(model_image_size(1568, 882), (1456, 819));
+        for (w, h) in [
+            (3840, 2160),
+            (2560, 1600),
+            (1366, 768),
+            (1920, 1200),
+            (3000, 1000),
+            (9000, 40),
+            (40, 9000),
+            (5000, 5000),
+            (1569, 1),
+            // Over the patches only by its part patches: never scaled up.
+            (1100, 1100),
+        ] {
+            let (fw, fh) = model_image_size(w, h);
+            assert!(fits_model(fw, fh), "{w}x{h} -> {fw}x{fh}");
+            // The same aspect, to the pixel of the short side.
+            let (long, short, fit_long, fit_short) = if w >= h {
+                (w, h, fw, fh)
+            } else {
+                (h, w, fh, fw)
+            };
+            let expected = f64::from(fit_long) * f64::from(short) / f64::from(long);
+            assert!(
+                (expected - f64::from(fit_short)).abs() <= 1.0,
+                "{w}x{h} -> {fw}x{fh}"
+            );
+            // And the largest that fits: a few pixels more on each side would not.
+            let grown = (fw + fw / 100 + 2, fh + fh / 100 + 2);
+            assert!(
+                !fits_model(grown.0.min(w), grown.1.min(h)) || (fw, fh) == (w, h),
+                "{w}x{h} -> {fw}x{fh} could be larger"
+            );
+        }
+        // 1366 x 768 is 49 x 28 = 1,372 patches: it goes as it is.
+        assert_eq!(model_image_size(1366, 768), (1366, 768));
+    }
 
     #[test]
     fn origin_round_trips_through_strings() {

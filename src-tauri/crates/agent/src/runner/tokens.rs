@@ -12,8 +12,8 @@ use crate::message::{ChatRequest, Message, Part, ToolSpec};
 /// Which image formula applies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ImageCost {
-    /// Anthropic: scaled to fit a 1568 px long edge and 1,600 tokens (about 1.2 megapixels:
-    /// the documented largest square, 1092 x 1092, is 1,590), then `width * height / 750`.
+    /// Anthropic: scaled to fit a 1568 px long edge and 1,568 patches of 28 x 28 px
+    /// ([`osprey_types::model_image_size`]), then one token per patch.
     Anthropic,
     /// OpenAI, detail high: fit 2048 x 2048, then shortest side 768, then 170 per 512 px tile
     /// plus 85.
@@ -69,15 +69,9 @@ impl ImageCost {
 }
 
 fn anthropic_image_tokens(width: u32, height: u32) -> u64 {
-    if width == 0 || height == 0 {
-        return 0;
-    }
-    let (w, h) = (f64::from(width), f64::from(height));
-    let long_edge_scale = 1568.0 / w.max(h);
-    let area_scale = (1_200_000.0 / (w * h)).sqrt();
-    let scale = long_edge_scale.min(area_scale).min(1.0);
-    let (w, h) = ((w * scale).floor(), (h * scale).floor());
-    ((w * h) / 750.0).ceil() as u64
+    let (w, h) = osprey_types::model_image_size(width, height);
+    let patch = osprey_types::MODEL_IMAGE_PATCH;
+    u64::from(w.div_ceil(patch)) * u64::from(h.div_ceil(patch))
 }
 
 fn openai_high_image_tokens(width: u32, height: u32) -> u64 {
@@ -267,14 +261,15 @@ mod tests {
 
     #[test]
     fn anthropic_images_follow_the_published_formula() {
-        // The documented table: 200x200 ~54, 1000x1000 ~1334, 1092x1092 ~1590.
-        assert_eq!(ImageCost::Anthropic.tokens(200, 200), 54);
-        assert_eq!(ImageCost::Anthropic.tokens(1000, 1000), 1334);
-        assert_eq!(ImageCost::Anthropic.tokens(1092, 1092), 1590);
-        // A 1920x1080 screenshot is scaled to about 1.2 MP first (1460x821).
-        assert_eq!(ImageCost::Anthropic.tokens(1920, 1080), 1599);
+        // One token per 28 x 28 patch, a part patch counting whole.
+        assert_eq!(ImageCost::Anthropic.tokens(200, 200), 64);
+        assert_eq!(ImageCost::Anthropic.tokens(1000, 1000), 36 * 36);
+        assert_eq!(ImageCost::Anthropic.tokens(1092, 1092), 39 * 39);
+        // A 1920x1080 screenshot is scaled to 1456x819 first.
+        assert_eq!(ImageCost::Anthropic.tokens(1920, 1080), 52 * 30);
         // A tall narrow image is limited by its long edge (1568).
-        assert_eq!(ImageCost::Anthropic.tokens(100, 3136), 50 * 1568 / 750 + 1);
+        assert_eq!(ImageCost::Anthropic.tokens(100, 3136), 2 * 56);
+        assert_eq!(ImageCost::Anthropic.tokens(0, 10), 0);
     }
 
     #[test]

@@ -345,3 +345,32 @@ fn see_once_saves_ids_that_a_later_desktop_can_use() {
         });
     std::fs::remove_dir_all(directory).unwrap();
 }
+
+/// A whole screen is scaled to the size a model takes as it is (1920 x 1080 to 1456 x 819):
+/// larger, Claude would scale it again before looking, and the points it answers would not be
+/// in the picture Osprey sent.
+#[test]
+fn a_whole_screen_goes_at_the_size_models_take_as_it_is() {
+    let (environment, _lock) = environment();
+    let _app = FixtureApp::form(environment, "whole screen", &[]);
+    let desktop = environment.desktop();
+    let seen = block_on(desktop.see(&SeeTarget::Screen, SeeOptions::default())).unwrap();
+    std::fs::write(artifact("see-screen.png"), &seen.image.bytes).unwrap();
+    let area = seen.snapshot.area;
+    assert!(area.width > seen.width, "{area}: {}", seen.text);
+    assert_eq!(
+        (seen.width, seen.height),
+        osprey_types::model_image_size(area.width, area.height)
+    );
+    assert!(osprey_types::fits_model(seen.width, seen.height));
+    let decoded = image::load_from_memory(&seen.image.bytes).unwrap();
+    assert_eq!(
+        (decoded.width(), decoded.height()),
+        (seen.width, seen.height)
+    );
+    assert!(
+        seen.snapshot.elements.iter().any(|e| e.name == "Save"),
+        "{}",
+        seen.text
+    );
+}
