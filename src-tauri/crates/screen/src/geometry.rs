@@ -52,6 +52,14 @@ impl Rect {
         point.x >= self.x && point.x < self.right() && point.y >= self.y && point.y < self.bottom()
     }
 
+    /// Whether `other` lies wholly inside this rectangle.
+    pub fn contains_rect(&self, other: &Rect) -> bool {
+        other.x >= self.x
+            && other.y >= self.y
+            && other.right() <= self.right()
+            && other.bottom() <= self.bottom()
+    }
+
     /// The overlap of two rectangles, `None` when they do not overlap.
     pub fn intersection(&self, other: &Rect) -> Option<Rect> {
         let left = self.x.max(other.x);

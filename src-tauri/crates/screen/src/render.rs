@@ -190,25 +190,73 @@ fn text(image: &mut RgbImage, at: Point, label: &str, scale: u32, colour: Rgb<u8
     }
 }
 
+/// Where an element's label goes: the first place, in order, that stays in the image and covers
+/// neither another element's box (one holding this element's does not count) nor a label already
+/// placed: above the box at its left or right end; inside its top-right corner when the box is
+/// wide (a row's or a field's right end is usually empty); beside it on the right or the left
+/// (the left is where a field's caption sits); inside its top-right or top-left corner. In a
+/// dense list, above would cover the row before, whose text the model reads off the picture.
+/// When no place is free, the one covering least.
+fn place_label(rect: Rect, size: (u32, u32), boxes: &[Rect], labels: &[Rect], image: Rect) -> Rect {
+    let (width, height) = (size.0 as i32, size.1 as i32);
+    let inside_right = (rect.right() - width, rect.y);
+    let wide = rect.width >= 3 * size.0;
+    let candidates = [
+        Some((rect.x, rect.y - height)),
+        Some((rect.right() - width, rect.y - height)),
+        wide.then_some(inside_right),
+        Some((rect.right(), rect.y)),
+        Some((rect.x - width, rect.y)),
+        Some(inside_right),
+        Some((rect.x, rect.y)),
+    ];
+    let covered = |label: &Rect| -> u64 {
+        let area = |r: Option<Rect>| r.map_or(0, |r| u64::from(r.width) * u64::from(r.height));
+        let others = boxes
+            .iter()
+            .filter(|b| **b != rect && !b.contains_rect(&rect))
+            .map(|b| area(b.intersection(label)));
+        let placed = labels.iter().map(|l| area(l.intersection(label)));
+        others.chain(placed).sum()
+    };
+    let mut best: Option<(u64, Rect)> = None;
+    for (x, y) in candidates.into_iter().flatten() {
+        let label = Rect::new(x, y, size.0, size.1);
+        if !image.contains_rect(&label) {
+            continue;
+        }
+        let cover = covered(&label);
+        if cover == 0 {
+            return label;
+        }
+        if best.is_none_or(|(least, _)| cover < least) {
+            best = Some((cover, label));
+        }
+    }
+    best.map_or(Rect::new(rect.x, rect.y, size.0, size.1), |(_, label)| {
+        label
+    })
+}
+
 /// Draws each element's box and ID on `image`. `origin` is the screen position of the image's
 /// top-left pixel and `scale` the image's size relative to the screen.
 pub fn annotate(image: &mut RgbImage, origin: Point, scale: f64, elements: &[Element]) -> Drawn {
     let glyph_scale: u32 = if image.width() >= 1600 { 2 } else { 1 };
     let padding = 2 * glyph_scale as i32;
     let label_height = 8 * glyph_scale + 2 * padding as u32;
+    let area = Rect::new(0, 0, image.width(), image.height());
+    let boxes: Vec<Rect> = elements
+        .iter()
+        .map(|element| element.bounds.offset_from(origin).scaled(scale))
+        .collect();
+    let mut labels: Vec<Rect> = Vec::with_capacity(elements.len());
     let mut drawn = Drawn::default();
-    for element in elements {
+    for (element, &rect) in elements.iter().zip(&boxes) {
         let colour = colour_for(&element.id);
-        let rect = element.bounds.offset_from(origin).scaled(scale);
         outline(image, rect, 2, colour);
         let label_width = element.id.len() as u32 * 8 * glyph_scale + 2 * padding as u32;
-        // Above the box when there is room, else inside its top-left corner.
-        let top = if rect.y >= label_height as i32 {
-            rect.y - label_height as i32
-        } else {
-            rect.y
-        };
-        let label = Rect::new(rect.x, top, label_width, label_height);
+        let label = place_label(rect, (label_width, label_height), &boxes, &labels, area);
+        labels.push(label);
         fill(image, label, colour);
         text(
             image,
@@ -228,6 +276,56 @@ pub fn annotate(image: &mut RgbImage, origin: Point, scale: f64, elements: &[Ele
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn labels_of(boxes: &[Rect], image: Rect) -> Vec<Rect> {
+        let mut labels = Vec::new();
+        for rect in boxes {
+            let label = place_label(*rect, (20, 12), boxes, &labels, image);
+            labels.push(label);
+        }
+        labels
+    }
+
+    #[test]
+    fn labels_go_above_and_cover_no_other_box_nor_label() {
+        let image = Rect::new(0, 0, 400, 300);
+        // A lone button: its label above its left end, as always.
+        let button = Rect::new(50, 50, 80, 30);
+        assert_eq!(labels_of(&[button], image), [Rect::new(50, 38, 20, 12)]);
+        // A list of rows 16 px apart: above would cover the row before (its text); each label
+        // finds a place that covers no other row and no other label.
+        let rows: Vec<Rect> = (0..6)
+            .map(|i| Rect::new(10, 100 + 16 * i, 300, 16))
+            .collect();
+        let labels = labels_of(&rows, image);
+        for (i, label) in labels.iter().enumerate() {
+            for (j, row) in rows.iter().enumerate() {
+                assert!(
+                    i == j || label.intersection(row).is_none(),
+                    "label {i} {label} covers row {j}"
+                );
+            }
+            for (j, other) in labels.iter().enumerate() {
+                assert!(
+                    i == j || label.intersection(other).is_none(),
+                    "labels {i} and {j}"
+                );
+            }
+            assert!(image.contains_rect(label));
+        }
+        // The first row still has room above it.
+        assert_eq!(labels[0], Rect::new(10, 88, 20, 12));
+        // A button inside a toolbar-sized box that holds it: the holder does not push it away.
+        let holder = Rect::new(0, 200, 400, 60);
+        let inner = Rect::new(100, 230, 60, 20);
+        assert_eq!(
+            labels_of(&[holder, inner], image)[1],
+            Rect::new(100, 218, 20, 12)
+        );
+        // At the image's top-left corner, with no room above or on the left: on its right.
+        let corner = Rect::new(0, 0, 10, 10);
+        assert_eq!(labels_of(&[corner], image), [Rect::new(10, 0, 20, 12)]);
+    }
 
     #[test]
     fn tiers_encode_and_decode_to_the_same_size() {
