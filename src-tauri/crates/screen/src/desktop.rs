@@ -449,17 +449,18 @@ pub fn describe(snapshot: &Snapshot, width: u32, height: u32, bounds: bool) -> S
             ". Coordinates are screen pixels (left,top width x height); use an ID with desktop actions.\n",
         );
     } else {
-        // The boxes cost about half of each line's tokens; an ID is what actions take, and a
-        // point seen in the image maps to the screen by this one rule.
+        // The boxes cost about half of each line's tokens; an ID is what actions take, a point
+        // of the picture is taken as it is with `in_image`, and the rule is there for the rest.
         let origin = snapshot.area.origin();
         text.push_str(&format!(
-            ". Use an ID with desktop actions; a point in the image is screen ({},{}) + point",
+            ". Act on an ID with the desktop tool, or on a point of this image with in_image: true \
+             (screen = ({},{}) + point",
             origin.x, origin.y
         ));
         if scaled {
             text.push_str(&format!(" / {:.3}", snapshot.scale));
         }
-        text.push_str(".\n");
+        text.push_str(").\n");
     }
     if snapshot.elements.is_empty() {
         text.push_str("No actionable elements found.");

@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::geometry::{Point, Rect};
 use crate::input::MouseButton;
 use crate::render::{Quality, encode};
+use crate::snapshot::Snapshot;
 
 /// Builds the two tools around one shared desktop connection.
 #[derive(Debug)]
@@ -235,7 +236,8 @@ fn desktop_domain() -> Domain {
         "desktop",
         "Use the desktop with the mouse and keyboard. Target an element by its ID from the \
          latest `screenshot see` (`element: \"B3\"`; clicks use the element's own action when it \
-         has one), or a point in screen pixels (`x`, `y`). After acting, take a new snapshot to \
+         has one), or a point (`x`, `y`): screen pixels, or a pixel of the snapshot's image \
+         with `in_image: true`. After acting, take a new snapshot to \
          see the result. Also lists and focuses windows and lists applications.",
     )
     .resource(
@@ -297,11 +299,16 @@ fn desktop_domain() -> Domain {
         FieldType::String,
         "Snapshot ID (default: the latest)",
     )
-    .field("x", FieldType::Integer, "Screen x in pixels")
-    .field("y", FieldType::Integer, "Screen y in pixels")
+    .field("x", FieldType::Integer, "Screen x in pixels (with in_image, the image's)")
+    .field("y", FieldType::Integer, "Screen y in pixels (with in_image, the image's)")
+    .field(
+        "in_image",
+        FieldType::Boolean,
+        "x, y, to_x, to_y are pixels of the snapshot's image (the latest see unless `snapshot`); Osprey maps them to the screen",
+    )
     .field("to_element", FieldType::String, "drag: target element ID")
-    .field("to_x", FieldType::Integer, "drag: target screen x")
-    .field("to_y", FieldType::Integer, "drag: target screen y")
+    .field("to_x", FieldType::Integer, "drag: target x")
+    .field("to_y", FieldType::Integer, "drag: target y")
     .field("text", FieldType::String, "Text to type (any Unicode)")
     .required_for(&["type"])
     .field(
@@ -424,21 +431,62 @@ pub struct DesktopTool {
     domain: Domain,
 }
 
-fn target_of(call: &Call, element_key: &str, x_key: &str, y_key: &str) -> Option<ActionTarget> {
-    if let Some(id) = call.str(element_key) {
-        return Some(ActionTarget::Element {
-            snapshot: call.str("snapshot").map(str::to_string),
-            id: id.to_string(),
-        });
+/// The snapshot whose image the call's points are in (`in_image: true`), else `None`: the points
+/// are screen pixels.
+fn image_of_call(desktop: &Desktop, call: &Call) -> Result<Option<Arc<Snapshot>>> {
+    if call.bool("in_image") != Some(true) {
+        return Ok(None);
     }
-    match (i32_field(call, x_key), i32_field(call, y_key)) {
-        (Some(x), Some(y)) => Some(ActionTarget::Point(Point { x, y })),
-        _ => None,
-    }
+    desktop.snapshots().get(call.str("snapshot")).map(Some)
 }
 
-fn required_target(call: &Call) -> Result<ActionTarget> {
-    target_of(call, "element", "x", "y").ok_or_else(|| {
+/// A point of the call in screen pixels: `x_key`, `y_key` as they are, or, with `image`, a
+/// pixel of that snapshot's image taken back to the screen through its origin and scale. A
+/// point outside the image is refused rather than guessed at.
+fn point_of(
+    call: &Call,
+    x_key: &str,
+    y_key: &str,
+    image: Option<&Snapshot>,
+) -> Result<Option<Point>> {
+    let (Some(x), Some(y)) = (i32_field(call, x_key), i32_field(call, y_key)) else {
+        return Ok(None);
+    };
+    let Some(snapshot) = image else {
+        return Ok(Some(Point { x, y }));
+    };
+    let seen = snapshot.area.scaled(snapshot.scale);
+    if x < 0 || y < 0 || x >= seen.width as i32 || y >= seen.height as i32 {
+        return Err(Error::InvalidInput(format!(
+            "({x},{y}) is outside snapshot {}'s image, which is {}x{}",
+            snapshot.id, seen.width, seen.height
+        )));
+    }
+    let to_screen = |value: i32| (f64::from(value) / snapshot.scale).round() as i32;
+    Ok(Some(Point {
+        x: snapshot.area.x + to_screen(x),
+        y: snapshot.area.y + to_screen(y),
+    }))
+}
+
+fn target_of(
+    call: &Call,
+    element_key: &str,
+    x_key: &str,
+    y_key: &str,
+    image: Option<&Snapshot>,
+) -> Result<Option<ActionTarget>> {
+    if let Some(id) = call.str(element_key) {
+        return Ok(Some(ActionTarget::Element {
+            snapshot: call.str("snapshot").map(str::to_string),
+            id: id.to_string(),
+        }));
+    }
+    Ok(point_of(call, x_key, y_key, image)?.map(ActionTarget::Point))
+}
+
+fn required_target(call: &Call, image: Option<&Snapshot>) -> Result<ActionTarget> {
+    target_of(call, "element", "x", "y", image)?.ok_or_else(|| {
         Error::InvalidInput(format!(
             "desktop {} needs `element` (an ID from screenshot see) or both `x` and `y`",
             call.action()
@@ -450,6 +498,11 @@ impl DesktopTool {
     async fn input(&self, call: &Call) -> Result<ToolResult> {
         let desktop = self.desktop.get().await?;
         let pointer = call.bool("pointer").unwrap_or(false);
+        let image = image_of_call(&desktop, call)?;
+        let image = image.as_deref();
+        let required_target = |call: &Call| required_target(call, image);
+        let target_of =
+            |call: &Call, element: &str, x: &str, y: &str| target_of(call, element, x, y, image);
         let message = match call.action() {
             "click" => {
                 desktop
@@ -469,13 +522,13 @@ impl DesktopTool {
             "type" => {
                 let text = call.str("text").unwrap_or_default();
                 desktop
-                    .type_text(target_of(call, "element", "x", "y").as_ref(), text)
+                    .type_text(target_of(call, "element", "x", "y")?.as_ref(), text)
                     .await?
             }
             "key" => {
                 let keys = call.str("keys").unwrap_or_default();
                 desktop
-                    .key(target_of(call, "element", "x", "y").as_ref(), keys)
+                    .key(target_of(call, "element", "x", "y")?.as_ref(), keys)
                     .await?
             }
             "scroll" => {
@@ -484,7 +537,7 @@ impl DesktopTool {
                 desktop.scroll(&required_target(call)?, dx, dy).await?
             }
             "drag" => {
-                let to = target_of(call, "to_element", "to_x", "to_y").ok_or_else(|| {
+                let to = target_of(call, "to_element", "to_x", "to_y")?.ok_or_else(|| {
                     Error::InvalidInput(
                         "desktop drag needs `to_element` or both `to_x` and `to_y`".into(),
                     )
@@ -610,9 +663,17 @@ impl DomainTool for DesktopTool {
                 .map(|(_, e)| format!("{} {} {:?}", e.id, e.kind, e.name))
                 .unwrap_or_else(|| id.to_string())
         });
-        let point = match (i32_field(call, "x"), i32_field(call, "y")) {
-            (Some(x), Some(y)) => Some(format!("({x},{y})")),
-            _ => None,
+        // A point of an image is shown on the screen, where the person can find it.
+        let image = self
+            .desktop
+            .peek()
+            .and_then(|d| image_of_call(&d, call).ok().flatten());
+        let point = match point_of(call, "x", "y", image.as_deref()) {
+            Ok(Some(point)) => Some(format!("({},{})", point.x, point.y)),
+            _ => match (i32_field(call, "x"), i32_field(call, "y")) {
+                (Some(x), Some(y)) => Some(format!("({x},{y}) in the image")),
+                _ => None,
+            },
         };
         let mut summary = format!("desktop {}", call.action());
         if let Some(target) = element.or(point) {

@@ -71,7 +71,7 @@ fn see_assigns_ids_in_reading_order_and_lists_them() {
     let origin = snapshot.area.origin();
     assert!(
         seen.text.contains(&format!(
-            "a point in the image is screen ({},{}) + point.",
+            "in_image: true (screen = ({},{}) + point).",
             origin.x, origin.y
         )),
         "{}",
@@ -192,7 +192,7 @@ fn annotated_image_differs_from_the_capture_only_inside_the_boxes() {
     let origin = small.snapshot.area.origin();
     assert!(
         small.text.contains(&format!(
-            "a point in the image is screen ({},{}) + point / {scale:.3}.",
+            "in_image: true (screen = ({},{}) + point / {scale:.3}).",
             origin.x, origin.y
         )),
         "{}",

@@ -191,6 +191,69 @@ fn desktop_tool_clicks_types_and_lists_through_the_registry() {
         .wait_for("activated 1", REACT, |l| l == "activated 1");
 }
 
+/// The numbers in `x,y wxh` (a box or an area in see's text).
+fn rect_numbers(text: &str) -> [f64; 4] {
+    let numbers: Vec<f64> = text
+        .split(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .filter(|part| !part.is_empty())
+        .map(|part| part.parse().unwrap())
+        .collect();
+    [numbers[0], numbers[1], numbers[2], numbers[3]]
+}
+
+#[test]
+fn a_point_of_a_scaled_snapshot_image_acts_on_the_screen_under_it() {
+    let (environment, _lock) = environment();
+    let app = FixtureApp::form(environment, "image point", &[]);
+    let registry = registry(environment, Level::Full);
+    let seen = call(
+        &registry,
+        "screenshot",
+        json!({"action": "see", "window": app.title, "max_width": 320, "bounds": true}),
+    )
+    .text_content();
+    // Where the checkbox is in the picture the model got: its screen box through the header's
+    // area and scale.
+    let header = seen.lines().next().unwrap();
+    let area = rect_numbers(header.split(" at ").nth(1).unwrap());
+    let scale: f64 = header
+        .split("(scaled ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(scale < 1.0, "{seen}");
+    let checkbox = seen.lines().find(|l| l.starts_with("C1 ")).unwrap();
+    let [x, y, w, h] = rect_numbers(checkbox.split('(').nth(1).unwrap());
+    let in_image = |screen: f64, origin: f64| ((screen - origin) * scale).round() as i64;
+    let (ix, iy) = (
+        in_image(x + w / 2.0, area[0]),
+        in_image(y + h / 2.0, area[1]),
+    );
+
+    let clicked = call(
+        &registry,
+        "desktop",
+        json!({"action": "click", "x": ix, "y": iy, "in_image": true, "pointer": true}),
+    );
+    assert!(!clicked.is_error, "{clicked:?}");
+    app.lines
+        .wait_for("toggled True", REACT, |l| l == "toggled True");
+
+    // A point outside the picture is refused, not guessed at.
+    let outside = call(
+        &registry,
+        "desktop",
+        json!({"action": "click", "x": 400, "y": 5, "in_image": true}),
+    );
+    assert_eq!(outside.code, Some(ErrorCode::InvalidInput), "{outside:?}");
+    assert!(
+        outside.text_content().contains("outside snapshot"),
+        "{outside:?}"
+    );
+}
+
 #[test]
 fn without_a_display_the_tools_say_so() {
     let (screenshot, _) = ScreenTools::new(DesktopConfig {
