@@ -75,8 +75,9 @@ pub fn wait_until(
     }
 }
 
-/// The workspace root (this crate lives in `<root>/tests`). Cargo sets `CARGO_MANIFEST_DIR` when
-/// it runs a test, and that wins over the compile-time value: cargo reuses artifacts between
+/// The workspace root: the nearest folder above the running test's crate that holds
+/// `Cargo.lock`, so it is right from any crate's tests. Cargo sets `CARGO_MANIFEST_DIR` when it
+/// runs a test, and that wins over the compile-time value: cargo reuses artifacts between
 /// checkouts that share a target directory, and the baked-in path may be another checkout's.
 pub fn workspace_root() -> PathBuf {
     let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
@@ -84,7 +85,8 @@ pub fn workspace_root() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
     manifest_dir
-        .parent()
+        .ancestors()
+        .find(|dir| dir.join("Cargo.lock").is_file())
         .map(Path::to_path_buf)
         .unwrap_or(manifest_dir)
 }
@@ -344,6 +346,13 @@ pub fn tar_xzf_sha256sum(package: &Path, out: &Path) -> std::time::Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_workspace_root_is_the_folder_with_the_lock_file() {
+        let root = workspace_root();
+        assert!(root.join("Cargo.lock").is_file(), "{}", root.display());
+        assert!(root.join("tests/lib.rs").is_file(), "{}", root.display());
+    }
 
     #[test]
     fn target_dir_defaults_under_the_workspace() {

@@ -364,14 +364,21 @@ fn sessions_are_renamed_searched_and_deleted_and_each_keeps_its_draft() -> Resul
     // A fresh window loads the markdown renderer after its first paint; a session opened from
     // the list waits for it, so its replies never show unformatted first. Every reply element
     // the page adds is recorded as it is added.
-    driver.execute("location.reload(); return true;", vec![])?;
-    // Read in one script: the elements found before the reload are gone after it.
+    // The old document is marked: `reload` returns before it is gone, and its list (already
+    // showing both) must not pass for the new one's.
+    driver.execute(
+        "window.__before_reload = true; location.reload(); return true;",
+        vec![],
+    )?;
+    // Read in one script: the elements found before the reload are gone after it. A script
+    // that meets the old document going away fails; the next one reads the new document.
     wait_until("both sessions listed after a reload", UI_TIMEOUT, || {
         let listed = driver.execute(
-            "return document.querySelectorAll(\"[data-testid='chat-sessions'] .title\").length;",
+            "return window.__before_reload ? -1 : \
+             document.querySelectorAll(\"[data-testid='chat-sessions'] .title\").length;",
             vec![],
-        )?;
-        Ok(listed == 2)
+        );
+        Ok(listed.is_ok_and(|listed| listed == 2))
     })?;
     driver.execute(
         "window.__replies = []; \

@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn client_dir() -> PathBuf {
-    // This crate lives in <root>/src-tauri/crates/cli.
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../tests/mcp-sdk")
+    osprey_tests::workspace_root().join("tests/mcp-sdk")
 }
 
 fn found(program: &str) -> bool {

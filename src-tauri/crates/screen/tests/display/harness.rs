@@ -250,11 +250,17 @@ pub struct FixtureApp {
     _process: Guarded,
 }
 
+/// This crate's folder. Cargo sets `CARGO_MANIFEST_DIR` when it runs a test, and that wins over
+/// the compile-time value: cargo reuses a test binary built in another checkout that shares the
+/// target folder, and the path baked into it is that checkout's (which may be gone).
+fn manifest_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
 pub fn fixture_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join("fixtures")
-        .join(name)
+    manifest_dir().join("tests").join("fixtures").join(name)
 }
 
 impl FixtureApp {
@@ -339,7 +345,7 @@ impl FixtureApp {
 
 /// Where tests leave images for people to look at: `<target>/screen-tests/`.
 pub fn artifact(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../target/screen-tests");
+    let dir = manifest_dir().join("../../../target/screen-tests");
     std::fs::create_dir_all(&dir).expect("creating the artifacts directory");
     dir.join(name)
 }
