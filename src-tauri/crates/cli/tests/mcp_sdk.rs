@@ -5,7 +5,7 @@
 //! client's locked packages (`npm ci`) when they are missing and runs it; it is skipped, saying
 //! why, only when Node.js or npm is not installed.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 fn client_dir() -> PathBuf {
