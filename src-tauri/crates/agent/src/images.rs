@@ -204,22 +204,18 @@ pub fn fit_message(message: &mut Message) -> usize {
             blocks
         }
     };
+    // A message's own parts hold the same two kinds as a tool result's blocks.
+    let as_part = |block| match block {
+        ContentBlock::Image { mime_type, data } => Part::Image { mime_type, data },
+        ContentBlock::Text { text } => Part::Text { text },
+    };
     let parts = std::mem::take(&mut message.content);
     for part in parts {
         match part {
             Part::Image { mime_type, data } => {
                 message
                     .content
-                    .extend(
-                        replace(mime_type, data)
-                            .into_iter()
-                            .map(|block| match block {
-                                ContentBlock::Image { mime_type, data } => {
-                                    Part::Image { mime_type, data }
-                                }
-                                ContentBlock::Text { text } => Part::Text { text },
-                            }),
-                    );
+                    .extend(replace(mime_type, data).into_iter().map(as_part));
             }
             Part::ToolResult {
                 call_id,

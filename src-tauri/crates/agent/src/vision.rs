@@ -7,7 +7,7 @@
 //! the newest image in the conversation (a browser screenshot, a window the person attached).
 //! Images from the conversation come from its stored history, so nothing is captured again and
 //! the model is asked about exactly what the agent saw. Files larger than the providers take are
-//! scaled down to [`osprey_types::MODEL_IMAGE_MAX_EDGE`] pixels on the long edge first.
+//! scaled down to [`osprey_types::model_image_size`] first.
 //!
 //! **The model** is the `vision.model` setting when set (a model on the same provider that sees
 //! better or costs less), else the conversation's own. The call is one model request with no
@@ -417,8 +417,8 @@ fn image_in(content: &[ContentBlock]) -> Option<InputImage> {
 }
 
 /// An image file as the providers take it: PNG, JPEG, GIF or WebP by its first bytes; a PNG or
-/// JPEG larger than [`osprey_types::MODEL_IMAGE_MAX_EDGE`] or [`MODEL_IMAGE_MAX_BYTES`] scaled
-/// down (and a PNG photo re-encoded as JPEG when that is what makes it small enough).
+/// JPEG larger than [`osprey_types::model_image_size`] or [`MODEL_IMAGE_MAX_BYTES`] scaled down
+/// (and a PNG photo re-encoded as JPEG when that is what makes it small enough).
 fn read_image_file(path: &Path) -> Result<InputImage, String> {
     let meta =
         std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;

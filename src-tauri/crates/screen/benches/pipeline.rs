@@ -68,8 +68,7 @@ fn print_see_tokens(seen: &osprey_screen::Seen, boxed_text: &str) {
     let Some(counts) = count_tokens(&[&seen.text, boxed_text]) else {
         return;
     };
-    let patch = osprey_types::MODEL_IMAGE_PATCH;
-    let image = f64::from(seen.width.div_ceil(patch) * seen.height.div_ceil(patch));
+    let image = osprey_types::model_image_patches(seen.width, seen.height) as f64;
     let [text, boxed] = [counts[0], counts[1]];
     println!(
         "see tokens of the {}-element window (Anthropic's tokenizer / OpenAI's o200k): text {:.0} / \

@@ -6,7 +6,7 @@
 use image::codecs::jpeg::JpegEncoder;
 use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ExtendedColorType, ImageEncoder, Rgb, RgbImage};
-use osprey_types::{fits_model, model_image_size};
+use osprey_types::model_image_size;
 use serde::Serialize;
 
 use crate::elements::Element;
@@ -79,33 +79,20 @@ pub fn encode(image: &RgbImage, quality: Quality) -> Result<Encoded> {
 /// it to before looking, so the points it reads off the image are in this image), never up,
 /// with the factor applied.
 pub fn downscale(image: &RgbImage, max_width: Option<u32>) -> (RgbImage, f64) {
-    let (width, height) = (f64::from(image.width()), f64::from(image.height()));
-    let by_width = match max_width {
-        Some(max) if max > 0 => f64::from(max) / width,
-        _ => 1.0,
+    let (width, height) = image.dimensions();
+    // The width tier first, then the size a model takes of that.
+    let tier = match max_width {
+        Some(max) if max > 0 && max < width => {
+            let height = (f64::from(height) * f64::from(max) / f64::from(width)).round();
+            (max, (height as u32).max(1))
+        }
+        _ => (width, height),
     };
-    let model = model_image_size(image.width(), image.height());
-    let by_model = f64::from(model.0.max(model.1)) / width.max(height);
-    let (scale, (new_width, new_height)) = if by_width < by_model {
-        let size = (
-            ((width * by_width).round() as u32).max(1),
-            ((height * by_width).round() as u32).max(1),
-        );
-        // Rounded up past the limit: the model's own size.
-        (
-            by_width,
-            if fits_model(size.0, size.1) {
-                size
-            } else {
-                model
-            },
-        )
-    } else {
-        (by_model, model)
-    };
-    if scale >= 1.0 {
+    let (new_width, new_height) = model_image_size(tier.0, tier.1);
+    if (new_width, new_height) == (width, height) {
         return (image.clone(), 1.0);
     }
+    let scale = f64::from(new_width) / f64::from(width);
     // `thumbnail` averages areas: fast and clean for large reductions.
     (
         image::imageops::thumbnail(image, new_width, new_height),

@@ -455,18 +455,18 @@ fn point_of(
     let Some(snapshot) = image else {
         return Ok(Some(Point { x, y }));
     };
-    let seen = snapshot.area.scaled(snapshot.scale);
-    if x < 0 || y < 0 || x >= seen.width as i32 || y >= seen.height as i32 {
-        return Err(Error::InvalidInput(format!(
-            "({x},{y}) is outside snapshot {}'s image, which is {}x{}",
-            snapshot.id, seen.width, seen.height
-        )));
-    }
     let to_screen = |value: i32| (f64::from(value) / snapshot.scale).round() as i32;
-    Ok(Some(Point {
+    let point = Point {
         x: snapshot.area.x + to_screen(x),
         y: snapshot.area.y + to_screen(y),
-    }))
+    };
+    if !snapshot.area.contains(point) {
+        return Err(Error::InvalidInput(format!(
+            "({x},{y}) is outside snapshot {}'s image, which shows {}",
+            snapshot.id, snapshot.area
+        )));
+    }
+    Ok(Some(point))
 }
 
 fn target_of(

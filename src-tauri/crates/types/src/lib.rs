@@ -28,8 +28,9 @@ pub use store::{
 
 /// The longest edge, in pixels, of an image Osprey hands a model. Anthropic scales anything
 /// longer down to it before Claude looks, and OpenAI (detail high) keeps less (768 px on the short
-/// side): pixels beyond it cost encoding and upload and show the model nothing. Screenshots are
-/// taken at most this long, and the agent scales any other image to it.
+/// side): pixels beyond it cost encoding and upload and show the model nothing. With
+/// [`MODEL_IMAGE_MAX_PATCHES`] it makes [`model_image_size`], the size screenshots are taken at
+/// and the agent scales any other image to.
 pub const MODEL_IMAGE_MAX_EDGE: u32 = 1_568;
 
 /// Claude sees an image in 28 x 28 px patches and, on its standard tier, takes at most this many
@@ -42,13 +43,17 @@ pub const MODEL_IMAGE_MAX_PATCHES: u32 = 1_568;
 /// The side of one of Claude's image patches.
 pub const MODEL_IMAGE_PATCH: u32 = 28;
 
+/// How many of Claude's patches an image of this size is, a part patch counting whole: what it
+/// costs in tokens when it goes as it is.
+pub fn model_image_patches(width: u32, height: u32) -> u64 {
+    u64::from(width.div_ceil(MODEL_IMAGE_PATCH)) * u64::from(height.div_ceil(MODEL_IMAGE_PATCH))
+}
+
 /// Whether an image of this size goes to a model as it is: within [`MODEL_IMAGE_MAX_EDGE`] and
 /// [`MODEL_IMAGE_MAX_PATCHES`].
 pub fn fits_model(width: u32, height: u32) -> bool {
     width.max(height) <= MODEL_IMAGE_MAX_EDGE
-        && u64::from(width.div_ceil(MODEL_IMAGE_PATCH))
-            * u64::from(height.div_ceil(MODEL_IMAGE_PATCH))
-            <= u64::from(MODEL_IMAGE_MAX_PATCHES)
+        && model_image_patches(width, height) <= u64::from(MODEL_IMAGE_MAX_PATCHES)
 }
 
 /// The size an image is given to a model at: itself when it [fits](fits_model), else the
@@ -1296,6 +1301,8 @@ mod tests {
             assert_eq!(model_image_size(w, h), (w, h), "{w}x{h} fits");
         }
         assert_eq!(model_image_size(1920, 1080), (1456, 819));
+        assert_eq!(model_image_patches(1456, 819), 52 * 30);
+        assert_eq!(model_image_patches(1568, 882), 56 * 32);
         assert_eq!(model_image_size(1568, 882), (1456, 819));
         for (w, h) in [
             (3840, 2160),

@@ -70,8 +70,7 @@ impl ImageCost {
 
 fn anthropic_image_tokens(width: u32, height: u32) -> u64 {
     let (w, h) = osprey_types::model_image_size(width, height);
-    let patch = osprey_types::MODEL_IMAGE_PATCH;
-    u64::from(w.div_ceil(patch)) * u64::from(h.div_ceil(patch))
+    osprey_types::model_image_patches(w, h)
 }
 
 fn openai_high_image_tokens(width: u32, height: u32) -> u64 {
