@@ -38,19 +38,15 @@ pub const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
 pub const IMAGE_OVER_BUDGET: &str = "[an earlier image was left out here: a request carries at \
      most 100 images and 20 MB of them]";
 
-/// The format of image bytes by their first bytes: PNG, JPEG, GIF or WebP.
+/// The format of image bytes by their first bytes (the `image` crate's magic numbers, which it
+/// knows whatever decoders are built in), when it is one the model APIs take: PNG, JPEG, GIF or
+/// WebP.
 pub fn mime_of(bytes: &[u8]) -> Option<&'static str> {
-    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some("image/png")
-    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        Some("image/jpeg")
-    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
-        Some("image/gif")
-    } else if bytes.len() > 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
-        Some("image/webp")
-    } else {
-        None
-    }
+    use image::ImageFormat::{Gif, Jpeg, Png, WebP};
+    image::guess_format(bytes)
+        .ok()
+        .filter(|format| matches!(format, Png | Jpeg | Gif | WebP))
+        .map(|format| format.to_mime_type())
 }
 
 /// A PNG or JPEG as it is when within the limits, else scaled to [`model_image_size`] and
@@ -408,6 +404,21 @@ mod tests {
         assert_eq!(mime_type, "image/jpeg");
         assert!(data.len() <= 5 * 1024 * 1024, "{}", data.len());
         assert_eq!(image_size(data), Some((1000, 1000)));
+    }
+
+    #[test]
+    fn formats_are_known_by_their_first_bytes() {
+        assert_eq!(mime_of(&png(4, 4, false)), Some("image/png"));
+        assert_eq!(
+            mime_of(&[0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10]),
+            Some("image/jpeg")
+        );
+        assert_eq!(mime_of(b"GIF87a\x01\x00\x01\x00"), Some("image/gif"));
+        assert_eq!(mime_of(b"RIFF\x24\0\0\0WEBPVP8 "), Some("image/webp"));
+        // Images the model APIs do not take, and what is no image.
+        assert_eq!(mime_of(b"BM\x36\0\0\0\0\0\0\0"), None);
+        assert_eq!(mime_of(b"%PDF-1.7"), None);
+        assert_eq!(mime_of(b""), None);
     }
 
     #[test]
