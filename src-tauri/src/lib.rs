@@ -14,6 +14,8 @@ pub mod paint_probe;
 /// How Osprey's own windows paint (public for `examples/bare_window`).
 pub mod rendering;
 mod startup;
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+mod startup_memory;
 mod tray;
 
 use osprey_core::chat::Chats;
@@ -215,6 +217,21 @@ pub fn run() {
             commands::team::delete_agent_type,
         ]);
     let builder = builder.register_asynchronous_uri_scheme_protocol(app_ui::SCHEME, app_ui::handle);
+    // Once the main window's page has loaded, what only start-up needed goes back to the system.
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    let builder = builder.on_page_load(|webview, payload| {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        if webview.label() == tray::MAIN_WINDOW
+            && matches!(payload.event(), tauri::webview::PageLoadEvent::Finished)
+        {
+            ONCE.call_once(|| {
+                std::thread::spawn(|| {
+                    let released = startup_memory::release();
+                    tracing::debug!("start-up memory handed back: {released:?}");
+                });
+            });
+        }
+    });
     // Closing the main window hides it to the tray; Quit in the tray (or the session ending)
     // stops Osprey. Without a tray host nothing could bring it back, so it then closes as usual.
     let builder = builder.on_window_event(|window, event| {
