@@ -239,7 +239,7 @@ mod tests {
         // Running over the end of the read-only segment.
         let over = dynamic(0x3f_0000, 0x2_0000);
         assert_eq!(relocation_pages(BASE, &segments(), &over, PAGE), None);
-        // In code (executable is not writable, but the table is not there either: past the end).
+        // Outside every segment.
         let nowhere = dynamic(0x900_0000, 0x2000);
         assert_eq!(relocation_pages(BASE, &segments(), &nowhere, PAGE), None);
     }
