@@ -150,10 +150,8 @@ fn relocation_pages(
     page: usize,
 ) -> Option<Range<usize>> {
     let value = |tag| {
-        dynamic
-            .iter()
-            .find(|(t, _)| *t == tag)
-            .map(|(_, v)| usize::try_from(*v).ok())
+        let (_, v) = dynamic.iter().find(|(t, _)| *t == tag)?;
+        usize::try_from(*v).ok()
     };
     let text_relocations = dynamic
         .iter()
@@ -161,8 +159,8 @@ fn relocation_pages(
     if text_relocations {
         return None;
     }
-    let table = value(DT_RELA)??;
-    let size = value(DT_RELASZ)??;
+    let table = value(DT_RELA)?;
+    let size = value(DT_RELASZ)?;
     let start = if table < base {
         base.checked_add(table)?
     } else {
