@@ -6,10 +6,29 @@ import type { ApprovalAnswer, PendingApproval } from "../../gen";
 import { applyApprovalEvent } from "./pending";
 
 class ApprovalsStore {
-  pending = $state<PendingApproval[]>([]);
+  #pending = $state<PendingApproval[]>([]);
   error = $state<UiError | null>(null);
+  /** The clock the questions' countdowns read; it ticks only while a question is open. */
   now = $state(Date.now());
+  #ticker: ReturnType<typeof setInterval> | null = null;
   private started = false;
+
+  get pending(): PendingApproval[] {
+    return this.#pending;
+  }
+
+  /** Sets the open questions, and starts or stops the countdowns' clock: a window with nothing
+   * to ask never wakes for it. */
+  set pending(list: PendingApproval[]) {
+    this.#pending = list;
+    if (list.length > 0 && this.#ticker === null) {
+      this.now = Date.now();
+      this.#ticker = setInterval(() => (this.now = Date.now()), 250);
+    } else if (list.length === 0 && this.#ticker !== null) {
+      clearInterval(this.#ticker);
+      this.#ticker = null;
+    }
+  }
 
   /** Starts listening (once) and loads what is already waiting. */
   async start(): Promise<void> {
@@ -17,7 +36,6 @@ class ApprovalsStore {
       return;
     }
     this.started = true;
-    setInterval(() => (this.now = Date.now()), 250);
     try {
       await onCoreEvent((event) => {
         this.pending = applyApprovalEvent(this.pending, event);

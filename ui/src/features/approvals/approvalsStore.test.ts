@@ -1,4 +1,4 @@
-import { beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ApprovalRequest } from "../../gen";
 
 const invoke = vi.fn();
@@ -23,12 +23,18 @@ function request(id: string): ApprovalRequest {
 
 describe("the approvals store", () => {
   beforeEach(() => {
+    vi.useFakeTimers();
     invoke.mockReset();
     approvals.pending = [
       { request: request("a"), deadline_ms: 1 },
       { request: request("b"), deadline_ms: 2 },
     ];
     approvals.error = null;
+  });
+
+  afterEach(() => {
+    approvals.pending = [];
+    vi.useRealTimers();
   });
 
   it("sends the answer for the right request and drops it from the list", async () => {
@@ -47,5 +53,21 @@ describe("the approvals store", () => {
     await approvals.answer("b", { answer: "once" });
     expect(approvals.error).toEqual({ code: "approval_not_pending", message: "no pending approval `b`" });
     expect(approvals.pending.map((p) => p.request.id)).toEqual(["a"]);
+  });
+
+  it("ticks the countdowns' clock only while a question is open", () => {
+    expect(vi.getTimerCount()).toBe(1);
+    const before = approvals.now;
+    vi.advanceTimersByTime(1000);
+    expect(approvals.now).toBe(before + 1000);
+
+    approvals.pending = [];
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(1000);
+    expect(approvals.now).toBe(before + 1000);
+
+    approvals.pending = [{ request: request("c"), deadline_ms: 3 }];
+    expect(vi.getTimerCount()).toBe(1);
+    expect(approvals.now).toBe(before + 2000);
   });
 });
