@@ -14,6 +14,10 @@ Tauri window built the same way and showing an empty page (src-tauri/examples/ba
   the app and every process under it (WebKitWebProcess, WebKitNetworkProcess, ...) from
   /proc/<pid>/smaps_rollup, summed when it stops changing (with a deadline); the median of the
   runs.
+- Idle activity: once the PSS has settled, the context switches (each a thread going to sleep
+  or being put off the CPU, so about one per wake-up) and the CPU time of every thread of the
+  app and the processes under it over the next IDLE_WINDOW seconds, per minute. A window idle in
+  the tray should not wake at all; it costs battery when it does.
 - Sizes of the release binary (next to the floor's) and of the `.deb` that scripts/package
   builds, when there is one.
 
@@ -102,6 +106,52 @@ def pss_kb(pid):
 def tree_pss_kb(root):
     """PSS summed over `root` and its descendants (processes that ended meanwhile count 0)."""
     return sum(pss_kb(pid) or 0 for pid in process_tree(root))
+
+
+def cpu_ticks_from_stat(stat):
+    """utime + stime (clock ticks) of a /proc/<pid>[/task/<tid>]/stat line."""
+    fields = stat.rsplit(")", 1)[1].split()
+    # Fields 14 and 15 of proc(5); the first after the name is field 3.
+    return int(fields[11]) + int(fields[12])
+
+
+def switches_from_status(status):
+    """Voluntary and involuntary context switches of a /proc/.../status text."""
+    return sum(int(line.split()[1]) for line in status.splitlines()
+               if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")))
+
+
+def thread_activity(root):
+    """{(pid, tid): (CPU ticks, context switches)} of every thread of `root` and the processes
+    under it; threads that end while being read are left out."""
+    activity = {}
+    for pid in process_tree(root):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    stat = f.read()
+                with open(f"/proc/{pid}/task/{tid}/status") as f:
+                    status = f.read()
+            except OSError:
+                continue
+            activity[(pid, int(tid))] = (cpu_ticks_from_stat(stat), switches_from_status(status))
+    return activity
+
+
+def activity_between(before, after):
+    """(CPU ticks, context switches) from one `thread_activity` sample to a later one: a thread
+    in both counts its growth, one started in between counts whole, one that ended in between
+    cannot be read and counts nothing."""
+    ticks = switches = 0
+    for key, (t, s) in after.items():
+        t0, s0 = before.get(key, (0, 0))
+        ticks += t - t0
+        switches += s - s0
+    return ticks, switches
 
 
 def process_name(pid):
@@ -265,10 +315,15 @@ def fresh_env(home):
     return env
 
 
-def measure(name, binary, is_osprey, scratch, timeout, settle_deadline):
+# Seconds of idle activity measured once the PSS has settled.
+IDLE_WINDOW = 10.0
+
+
+def measure(name, binary, is_osprey, scratch, timeout, settle_deadline, idle_window=IDLE_WINDOW):
     """One launch: (seconds to paint, seconds to working (None for the floor, which has no
-    script), settled PSS in kB, names of the processes). Osprey takes a data folder and reports
-    a working view; the floor does neither."""
+    script), settled PSS in kB, idle activity per minute as (CPU ms, context switches) or None
+    when `idle_window` is 0, names of the processes). Osprey takes a data folder and reports a
+    working view; the floor does neither."""
     run = tempfile.mkdtemp(prefix=f"{name}-", dir=scratch)
     home = os.path.join(run, "home")
     os.makedirs(home)
@@ -283,6 +338,14 @@ def measure(name, binary, is_osprey, scratch, timeout, settle_deadline):
         if not settled:
             print(f"bench: {name}: PSS still moving after {settle_deadline:.0f} s; took the last "
                   "sample", file=sys.stderr)
+        idle = None
+        if idle_window > 0:
+            before = thread_activity(launch.process.pid)
+            time.sleep(idle_window)
+            ticks, switches = activity_between(before, thread_activity(launch.process.pid))
+            per_minute = 60.0 / idle_window
+            idle = (ticks * 1000.0 / os.sysconf("SC_CLK_TCK") * per_minute,
+                    switches * per_minute)
         names = sorted({process_name(pid) for pid in process_tree(launch.process.pid)})
     finally:
         launch.close()
@@ -290,7 +353,7 @@ def measure(name, binary, is_osprey, scratch, timeout, settle_deadline):
         if orphans:
             print(f"bench: {name}: killed processes left after the app ended: "
                   f"{', '.join(orphans)}", file=sys.stderr)
-    return painted, working, pss, names
+    return painted, working, pss, idle, names
 
 
 # --- Figures ----------------------------------------------------------------------------------
@@ -384,24 +447,28 @@ def main():
     scratch = tempfile.mkdtemp(prefix="osprey-bench-desktop-")
     load_before = os.getloadavg()[0]
     subjects = [("osprey", osprey, True), ("floor", floor, False)]
-    results = {name: {"paint": [], "working": [], "pss": []} for name, _, _ in subjects}
+    results = {name: {"paint": [], "working": [], "pss": [], "cpu": [], "wakeups": []}
+               for name, _, _ in subjects}
     try:
         for name, binary, is_osprey in subjects:
             # Untimed: brings the binary and WebKit's libraries into the page cache.
-            measure(name, binary, is_osprey, scratch, args.timeout, 2.0)
+            measure(name, binary, is_osprey, scratch, args.timeout, 2.0, idle_window=0)
         for round_ in range(args.runs):
             # Alternating the order spreads the machine's other load over both sides.
             order = subjects if round_ % 2 == 0 else subjects[::-1]
             for name, binary, is_osprey in order:
-                painted, working, pss, names = measure(name, binary, is_osprey, scratch,
-                                                       args.timeout, args.settle)
+                painted, working, pss, (cpu, wakeups), names = measure(
+                    name, binary, is_osprey, scratch, args.timeout, args.settle)
                 results[name]["paint"].append(painted)
                 if working is not None:
                     results[name]["working"].append(working)
                 results[name]["pss"].append(pss)
+                results[name]["cpu"].append(cpu)
+                results[name]["wakeups"].append(wakeups)
                 print(f"bench: {name} run {round_ + 1}: painted {fmt_seconds(painted)}"
                       + (f", working {fmt_seconds(working)}" if working is not None else "")
-                      + f", PSS {fmt_mib(pss)} over {', '.join(names)}", file=sys.stderr)
+                      + f", PSS {fmt_mib(pss)} over {', '.join(names)}; idle {wakeups:.0f} "
+                      f"switches and {cpu:.0f} ms of CPU a minute", file=sys.stderr)
     except BaseException:
         print(f"bench: the launches' homes and logs are kept in {scratch}", file=sys.stderr)
         raise
@@ -430,6 +497,11 @@ def main():
         ("desktop: idle memory after start, PSS of the app and its WebKit processes",
          fmt_mib(o["pss"]), floor_name, fmt_mib(f["pss"]), ratio(o["pss"], f["pss"]),
          "<= 1.1x"),
+        ("desktop: idle, context switches a minute (about one per wake-up), all its processes",
+         f"{o['wakeups']:.0f}", floor_name, f"{f['wakeups']:.0f}",
+         ratio(o["wakeups"], f["wakeups"]), "-"),
+        ("desktop: idle, CPU time a minute, all its processes", f"{o['cpu']:.0f} ms", floor_name,
+         f"{f['cpu']:.0f} ms", ratio(o["cpu"], f["cpu"]), "-"),
         ("desktop: release binary size", fmt_mib(osprey_size), "the bare window's binary",
          fmt_mib(floor_size), ratio(osprey_size, floor_size), "-"),
         ("desktop: the .deb (scripts/package)", fmt_mib(deb_size), "-", "-", "-", "-"),

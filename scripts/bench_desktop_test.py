@@ -143,6 +143,43 @@ class Parsing(unittest.TestCase):
     def test_this_process_stat(self):
         self.assertEqual(bench.parent_from_stat(bench.read_stat(os.getpid())), os.getppid())
 
+    def test_cpu_ticks_are_user_plus_system_time(self):
+        # Fields 14 (utime) and 15 (stime) of proc(5), after a name with a ") " in it.
+        stat = "4242 (Web (Content) ) S 17 4242 4242 0 -1 4194560 0 0 0 0 120 35 0 0 20 0 1"
+        self.assertEqual(bench.cpu_ticks_from_stat(stat), 155)
+
+    def test_switches_are_voluntary_plus_involuntary(self):
+        status = "Name:\tsleep\nvoluntary_ctxt_switches:\t40\nnonvoluntary_ctxt_switches:\t2\n"
+        self.assertEqual(bench.switches_from_status(status), 42)
+
+
+class IdleActivity(unittest.TestCase):
+    def test_growth_of_threads_in_both_samples_plus_new_threads_whole(self):
+        before = {(1, 1): (10, 100), (1, 2): (5, 50), (2, 3): (0, 7)}
+        # Thread 2 ended; thread 4 started.
+        after = {(1, 1): (12, 130), (2, 3): (0, 7), (2, 4): (1, 9)}
+        self.assertEqual(bench.activity_between(before, after), (3, 39))
+
+    def test_a_thread_that_wakes_is_counted_and_a_sleeping_one_is_not(self):
+        # A shell whose child wakes about 50 times a second, beside one that sleeps throughout.
+        shell = subprocess.Popen(
+            ["sh", "-c", "sleep 60 & python3 -c 'import time\nwhile True: time.sleep(0.02)' & wait"],
+            start_new_session=True)
+        self.addCleanup(lambda: bench.stop(shell))
+        wait_for(lambda: sorted(bench.process_name(p) for p in bench.process_tree(shell.pid))
+                 == ["python3", "sh", "sleep"])
+        before = bench.thread_activity(shell.pid)
+        time.sleep(1.0)
+        after = bench.thread_activity(shell.pid)
+        self.assertEqual(len(after), 3, after)
+        _, switches = bench.activity_between(before, after)
+        # 50 wake-ups in the second; a loaded machine delays some, none adds many.
+        self.assertGreater(switches, 25)
+        self.assertLess(switches, 150)
+        quiet = {key: value for key, value in after.items()
+                 if bench.process_name(key[0]) != "python3"}
+        self.assertEqual(bench.activity_between(before, quiet)[1], 0)
+
 
 class Environment(unittest.TestCase):
     def test_a_launch_gets_a_fresh_home_and_no_backtrace_or_wayland_variables(self):
