@@ -14,10 +14,12 @@ Tauri window built the same way and showing an empty page (src-tauri/examples/ba
   the app and every process under it (WebKitWebProcess, WebKitNetworkProcess, ...) from
   /proc/<pid>/smaps_rollup, summed when it stops changing (with a deadline); the median of the
   runs.
-- Idle activity: once the PSS has settled, the context switches (each a thread going to sleep
-  or being put off the CPU, so about one per wake-up) and the CPU time of every thread of the
-  app and the processes under it over the next IDLE_WINDOW seconds, per minute. A window idle in
-  the tray should not wake at all; it costs battery when it does.
+- Idle activity, in the first IDLE_ROUNDS rounds: IDLE_DELAY seconds after the PSS has settled
+  (the page's first full garbage collection, 15-25 s after start, is over by then), the context
+  switches (each a thread going to sleep or being put off the CPU, so about one per wake-up)
+  and the CPU time of every thread of the app and the processes under it over the next
+  IDLE_WINDOW seconds, per minute. A window idle in the tray should not wake; it costs battery
+  when it does.
 - Sizes of the release binary (next to the floor's) and of the `.deb` that scripts/package
   builds, when there is one.
 
@@ -315,8 +317,11 @@ def fresh_env(home):
     return env
 
 
-# Seconds of idle activity measured once the PSS has settled.
-IDLE_WINDOW = 10.0
+# Idle activity: measured over IDLE_WINDOW seconds, IDLE_DELAY seconds after the PSS has
+# settled, in the first IDLE_ROUNDS rounds.
+IDLE_DELAY = 30.0
+IDLE_WINDOW = 20.0
+IDLE_ROUNDS = 3
 
 
 def measure(name, binary, is_osprey, scratch, timeout, settle_deadline, idle_window=IDLE_WINDOW):
@@ -340,6 +345,7 @@ def measure(name, binary, is_osprey, scratch, timeout, settle_deadline, idle_win
                   "sample", file=sys.stderr)
         idle = None
         if idle_window > 0:
+            time.sleep(IDLE_DELAY)
             before = thread_activity(launch.process.pid)
             time.sleep(idle_window)
             ticks, switches = activity_between(before, thread_activity(launch.process.pid))
@@ -363,6 +369,10 @@ def fmt_seconds(s):
     return "-" if s is None else (f"{s:.2f} s" if s >= 1 else f"{s * 1e3:.0f} ms")
 
 
+def fmt_count(value, unit=""):
+    return "-" if value is None else f"{value:.0f}{unit}"
+
+
 def fmt_mib(kb):
     return "-" if kb is None else f"{kb / 1024:.1f} MiB"
 
@@ -378,7 +388,7 @@ def table(rows):
 
 
 def ratio(value, base):
-    return f"{value / base:.2f}x" if value and base else "-"
+    return f"{value / base:.2f}x" if value is not None and base else "-"
 
 
 def newest_deb(target):
@@ -457,18 +467,21 @@ def main():
             # Alternating the order spreads the machine's other load over both sides.
             order = subjects if round_ % 2 == 0 else subjects[::-1]
             for name, binary, is_osprey in order:
-                painted, working, pss, (cpu, wakeups), names = measure(
-                    name, binary, is_osprey, scratch, args.timeout, args.settle)
+                painted, working, pss, idle, names = measure(
+                    name, binary, is_osprey, scratch, args.timeout, args.settle,
+                    idle_window=IDLE_WINDOW if round_ < IDLE_ROUNDS else 0)
                 results[name]["paint"].append(painted)
                 if working is not None:
                     results[name]["working"].append(working)
                 results[name]["pss"].append(pss)
-                results[name]["cpu"].append(cpu)
-                results[name]["wakeups"].append(wakeups)
+                if idle is not None:
+                    results[name]["cpu"].append(idle[0])
+                    results[name]["wakeups"].append(idle[1])
                 print(f"bench: {name} run {round_ + 1}: painted {fmt_seconds(painted)}"
                       + (f", working {fmt_seconds(working)}" if working is not None else "")
-                      + f", PSS {fmt_mib(pss)} over {', '.join(names)}; idle {wakeups:.0f} "
-                      f"switches and {cpu:.0f} ms of CPU a minute", file=sys.stderr)
+                      + f", PSS {fmt_mib(pss)} over {', '.join(names)}"
+                      + (f"; idle {idle[1]:.0f} switches and {idle[0]:.0f} ms of CPU a minute"
+                         if idle is not None else ""), file=sys.stderr)
     except BaseException:
         print(f"bench: the launches' homes and logs are kept in {scratch}", file=sys.stderr)
         raise
@@ -487,6 +500,7 @@ def main():
     deb_size = os.path.getsize(deb) // 1024 if deb else None
     o, f = median["osprey"], median["floor"]
     floor_name = "a bare Tauri window showing an empty page, same build"
+    idle_runs = min(args.runs, IDLE_ROUNDS)
     print(table([
         (f"desktop: cold start to the first painted chat view (median of {args.runs}, Xvfb)",
          fmt_seconds(o["paint"]), floor_name, fmt_seconds(f["paint"]),
@@ -497,11 +511,12 @@ def main():
         ("desktop: idle memory after start, PSS of the app and its WebKit processes",
          fmt_mib(o["pss"]), floor_name, fmt_mib(f["pss"]), ratio(o["pss"], f["pss"]),
          "<= 1.1x"),
-        ("desktop: idle, context switches a minute (about one per wake-up), all its processes",
-         f"{o['wakeups']:.0f}", floor_name, f"{f['wakeups']:.0f}",
-         ratio(o["wakeups"], f["wakeups"]), "-"),
-        ("desktop: idle, CPU time a minute, all its processes", f"{o['cpu']:.0f} ms", floor_name,
-         f"{f['cpu']:.0f} ms", ratio(o["cpu"], f["cpu"]), "-"),
+        (f"desktop: idle, context switches a minute (about one per wake-up), all its processes "
+         f"(median of {idle_runs})", fmt_count(o.get("wakeups")), floor_name,
+         fmt_count(f.get("wakeups")), ratio(o.get("wakeups"), f.get("wakeups")), "-"),
+        (f"desktop: idle, CPU time a minute, all its processes (median of {idle_runs})",
+         fmt_count(o.get("cpu"), " ms"), floor_name, fmt_count(f.get("cpu"), " ms"),
+         ratio(o.get("cpu"), f.get("cpu")), "-"),
         ("desktop: release binary size", fmt_mib(osprey_size), "the bare window's binary",
          fmt_mib(floor_size), ratio(osprey_size, floor_size), "-"),
         ("desktop: the .deb (scripts/package)", fmt_mib(deb_size), "-", "-", "-", "-"),

@@ -225,6 +225,12 @@ class Table(unittest.TestCase):
         self.assertEqual(out[2], "| a      | 1 ms   | b        | 2 ms            | 0.50x | <= 1.0x |")
         self.assertEqual(len({len(line) for line in out}), 1)
 
+    def test_a_ratio_of_nothing_is_zero_and_one_without_a_baseline_is_none(self):
+        self.assertEqual(bench.ratio(0, 24), "0.00x")
+        self.assertEqual(bench.ratio(36, 24), "1.50x")
+        self.assertEqual(bench.ratio(None, 24), "-")
+        self.assertEqual(bench.ratio(5, 0), "-")
+
 
 class SymbolOrder(unittest.TestCase):
     def test_the_functions_that_ran_are_listed_and_no_others(self):
