@@ -19,7 +19,8 @@ Tauri window built the same way and showing an empty page (src-tauri/examples/ba
   switches (each a thread going to sleep or being put off the CPU, so about one per wake-up)
   and the CPU time of every thread of the app and the processes under it over the next
   IDLE_WINDOW seconds, per minute. A window idle in the tray should not wake; it costs battery
-  when it does.
+  when it does. The PSS is read again at the end of that window: the memory of a window left
+  idle, next to the figure taken as start-up ends.
 - Sizes of the release binary (next to the floor's) and of the `.deb` that scripts/package
   builds, when there is one.
 
@@ -326,8 +327,8 @@ IDLE_ROUNDS = 3
 
 def measure(name, binary, is_osprey, scratch, timeout, settle_deadline, idle_window=IDLE_WINDOW):
     """One launch: (seconds to paint, seconds to working (None for the floor, which has no
-    script), settled PSS in kB, idle activity per minute as (CPU ms, context switches) or None
-    when `idle_window` is 0, names of the processes). Osprey takes a data folder and reports a
+    script), settled PSS in kB, idle activity as (CPU ms a minute, context switches a minute,
+    PSS in kB at its end) or None when `idle_window` is 0, names of the processes). Osprey takes a data folder and reports a
     working view; the floor does neither."""
     run = tempfile.mkdtemp(prefix=f"{name}-", dir=scratch)
     home = os.path.join(run, "home")
@@ -351,7 +352,7 @@ def measure(name, binary, is_osprey, scratch, timeout, settle_deadline, idle_win
             ticks, switches = activity_between(before, thread_activity(launch.process.pid))
             per_minute = 60.0 / idle_window
             idle = (ticks * 1000.0 / os.sysconf("SC_CLK_TCK") * per_minute,
-                    switches * per_minute)
+                    switches * per_minute, tree_pss_kb(launch.process.pid))
         names = sorted({process_name(pid) for pid in process_tree(launch.process.pid)})
     finally:
         launch.close()
@@ -457,7 +458,8 @@ def main():
     scratch = tempfile.mkdtemp(prefix="osprey-bench-desktop-")
     load_before = os.getloadavg()[0]
     subjects = [("osprey", osprey, True), ("floor", floor, False)]
-    results = {name: {"paint": [], "working": [], "pss": [], "cpu": [], "wakeups": []}
+    results = {name: {"paint": [], "working": [], "pss": [], "cpu": [], "wakeups": [],
+                      "idle_pss": []}
                for name, _, _ in subjects}
     try:
         for name, binary, is_osprey in subjects:
@@ -477,11 +479,13 @@ def main():
                 if idle is not None:
                     results[name]["cpu"].append(idle[0])
                     results[name]["wakeups"].append(idle[1])
+                    results[name]["idle_pss"].append(idle[2])
                 print(f"bench: {name} run {round_ + 1}: painted {fmt_seconds(painted)}"
                       + (f", working {fmt_seconds(working)}" if working is not None else "")
                       + f", PSS {fmt_mib(pss)} over {', '.join(names)}"
-                      + (f"; idle {idle[1]:.0f} switches and {idle[0]:.0f} ms of CPU a minute"
-                         if idle is not None else ""), file=sys.stderr)
+                      + (f"; idle {idle[1]:.0f} switches and {idle[0]:.0f} ms of CPU a minute,"
+                         f" then PSS {fmt_mib(idle[2])}" if idle is not None else ""),
+                      file=sys.stderr)
     except BaseException:
         print(f"bench: the launches' homes and logs are kept in {scratch}", file=sys.stderr)
         raise
@@ -511,6 +515,9 @@ def main():
         ("desktop: idle memory after start, PSS of the app and its WebKit processes",
          fmt_mib(o["pss"]), floor_name, fmt_mib(f["pss"]), ratio(o["pss"], f["pss"]),
          "<= 1.1x"),
+        (f"desktop: memory of the idle window, PSS {IDLE_DELAY + IDLE_WINDOW:.0f} s after "
+         f"start-up's (median of {idle_runs})", fmt_mib(o.get("idle_pss")), floor_name,
+         fmt_mib(f.get("idle_pss")), ratio(o.get("idle_pss"), f.get("idle_pss")), "-"),
         (f"desktop: idle, context switches a minute (about one per wake-up), all its processes "
          f"(median of {idle_runs})", fmt_count(o.get("wakeups")), floor_name,
          fmt_count(f.get("wakeups")), ratio(o.get("wakeups"), f.get("wakeups")), "-"),
