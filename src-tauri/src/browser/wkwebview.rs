@@ -57,14 +57,9 @@ pub async fn screenshot(window: &WebviewWindow, request: ShotRequest) -> Result<
             let view: &WKWebView = unsafe { &*platform.inner().cast::<WKWebView>() };
             if request.full_page {
                 let done = RcBlock::new(move |pdf: *mut NSData, error: *mut NSError| {
-                    // SAFETY: WebKit hands either live data or a live error to the handler, on
-                    // the main thread, valid for the call.
-                    let result = match unsafe { (pdf.as_ref(), error.as_ref()) } {
-                        (Some(pdf), _) => png_of_pdf(pdf, scale, limit),
-                        (None, Some(error)) => Err(error.localizedDescription().to_string()),
-                        (None, None) => Err("WKWebView gave no PDF".into()),
-                    };
-                    answer(result);
+                    answer(handed(pdf, error, "no PDF", |pdf| {
+                        png_of_pdf(pdf, scale, limit)
+                    }));
                 });
                 // SAFETY: main thread; no configuration is the whole page; WebKit copies the
                 // block.
@@ -74,13 +69,7 @@ pub async fn screenshot(window: &WebviewWindow, request: ShotRequest) -> Result<
             // SAFETY: a new configuration object, used on the main thread.
             let configuration = unsafe { WKSnapshotConfiguration::new(mtm) };
             let done = RcBlock::new(move |image: *mut NSImage, error: *mut NSError| {
-                // SAFETY: as above, an image or an error, live for the call.
-                let result = match unsafe { (image.as_ref(), error.as_ref()) } {
-                    (Some(image), _) => png_of(image),
-                    (None, Some(error)) => Err(error.localizedDescription().to_string()),
-                    (None, None) => Err("WKWebView gave no image".into()),
-                };
-                answer(result);
+                answer(handed(image, error, "no image", png_of));
             });
             // SAFETY: main thread; WebKit copies the block and keeps the configuration.
             unsafe {
@@ -106,6 +95,22 @@ pub async fn screenshot(window: &WebviewWindow, request: ShotRequest) -> Result<
     })
     .await
     .map_err(shell)?
+}
+
+/// What WebKit handed a completion handler, `convert`ed: the value, else its error, else `nothing`.
+fn handed<T>(
+    value: *mut T,
+    error: *mut NSError,
+    nothing: &str,
+    convert: impl FnOnce(&T) -> Answer,
+) -> Answer {
+    // SAFETY: WebKit hands a completion handler either a live value or a live error (or neither),
+    // on the main thread, valid for the call, which this one does not outlive.
+    match unsafe { (value.as_ref(), error.as_ref()) } {
+        (Some(value), _) => convert(value),
+        (None, Some(error)) => Err(error.localizedDescription().to_string()),
+        (None, None) => Err(format!("WKWebView gave {nothing}")),
+    }
 }
 
 /// The top of a one-page PDF, `limit` pixels at most, drawn at `scale` pixels per point (a PDF
