@@ -53,14 +53,20 @@ SESSION_ENV = "OSPREY_BENCH_SESSION"
 # --- Processes --------------------------------------------------------------------------------
 
 
+def stat_fields(stat):
+    """The fields of a /proc/<pid>[/task/<tid>]/stat line after the command name, from field 3
+    of proc(5) on. The name may hold spaces and parentheses, so they are read after its last
+    ')'."""
+    return stat.rsplit(")", 1)[1].split()
+
+
 def parent_from_stat(stat):
-    """The parent pid in a /proc/<pid>/stat line. The command name may hold spaces and
-    parentheses, so the fields are read after its last ')'."""
-    return int(stat.rsplit(")", 1)[1].split()[1])
+    """The parent pid in a /proc/<pid>/stat line."""
+    return int(stat_fields(stat)[1])
 
 
 def state_from_stat(stat):
-    return stat.rsplit(")", 1)[1].split()[0]
+    return stat_fields(stat)[0]
 
 
 def read_stat(pid):
@@ -113,8 +119,8 @@ def tree_pss_kb(root):
 
 def cpu_ticks_from_stat(stat):
     """utime + stime (clock ticks) of a /proc/<pid>[/task/<tid>]/stat line."""
-    fields = stat.rsplit(")", 1)[1].split()
-    # Fields 14 and 15 of proc(5); the first after the name is field 3.
+    fields = stat_fields(stat)
+    # Fields 14 and 15 of proc(5).
     return int(fields[11]) + int(fields[12])
 
 
