@@ -57,9 +57,11 @@ pub async fn screenshot(window: &WebviewWindow, request: ShotRequest) -> Result<
             let view: &WKWebView = unsafe { &*platform.inner().cast::<WKWebView>() };
             if request.full_page {
                 let done = RcBlock::new(move |pdf: *mut NSData, error: *mut NSError| {
-                    answer(handed(pdf, error, "no PDF", |pdf| {
-                        png_of_pdf(pdf, scale, limit)
-                    }));
+                    // SAFETY: WebKit's arguments to this handler, during its call.
+                    let result = unsafe {
+                        handed(pdf, error, "no PDF", |pdf| png_of_pdf(pdf, scale, limit))
+                    };
+                    answer(result);
                 });
                 // SAFETY: main thread; no configuration is the whole page; WebKit copies the
                 // block.
@@ -69,7 +71,8 @@ pub async fn screenshot(window: &WebviewWindow, request: ShotRequest) -> Result<
             // SAFETY: a new configuration object, used on the main thread.
             let configuration = unsafe { WKSnapshotConfiguration::new(mtm) };
             let done = RcBlock::new(move |image: *mut NSImage, error: *mut NSError| {
-                answer(handed(image, error, "no image", png_of));
+                // SAFETY: WebKit's arguments to this handler, during its call.
+                answer(unsafe { handed(image, error, "no image", png_of) });
             });
             // SAFETY: main thread; WebKit copies the block and keeps the configuration.
             unsafe {
@@ -98,14 +101,17 @@ pub async fn screenshot(window: &WebviewWindow, request: ShotRequest) -> Result<
 }
 
 /// What WebKit handed a completion handler, `convert`ed: the value, else its error, else `nothing`.
-fn handed<T>(
+///
+/// # Safety
+/// `value` and `error` are each null or live for this call, as WebKit hands them to a completion
+/// handler (on the main thread, valid for the handler's call).
+unsafe fn handed<T>(
     value: *mut T,
     error: *mut NSError,
     nothing: &str,
     convert: impl FnOnce(&T) -> Answer,
 ) -> Answer {
-    // SAFETY: WebKit hands a completion handler either a live value or a live error (or neither),
-    // on the main thread, valid for the call, which this one does not outlive.
+    // SAFETY: the caller's contract above.
     match unsafe { (value.as_ref(), error.as_ref()) } {
         (Some(value), _) => convert(value),
         (None, Some(error)) => Err(error.localizedDescription().to_string()),
