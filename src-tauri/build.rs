@@ -6,6 +6,7 @@ use std::path::Path;
 /// Every `#[tauri::command]` registered in `lib.rs`. A command missing here gets no permission and
 /// the UI's call to it is refused, so keep the two lists together.
 const COMMANDS: &[&str] = &[
+    "next_ui_events",
     "app_info",
     "background_status",
     "send_message",

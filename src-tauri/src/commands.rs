@@ -7,6 +7,7 @@ pub mod approvals;
 pub mod apps;
 pub mod automation;
 pub mod chat;
+pub mod events;
 pub mod settings;
 pub mod store;
 pub mod team;

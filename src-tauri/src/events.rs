@@ -1,22 +1,19 @@
-//! Bridges the core's events (a broadcast channel in osprey-core) to the main window as the Tauri
-//! event [`CORE_EVENT`], whose payload is an `osprey_types::CoreEvent`; `ui/src/ipc.ts` listens.
-//! Only the main window receives them: app UI windows have no event permission and must not
-//! learn about chats or other apps. Some events also raise a system notification
-//! ([`Notifier`]).
+//! Bridges the core's events (a broadcast channel in osprey-core) to the main window's feed
+//! ([`UiFeed`], which `ui/src/ipc.ts` long-polls), each as `UiEvent::Core`. Only the main window
+//! reads the feed: `next_ui_events` is granted to it alone, and app UI windows must not learn
+//! about chats or other apps. Some events also raise a system notification ([`Notifier`]).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use osprey_core::Core;
-use osprey_types::{AppRunState, CoreEvent};
-use tauri::{AppHandle, Emitter, Manager, Runtime};
+use osprey_types::{AppRunState, CoreEvent, UiEvent};
+use tauri::{AppHandle, Manager, Runtime};
 use tauri_plugin_notification::NotificationExt;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::tray::MAIN_WINDOW;
-
-/// The Tauri event name the UI listens to.
-pub const CORE_EVENT: &str = "core-event";
+use crate::ui_feed::UiFeed;
 
 /// A turn that ran at least this long is worth a notification when it ends out of sight.
 pub const LONG_TURN: Duration = Duration::from_secs(20);
@@ -56,9 +53,7 @@ pub fn forward<R: Runtime>(app: AppHandle<R>, core: &Core) {
                     crate::approval_notice::notify_if_hidden(&app, &event, || {
                         core.quiet_hours_now()
                     });
-                    if let Err(error) = app.emit_to(MAIN_WINDOW, CORE_EVENT, &event) {
-                        tracing::warn!("could not forward a core event: {error}");
-                    }
+                    app.state::<UiFeed>().push(UiEvent::Core { event });
                 }
                 // The UI missed some streaming; it reloads history when the turn ends.
                 Err(RecvError::Lagged(missed)) => {

@@ -17,6 +17,7 @@ mod startup;
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
 mod startup_memory;
 mod tray;
+mod ui_feed;
 
 use osprey_core::chat::Chats;
 use osprey_core::{Core, CoreError, CoreOptions, Services, Start};
@@ -156,7 +157,9 @@ pub fn run() {
         .plugin(tauri_plugin_shell::init())
         .plugin(tauri_plugin_notification::init())
         .manage(state)
+        .manage(ui_feed::UiFeed::default())
         .invoke_handler(tauri::generate_handler![
+            commands::events::next_ui_events,
             commands::settings::app_info,
             commands::settings::background_status,
             commands::settings::provider_overview,

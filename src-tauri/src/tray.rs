@@ -5,19 +5,19 @@
 //! command runs the same handler for the window and the end-to-end tests).
 
 use osprey_core::Core;
-use osprey_types::{AutomationStatus, CoreEvent, Origin, UiError, WindowSnapshot};
+use osprey_types::{
+    AutomationStatus, CoreEvent, Origin, UiError, UiEvent, WindowAsk, WindowSnapshot,
+};
 use tauri::menu::{MenuBuilder, MenuItem, MenuItemBuilder};
 use tauri::tray::TrayIconBuilder;
-use tauri::{AppHandle, Emitter, Manager, Runtime};
+use tauri::{AppHandle, Manager, Runtime};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::CoreState;
+use crate::ui_feed::UiFeed;
 
 /// The window every quick action brings forward (its label in tauri.conf.json).
 pub const MAIN_WINDOW: &str = "main";
-
-/// The Tauri event that brings a window snapshot (or why there is none) to the chat.
-pub const ASK_ABOUT_WINDOW: &str = "ask-about-window";
 
 /// The tray's tooltip and icon id.
 const TRAY_ID: &str = "osprey";
@@ -149,7 +149,7 @@ pub trait TrayShell {
     /// Starts taking a snapshot of the focused window; [`deliver_snapshot`] finishes the action.
     fn start_window_snapshot(&self) -> Result<(), String>;
     /// Hands the snapshot (or why there is none) to the chat in the main window.
-    fn send_snapshot(&self, snapshot: &Result<WindowSnapshot, UiError>) -> Result<(), String>;
+    fn send_snapshot(&self, ask: WindowAsk) -> Result<(), String>;
     /// Shows the windows of the native browser profile.
     fn show_browser_windows(&self) -> Result<(), String>;
     /// Whether the person has taken the default browser profile over.
@@ -207,7 +207,10 @@ pub fn deliver_snapshot(
 ) -> Result<(), String> {
     shell.show_main_window()?;
     shell.navigate("chat")?;
-    shell.send_snapshot(&snapshot)
+    shell.send_snapshot(match snapshot {
+        Ok(snapshot) => WindowAsk::Snapshot { snapshot },
+        Err(error) => WindowAsk::Error { error },
+    })
 }
 
 pub struct AppShell<'a, R: Runtime>(pub &'a AppHandle<R>);
@@ -236,15 +239,10 @@ impl<R: Runtime> TrayShell for AppShell<'_, R> {
     }
 
     fn navigate(&self, route: &str) -> Result<(), String> {
-        let window = self
-            .0
-            .get_webview_window(MAIN_WINDOW)
-            .ok_or_else(|| "the main window is gone".to_string())?;
-        // JSON-encode the hash so the route can never break out of the string literal.
-        let hash = serde_json::to_string(&format!("#/{route}")).map_err(|e| e.to_string())?;
-        window
-            .eval(format!("window.location.hash = {hash};"))
-            .map_err(|error| error.to_string())
+        self.0.state::<UiFeed>().push(UiEvent::Navigate {
+            route: route.to_string(),
+        });
+        Ok(())
     }
 
     fn is_paused(&self) -> Result<bool, String> {
@@ -268,14 +266,11 @@ impl<R: Runtime> TrayShell for AppShell<'_, R> {
         Ok(())
     }
 
-    fn send_snapshot(&self, snapshot: &Result<WindowSnapshot, UiError>) -> Result<(), String> {
-        let payload = match snapshot {
-            Ok(snapshot) => serde_json::json!({ "snapshot": snapshot }),
-            Err(error) => serde_json::json!({ "error": error }),
-        };
+    fn send_snapshot(&self, ask: WindowAsk) -> Result<(), String> {
         self.0
-            .emit_to(MAIN_WINDOW, ASK_ABOUT_WINDOW, payload)
-            .map_err(|error| error.to_string())
+            .state::<UiFeed>()
+            .push(UiEvent::AskAboutWindow { ask });
+        Ok(())
     }
 
     fn show_browser_windows(&self) -> Result<(), String> {
@@ -453,10 +448,10 @@ mod tests {
             self.calls.borrow_mut().push("snapshot".into());
             Ok(())
         }
-        fn send_snapshot(&self, snapshot: &Result<WindowSnapshot, UiError>) -> Result<(), String> {
-            self.calls.borrow_mut().push(match snapshot {
-                Ok(s) => format!("send {}", s.snapshot_id),
-                Err(e) => format!("send error {}", e.code),
+        fn send_snapshot(&self, ask: WindowAsk) -> Result<(), String> {
+            self.calls.borrow_mut().push(match ask {
+                WindowAsk::Snapshot { snapshot } => format!("send {}", snapshot.snapshot_id),
+                WindowAsk::Error { error } => format!("send error {}", error.code),
             });
             Ok(())
         }

@@ -3,8 +3,8 @@
 // failure reaches a component in one shape: `UiError { code, message }`.
 
 import { invoke } from "@tauri-apps/api/core";
-import { listen } from "@tauri-apps/api/event";
-import type { ChatSearchHit, ChatUsage } from "./gen";
+import { EventFeed } from "./lib/eventFeed";
+import type { ChatSearchHit, ChatUsage, UiEventBatch, WindowAsk } from "./gen";
 import type {
   AuditFilter,
   AuditRow,
@@ -80,6 +80,7 @@ export type {
   SettingsOverview,
   SkillView,
   Theme,
+  WindowAsk,
   WindowSnapshot,
 };
 
@@ -175,22 +176,29 @@ export function setProviderSetting(key: string, value: string): Promise<Provider
 
 // ---- Core events -------------------------------------------------------------------------------
 
-/** The Tauri event the shell forwards every core event on (src-tauri/src/events.rs). */
-export const CORE_EVENT = "core-event";
+/** The shell's event feed (lib/eventFeed.ts), started by the first subscriber. */
+let feed: EventFeed | null = null;
+
+function eventFeed(): EventFeed {
+  feed ??= new EventFeed(
+    (after) => call<UiEventBatch>("next_ui_events", { after }),
+    (route) => {
+      window.location.hash = `#/${route}`;
+    },
+  );
+  return feed;
+}
 
 /**
- * Calls `handler` with every core event until the returned function is called. Outside Tauri
- * (unit tests, a plain browser) nothing arrives and the returned function does nothing.
+ * Calls `handler` with every core event until the returned function is called; nothing is missed
+ * from the moment the promise resolves. Outside Tauri (unit tests, a plain browser) nothing
+ * arrives and the returned function does nothing.
  */
 export async function onCoreEvent(handler: (event: CoreEvent) => void): Promise<() => void> {
   if (!inTauri()) {
     return () => {};
   }
-  try {
-    return await listen<CoreEvent>(CORE_EVENT, (message) => handler(message.payload));
-  } catch (reason) {
-    throw toUiError(reason);
-  }
+  return eventFeed().onCore(handler);
 }
 
 // ---- Chat ------------------------------------------------------------------------------------------
@@ -360,21 +368,12 @@ export function seeCurrentWindow(): Promise<WindowSnapshot> {
   return call<WindowSnapshot>("see_current_window");
 }
 
-/** The Tauri event the tray's "Ask about the current window" delivers its snapshot on. */
-export const ASK_ABOUT_WINDOW = "ask-about-window";
-
-export type WindowAsk = { snapshot: WindowSnapshot } | { error: CoreUiError };
-
 /** Calls `handler` with each snapshot the tray takes, until the returned function is called. */
 export async function onAskAboutWindow(handler: (ask: WindowAsk) => void): Promise<() => void> {
   if (!inTauri()) {
     return () => {};
   }
-  try {
-    return await listen<WindowAsk>(ASK_ABOUT_WINDOW, (message) => handler(message.payload));
-  } catch (reason) {
-    throw toUiError(reason);
-  }
+  return eventFeed().onAsk(handler);
 }
 
 // ---- Store -----------------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ import type { TurnFailureCode } from "./TurnFailureCode";
 import type { JsonValue } from "./serde_json/JsonValue";
 
 /**
- * Something the core tells its shells as it happens (the desktop forwards each one to the UI as
- * a Tauri event named `core-event`). Tagged by `type`; the UI switches on it. New variants may be
- * added at any time, so a listener must ignore types it does not know.
+ * Something the core tells its shells as it happens (the desktop forwards each one to the UI as a
+ * [`UiEvent::Core`]). Tagged by `type`; the UI switches on it. New variants may be added at any
+ * time, so a listener must ignore types it does not know.
  */
 export type CoreEvent = { "type": "chat_turn_started", session_id: string, } | { "type": "chat_text_delta", session_id: string, text: string, } | { "type": "chat_thinking_delta", session_id: string, text: string, } | { "type": "chat_tool_call_started", session_id: string, call_id: string, name: string, input: JsonValue, } | { "type": "chat_tool_call_finished", session_id: string, call_id: string, name: string, result: ToolResult, } | { "type": "chat_turn_finished", session_id: string, stop: string, text: string, } | { "type": "chat_turn_failed", session_id: string, code: TurnFailureCode, message: string, } | { "type": "approval_requested", request: ApprovalRequest, deadline_ms: number, } | { "type": "approval_resolved", request_id: string, resolution: ApprovalResolution, } | { "type": "app_state_changed", app: AppStatus, } | { "type": "app_revoked", app_id: string, reason: string, } | { "type": "app_removed", app_id: string, reason: string, } | { "type": "skill_revoked", name: string, reason: string, } | { "type": "app_install_progress", app_id: string, stage: InstallStage, received: number, total: number | null, } | { "type": "reminder_fired", reminder_id: string, title: string, trigger: string, session_id?: string, } | { "type": "reminder_finished", reminder_id: string, outcome: string, error?: string, } | { "type": "automation_paused", paused: boolean, } | { "type": "autonomous_mode", on: boolean, } | { "type": "setting_changed", key: string, } | { "type": "app_account_changed", account: AppAccount, } | { "type": "team_changed", session_id: string, };

@@ -74,5 +74,8 @@ export type { TranscriptItem } from "./TranscriptItem";
 export type { TurnFailureCode } from "./TurnFailureCode";
 export type { UiError } from "./UiError";
 export type { UiErrorCode } from "./UiErrorCode";
+export type { UiEvent } from "./UiEvent";
+export type { UiEventBatch } from "./UiEventBatch";
 export type { UnavailablePack } from "./UnavailablePack";
+export type { WindowAsk } from "./WindowAsk";
 export type { WindowSnapshot } from "./WindowSnapshot";

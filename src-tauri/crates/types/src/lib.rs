@@ -724,9 +724,9 @@ impl From<TurnFailureCode> for UiErrorCode {
     }
 }
 
-/// Something the core tells its shells as it happens (the desktop forwards each one to the UI as
-/// a Tauri event named `core-event`). Tagged by `type`; the UI switches on it. New variants may be
-/// added at any time, so a listener must ignore types it does not know.
+/// Something the core tells its shells as it happens (the desktop forwards each one to the UI as a
+/// [`UiEvent::Core`]). Tagged by `type`; the UI switches on it. New variants may be added at any
+/// time, so a listener must ignore types it does not know.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum CoreEvent {
@@ -1282,6 +1282,38 @@ pub struct WindowSnapshot {
     pub height: u32,
     /// The header line and the element list, as the `screenshot see` tool gives them.
     pub elements: String,
+}
+
+/// What the desktop shell has for its main window, in the order it happened. The page takes
+/// them as the answers to its own calls (`next_ui_events`, a long poll), so nothing is evaluated
+/// in the page for an event and the app process runs no JavaScript engine of its own. Tagged by
+/// `kind`; a page must ignore kinds it does not know.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum UiEvent {
+    /// An event of the core's bus.
+    Core { event: CoreEvent },
+    /// The tray's "Ask about the current window": the snapshot, or why there is none.
+    AskAboutWindow { ask: WindowAsk },
+    /// The tray asks the window to show a page: `route` is the part after `#/` (`chat?new`,
+    /// `store`).
+    Navigate { route: String },
+}
+
+/// The snapshot the tray took for "Ask about the current window", or why it could not.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+#[serde(untagged)]
+pub enum WindowAsk {
+    Snapshot { snapshot: WindowSnapshot },
+    Error { error: UiError },
+}
+
+/// One answer of `next_ui_events`: the events after the cursor the page sent, oldest first, and
+/// the cursor to send next.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, TS)]
+pub struct UiEventBatch {
+    pub events: Vec<UiEvent>,
+    pub next: u64,
 }
 
 #[cfg(test)]

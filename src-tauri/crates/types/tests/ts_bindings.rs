@@ -92,6 +92,9 @@ fn generate(out_dir: &Path) -> BTreeMap<PathBuf, String> {
     export::<osprey_types::ToolBreakerView>(&config, &mut index);
     export::<osprey_types::ToolCategoryView>(&config, &mut index);
     export::<osprey_types::WindowSnapshot>(&config, &mut index);
+    export::<osprey_types::WindowAsk>(&config, &mut index);
+    export::<osprey_types::UiEvent>(&config, &mut index);
+    export::<osprey_types::UiEventBatch>(&config, &mut index);
     // Settings' Accounts section (issue 13).
     export::<osprey_types::MailServerView>(&config, &mut index);
     export::<osprey_types::MailAccountView>(&config, &mut index);
