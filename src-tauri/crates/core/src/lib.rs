@@ -805,7 +805,7 @@ impl Core {
     }
 
     /// Events emitted from now on (chat streaming, approvals, app states).
-    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<events::CoreEvent> {
+    pub fn subscribe(&self) -> events::Receiver {
         self.inner.events.subscribe()
     }
 

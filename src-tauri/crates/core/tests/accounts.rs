@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use osprey_apps::Installer;
 use osprey_apps::oauth::Browser;
-use osprey_core::{Core, CoreOptions, PolicyOverride};
+use osprey_core::{Core, CoreOptions, PolicyOverride, events};
 use osprey_tests::oauth_server::{OAuthServer, browse, http_get, with_param};
 use osprey_tests::{app_project, fixture_binary};
 use osprey_tools::Level;
@@ -135,9 +135,7 @@ async fn until<T>(what: &str, deadline: Duration, mut probe: impl AsyncFnMut() -
 }
 
 /// The next account event.
-async fn account_event(
-    events: &mut tokio::sync::broadcast::Receiver<CoreEvent>,
-) -> osprey_types::AppAccount {
+async fn account_event(events: &mut events::Receiver) -> osprey_types::AppAccount {
     let wait = async {
         loop {
             if let CoreEvent::AppAccountChanged { account } = events.recv().await.unwrap() {

@@ -6,12 +6,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use osprey_core::{Core, CoreOptions};
+use osprey_core::{Core, CoreOptions, events};
 use osprey_db::AuditQuery;
 use osprey_tools::ToolContext;
 use osprey_types::{ApprovalAnswer, ApprovalResolution, CoreEvent, ErrorCode, Origin, ToolResult};
 use serde_json::json;
-use tokio::sync::broadcast;
 
 /// A core on `root/data` whose shell commands may write in `root/work` (they run in the
 /// sandbox, which keeps them out of the data folder).
@@ -44,7 +43,7 @@ fn context(session: &str) -> ToolContext {
 
 /// The next event of the wanted kind, skipping others, within 10 s.
 async fn next_event(
-    events: &mut broadcast::Receiver<CoreEvent>,
+    events: &mut events::Receiver,
     wanted: impl Fn(&CoreEvent) -> bool,
 ) -> CoreEvent {
     tokio::time::timeout(Duration::from_secs(10), async {

@@ -8,11 +8,10 @@ use std::time::Duration;
 
 use osprey_core::agent::{ChatOptions, ProviderKind};
 use osprey_core::chat::Chats;
-use osprey_core::{Core, CoreOptions};
+use osprey_core::{Core, CoreOptions, events};
 use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
 use osprey_types::{ApprovalAnswer, ApprovalResolution, CoreEvent, TranscriptItem};
 use serde_json::json;
-use tokio::sync::broadcast;
 
 /// Chats on the core in `data`, whose shell commands may write in `data/../work` (they run in
 /// the sandbox, which keeps them out of the data folder).
@@ -64,7 +63,7 @@ fn core_with_stored_anthropic(dir: &Path, server: &AnthropicServer) -> Core {
 
 /// Events until (and including) the first one `last` accepts, within 20 s.
 async fn events_until(
-    events: &mut broadcast::Receiver<CoreEvent>,
+    events: &mut events::Receiver,
     last: impl Fn(&CoreEvent) -> bool,
 ) -> Vec<CoreEvent> {
     tokio::time::timeout(Duration::from_secs(20), async {

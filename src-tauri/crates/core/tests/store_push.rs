@@ -29,6 +29,7 @@ use osprey_apps::store_client::{Listing, StoreClient};
 use osprey_apps::supervisor::AppState;
 use osprey_apps::trust::Trust;
 use osprey_core::apps::MAX_REVOCATION_AGE;
+use osprey_core::events::Receiver;
 use osprey_core::{Core, CoreOptions, Services, Start};
 use osprey_tests::store::StoreProcess;
 use osprey_tests::{cli_binary, fixture_binary};
@@ -36,7 +37,6 @@ use osprey_types::{ApprovalAnswer, CoreEvent};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::broadcast::Receiver;
 
 const TOKEN: &str = "push-admin-token";
 /// Far below the hourly sweep: what happens within it happened through the push.
@@ -287,10 +287,7 @@ async fn connected(core: &Core) {
 }
 
 /// The next event `pick` accepts.
-async fn event<T>(
-    events: &mut Receiver<CoreEvent>,
-    mut pick: impl FnMut(CoreEvent) -> Option<T>,
-) -> T {
+async fn event<T>(events: &mut Receiver, mut pick: impl FnMut(CoreEvent) -> Option<T>) -> T {
     tokio::time::timeout(DEADLINE, async {
         loop {
             if let Some(found) = pick(events.recv().await.unwrap()) {
@@ -650,7 +647,7 @@ async fn a_pushed_install_still_asked_when_osprey_stops_is_asked_again_at_the_ne
         .as_str()
         .unwrap()
         .to_string();
-    let asked = async |core: &Core, events: &mut Receiver<CoreEvent>| {
+    let asked = async |core: &Core, events: &mut Receiver| {
         event(events, |e| match e {
             CoreEvent::ApprovalRequested { request, .. }
                 if request

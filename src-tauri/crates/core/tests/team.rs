@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use osprey_agent::{TurnRequest, TurnStop};
 use osprey_core::agent::{ChatOptions, ProviderKind};
-use osprey_core::{Core, CoreOptions};
+use osprey_core::{Core, CoreOptions, events};
 use osprey_tests::model_server::{AnthropicServer, ScriptedReply};
 use osprey_types::{AgentTypeDraft, CoreEvent, TeamView, UiErrorCode};
 use serde_json::json;
@@ -37,7 +37,7 @@ fn open(data: &std::path::Path, server: &AnthropicServer) -> (Core, osprey_agent
 /// the deadline with what was last seen.
 async fn team_when(
     core: &Core,
-    events: &mut broadcast::Receiver<CoreEvent>,
+    events: &mut events::Receiver,
     session: &str,
     done: impl Fn(&TeamView) -> bool,
 ) -> TeamView {
