@@ -68,16 +68,15 @@ impl Default for UiFeed {
 impl UiFeed {
     /// Adds an event for the page.
     pub fn push(&self, event: UiEvent) {
-        let end = {
-            let mut held = self.lock();
-            held.events.push_back(event);
-            if held.events.len() > HELD {
-                held.events.pop_front();
-                held.first += 1;
-            }
-            held.end()
-        };
-        self.end.send_replace(end);
+        let mut held = self.lock();
+        held.events.push_back(event);
+        if held.events.len() > HELD {
+            held.events.pop_front();
+            held.first += 1;
+        }
+        // Under the lock: two pushes from different threads must not publish their ends in the
+        // other order, which would leave a reader parked with an event waiting.
+        self.end.send_replace(held.end());
     }
 
     /// The events from `after` on, waiting until there is one. `None` is a new reader: it gets no
@@ -220,6 +219,42 @@ mod tests {
         assert_eq!(batch.events.len(), BATCH);
         assert_eq!(routes(&batch)[0], "10");
         assert_eq!(batch.next, 10 + BATCH as u64);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_reader_gets_every_event_of_pushers_on_other_threads() {
+        // The core's forwarder and the tray push from different threads; a reader parked on the
+        // last cursor must be woken by the last push, whichever thread made it. (The ends are
+        // published under the lock, so they cannot go out in the wrong order; that window is
+        // too narrow for this test to hit reliably, which checks delivery across threads.)
+        const PUSHERS: usize = 4;
+        const EACH: usize = 500;
+        for _ in 0..20 {
+            let feed = Arc::new(UiFeed::default());
+            let mut cursor = feed.next(None).await.next;
+            let pushers: Vec<_> = (0..PUSHERS)
+                .map(|p| {
+                    let feed = feed.clone();
+                    std::thread::spawn(move || {
+                        for n in 0..EACH {
+                            feed.push(nav(&format!("{p}-{n}")));
+                        }
+                    })
+                })
+                .collect();
+            let mut seen = 0;
+            while seen < PUSHERS * EACH {
+                let batch = tokio::time::timeout(DEADLINE, feed.next(Some(cursor)))
+                    .await
+                    .expect("a reader stayed parked with events waiting");
+                seen += batch.events.len();
+                cursor = batch.next;
+            }
+            for pusher in pushers {
+                pusher.join().unwrap();
+            }
+            assert_eq!(seen, PUSHERS * EACH);
+        }
     }
 
     #[tokio::test]
