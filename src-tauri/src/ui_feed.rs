@@ -4,10 +4,11 @@
 //!
 //! Why not Tauri events: Tauri delivers each event, and registers each listener, by evaluating a
 //! script in the page, and wry asks for every script's result. WebKitGTK hands that result to the
-//! app process as a JavaScript value, so the app process starts a JavaScript engine of its own at
-//! the first one: 3.5 MiB more memory (its code and heap), held for nothing, and the page compiles
-//! a new script for each streamed token. Here the events are the answers to the page's own calls
-//! (Tauri's IPC protocol): one answer carries everything that came while the page was busy.
+//! app process as a JavaScript value, so the app process started a JavaScript engine of its own
+//! at the first one (1.1 MiB more over the app's processes, debug build: its code pages were
+//! mostly shared with the web process), and the page compiled a new script for each streamed
+//! token. Here the events are the answers to the page's own calls (Tauri's IPC protocol): one
+//! answer carries everything that came while the page was busy.
 //!
 //! A reader holds a cursor, the sequence number of the next event it wants. The feed keeps the
 //! events no reader has confirmed yet (a reader confirms what it took by asking for what follows),
@@ -17,7 +18,6 @@
 //! takes nothing from the new page.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
 
 use osprey_types::{UiEvent, UiEventBatch};
 use tokio::sync::watch;
@@ -28,11 +28,10 @@ pub const HELD: usize = 4096;
 /// At most this many events go in one answer; the rest come with the next.
 pub const BATCH: usize = 512;
 
-pub struct UiFeed {
-    held: Mutex<Held>,
-    /// The sequence number after the newest event: readers wait for it to pass their cursor.
-    end: watch::Sender<u64>,
-}
+/// The held events live in a watch channel: a push changes them and wakes the parked readers,
+/// who wait for the end to pass their cursor; there is no second copy of the end to keep in step.
+#[derive(Default)]
+pub struct UiFeed(watch::Sender<Held>);
 
 #[derive(Default)]
 struct Held {
@@ -42,6 +41,7 @@ struct Held {
 }
 
 impl Held {
+    /// The sequence number after the newest event.
     fn end(&self) -> u64 {
         self.first + self.events.len() as u64
     }
@@ -56,27 +56,16 @@ impl Held {
     }
 }
 
-impl Default for UiFeed {
-    fn default() -> Self {
-        UiFeed {
-            held: Mutex::new(Held::default()),
-            end: watch::Sender::new(0),
-        }
-    }
-}
-
 impl UiFeed {
     /// Adds an event for the page.
     pub fn push(&self, event: UiEvent) {
-        let mut held = self.lock();
-        held.events.push_back(event);
-        if held.events.len() > HELD {
-            held.events.pop_front();
-            held.first += 1;
-        }
-        // Under the lock: two pushes from different threads must not publish their ends in the
-        // other order, which would leave a reader parked with an event waiting.
-        self.end.send_replace(held.end());
+        self.0.send_modify(|held| {
+            held.events.push_back(event);
+            if held.events.len() > HELD {
+                held.events.pop_front();
+                held.first += 1;
+            }
+        });
     }
 
     /// The events from `after` on, waiting until there is one. `None` is a new reader: it gets no
@@ -84,42 +73,43 @@ impl UiFeed {
     /// the end (never handed out) reads from the end.
     pub async fn next(&self, after: Option<u64>) -> UiEventBatch {
         let Some(after) = after else {
-            let mut held = self.lock();
-            let end = held.end();
-            held.drop_before(end);
+            let mut next = 0;
+            self.quietly(|held| {
+                next = held.end();
+                held.drop_before(next);
+            });
             return UiEventBatch {
                 events: Vec::new(),
-                next: end,
+                next,
             };
         };
-        let after = after.min(self.lock().end());
-        let mut end = self.end.subscribe();
-        // The sender is `self.end`, alive as long as `self`: the wait ends only by an event.
-        let _ = end.wait_for(|&end| end > after).await;
-        self.take(after)
+        let after = after.min(self.0.borrow().end());
+        // The sender lives as long as `self`: the wait ends only by an event.
+        let _ = self.0.subscribe().wait_for(|held| held.end() > after).await;
+        let mut batch = UiEventBatch {
+            events: Vec::new(),
+            next: after,
+        };
+        self.quietly(|held| {
+            held.drop_before(after);
+            if after < held.first {
+                tracing::warn!(
+                    missed = held.first - after,
+                    "the window fell behind the shell's events; it goes on from the oldest held"
+                );
+            }
+            batch.events = held.events.iter().take(BATCH).cloned().collect();
+            batch.next = held.first + batch.events.len() as u64;
+        });
+        batch
     }
 
-    fn take(&self, after: u64) -> UiEventBatch {
-        let mut held = self.lock();
-        held.drop_before(after);
-        if after < held.first {
-            tracing::warn!(
-                missed = held.first - after,
-                "the window fell behind the shell's events; it goes on from the oldest held"
-            );
-        }
-        let events: Vec<UiEvent> = held.events.iter().take(BATCH).cloned().collect();
-        UiEventBatch {
-            next: held.first + events.len() as u64,
-            events,
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
-        // Nothing panics while the lock is held; a poisoned lock still holds whole events.
-        self.held
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+    /// Changes what is held without waking anyone: dropping delivered events is no news.
+    fn quietly(&self, change: impl FnOnce(&mut Held)) {
+        self.0.send_if_modified(|held| {
+            change(held);
+            false
+        });
     }
 }
 
@@ -171,7 +161,7 @@ mod tests {
         feed.push(nav("c"));
         let batch = feed.next(Some(batch.next)).await;
         assert_eq!(routes(&batch), ["c"]);
-        assert_eq!(feed.lock().events.len(), 1);
+        assert_eq!(feed.0.borrow().events.len(), 1);
     }
 
     #[tokio::test]
@@ -214,7 +204,7 @@ mod tests {
         for n in 0..HELD + 10 {
             feed.push(nav(&n.to_string()));
         }
-        assert_eq!(feed.lock().events.len(), HELD);
+        assert_eq!(feed.0.borrow().events.len(), HELD);
         let batch = feed.next(Some(cursor)).await;
         assert_eq!(batch.events.len(), BATCH);
         assert_eq!(routes(&batch)[0], "10");
@@ -224,9 +214,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn a_reader_gets_every_event_of_pushers_on_other_threads() {
         // The core's forwarder and the tray push from different threads; a reader parked on the
-        // last cursor must be woken by the last push, whichever thread made it. (The ends are
-        // published under the lock, so they cannot go out in the wrong order; that window is
-        // too narrow for this test to hit reliably, which checks delivery across threads.)
+        // last cursor must be woken by the last push, whichever thread made it.
         const PUSHERS: usize = 4;
         const EACH: usize = 500;
         for _ in 0..20 {

@@ -35,7 +35,7 @@ export class EventFeed {
     return this.#subscribe(this.#asks, handler);
   }
 
-  /** Stops reading after the call in flight (tests; a page being replaced). */
+  /** Stops reading after the call in flight (for tests: a page keeps its feed for its life). */
   close(): void {
     this.#closed = true;
   }
