@@ -142,14 +142,16 @@ pub fn status_line(status: &AutomationStatus) -> String {
 /// What the quick actions need from the running app.
 pub trait TrayShell {
     fn show_main_window(&self) -> Result<(), String>;
-    /// Switches the UI to a route of its hash router (`chat`, `settings`, ...).
-    fn navigate(&self, route: &str) -> Result<(), String>;
+    /// Switches the UI to a route of its hash router (`chat`, `settings`, ...): an event in the
+    /// window's feed, which cannot fail (a window that is gone never reads it).
+    fn navigate(&self, route: &str);
     fn is_paused(&self) -> Result<bool, String>;
     fn set_paused(&self, paused: bool) -> Result<(), String>;
     /// Starts taking a snapshot of the focused window; [`deliver_snapshot`] finishes the action.
     fn start_window_snapshot(&self) -> Result<(), String>;
-    /// Hands the snapshot (or why there is none) to the chat in the main window.
-    fn send_snapshot(&self, ask: WindowAsk) -> Result<(), String>;
+    /// Hands the snapshot (or why there is none) to the chat in the main window, through the
+    /// window's feed like [`TrayShell::navigate`].
+    fn send_snapshot(&self, ask: WindowAsk);
     /// Shows the windows of the native browser profile.
     fn show_browser_windows(&self) -> Result<(), String>;
     /// Whether the person has taken the default browser profile over.
@@ -170,16 +172,14 @@ pub fn handle_menu_event(shell: &impl TrayShell, id: &str) -> Option<Result<(), 
         TrayAction::Show => shell.show_main_window(),
         TrayAction::NewChat => shell
             .show_main_window()
-            .and_then(|()| shell.navigate("chat?new")),
+            .map(|()| shell.navigate("chat?new")),
         // The snapshot is taken before the window comes forward, so it shows what the person
         // was looking at, not Osprey.
         TrayAction::AskAboutWindow => shell.start_window_snapshot(),
         TrayAction::TogglePause => shell
             .is_paused()
             .and_then(|paused| shell.set_paused(!paused)),
-        TrayAction::OpenStore => shell
-            .show_main_window()
-            .and_then(|()| shell.navigate("store")),
+        TrayAction::OpenStore => shell.show_main_window().map(|()| shell.navigate("store")),
         TrayAction::ShowBrowser => shell.show_browser_windows(),
         // Taking over brings the pages forward, so the person sees what they took; handing back
         // puts them back.
@@ -206,11 +206,12 @@ pub fn deliver_snapshot(
     snapshot: Result<WindowSnapshot, UiError>,
 ) -> Result<(), String> {
     shell.show_main_window()?;
-    shell.navigate("chat")?;
+    shell.navigate("chat");
     shell.send_snapshot(match snapshot {
         Ok(snapshot) => WindowAsk::Snapshot { snapshot },
         Err(error) => WindowAsk::Error { error },
-    })
+    });
+    Ok(())
 }
 
 pub struct AppShell<'a, R: Runtime>(pub &'a AppHandle<R>);
@@ -238,11 +239,10 @@ impl<R: Runtime> TrayShell for AppShell<'_, R> {
             .map_err(|error| error.to_string())
     }
 
-    fn navigate(&self, route: &str) -> Result<(), String> {
+    fn navigate(&self, route: &str) {
         self.0.state::<UiFeed>().push(UiEvent::Navigate {
             route: route.to_string(),
         });
-        Ok(())
     }
 
     fn is_paused(&self) -> Result<bool, String> {
@@ -266,11 +266,10 @@ impl<R: Runtime> TrayShell for AppShell<'_, R> {
         Ok(())
     }
 
-    fn send_snapshot(&self, ask: WindowAsk) -> Result<(), String> {
+    fn send_snapshot(&self, ask: WindowAsk) {
         self.0
             .state::<UiFeed>()
             .push(UiEvent::AskAboutWindow { ask });
-        Ok(())
     }
 
     fn show_browser_windows(&self) -> Result<(), String> {
@@ -432,9 +431,8 @@ mod tests {
                 Ok(())
             }
         }
-        fn navigate(&self, route: &str) -> Result<(), String> {
+        fn navigate(&self, route: &str) {
             self.calls.borrow_mut().push(format!("navigate {route}"));
-            Ok(())
         }
         fn is_paused(&self) -> Result<bool, String> {
             Ok(*self.paused.borrow())
@@ -448,12 +446,11 @@ mod tests {
             self.calls.borrow_mut().push("snapshot".into());
             Ok(())
         }
-        fn send_snapshot(&self, ask: WindowAsk) -> Result<(), String> {
+        fn send_snapshot(&self, ask: WindowAsk) {
             self.calls.borrow_mut().push(match ask {
                 WindowAsk::Snapshot { snapshot } => format!("send {}", snapshot.snapshot_id),
                 WindowAsk::Error { error } => format!("send error {}", error.code),
             });
-            Ok(())
         }
         fn show_browser_windows(&self) -> Result<(), String> {
             self.calls.borrow_mut().push("browser".into());
